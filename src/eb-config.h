@@ -1,0 +1,62 @@
+/* eb-config.h - every limit and switch of extbody, as named configuration keys.
+ *
+ * One table (eb-config.c) lists each key with its type, default, bounds and a
+ * one-line description; it drives loading, checking, `extbody config` and the
+ * example configuration, and a test keeps data/extbody.conf.example and the man
+ * page in step with it. Files are GLib key files; keys live in the [extbody]
+ * group. Sizes accept a k, M or G suffix (powers of 1024). Unknown keys are
+ * errors, so a typo never silently leaves a default in force.
+ */
+#pragma once
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define EB_CONFIG_DEFAULT_PATH "/etc/extbody/extbody.conf"
+#define EB_CONFIG_GROUP "extbody"
+
+typedef struct {
+  guint64 max_message_size;    /* bytes; a larger message passes unchanged */
+  guint   max_nesting_depth;   /* multipart / message levels walked */
+  guint   max_parts;           /* MIME entities walked per message */
+  guint   max_references;      /* external-body parts acted on per message */
+  guint64 max_part_bytes;      /* decoded bytes of one resolved part */
+  guint64 max_message_bytes;   /* decoded bytes resolved per message */
+} EbConfig;
+
+typedef enum { EB_CONFIG_UINT, EB_CONFIG_SIZE } EbConfigType;
+
+typedef struct {
+  const char  *name;
+  EbConfigType type;
+  const char  *default_value;  /* as written in the example file */
+  guint64      min, max;
+  gsize        offset;         /* into EbConfig */
+  const char  *doc;            /* one sentence */
+} EbConfigKey;
+
+/* Returns: (transfer full): a configuration holding every default. */
+EbConfig *eb_config_new (void);
+void eb_config_free (EbConfig *config);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbConfig, eb_config_free)
+
+/* Load @path over @config. A missing file is fine when @missing_ok.
+ * Returns: FALSE with EB_ERROR_CONFIG (or a GKeyFile/GFile error) on failure; the
+ * message names the file and the key. @config is unchanged on failure. */
+gboolean eb_config_load_file (EbConfig *config, const char *path, gboolean missing_ok,
+                              GError **error);
+
+/* Set one key from its text form ("max_parts", "5000"). */
+gboolean eb_config_set (EbConfig *config, const char *key, const char *value, GError **error);
+
+/* The key table. */
+guint eb_config_get_n_keys (void);
+const EbConfigKey *eb_config_get_key (guint i);
+
+/* "key = value" lines for every key (current values). Returns: (transfer full). */
+char *eb_config_dump (const EbConfig *config);
+
+/* Parse a size such as "64M". */
+gboolean eb_config_parse_size (const char *text, guint64 *out);
+
+G_END_DECLS

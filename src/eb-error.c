@@ -1,0 +1,4 @@
+/* eb-error.c - the EB_ERROR domain */
+#include "eb-error.h"
+
+G_DEFINE_QUARK (extbody-error-quark, eb_error)

@@ -1,0 +1,154 @@
+/* eb-extref.c - reading one external-body reference (see eb-extref.h). */
+#include "eb-extref.h"
+#include "eb-error.h"
+#include "eb-params.h"
+#include "eb-urlparam.h"
+#include <string.h>
+
+EbRef *
+eb_ref_new (void)
+{
+  EbRef *ref = g_new0 (EbRef, 1);
+  ref->boundaries = g_ptr_array_new_with_free_func (g_free);
+  return ref;
+}
+
+void
+eb_ref_free (EbRef *ref)
+{
+  if (!ref)
+    return;
+  g_free (ref->path);
+  g_ptr_array_unref (ref->boundaries);
+  eb_header_block_free (ref->outer);
+  eb_header_block_free (ref->inner);
+  g_free (ref->read_detail);
+  g_free (ref->access_type);
+  g_free (ref->url);
+  g_free (ref->name);
+  g_free (ref->site);
+  g_free (ref->directory);
+  g_free (ref->mode);
+  g_free (ref->server);
+  g_free (ref->subject);
+  g_free (ref->expiration);
+  g_free (ref->size);
+  g_free (ref->permission);
+  g_free (ref->inner_type);
+  g_free (ref->inner_cte);
+  g_free (ref);
+}
+
+static void
+set_reason (EbRef *ref, EbReason reason, const char *detail)
+{
+  if (ref->read_reason != EB_REASON_RESOLVED)
+    return;   /* the first problem is the one reported */
+  ref->read_reason = reason;
+  g_free (ref->read_detail);
+  ref->read_detail = g_strdup (detail);
+}
+
+/* The only Content-Type field of @block, or NULL; *@dup is set when there are more. */
+static const EbHeaderField *
+content_type_field (const EbHeaderBlock *block, const char *buf, gboolean *dup)
+{
+  const EbHeaderField *found = NULL;
+  *dup = FALSE;
+  for (guint i = 0; i < block->fields->len; i++) {
+    const EbHeaderField *f = &g_array_index (block->fields, EbHeaderField, i);
+    if (eb_header_field_is (f, buf, "Content-Type")) {
+      if (found)
+        *dup = TRUE;
+      else
+        found = f;
+    }
+  }
+  return found;
+}
+
+static char *
+param_or_null (EbParams *params, const char *name)
+{
+  const char *v = eb_params_get (params, name, NULL);
+  return v ? g_strdup (v) : NULL;
+}
+
+void
+eb_ref_read (EbRef *ref, const char *buf, gsize len)
+{
+  g_return_if_fail (ref->block_start <= ref->content_start && ref->content_start <= ref->end
+                    && ref->end <= len);
+
+  eb_header_block_free (ref->outer);
+  eb_header_block_free (ref->inner);
+  ref->outer = eb_header_block_scan (buf, ref->block_start, ref->content_start);
+  ref->inner = eb_header_block_scan (buf, ref->content_start, ref->end);
+  ref->read_reason = EB_REASON_RESOLVED;
+
+  gboolean dup = FALSE;
+  const EbHeaderField *ct = content_type_field (ref->outer, buf, &dup);
+  if (!ct) {
+    set_reason (ref, EB_REASON_UNLOCATABLE, "no Content-Type field where GMime saw one");
+    return;
+  }
+  if (dup)
+    set_reason (ref, EB_REASON_DUPLICATE_FIELD, "two Content-Type fields");
+
+  const char *raw = buf + ct->value;
+  gsize raw_len = ct->value_end - ct->value;
+  g_autoptr (EbParams) params = eb_params_parse (raw, raw_len);
+  const char *media = eb_params_get_media_type (params);
+  if (!media || strcmp (media, "message/external-body") != 0) {
+    set_reason (ref, EB_REASON_UNLOCATABLE, "Content-Type is not message/external-body");
+    return;
+  }
+
+  g_autoptr (GError) err = NULL;
+  const char *at = eb_params_get (params, "access-type", &err);
+  if (at) {
+    ref->access_type = g_ascii_strdown (at, -1);
+    g_strstrip (ref->access_type);
+  } else if (g_error_matches (err, EB_ERROR, EB_ERROR_MISSING)) {
+    set_reason (ref, EB_REASON_NO_ACCESS_TYPE, NULL);
+  } else {
+    set_reason (ref, EB_REASON_BAD_ACCESS_TYPE, err->message);
+  }
+
+  ref->name = param_or_null (params, "name");
+  ref->site = param_or_null (params, "site");
+  ref->directory = param_or_null (params, "directory");
+  ref->mode = param_or_null (params, "mode");
+  ref->server = param_or_null (params, "server");
+  ref->subject = param_or_null (params, "subject");
+  ref->expiration = param_or_null (params, "expiration");
+  ref->size = param_or_null (params, "size");
+  ref->permission = param_or_null (params, "permission");
+
+  if (ref->access_type && strcmp (ref->access_type, "url") == 0) {
+    g_autoptr (GError) uerr = NULL;
+    ref->url = eb_urlparam_reassemble (raw, raw_len, &uerr);
+    if (!ref->url) {
+      if (g_error_matches (uerr, EB_ERROR, EB_ERROR_MISSING))
+        set_reason (ref, EB_REASON_URL_MISSING, uerr->message);
+      else
+        set_reason (ref, EB_REASON_URL_INVALID, uerr->message);
+    }
+  }
+
+  /* The inner header. */
+  gboolean idup = FALSE;
+  const EbHeaderField *ict = content_type_field (ref->inner, buf, &idup);
+  if (ict) {
+    g_autoptr (EbParams) ip = eb_params_parse (buf + ict->value, ict->value_end - ict->value);
+    const char *imedia = eb_params_get_media_type (ip);
+    if (imedia && !idup)
+      ref->inner_type = g_strdup (imedia);
+    else
+      ref->inner_type_bad = TRUE;
+  }
+  gint icte = eb_header_block_find (ref->inner, buf, "Content-Transfer-Encoding");
+  if (icte >= 0)
+    ref->inner_cte = eb_header_field_unfold (&g_array_index (ref->inner->fields, EbHeaderField,
+                                                             icte), buf);
+}

@@ -1,0 +1,52 @@
+/* eb-extref.h - one message/external-body reference, read from the raw bytes.
+ *
+ * Pure: given the bytes of a message and where an external-body entity lies in
+ * them (found by eb-message), read its header, its parameters (access-type, URL
+ * and the RFC 2046 parameters of the other access-types) and its inner
+ * ("phantom") header, byte for byte.
+ */
+#pragma once
+#include <glib.h>
+#include "eb-header.h"
+#include "eb-reason.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  /* Where it is (filled in by eb-message). */
+  char      *path;          /* IMAP-style part path: "1", "2.1" */
+  guint      depth;         /* multipart/message levels above it */
+  gboolean   is_root;       /* the body of a message (top-level or encapsulated):
+                               RFC 2046 5.2.3.7 merge with the message header */
+  gsize      block_start;   /* first byte of the header block (a root: the message's) */
+  gsize      content_start; /* first byte of the content: the phantom header */
+  gsize      end;           /* one past the entity's last byte, before the line
+                               break that belongs to the next delimiter */
+  gboolean   located;       /* the offsets were checked against the bytes */
+  GPtrArray *boundaries;    /* (element-type utf8) enclosing boundaries, nearest first */
+  EbReason   walk_reason;   /* a walk limit that applies to it, or RESOLVED */
+
+  /* What it says (filled in by eb_ref_read). */
+  EbHeaderBlock *outer;     /* the header block at block_start */
+  EbHeaderBlock *inner;     /* the phantom header at content_start */
+  EbReason   read_reason;   /* RESOLVED when it could be read */
+  char      *read_detail;   /* (nullable) why not, one line */
+  char      *access_type;   /* (nullable) lowercase */
+  char      *url;           /* (nullable) access-type=URL: reassembled */
+  char      *name, *site, *directory, *mode, *server, *subject;  /* (nullable) */
+  char      *expiration, *size, *permission;                    /* (nullable) */
+  char      *inner_type;    /* (nullable) media type of the inner Content-Type, lowercase */
+  gboolean   inner_type_bad;/* the inner header has a Content-Type we cannot read */
+  char      *inner_cte;     /* (nullable) the inner Content-Transfer-Encoding, unfolded */
+} EbRef;
+
+EbRef *eb_ref_new (void);
+void eb_ref_free (EbRef *ref);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbRef, eb_ref_free)
+
+/* Read @ref's header, parameters and phantom header from @buf (@len bytes),
+ * using block_start, content_start and end. Never fails: problems are recorded
+ * in read_reason and read_detail. */
+void eb_ref_read (EbRef *ref, const char *buf, gsize len);
+
+G_END_DECLS

@@ -1,0 +1,139 @@
+/* eb-header.c - raw header blocks, read byte for byte (see eb-header.h). */
+#include "eb-header.h"
+#include <string.h>
+
+/* One past the end of the line that starts at @p (its LF included), or @limit. */
+static gsize
+line_end (const char *buf, gsize p, gsize limit)
+{
+  const char *nl = memchr (buf + p, '\n', limit - p);
+  return nl ? (gsize) (nl - buf) + 1 : limit;
+}
+
+/* TRUE when the line at @p is empty: "\n" or "\r\n". */
+static gboolean
+is_blank_line (const char *buf, gsize p, gsize limit)
+{
+  if (p < limit && buf[p] == '\n')
+    return TRUE;
+  return p + 1 < limit && buf[p] == '\r' && buf[p + 1] == '\n';
+}
+
+/* Length of a field name at @p ended by ':' (RFC 5322 ftext, with trailing WSP
+ * before the colon tolerated as GMime does), or 0 when the line is no field. */
+static gsize
+field_name (const char *buf, gsize p, gsize limit, gsize *colon)
+{
+  gsize q = p;
+  while (q < limit) {
+    guchar c = (guchar) buf[q];
+    if (c == ':')
+      break;
+    if (c <= 32 || c >= 127)
+      break;
+    q++;
+  }
+  gsize name_end = q;
+  if (name_end == p)
+    return 0;
+  while (q < limit && (buf[q] == ' ' || buf[q] == '\t'))
+    q++;
+  if (q >= limit || buf[q] != ':')
+    return 0;
+  *colon = q;
+  return name_end - p;
+}
+
+EbHeaderBlock *
+eb_header_block_scan (const char *buf, gsize start, gsize limit)
+{
+  EbHeaderBlock *block = g_new0 (EbHeaderBlock, 1);
+  block->fields = g_array_new (FALSE, FALSE, sizeof (EbHeaderField));
+  block->start = start;
+
+  gsize p = start;
+  while (p < limit) {
+    if (is_blank_line (buf, p, limit)) {
+      block->end = p;
+      block->body = line_end (buf, p, limit);
+      block->blank = TRUE;
+      return block;
+    }
+    gsize colon = 0;
+    gsize nlen = field_name (buf, p, limit, &colon);
+    if (nlen == 0)
+      break;
+    EbHeaderField f = { .start = p, .name_len = nlen, .value = colon + 1 };
+    gsize e = line_end (buf, p, limit);
+    while (e < limit && (buf[e] == ' ' || buf[e] == '\t'))
+      e = line_end (buf, e, limit);
+    f.end = e;
+    f.value_end = e;
+    if (f.value_end > f.value && buf[f.value_end - 1] == '\n') {
+      f.value_end--;
+      if (f.value_end > f.value && buf[f.value_end - 1] == '\r')
+        f.value_end--;
+    }
+    g_array_append_val (block->fields, f);
+    p = e;
+  }
+  block->end = p;
+  block->body = p;
+  block->blank = FALSE;
+  return block;
+}
+
+void
+eb_header_block_free (EbHeaderBlock *block)
+{
+  if (!block)
+    return;
+  g_array_unref (block->fields);
+  g_free (block);
+}
+
+gboolean
+eb_header_field_is (const EbHeaderField *f, const char *buf, const char *name)
+{
+  gsize n = strlen (name);
+  return f->name_len == n && g_ascii_strncasecmp (buf + f->start, name, n) == 0;
+}
+
+gboolean
+eb_header_field_is_content (const EbHeaderField *f, const char *buf)
+{
+  return f->name_len > 8 && g_ascii_strncasecmp (buf + f->start, "Content-", 8) == 0;
+}
+
+gint
+eb_header_block_find (const EbHeaderBlock *block, const char *buf, const char *name)
+{
+  for (guint i = 0; i < block->fields->len; i++)
+    if (eb_header_field_is (&g_array_index (block->fields, EbHeaderField, i), buf, name))
+      return (gint) i;
+  return -1;
+}
+
+char *
+eb_header_field_unfold (const EbHeaderField *f, const char *buf)
+{
+  GString *s = g_string_sized_new (f->value_end - f->value);
+  for (gsize p = f->value; p < f->value_end; p++) {
+    char c = buf[p];
+    if (c == '\r' || c == '\n')
+      continue;
+    g_string_append_c (s, c);
+  }
+  return g_strstrip (g_string_free (s, FALSE));
+}
+
+const char *
+eb_header_eol_at (const char *buf, gsize len, gsize pos)
+{
+  const char *nl = pos < len ? memchr (buf + pos, '\n', len - pos) : NULL;
+  if (nl && nl > buf + pos && nl[-1] == '\r')
+    return "\r\n";
+  if (nl && nl == buf + pos && pos > 0 && buf[pos - 1] == '\r')
+    return "\r\n";
+  return "\n";
+}

@@ -1,0 +1,55 @@
+/* eb-header.h - raw header blocks, read byte for byte.
+ *
+ * Pure. extbody never re-serializes mail: it copies header fields as they were
+ * written. This module finds the fields of a header block (RFC 5322 section 2.2:
+ * a field is a line "name:" plus its continuation lines that start with SP or
+ * HTAB), where each one starts and ends, and where the block ends. LF and CRLF
+ * line endings are both accepted, mixed too.
+ */
+#pragma once
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+  gsize start;       /* first byte of the field name */
+  gsize name_len;    /* length of the name (before the colon, trailing WSP excluded) */
+  gsize value;       /* first byte after the colon */
+  gsize value_end;   /* end of the value: before the final line break */
+  gsize end;         /* one past the final line break of the field (or limit) */
+} EbHeaderField;
+
+typedef struct {
+  GArray  *fields;   /* (element-type EbHeaderField) */
+  gsize    start;    /* where scanning started */
+  gsize    end;      /* end of the last field line (start of the blank line, or of
+                        the first line that is not a field, or the limit) */
+  gsize    body;     /* first byte after the blank line; == end when none */
+  gboolean blank;    /* a blank line ended the block */
+} EbHeaderBlock;
+
+/* Scan the header block of @buf that starts at @start and may not pass @limit.
+ * Lines that are neither fields nor continuations end the block (blank == FALSE).
+ * Returns: (transfer full): never NULL. */
+EbHeaderBlock *eb_header_block_scan (const char *buf, gsize start, gsize limit);
+void eb_header_block_free (EbHeaderBlock *block);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbHeaderBlock, eb_header_block_free)
+
+/* Index of the first field named @name (ASCII case-insensitive), or -1. */
+gint eb_header_block_find (const EbHeaderBlock *block, const char *buf, const char *name);
+
+/* TRUE when field @f's name equals @name, ASCII case-insensitively. */
+gboolean eb_header_field_is (const EbHeaderField *f, const char *buf, const char *name);
+
+/* TRUE when field @f's name starts with "Content-", ASCII case-insensitively. */
+gboolean eb_header_field_is_content (const EbHeaderField *f, const char *buf);
+
+/* The unfolded value of @f with surrounding white space trimmed (folds removed,
+ * the white space after them kept). Returns: (transfer full). */
+char *eb_header_field_unfold (const EbHeaderField *f, const char *buf);
+
+/* The line ending used by the line that contains @pos ("\r\n" or "\n"); "\n"
+ * when no line ending follows. */
+const char *eb_header_eol_at (const char *buf, gsize len, gsize pos);
+
+G_END_DECLS

@@ -1,0 +1,251 @@
+/* eb-inspect.c - tables, JSON lines and report lines (see eb-inspect.h). */
+#include "eb-inspect.h"
+#include <json-glib/json-glib.h>
+#include <string.h>
+
+#define URL_SHOW_MAX 72        /* table and report: URLs are cut here */
+#define JSON_DATA_URL_MAX 1024 /* JSON: data: URLs longer than this are cut */
+
+char *
+eb_inspect_printable (const char *s, gsize max)
+{
+  if (!s)
+    return g_strdup ("-");
+  gsize len = strlen (s);
+  GString *out = g_string_sized_new (MIN (len, max ? max + 32 : len) + 8);
+  const char *p = s;
+  const char *end = s + len;
+  while (p < end) {
+    if (max && out->len >= max) {
+      g_string_append_printf (out, "...[%" G_GSIZE_FORMAT " bytes]", len);
+      break;
+    }
+    guchar c = (guchar) *p;
+    if (c < 0x20 || c == 0x7f || c == '\\') {
+      g_string_append_printf (out, "\\x%02x", c);
+      p++;
+      continue;
+    }
+    if (c < 0x80) {
+      g_string_append_c (out, (char) c);
+      p++;
+      continue;
+    }
+    gunichar u = g_utf8_get_char_validated (p, end - p);
+    if (u == (gunichar) -1 || u == (gunichar) -2) {
+      g_string_append_printf (out, "\\x%02x", c);
+      p++;
+      continue;
+    }
+    const char *next = g_utf8_next_char (p);
+    g_string_append_len (out, p, next - p);
+    p = next;
+  }
+  return g_string_free (out, FALSE);
+}
+
+static const char *
+action_of (const EbResolution *res)
+{
+  return res->reason == EB_REASON_RESOLVED ? "resolve" : "leave";
+}
+
+static void
+add_str (JsonBuilder *b, const char *name, const char *value)
+{
+  json_builder_set_member_name (b, name);
+  if (!value) {
+    json_builder_add_null_value (b);
+    return;
+  }
+  g_autofree char *valid = g_utf8_make_valid (value, -1);
+  json_builder_add_string_value (b, valid);
+}
+
+char *
+eb_inspect_json (const char *source, const EbRewriteResult *result, guint i)
+{
+  const EbRef *ref = g_ptr_array_index (result->scan->refs, i);
+  const EbResolution *res = g_ptr_array_index (result->resolutions, i);
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  json_builder_begin_object (b);
+  if (source)
+    add_str (b, "source", source);
+  add_str (b, "part", ref->path);
+  add_str (b, "access_type", ref->access_type);
+  if (ref->url && g_ascii_strncasecmp (ref->url, "data:", 5) == 0
+      && strlen (ref->url) > JSON_DATA_URL_MAX) {
+    g_autofree char *cut = g_strndup (ref->url, JSON_DATA_URL_MAX);
+    add_str (b, "url", cut);
+    json_builder_set_member_name (b, "url_truncated");
+    json_builder_add_boolean_value (b, TRUE);
+  } else {
+    add_str (b, "url", ref->url);
+  }
+  if (ref->url) {
+    json_builder_set_member_name (b, "url_length");
+    json_builder_add_int_value (b, (gint64) strlen (ref->url));
+  }
+  add_str (b, "name", ref->name);
+  add_str (b, "site", ref->site);
+  add_str (b, "directory", ref->directory);
+  add_str (b, "mode", ref->mode);
+  add_str (b, "server", ref->server);
+  add_str (b, "subject", ref->subject);
+  add_str (b, "expiration", ref->expiration);
+  add_str (b, "size", ref->size);
+  add_str (b, "permission", ref->permission);
+  add_str (b, "inner_type", ref->inner_type);
+  add_str (b, "action", action_of (res));
+  add_str (b, "reason", eb_reason_token (res->reason));
+  add_str (b, "reason_text", eb_reason_text (res->reason));
+  add_str (b, "detail", res->detail);
+  if (res->reason == EB_REASON_RESOLVED) {
+    add_str (b, "new_type", res->type);
+    json_builder_set_member_name (b, "data_size");
+    json_builder_add_int_value (b, (gint64) g_bytes_get_size (res->data));
+    add_str (b, "sha256", res->sha256);
+    add_str (b, "encoding", eb_transfer_name (res->encoding));
+  }
+  json_builder_end_object (b);
+  g_autoptr (JsonGenerator) gen = json_generator_new ();
+  g_autoptr (JsonNode) root = json_builder_get_root (b);
+  json_generator_set_root (gen, root);
+  return json_generator_to_data (gen, NULL);
+}
+
+/* What the table shows in its URL / PARAMETERS column. */
+static char *
+target_of (const EbRef *ref)
+{
+  if (ref->url)
+    return eb_inspect_printable (ref->url, URL_SHOW_MAX);
+  GString *s = g_string_new (NULL);
+  const struct { const char *n; const char *v; } kv[] = {
+    { "site", ref->site }, { "directory", ref->directory }, { "name", ref->name },
+    { "mode", ref->mode }, { "server", ref->server }, { "subject", ref->subject },
+  };
+  for (guint k = 0; k < G_N_ELEMENTS (kv); k++) {
+    if (!kv[k].v)
+      continue;
+    g_autofree char *v = eb_inspect_printable (kv[k].v, 40);
+    g_string_append_printf (s, "%s%s=%s", s->len ? " " : "", kv[k].n, v);
+  }
+  if (!s->len)
+    g_string_append_c (s, '-');
+  return g_string_free (s, FALSE);
+}
+
+#define N_COLS 9
+static const char *headings[N_COLS] = {
+  "PART", "ACCESS-TYPE", "URL / PARAMETERS", "EXPIRATION", "SIZE", "PERMISSION",
+  "INNER-TYPE", "ACTION", "REASON",
+};
+
+struct _EbTable {
+  gboolean   with_source;
+  GPtrArray *rows;   /* (element-type GStrv) */
+};
+
+EbTable *
+eb_table_new (gboolean with_source)
+{
+  EbTable *t = g_new0 (EbTable, 1);
+  t->with_source = with_source;
+  t->rows = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);
+  return t;
+}
+
+void
+eb_table_free (EbTable *table)
+{
+  if (!table)
+    return;
+  g_ptr_array_unref (table->rows);
+  g_free (table);
+}
+
+void
+eb_table_add (EbTable *t, const char *source, const EbRewriteResult *result, guint i)
+{
+  const EbRef *ref = g_ptr_array_index (result->scan->refs, i);
+  const EbResolution *res = g_ptr_array_index (result->resolutions, i);
+  char **row = g_new0 (char *, N_COLS + 2);
+  guint c = 0;
+  row[c++] = eb_inspect_printable (source ? source : "-", 60);
+  row[c++] = g_strdup (ref->path);
+  row[c++] = eb_inspect_printable (ref->access_type, 20);
+  row[c++] = target_of (ref);
+  row[c++] = eb_inspect_printable (ref->expiration, 40);
+  row[c++] = eb_inspect_printable (ref->size, 20);
+  row[c++] = eb_inspect_printable (ref->permission, 20);
+  row[c++] = eb_inspect_printable (ref->inner_type, 40);
+  row[c++] = g_strdup (action_of (res));
+  if (res->detail) {
+    g_autofree char *d = eb_inspect_printable (res->detail, 80);
+    row[c++] = g_strdup_printf ("%s (%s)", eb_reason_text (res->reason), d);
+  } else {
+    row[c++] = g_strdup (eb_reason_text (res->reason));
+  }
+  g_ptr_array_add (t->rows, row);
+}
+
+char *
+eb_table_finish (EbTable *t)
+{
+  guint first = t->with_source ? 0 : 1;
+  gsize width[N_COLS + 1] = { 0 };
+  width[0] = strlen ("SOURCE");
+  for (guint c = 1; c <= N_COLS; c++)
+    width[c] = strlen (headings[c - 1]);
+  for (guint r = 0; r < t->rows->len; r++) {
+    char **row = g_ptr_array_index (t->rows, r);
+    for (guint c = 0; c <= N_COLS; c++)
+      width[c] = MAX (width[c], (gsize) g_utf8_strlen (row[c], -1));
+  }
+  GString *out = g_string_new (NULL);
+  for (guint c = first; c <= N_COLS; c++) {
+    const char *h = c == 0 ? "SOURCE" : headings[c - 1];
+    if (c == N_COLS)
+      g_string_append_printf (out, "%s\n", h);
+    else
+      g_string_append_printf (out, "%-*s  ", (int) width[c], h);
+  }
+  for (guint r = 0; r < t->rows->len; r++) {
+    char **row = g_ptr_array_index (t->rows, r);
+    for (guint c = first; c <= N_COLS; c++) {
+      if (c == N_COLS) {
+        g_string_append_printf (out, "%s\n", row[c]);
+      } else {
+        g_string_append (out, row[c]);
+        gsize pad = width[c] - (gsize) g_utf8_strlen (row[c], -1) + 2;
+        for (gsize k = 0; k < pad; k++)
+          g_string_append_c (out, ' ');
+      }
+    }
+  }
+  return g_string_free (out, FALSE);
+}
+
+char *
+eb_inspect_report_line (const EbRewriteResult *result, guint i)
+{
+  const EbRef *ref = g_ptr_array_index (result->scan->refs, i);
+  const EbResolution *res = g_ptr_array_index (result->resolutions, i);
+  g_autofree char *at = eb_inspect_printable (ref->access_type, 20);
+  g_autofree char *target = target_of (ref);
+  GString *s = g_string_new (NULL);
+  g_string_append_printf (s, "part %s: access-type=%s %s: ", ref->path, at, target);
+  if (res->reason == EB_REASON_RESOLVED) {
+    g_string_append_printf (s, "resolved (%s, %" G_GSIZE_FORMAT " bytes, %s)", res->type,
+                            g_bytes_get_size (res->data), eb_transfer_name (res->encoding));
+  } else {
+    g_string_append_printf (s, "left: %s: %s", eb_reason_token (res->reason),
+                            eb_reason_text (res->reason));
+    if (res->detail) {
+      g_autofree char *d = eb_inspect_printable (res->detail, 120);
+      g_string_append_printf (s, " (%s)", d);
+    }
+  }
+  return g_string_free (s, FALSE);
+}

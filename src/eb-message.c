@@ -1,0 +1,236 @@
+/* eb-message.c - GMime parse, iterative walk, exact location (see eb-message.h). */
+#include "eb-message.h"
+#include <gmime/gmime.h>
+#include <string.h>
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (GMimeParser, g_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (GMimeStream, g_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (GMimeMessage, g_object_unref)
+
+gboolean
+eb_message_may_hold_external_body (const char *buf, gsize len)
+{
+  static const char pat[] = "external-body";   /* the '-' is at index 8 */
+  const gsize plen = sizeof pat - 1;
+  if (len < plen)
+    return FALSE;
+  const char *p = buf + 8;
+  const char *last = buf + len - (plen - 8);    /* last place the '-' may be */
+  while (p <= last) {
+    p = memchr (p, '-', (gsize) (last - p) + 1);
+    if (!p)
+      return FALSE;
+    if (g_ascii_strncasecmp (p - 8, pat, plen) == 0)
+      return TRUE;
+    p++;
+  }
+  return FALSE;
+}
+
+void
+eb_message_scan_free (EbMessageScan *scan)
+{
+  if (!scan)
+    return;
+  g_ptr_array_unref (scan->refs);
+  g_free (scan);
+}
+
+typedef struct {
+  GMimeObject  *obj;
+  GMimeMessage *msg;     /* set when obj is the body of this message */
+  char         *path;    /* the entity's path; "" for a top-level multipart */
+  guint         depth;
+  GPtrArray    *bounds;  /* enclosing boundaries, nearest first (shared) */
+} Item;
+
+static gint64
+min_header_offset (GMimeObject *obj, gint64 best)
+{
+  GMimeHeaderList *hl = g_mime_object_get_header_list (obj);
+  int n = hl ? g_mime_header_list_get_count (hl) : 0;
+  for (int i = 0; i < n; i++) {
+    gint64 off = g_mime_header_get_offset (g_mime_header_list_get_header_at (hl, i));
+    if (off >= 0 && (best < 0 || off < best))
+      best = off;
+  }
+  return best;
+}
+
+/* Does a delimiter line for one of @bounds start right after the line break at @p? */
+static gboolean
+delimiter_follows (const char *buf, gsize len, gsize p, GPtrArray *bounds)
+{
+  gsize q;
+  if (p + 1 <= len && buf[p] == '\n')
+    q = p + 1;
+  else if (p + 2 <= len && buf[p] == '\r' && buf[p + 1] == '\n')
+    q = p + 2;
+  else
+    return FALSE;
+  if (len - q < 2 || buf[q] != '-' || buf[q + 1] != '-')
+    return FALSE;
+  for (guint i = 0; i < bounds->len; i++) {
+    const char *b = g_ptr_array_index (bounds, i);
+    gsize bl = strlen (b);
+    if (len - q - 2 >= bl && memcmp (buf + q + 2, b, bl) == 0)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* The true end of an entity whose content GMime ends at @e: the line break
+ * before the delimiter that follows, or the end of the input. */
+static gboolean
+locate_end (const char *buf, gsize len, gint64 e, GPtrArray *bounds, gsize *end)
+{
+  if (e < 0 || (guint64) e > len)
+    return FALSE;
+  if ((gsize) e == len) {
+    *end = len;
+    return TRUE;
+  }
+  for (gsize p = (gsize) e; p <= (gsize) e + 2 && p < len; p++) {
+    if (delimiter_follows (buf, len, p, bounds)) {
+      *end = p;
+      return TRUE;
+    }
+  }
+  return FALSE;
+}
+
+static char *
+child_path (const char *parent, int i)
+{
+  return *parent ? g_strdup_printf ("%s.%d", parent, i + 1) : g_strdup_printf ("%d", i + 1);
+}
+
+static gboolean
+is_external_body (GMimeObject *obj)
+{
+  GMimeContentType *ct = g_mime_object_get_content_type (obj);
+  return ct && g_mime_content_type_is_type (ct, "message", "external-body");
+}
+
+static void
+locate (EbRef *ref, const Item *it, const char *buf, gsize len)
+{
+  GMimePart *part = GMIME_PART (it->obj);
+  GMimeDataWrapper *dw = g_mime_part_get_content (part);
+  GMimeStream *st = dw ? g_mime_data_wrapper_get_stream (dw) : NULL;
+  gint64 hs = min_header_offset (it->obj, -1);
+  if (it->msg)
+    hs = min_header_offset (GMIME_OBJECT (it->msg), hs);
+  if (!st || hs < 0 || st->bound_start < hs || (guint64) st->bound_start > len)
+    return;
+  gsize end = 0;
+  if (!locate_end (buf, len, st->bound_end, it->bounds, &end) || end < (gsize) st->bound_start)
+    return;
+  /* The header block must run exactly up to the content. */
+  g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf, (gsize) hs, (gsize) st->bound_start);
+  if (blk->body != (gsize) st->bound_start || blk->fields->len == 0)
+    return;
+  if (hs > 0 && buf[hs - 1] != '\n')
+    return;
+  ref->block_start = (gsize) hs;
+  ref->content_start = (gsize) st->bound_start;
+  ref->end = end;
+  ref->located = TRUE;
+}
+
+EbMessageScan *
+eb_message_scan (GByteArray *input, const EbConfig *config)
+{
+  EbMessageScan *scan = g_new0 (EbMessageScan, 1);
+  scan->refs = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_ref_free);
+  scan->reason = EB_REASON_RESOLVED;
+  const char *buf = (const char *) input->data;
+  gsize len = input->len;
+  scan->eol = eb_header_eol_at (buf, len, 0);
+
+  g_autoptr (GMimeStream) stream = g_mime_stream_mem_new_with_byte_array (input);
+  g_mime_stream_mem_set_owner (GMIME_STREAM_MEM (stream), FALSE);
+  g_autoptr (GMimeParser) parser = g_mime_parser_new_with_stream (stream);
+  g_mime_parser_set_persist_stream (parser, TRUE);
+  g_mime_parser_set_format (parser, GMIME_FORMAT_MESSAGE);
+  g_autoptr (GMimeMessage) message = g_mime_parser_construct_message (parser, NULL);
+  if (!message || !g_mime_message_get_mime_part (message)) {
+    scan->reason = EB_REASON_UNPARSEABLE;
+    return scan;
+  }
+
+  GPtrArray *all_bounds = g_ptr_array_new_with_free_func ((GDestroyNotify) g_ptr_array_unref);
+  GArray *stack = g_array_new (FALSE, FALSE, sizeof (Item));
+  GPtrArray *top_bounds = g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_add (all_bounds, top_bounds);
+  GMimeObject *body = g_mime_message_get_mime_part (message);
+  Item root = { body, message, g_strdup (GMIME_IS_MULTIPART (body) ? "" : "1"), 0, top_bounds };
+  g_array_append_val (stack, root);
+
+  while (stack->len > 0) {
+    Item it = g_array_index (stack, Item, stack->len - 1);
+    g_array_set_size (stack, stack->len - 1);
+
+    if (++scan->n_parts > config->max_parts) {
+      scan->reason = EB_REASON_TOO_MANY_PARTS;
+      g_free (it.path);
+      while (stack->len > 0) {
+        g_free (g_array_index (stack, Item, stack->len - 1).path);
+        g_array_set_size (stack, stack->len - 1);
+      }
+      break;
+    }
+
+    if (GMIME_IS_MULTIPART (it.obj)) {
+      GMimeMultipart *mp = GMIME_MULTIPART (it.obj);
+      GPtrArray *bounds = g_ptr_array_new_with_free_func (g_free);
+      const char *b = g_mime_multipart_get_boundary (mp);
+      if (b)
+        g_ptr_array_add (bounds, g_strdup (b));
+      for (guint i = 0; i < it.bounds->len; i++)
+        g_ptr_array_add (bounds, g_strdup (g_ptr_array_index (it.bounds, i)));
+      g_ptr_array_add (all_bounds, bounds);
+      int n = g_mime_multipart_get_count (mp);
+      for (int i = n - 1; i >= 0; i--) {   /* pushed in reverse: walked in order */
+        Item child = { g_mime_multipart_get_part (mp, i), NULL, child_path (it.path, i),
+                       it.depth + 1, bounds };
+        g_array_append_val (stack, child);
+      }
+    } else if (GMIME_IS_MESSAGE_PART (it.obj)) {
+      GMimeMessage *inner = g_mime_message_part_get_message (GMIME_MESSAGE_PART (it.obj));
+      GMimeObject *ib = inner ? g_mime_message_get_mime_part (inner) : NULL;
+      if (ib) {
+        char *p = GMIME_IS_MULTIPART (ib) ? g_strdup (it.path) : child_path (it.path, 0);
+        Item child = { ib, inner, p, it.depth + 1, it.bounds };
+        g_array_append_val (stack, child);
+      }
+    } else if (GMIME_IS_PART (it.obj) && is_external_body (it.obj)) {
+      EbRef *ref = eb_ref_new ();
+      ref->path = g_strdup (it.path);
+      ref->depth = it.depth;
+      ref->is_root = it.msg != NULL;
+      for (guint i = 0; i < it.bounds->len; i++)
+        g_ptr_array_add (ref->boundaries, g_strdup (g_ptr_array_index (it.bounds, i)));
+      ref->walk_reason = EB_REASON_RESOLVED;
+      if (it.depth > config->max_nesting_depth)
+        ref->walk_reason = EB_REASON_TOO_DEEP;
+      else if (scan->refs->len >= config->max_references)
+        ref->walk_reason = EB_REASON_TOO_MANY_REFS;
+      locate (ref, &it, buf, len);
+      if (ref->located)
+        eb_ref_read (ref, buf, len);
+      else
+        ref->read_reason = EB_REASON_UNLOCATABLE;
+      g_ptr_array_add (scan->refs, ref);
+    }
+    g_free (it.path);
+  }
+
+  if (scan->reason != EB_REASON_RESOLVED)
+    for (guint i = 0; i < scan->refs->len; i++)
+      ((EbRef *) g_ptr_array_index (scan->refs, i))->walk_reason = scan->reason;
+
+  g_array_unref (stack);
+  g_ptr_array_unref (all_bounds);
+  return scan;
+}

@@ -1,0 +1,40 @@
+/* eb-message.h - parse a message with GMime and find its external-body parts.
+ *
+ * GMime parses; extbody reads. The walk uses GMime's tree and its offsets (header
+ * offsets, the bounds of persisted content streams) to find where each
+ * message/external-body entity lies in the original bytes, then checks every
+ * offset against those bytes: GMime 3.2.13 shortens a content end by one byte when
+ * line endings are mixed, so the end is taken from the delimiter line that
+ * follows. GMime never writes anything.
+ *
+ * The walk is iterative (no recursion) and bounded by max_nesting_depth and
+ * max_parts; references past max_references are marked.
+ */
+#pragma once
+#include <glib.h>
+#include "eb-config.h"
+#include "eb-extref.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  GPtrArray  *refs;     /* (element-type EbRef) in document order */
+  guint       n_parts;  /* entities walked */
+  EbReason    reason;   /* RESOLVED, or why the whole message is left alone */
+  const char *eol;      /* the message's line ending: "\r\n" or "\n" */
+} EbMessageScan;
+
+/* Parse @input and collect every message/external-body entity. @input must stay
+ * alive and unchanged while the result is used; it is not modified.
+ * Returns: (transfer full): never NULL. */
+EbMessageScan *eb_message_scan (GByteArray *input, const EbConfig *config);
+void eb_message_scan_free (EbMessageScan *scan);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbMessageScan, eb_message_scan_free)
+
+/* The cheap pre-check: can @buf hold a message/external-body at all? FALSE only
+ * when "external-body" (ASCII case-insensitive) appears nowhere in it, which no
+ * message with such a part can avoid: a media type is a token and cannot be
+ * encoded, folded or commented inside. */
+gboolean eb_message_may_hold_external_body (const char *buf, gsize len);
+
+G_END_DECLS

@@ -1,0 +1,53 @@
+/* eb-params.h - RFC 2045 / RFC 2231 parameters, read from the raw header text.
+ *
+ * Pure. The input is the raw value of a Content-Type field: every byte after the
+ * colon up to the end of the field, folds (CRLF or LF followed by SP/HTAB)
+ * included, 8-bit bytes as they are. Never uses GMime's decoded parameters: GMime
+ * decodes encoded-words inside quoted strings, joins RFC 2231 sections without
+ * checking gaps or duplicates, and keeps "URL" and "url" apart.
+ *
+ * Grammar: type "/" subtype *( ";" attribute "=" value ), CFWS (white space,
+ * folds and RFC 822 comments) allowed between tokens; a value is a token or a
+ * quoted-string (backslash quoted-pairs undone); RFC 2231 sections name*N,
+ * name*N* and name* are joined in section order, %XX decoded in extended
+ * sections, and the charset of section 0 applied (converted to UTF-8 when it is
+ * known; otherwise the octets are kept).
+ *
+ * Reading is lenient for the parameters nobody asks about and strict for the
+ * one asked for: a parameter whose name appears both plain and as sections, twice
+ * plain, or whose sections have a gap or a duplicate, is *ambiguous*; asking for
+ * it gives EB_ERROR_AMBIGUOUS, never a guess. Junk between parameters (a missing
+ * ';', stray characters) is skipped to the next ';' and recorded as a warning.
+ */
+#pragma once
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct _EbParams EbParams;
+
+/* Returns: (transfer full): never NULL. */
+EbParams *eb_params_parse (const char *raw, gsize len);
+void eb_params_free (EbParams *params);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbParams, eb_params_free)
+
+/* (transfer none) (nullable): "type/subtype" in ASCII lowercase, or NULL when
+ * the field does not start with a valid type "/" subtype. */
+const char *eb_params_get_media_type (const EbParams *params);
+
+/* The unfolded value of parameter @name (ASCII case-insensitive), quotes removed,
+ * sections joined and decoded.
+ * Returns: (transfer none) (nullable): the value; NULL with EB_ERROR_MISSING when
+ * absent, EB_ERROR_AMBIGUOUS when ambiguous (the message says how), or
+ * EB_ERROR_SYNTAX when its value is malformed (bad %XX, unterminated quote). */
+const char *eb_params_get (const EbParams *params, const char *name, GError **error);
+
+/* Distinct parameter names (ASCII lowercase, without section suffixes), in order
+ * of first appearance. */
+guint eb_params_get_n (const EbParams *params);
+const char *eb_params_get_name_at (const EbParams *params, guint i);
+
+/* (transfer none): NULL-terminated list of warnings, one short line each. */
+const char * const *eb_params_get_warnings (const EbParams *params);
+
+G_END_DECLS

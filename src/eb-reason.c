@@ -1,0 +1,47 @@
+/* eb-reason.c - the table of outcomes (see eb-reason.h). */
+#include "eb-reason.h"
+
+static const struct {
+  EbReason    code;
+  const char *token;
+  const char *text;
+} reasons[] = {
+  { EB_REASON_RESOLVED,          "resolved",          "resolved" },
+  { EB_REASON_ACCESS_TYPE,       "access-type",       "access-type not acted on" },
+  { EB_REASON_NO_ACCESS_TYPE,    "no-access-type",    "access-type parameter missing" },
+  { EB_REASON_BAD_ACCESS_TYPE,   "bad-access-type",   "access-type parameter unreadable" },
+  { EB_REASON_URL_MISSING,       "url-missing",       "URL parameter missing" },
+  { EB_REASON_URL_INVALID,       "url-invalid",       "URL parameter unusable" },
+  { EB_REASON_SCHEME_DISABLED,   "scheme-disabled",   "scheme not enabled" },
+  { EB_REASON_DATA_URL_INVALID,  "data-url-invalid",  "data: URL processor failed" },
+  { EB_REASON_TYPE_MISMATCH,     "type-mismatch",     "content type disagrees" },
+  { EB_REASON_BAD_INNER_HEADER,  "bad-inner-header",  "inner header unusable" },
+  { EB_REASON_CTE_UNKNOWN,       "cte-unknown",       "unknown transfer encoding" },
+  { EB_REASON_CTE_INVALID,       "cte-invalid",       "data does not decode under its transfer encoding" },
+  { EB_REASON_PART_TOO_LARGE,    "part-too-large",    "data larger than max_part_bytes" },
+  { EB_REASON_MESSAGE_BUDGET,    "message-budget",    "message over max_message_bytes of resolved data" },
+  { EB_REASON_TOO_DEEP,          "too-deep",          "nested deeper than max_nesting_depth" },
+  { EB_REASON_TOO_MANY_REFS,     "too-many-refs",     "more references than max_references" },
+  { EB_REASON_TOO_MANY_PARTS,    "too-many-parts",    "message has more parts than max_parts" },
+  { EB_REASON_MESSAGE_TOO_LARGE, "message-too-large", "message larger than max_message_size" },
+  { EB_REASON_UNLOCATABLE,       "unlocatable",       "part boundaries could not be located exactly" },
+  { EB_REASON_DUPLICATE_FIELD,   "duplicate-field",   "entity has more than one Content-Type field" },
+  { EB_REASON_COMPOSITE_UNSAFE,  "composite-unsafe",  "multipart or message data cannot be inlined as 7bit" },
+  { EB_REASON_UNPARSEABLE,       "unparseable",       "message could not be parsed" },
+};
+
+G_STATIC_ASSERT (G_N_ELEMENTS (reasons) == EB_REASON_N);
+
+const char *
+eb_reason_token (EbReason reason)
+{
+  g_return_val_if_fail (reason < EB_REASON_N, "unknown");
+  return reasons[reason].token;
+}
+
+const char *
+eb_reason_text (EbReason reason)
+{
+  g_return_val_if_fail (reason < EB_REASON_N, "unknown");
+  return reasons[reason].text;
+}

@@ -1,0 +1,47 @@
+/* eb-resolve.h - decide what becomes of one reference, and build its replacement.
+ *
+ * For a reference that can be resolved: the data (a data: URL, processed by the
+ * WHATWG processor), its agreement with the inner header's type (RFC 2017 section
+ * 3), its decoding under the inner Content-Transfer-Encoding (RFC 2046 5.2.3.7),
+ * the limits, and the text of the new header, built from the raw inner header in
+ * the message's own line ending. Nothing here writes to the message.
+ *
+ * The new header, for a part inside a multipart: the inner header's fields as
+ * written (its Content-Transfer-Encoding replaced), a Content-Type from the data
+ * when the inner header has none, the outer fields the inner header lacks (not
+ * the outer Content-Type or Content-Transfer-Encoding), the new
+ * Content-Transfer-Encoding, and the trace field X-Extbody-Resolved. For the body
+ * of a message (RFC 2046 5.2.3.7 merge): the message's own fields except its
+ * Content-* fields, then the same content fields.
+ */
+#pragma once
+#include <glib.h>
+#include "eb-config.h"
+#include "eb-extref.h"
+#include "eb-transfer.h"
+
+G_BEGIN_DECLS
+
+#define EB_TRACE_FIELD "X-Extbody-Resolved"
+
+typedef struct {
+  EbReason      reason;     /* RESOLVED or why the reference is left alone */
+  char         *detail;     /* (nullable) one line with the particulars */
+  /* When resolved: */
+  GString      *header;     /* the new header block, blank line included */
+  GBytes       *data;       /* the decoded data, the new body before encoding */
+  EbOutEncoding encoding;   /* its transport encoding */
+  char         *type;       /* the new part's media type (essence) */
+  char         *sha256;     /* hex SHA-256 of the data */
+} EbResolution;
+
+void eb_resolution_free (EbResolution *res);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbResolution, eb_resolution_free)
+
+/* Resolve @ref, a reference in @buf (@len bytes) whose line ending is @eol.
+ * @budget counts the decoded bytes resolved so far in this message and is
+ * increased when this one is resolved. Returns: (transfer full): never NULL. */
+EbResolution *eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
+                          const EbConfig *config, guint64 *budget);
+
+G_END_DECLS

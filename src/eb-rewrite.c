@@ -1,0 +1,96 @@
+/* eb-rewrite.c - plan and splice (see eb-rewrite.h). */
+#include "eb-rewrite.h"
+
+void
+eb_rewrite_result_free (EbRewriteResult *result)
+{
+  if (!result)
+    return;
+  eb_message_scan_free (result->scan);
+  if (result->resolutions)
+    g_ptr_array_unref (result->resolutions);
+  g_free (result);
+}
+
+EbRewriteResult *
+eb_rewrite_plan (GByteArray *input, const EbConfig *config, EbRewriteFlags flags)
+{
+  EbRewriteResult *r = g_new0 (EbRewriteResult, 1);
+  r->reason = EB_REASON_RESOLVED;
+  r->resolutions = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_resolution_free);
+  const char *buf = (const char *) input->data;
+  gsize len = input->len;
+
+  if (!(flags & EB_REWRITE_NO_PRECHECK) && !eb_message_may_hold_external_body (buf, len))
+    return r;
+  if (len > config->max_message_size) {
+    r->reason = EB_REASON_MESSAGE_TOO_LARGE;
+    return r;
+  }
+
+  r->parsed = TRUE;
+  r->scan = eb_message_scan (input, config);
+  if (r->scan->reason != EB_REASON_RESOLVED)
+    r->reason = r->scan->reason;
+
+  guint64 budget = 0;
+  for (guint i = 0; i < r->scan->refs->len; i++) {
+    const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
+    EbResolution *res = eb_resolve (ref, buf, len, r->scan->eol, config, &budget);
+    if (res->reason == EB_REASON_RESOLVED)
+      r->n_resolved++;
+    g_ptr_array_add (r->resolutions, res);
+  }
+  /* Replaced ranges never overlap (an external-body's content is not walked), but
+   * a bug here must not cost mail: check, and change nothing if they do. */
+  gsize last_end = 0;
+  for (guint i = 0; i < r->scan->refs->len; i++) {
+    const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
+    const EbResolution *res = g_ptr_array_index (r->resolutions, i);
+    if (res->reason != EB_REASON_RESOLVED)
+      continue;
+    if (ref->block_start < last_end) {
+      g_critical ("overlapping replacement ranges at part %s; message left unchanged", ref->path);
+      r->n_resolved = 0;
+      break;
+    }
+    last_end = ref->end;
+  }
+  r->changed = r->n_resolved > 0;
+  return r;
+}
+
+gboolean
+eb_rewrite (GByteArray *input, const EbConfig *config, EbRewriteFlags flags,
+            GOutputStream *out, EbRewriteResult **result, GError **error)
+{
+  g_autoptr (EbRewriteResult) r = eb_rewrite_plan (input, config, flags);
+  const char *buf = (const char *) input->data;
+  gsize len = input->len;
+  gboolean ok = TRUE;
+
+  if (!r->changed) {
+    ok = g_output_stream_write_all (out, buf, len, NULL, NULL, error);
+  } else {
+    gsize pos = 0;
+    for (guint i = 0; ok && i < r->scan->refs->len; i++) {
+      const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
+      const EbResolution *res = g_ptr_array_index (r->resolutions, i);
+      if (res->reason != EB_REASON_RESOLVED)
+        continue;
+      gsize dlen = 0;
+      const guint8 *d = g_bytes_get_data (res->data, &dlen);
+      ok = g_output_stream_write_all (out, buf + pos, ref->block_start - pos, NULL, NULL, error)
+           && g_output_stream_write_all (out, res->header->str, res->header->len, NULL, NULL, error)
+           && eb_transfer_write (res->encoding, d, dlen, r->scan->eol, out, error);
+      pos = ref->end;
+    }
+    if (ok)
+      ok = g_output_stream_write_all (out, buf + pos, len - pos, NULL, NULL, error);
+  }
+  if (ok)
+    ok = g_output_stream_flush (out, NULL, error);
+  if (result)
+    *result = g_steal_pointer (&r);
+  return ok;
+}

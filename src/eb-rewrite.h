@@ -1,0 +1,46 @@
+/* eb-rewrite.h - one message in, one message out; never re-serialized.
+ *
+ * The pre-check (no "external-body" anywhere: copy out untouched, no parse), the
+ * size limit, the GMime parse and walk (eb-message), a decision per reference
+ * (eb-resolve), and the splice: every byte outside a replaced entity is copied
+ * from the input verbatim; each replaced entity is written as its new header and
+ * its data encoded for transport. A message in which nothing is resolved is
+ * written byte for byte as it came in.
+ */
+#pragma once
+#include <gio/gio.h>
+#include "eb-config.h"
+#include "eb-message.h"
+#include "eb-resolve.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+  EB_REWRITE_DEFAULT      = 0,
+  EB_REWRITE_NO_PRECHECK  = 1 << 0,  /* parse even when the pre-check says no */
+} EbRewriteFlags;
+
+typedef struct {
+  gboolean       parsed;       /* a MIME parse was done */
+  EbReason       reason;       /* RESOLVED, or why the whole message was left alone */
+  EbMessageScan *scan;         /* (nullable) when parsed */
+  GPtrArray     *resolutions;  /* (element-type EbResolution) one per scan->refs */
+  guint          n_resolved;
+  gboolean       changed;      /* the output differs from the input */
+} EbRewriteResult;
+
+void eb_rewrite_result_free (EbRewriteResult *result);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbRewriteResult, eb_rewrite_result_free)
+
+/* Decide about every reference of @input without writing anything.
+ * Returns: (transfer full): never NULL. */
+EbRewriteResult *eb_rewrite_plan (GByteArray *input, const EbConfig *config,
+                                  EbRewriteFlags flags);
+
+/* Plan, then write the message to @out. Returns FALSE with a GIOError when
+ * writing fails (nothing else fails: a message that cannot be changed is copied).
+ * @result: (out) (optional) (transfer full): what was done. */
+gboolean eb_rewrite (GByteArray *input, const EbConfig *config, EbRewriteFlags flags,
+                     GOutputStream *out, EbRewriteResult **result, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,471 @@
+/* extbody - resolve message/external-body references in mail.
+ *
+ *   extbody rewrite [-c FILE] [-o KEY=VALUE] [--report] [FILE]
+ *   extbody inspect [-c FILE] [-o KEY=VALUE] [--json] FILE...
+ *   extbody data-url [--json] [--type] URL|-
+ *   extbody config [-c FILE] [-o KEY=VALUE] [--defaults]
+ *
+ * Exit codes follow sysexits(3); see extbody(1).
+ */
+#include <gio/gio.h>
+#include <gio/gunixoutputstream.h>
+#include <gmime/gmime.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "eb-config.h"
+#include "eb-dataurl.h"
+#include "eb-error.h"
+#include "eb-inspect.h"
+#include "eb-rewrite.h"
+
+static const char *prog = "extbody";
+
+static void G_GNUC_PRINTF (1, 2)
+die_line (const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  fprintf (stderr, "%s: %s\n", prog, msg);
+}
+
+/* Read all of @path ("-" or NULL: standard input). Errors: G_FILE_ERROR. */
+static GByteArray *
+read_all (const char *path, GError **error)
+{
+  int fd = 0;
+  gboolean is_stdin = !path || strcmp (path, "-") == 0;
+  if (!is_stdin) {
+    fd = open (path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      int e = errno;
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot open %s: %s",
+                   path, g_strerror (e));
+      return NULL;
+    }
+  }
+  struct stat st;
+  gsize hint = 65536;
+  if (fstat (fd, &st) == 0 && S_ISREG (st.st_mode) && st.st_size > 0)
+    hint = (gsize) st.st_size + 1;
+  GByteArray *a = g_byte_array_sized_new ((guint) MIN (hint, G_MAXUINT));
+  for (;;) {
+    if (a->len == G_MAXUINT) {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FBIG, "%s: input larger than 4 GiB",
+                   is_stdin ? "standard input" : path);
+      g_byte_array_unref (a);
+      if (!is_stdin)
+        close (fd);
+      return NULL;
+    }
+    gsize room = MAX ((gsize) 65536, (gsize) a->len);
+    room = MIN (room, (gsize) (G_MAXUINT - a->len));
+    guint old = a->len;
+    g_byte_array_set_size (a, old + (guint) room);
+    ssize_t n = read (fd, a->data + old, room);
+    if (n < 0 && errno == EINTR) {
+      g_byte_array_set_size (a, old);
+      continue;
+    }
+    if (n < 0) {
+      int e = errno;
+      g_byte_array_set_size (a, old);
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot read %s: %s",
+                   is_stdin ? "standard input" : path, g_strerror (e));
+      g_byte_array_unref (a);
+      if (!is_stdin)
+        close (fd);
+      return NULL;
+    }
+    g_byte_array_set_size (a, old + (guint) n);
+    if (n == 0)
+      break;
+  }
+  if (!is_stdin)
+    close (fd);
+  return a;
+}
+
+static int
+exit_for_read_error (const GError *e)
+{
+  if (e->domain == G_FILE_ERROR
+      && (e->code == G_FILE_ERROR_NOENT || e->code == G_FILE_ERROR_ACCES
+          || e->code == G_FILE_ERROR_ISDIR || e->code == G_FILE_ERROR_NOTDIR
+          || e->code == G_FILE_ERROR_PERM))
+    return EX_NOINPUT;
+  return EX_IOERR;
+}
+
+/* Options every subcommand that reads mail shares. */
+static char *opt_config = NULL;
+static char **opt_set = NULL;
+static gboolean opt_no_precheck = FALSE;
+
+static GOptionEntry config_entries[] = {
+  { "config", 'c', 0, G_OPTION_ARG_FILENAME, &opt_config,
+    "Configuration file (default " EB_CONFIG_DEFAULT_PATH "; absent is fine)", "FILE" },
+  { "set", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &opt_set,
+    "Override one configuration key (repeatable)", "KEY=VALUE" },
+  { NULL }
+};
+
+static EbConfig *
+load_config (int *status)
+{
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_autoptr (GError) error = NULL;
+  const char *path = opt_config ? opt_config : EB_CONFIG_DEFAULT_PATH;
+  if (!eb_config_load_file (config, path, opt_config == NULL, &error)) {
+    die_line ("%s", error->message);
+    *status = EX_CONFIG;
+    return NULL;
+  }
+  for (guint i = 0; opt_set && opt_set[i]; i++) {
+    const char *eq = strchr (opt_set[i], '=');
+    if (!eq) {
+      die_line ("-o %s: expected KEY=VALUE", opt_set[i]);
+      *status = EX_USAGE;
+      return NULL;
+    }
+    g_autofree char *key = g_strstrip (g_strndup (opt_set[i], (gsize) (eq - opt_set[i])));
+    if (!eb_config_set (config, key, eq + 1, &error)) {
+      die_line ("-o: %s", error->message);
+      *status = EX_CONFIG;
+      return NULL;
+    }
+  }
+  return g_steal_pointer (&config);
+}
+
+static GOptionContext *
+new_context (const char *params, const char *summary, GOptionEntry *entries, gboolean with_config)
+{
+  GOptionContext *ctx = g_option_context_new (params);
+  g_option_context_set_summary (ctx, summary);
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (with_config) {
+    GOptionGroup *g = g_option_group_new ("config", "Configuration options:",
+                                          "Show configuration options", NULL, NULL);
+    g_option_group_add_entries (g, config_entries);
+    g_option_context_add_group (ctx, g);
+  }
+  return ctx;
+}
+
+static gboolean
+parse_options (GOptionContext *ctx, int *argc, char ***argv, int *status)
+{
+  g_autoptr (GError) error = NULL;
+  if (!g_option_context_parse (ctx, argc, argv, &error)) {
+    die_line ("%s (try --help)", error->message);
+    *status = EX_USAGE;
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* ---- rewrite ---------------------------------------------------------- */
+
+static int
+cmd_rewrite (int argc, char **argv)
+{
+  gboolean report = FALSE;
+  GOptionEntry entries[] = {
+    { "report", 0, 0, G_OPTION_ARG_NONE, &report,
+      "Write one line per reference to standard error", NULL },
+    { "no-precheck", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &opt_no_precheck,
+      "Always do the MIME parse (for testing)", NULL },
+    { NULL }
+  };
+  g_autoptr (GOptionContext) ctx = new_context ("[FILE]",
+      "Resolve the external-body references of one message read from FILE (or standard\n"
+      "input) and write the message to standard output. A message with nothing to\n"
+      "resolve is written byte for byte as it was read.", entries, TRUE);
+  int status = 0;
+  if (!parse_options (ctx, &argc, &argv, &status))
+    return status;
+  if (argc > 2) {
+    die_line ("rewrite takes at most one FILE (try --help)");
+    return EX_USAGE;
+  }
+  g_autoptr (EbConfig) config = load_config (&status);
+  if (!config)
+    return status;
+
+  const char *path = argc == 2 ? argv[1] : NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GByteArray) input = read_all (path, &error);
+  if (!input) {
+    die_line ("%s", error->message);
+    return exit_for_read_error (error);
+  }
+  if (input->len == 0) {
+    die_line ("%s: empty input, not a message", path ? path : "standard input");
+    return EX_DATAERR;
+  }
+
+  g_autoptr (GOutputStream) out = g_unix_output_stream_new (STDOUT_FILENO, FALSE);
+  g_autoptr (EbRewriteResult) result = NULL;
+  EbRewriteFlags flags = opt_no_precheck ? EB_REWRITE_NO_PRECHECK : EB_REWRITE_DEFAULT;
+  if (!eb_rewrite (input, config, flags, out, &result, &error)) {
+    die_line ("cannot write the message: %s", error->message);
+    return EX_IOERR;
+  }
+  if (report) {
+    if (result->reason != EB_REASON_RESOLVED)
+      fprintf (stderr, "%s: message left unchanged: %s: %s\n", prog,
+               eb_reason_token (result->reason), eb_reason_text (result->reason));
+    for (guint i = 0; result->scan && i < result->scan->refs->len; i++) {
+      g_autofree char *line = eb_inspect_report_line (result, i);
+      fprintf (stderr, "%s: %s\n", prog, line);
+    }
+  }
+  return 0;
+}
+
+/* ---- inspect ---------------------------------------------------------- */
+
+static int
+cmd_inspect (int argc, char **argv)
+{
+  gboolean json = FALSE;
+  GOptionEntry entries[] = {
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json,
+      "One JSON object per reference per line (fields in extbody(1))", NULL },
+    { NULL }
+  };
+  g_autoptr (GOptionContext) ctx = new_context ("FILE...",
+      "List every message/external-body reference of each message FILE (\"-\": standard\n"
+      "input), of every access-type, and what rewrite would do with it. Nothing is\n"
+      "changed.", entries, TRUE);
+  int status = 0;
+  if (!parse_options (ctx, &argc, &argv, &status))
+    return status;
+  if (argc < 2) {
+    die_line ("inspect needs at least one FILE (try --help)");
+    return EX_USAGE;
+  }
+  g_autoptr (EbConfig) config = load_config (&status);
+  if (!config)
+    return status;
+
+  gboolean several = argc > 2;
+  g_autoptr (EbTable) table = eb_table_new (several);
+  guint n_refs = 0;
+  for (int a = 1; a < argc; a++) {
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GByteArray) input = read_all (argv[a], &error);
+    if (!input) {
+      die_line ("%s", error->message);
+      status = MAX (status, exit_for_read_error (error));
+      continue;
+    }
+    EbRewriteFlags flags = opt_no_precheck ? EB_REWRITE_NO_PRECHECK : EB_REWRITE_DEFAULT;
+    g_autoptr (EbRewriteResult) result = eb_rewrite_plan (input, config, flags);
+    if (result->reason != EB_REASON_RESOLVED && (result->parsed || result->reason == EB_REASON_MESSAGE_TOO_LARGE))
+      fprintf (stderr, "%s: %s: message left unchanged: %s\n", prog, argv[a],
+               eb_reason_text (result->reason));
+    for (guint i = 0; result->scan && i < result->scan->refs->len; i++) {
+      n_refs++;
+      if (json) {
+        g_autofree char *line = eb_inspect_json (argv[a], result, i);
+        printf ("%s\n", line);
+      } else {
+        eb_table_add (table, argv[a], result, i);
+      }
+    }
+  }
+  if (!json) {
+    if (n_refs) {
+      g_autofree char *text = eb_table_finish (table);
+      fputs (text, stdout);
+    } else {
+      printf ("no external-body references\n");
+    }
+  }
+  if (fflush (stdout) != 0) {
+    die_line ("cannot write: %s", g_strerror (errno));
+    return EX_IOERR;
+  }
+  return status;
+}
+
+/* ---- data-url --------------------------------------------------------- */
+
+static int
+cmd_data_url (int argc, char **argv)
+{
+  gboolean json = FALSE, type = FALSE;
+  GOptionEntry entries[] = {
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json,
+      "Print {\"mime_type\": ..., \"body_base64\": ...}", NULL },
+    { "type", 0, 0, G_OPTION_ARG_NONE, &type, "Print the serialized MIME type instead of the body", NULL },
+    { NULL }
+  };
+  g_autoptr (GOptionContext) ctx = new_context ("URL",
+      "Run the WHATWG data: URL processor on URL (\"-\": read it from standard input,\n"
+      "UTF-8, to end of file) and write the body to standard output.", entries, FALSE);
+  int status = 0;
+  if (!parse_options (ctx, &argc, &argv, &status))
+    return status;
+  if (argc != 2) {
+    die_line ("data-url takes exactly one URL (try --help)");
+    return EX_USAGE;
+  }
+  g_autoptr (GByteArray) from_stdin = NULL;
+  const char *url = argv[1];
+  gsize url_len = strlen (url);
+  if (strcmp (url, "-") == 0) {
+    g_autoptr (GError) error = NULL;
+    from_stdin = read_all (NULL, &error);
+    if (!from_stdin) {
+      die_line ("%s", error->message);
+      return EX_IOERR;
+    }
+    url = (const char *) from_stdin->data;
+    url_len = from_stdin->len;
+    if (!g_utf8_validate_len (url, url_len, NULL)) {
+      die_line ("standard input is not UTF-8");
+      return EX_DATAERR;
+    }
+  }
+  g_autoptr (GError) error = NULL;
+  g_autoptr (EbDataUrl) du = eb_data_url_process (url ? url : "", (gssize) url_len, &error);
+  if (!du) {
+    die_line ("%s", error->message);
+    return EX_DATAERR;
+  }
+  g_autofree char *ser = eb_mime_type_serialize (du->mime_type);
+  gsize blen = 0;
+  const guint8 *body = g_bytes_get_data (du->body, &blen);
+  if (json) {
+    g_autofree char *b64 = g_base64_encode (body, blen);
+    g_autoptr (JsonBuilder) b = json_builder_new ();
+    json_builder_begin_object (b);
+    json_builder_set_member_name (b, "mime_type");
+    json_builder_add_string_value (b, ser);
+    json_builder_set_member_name (b, "body_base64");
+    json_builder_add_string_value (b, b64);
+    json_builder_end_object (b);
+    g_autoptr (JsonGenerator) gen = json_generator_new ();
+    g_autoptr (JsonNode) root = json_builder_get_root (b);
+    json_generator_set_root (gen, root);
+    g_autofree char *text = json_generator_to_data (gen, NULL);
+    printf ("%s\n", text);
+  } else if (type) {
+    printf ("%s\n", ser);
+  } else if (blen && fwrite (body, 1, blen, stdout) != blen) {
+    die_line ("cannot write: %s", g_strerror (errno));
+    return EX_IOERR;
+  }
+  if (fflush (stdout) != 0) {
+    die_line ("cannot write: %s", g_strerror (errno));
+    return EX_IOERR;
+  }
+  return 0;
+}
+
+/* ---- config ----------------------------------------------------------- */
+
+static int
+cmd_config (int argc, char **argv)
+{
+  gboolean defaults = FALSE;
+  GOptionEntry entries[] = {
+    { "defaults", 'd', 0, G_OPTION_ARG_NONE, &defaults, "Print the built-in defaults", NULL },
+    { NULL }
+  };
+  g_autoptr (GOptionContext) ctx = new_context ("",
+      "Check the configuration and print every key with the value in force.", entries, TRUE);
+  int status = 0;
+  if (!parse_options (ctx, &argc, &argv, &status))
+    return status;
+  if (argc != 1) {
+    die_line ("config takes no arguments (try --help)");
+    return EX_USAGE;
+  }
+  g_autoptr (EbConfig) config = defaults ? eb_config_new () : load_config (&status);
+  if (!config)
+    return status;
+  g_autofree char *text = eb_config_dump (config);
+  fputs (text, stdout);
+  return 0;
+}
+
+/* ---- main ------------------------------------------------------------- */
+
+static void
+usage (FILE *to)
+{
+  fprintf (to,
+    "Usage: extbody COMMAND [OPTION...] [ARG...]\n"
+    "\n"
+    "Resolve message/external-body references (RFC 2046, RFC 2017 access-type=URL)\n"
+    "into ordinary MIME parts.\n"
+    "\n"
+    "Commands:\n"
+    "  rewrite [FILE]       resolve the references of one message; write it to stdout\n"
+    "  inspect FILE...      list every external-body reference and what rewrite would do\n"
+    "  data-url URL|-       run the WHATWG data: URL processor on URL\n"
+    "  config               check the configuration and print the values in force\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help           show this help (COMMAND --help: the command's options)\n"
+    "  -V, --version        show the version\n"
+    "\n"
+    "Exit status: 0 done; 64 usage; 65 data error; 66 no input; 74 I/O error;\n"
+    "75 temporary failure; 78 configuration error. See extbody(1).\n");
+}
+
+int
+main (int argc, char **argv)
+{
+  if (argc < 2) {
+    usage (stderr);
+    return EX_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp (cmd, "-h") || !strcmp (cmd, "--help") || !strcmp (cmd, "help")) {
+    usage (stdout);
+    return 0;
+  }
+  if (!strcmp (cmd, "-V") || !strcmp (cmd, "--version")) {
+    printf ("extbody %s (GMime %u.%u.%u, GLib %u.%u.%u, %s)\n", EXTBODY_VERSION,
+            gmime_major_version, gmime_minor_version, gmime_micro_version,
+            glib_major_version, glib_minor_version, glib_micro_version, curl_version ());
+    return 0;
+  }
+
+  g_mime_init ();
+  int status;
+  /* Each command sees argv from its own name on, so --help speaks of it. */
+  g_autofree char *name = g_strdup_printf ("%s %s", prog, cmd);
+  char **sub = argv + 1;
+  int subc = argc - 1;
+  g_set_prgname (name);
+  if (!strcmp (cmd, "rewrite"))
+    status = cmd_rewrite (subc, sub);
+  else if (!strcmp (cmd, "inspect"))
+    status = cmd_inspect (subc, sub);
+  else if (!strcmp (cmd, "data-url"))
+    status = cmd_data_url (subc, sub);
+  else if (!strcmp (cmd, "config"))
+    status = cmd_config (subc, sub);
+  else {
+    die_line ("unknown command \"%s\" (try --help)", cmd);
+    status = EX_USAGE;
+  }
+  g_strfreev (opt_set);
+  g_free (opt_config);
+  g_mime_shutdown ();
+  return status;
+}
