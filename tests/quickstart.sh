@@ -1,0 +1,68 @@
+#!/bin/sh
+# quickstart.sh - the README's two commands, on a fresh Debian 12 machine.
+#
+#   sh tests/quickstart.sh demo   install, build, resolve the bundled samples
+#   sh tests/quickstart.sh test   install, build, run the whole test suite
+#                                 (a normal build, then again with ASan+UBSan)
+#
+# Packages are installed with apt-get (as root, or through sudo). Builds go to
+# build/ and build-sanitize/ under the source tree.
+set -eu
+
+mode=${1:-}
+case $mode in
+  demo|test) ;;
+  *) echo "usage: sh tests/quickstart.sh demo|test" >&2; exit 64 ;;
+esac
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+# --- packages ------------------------------------------------------------
+packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
+  libcurl4-openssl-dev libjson-glib-dev"
+missing=
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
+    || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" -eq 0 ]; then sudo=; else sudo=sudo; fi
+  echo "==> installing:$missing"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  # shellcheck disable=SC2086
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+
+build() {  # build DIR [cmake options...]
+  dir=$1; shift
+  echo "==> configuring and building in $dir"
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+}
+
+if [ "$mode" = demo ]; then
+  build build
+  eb=build/src/extbody
+  echo
+  echo "==> extbody inspect data/samples/*.eml"
+  "$eb" inspect data/samples/*.eml
+  echo
+  echo "==> extbody rewrite --report data/samples/references.eml"
+  "$eb" rewrite --report data/samples/references.eml > build/references.out.eml
+  echo
+  echo "==> the rewritten message (build/references.out.eml), long lines cut:"
+  cut -c1-100 build/references.out.eml
+  exit 0
+fi
+
+build build
+echo "==> running the test suite"
+(cd build && ctest --output-on-failure -j "$jobs")
+build build-sanitize -DEXTBODY_SANITIZE=ON
+echo "==> running the test suite under AddressSanitizer and UndefinedBehaviorSanitizer"
+export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+(cd build-sanitize && ctest --output-on-failure -j "$jobs")

@@ -1,0 +1,157 @@
+/* test-config.c - the configuration table, key files, and the meta-tests that
+ * keep the example configuration and the man pages in step with the code. */
+#include <glib/gstdio.h>
+#include <string.h>
+#include "eb-config.h"
+#include "eb-error.h"
+#include "eb-reason.h"
+
+static char *
+source_file (const char *rel)
+{
+  /* G_TEST_SRCDIR is tests/; the project is its parent */
+  g_autofree char *top = g_test_build_filename (G_TEST_DIST, "..", NULL);
+  g_autofree char *path = g_build_filename (top, rel, NULL);
+  char *text = NULL;
+  g_autoptr (GError) error = NULL;
+  g_file_get_contents (path, &text, NULL, &error);
+  g_assert_no_error (error);
+  return text;
+}
+
+static void
+test_defaults (void)
+{
+  g_autoptr (EbConfig) c = eb_config_new ();
+  g_assert_cmpuint (c->max_message_size, ==, 64 * 1024 * 1024);
+  g_assert_cmpuint (c->max_nesting_depth, ==, 50);
+  g_assert_cmpuint (c->max_parts, ==, 10000);
+  g_assert_cmpuint (c->max_references, ==, 64);
+  g_assert_cmpuint (c->max_part_bytes, ==, 32 * 1024 * 1024);
+  g_assert_cmpuint (c->max_message_bytes, ==, 64 * 1024 * 1024);
+}
+
+static void
+test_sizes (void)
+{
+  struct { const char *in; gboolean ok; guint64 v; } cases[] = {
+    { "0", TRUE, 0 }, { "17", TRUE, 17 }, { "2k", TRUE, 2048 }, { "2K", TRUE, 2048 },
+    { "3M", TRUE, 3 << 20 }, { " 1G ", TRUE, 1 << 30 }, { "", FALSE, 0 }, { "k", FALSE, 0 },
+    { "-1", FALSE, 0 }, { "1.5M", FALSE, 0 }, { "1T", FALSE, 0 }, { "12 M", FALSE, 0 },
+    { "99999999999999999999G", FALSE, 0 },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    guint64 v = 0;
+    g_assert_cmpint (eb_config_parse_size (cases[i].in, &v), ==, cases[i].ok);
+    if (cases[i].ok)
+      g_assert_cmpuint (v, ==, cases[i].v);
+  }
+}
+
+static void
+test_set_and_bounds (void)
+{
+  g_autoptr (EbConfig) c = eb_config_new ();
+  g_autoptr (GError) e = NULL;
+  g_assert_true (eb_config_set (c, "max_parts", "12", &e));
+  g_assert_cmpuint (c->max_parts, ==, 12);
+  g_assert_false (eb_config_set (c, "max_parts", "0", &e));
+  g_assert_error (e, EB_ERROR, EB_ERROR_CONFIG);
+  g_clear_error (&e);
+  g_assert_false (eb_config_set (c, "max_nesting_depth", "1001", &e));
+  g_assert_error (e, EB_ERROR, EB_ERROR_CONFIG);
+  g_clear_error (&e);
+  g_assert_false (eb_config_set (c, "nope", "1", &e));
+  g_assert_error (e, EB_ERROR, EB_ERROR_CONFIG);
+  g_clear_error (&e);
+  g_assert_false (eb_config_set (c, "max_parts", "12x", &e));
+  g_assert_cmpuint (c->max_parts, ==, 12);
+}
+
+static void
+test_load (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("extbody-config-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "x.conf", NULL);
+  g_autoptr (EbConfig) c = eb_config_new ();
+  g_autoptr (GError) e = NULL;
+
+  g_assert_true (eb_config_load_file (c, path, TRUE, &e));   /* missing is fine */
+  g_assert_false (eb_config_load_file (c, path, FALSE, &e));
+  g_clear_error (&e);
+
+  g_file_set_contents (path, "# c\n[extbody]\nmax_parts = 99\nmax_part_bytes=1k\n", -1, NULL);
+  g_assert_true (eb_config_load_file (c, path, FALSE, &e));
+  g_assert_cmpuint (c->max_parts, ==, 99);
+  g_assert_cmpuint (c->max_part_bytes, ==, 1024);
+
+  /* a bad file changes nothing */
+  g_file_set_contents (path, "[extbody]\nmax_parts = 5\nmax_references = lots\n", -1, NULL);
+  g_assert_false (eb_config_load_file (c, path, FALSE, &e));
+  g_assert_nonnull (strstr (e->message, "max_references"));
+  g_assert_cmpuint (c->max_parts, ==, 99);
+  g_clear_error (&e);
+
+  g_file_set_contents (path, "[other]\nx = 1\n", -1, NULL);
+  g_assert_false (eb_config_load_file (c, path, FALSE, &e));
+  g_assert_nonnull (strstr (e->message, "unknown group"));
+  g_clear_error (&e);
+
+  g_file_set_contents (path, "this is not a key file\n", -1, NULL);
+  g_assert_false (eb_config_load_file (c, path, FALSE, &e));
+  g_clear_error (&e);
+
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
+/* Every key is in the example file with its default, and in extbody.conf(5). */
+static void
+test_documented_keys (void)
+{
+  g_autofree char *example = source_file ("data/extbody.conf.example");
+  g_autofree char *man5 = source_file ("src/extbody.conf.5");
+  g_autoptr (EbConfig) from_example = eb_config_new ();
+  g_autoptr (GError) e = NULL;
+  g_autofree char *top = g_test_build_filename (G_TEST_DIST, "..", NULL);
+  g_autofree char *example_path = g_build_filename (top, "data", "extbody.conf.example", NULL);
+  g_assert_true (eb_config_load_file (from_example, example_path, FALSE, &e));
+  g_autoptr (EbConfig) defaults = eb_config_new ();
+  g_assert_cmpmem (from_example, sizeof *from_example, defaults, sizeof *defaults);
+  for (guint i = 0; i < eb_config_get_n_keys (); i++) {
+    const EbConfigKey *k = eb_config_get_key (i);
+    g_autofree char *line = g_strdup_printf ("\n%s = %s\n", k->name, k->default_value);
+    g_autofree char *doc = g_strdup_printf ("# %s\n", k->doc);
+    g_autofree char *mank = g_strdup_printf (".BR %s \" (default %s)\"\n%s\n", k->name,
+                                             k->default_value, k->doc);
+    g_test_message ("key %s", k->name);
+    g_assert_nonnull (strstr (example, line));
+    g_assert_nonnull (strstr (example, doc));
+    g_assert_nonnull (strstr (man5, mank));
+  }
+}
+
+/* Every reason token is in extbody(1). */
+static void
+test_documented_reasons (void)
+{
+  g_autofree char *man1 = source_file ("src/extbody.1");
+  for (EbReason r = 0; r < EB_REASON_N; r++) {
+    g_autofree char *entry = g_strdup_printf (".TP\n.B %s\n", eb_reason_token (r));
+    g_test_message ("reason %s", eb_reason_token (r));
+    g_assert_nonnull (strstr (man1, entry));
+  }
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/config/defaults", test_defaults);
+  g_test_add_func ("/config/sizes", test_sizes);
+  g_test_add_func ("/config/set-and-bounds", test_set_and_bounds);
+  g_test_add_func ("/config/load", test_load);
+  g_test_add_func ("/config/documented/keys", test_documented_keys);
+  g_test_add_func ("/config/documented/reasons", test_documented_reasons);
+  return g_test_run ();
+}

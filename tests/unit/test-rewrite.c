@@ -1,0 +1,569 @@
+/* test-rewrite.c - the message pipeline in process: pre-check, walk, resolve,
+ * splice. Every rewritten message is parsed back with GMime and the resolved
+ * part's decoded content compared with what the URL denotes; every byte outside
+ * the replaced entity is compared with the input. */
+#include <gio/gio.h>
+#include <gmime/gmime.h>
+#include <string.h>
+#include "eb-rewrite.h"
+
+/* Turn "\n" of @tmpl into @eol. */
+static GByteArray *
+msg_with_eol (const char *tmpl, const char *eol)
+{
+  GByteArray *a = g_byte_array_new ();
+  for (const char *p = tmpl; *p; p++) {
+    if (*p == '\n')
+      g_byte_array_append (a, (const guint8 *) eol, (guint) strlen (eol));
+    else
+      g_byte_array_append (a, (const guint8 *) p, 1);
+  }
+  return a;
+}
+
+static GByteArray *
+bytes_of (const char *s)
+{
+  GByteArray *a = g_byte_array_new ();
+  g_byte_array_append (a, (const guint8 *) s, (guint) strlen (s));
+  return a;
+}
+
+typedef struct {
+  GByteArray      *out;
+  EbRewriteResult *result;
+} Run;
+
+static void
+run_clear (Run *r)
+{
+  g_clear_pointer (&r->out, g_byte_array_unref);
+  g_clear_pointer (&r->result, eb_rewrite_result_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Run, run_clear)
+
+static void
+do_rewrite (GByteArray *in, const EbConfig *config, EbRewriteFlags flags, Run *r)
+{
+  g_autoptr (GOutputStream) mem = g_memory_output_stream_new_resizable ();
+  g_autoptr (GError) error = NULL;
+  gboolean ok = eb_rewrite (in, config, flags, mem, &r->result, &error);
+  g_assert_no_error (error);
+  g_assert_true (ok);
+  g_output_stream_close (mem, NULL, NULL);
+  gsize n = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (mem));
+  r->out = g_byte_array_new ();
+  g_byte_array_append (r->out, g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (mem)),
+                       (guint) n);
+  /* The pre-check never changes a result. */
+  Run other = { 0 };
+  g_autoptr (GOutputStream) mem2 = g_memory_output_stream_new_resizable ();
+  ok = eb_rewrite (in, config, flags ^ EB_REWRITE_NO_PRECHECK, mem2, &other.result, &error);
+  g_assert_true (ok);
+  g_output_stream_close (mem2, NULL, NULL);
+  gsize n2 = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (mem2));
+  g_assert_cmpmem (r->out->data, r->out->len,
+                   g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (mem2)), n2);
+  run_clear (&other);
+}
+
+static void
+assert_identity (GByteArray *in, const EbConfig *config)
+{
+  g_auto (Run) r = { 0 };
+  do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
+  g_assert_false (r.result->changed);
+  g_assert_cmpmem (r.out->data, r.out->len, in->data, in->len);
+}
+
+/* Parse @out with GMime and return the decoded content of the leaf whose
+ * Content-ID is @cid, with its content type in @type. */
+static GBytes *
+decoded_part (GByteArray *out, const char *cid, char **type, char **cte)
+{
+  g_autoptr (GMimeStream) st = g_mime_stream_mem_new_with_buffer ((const char *) out->data, out->len);
+  g_autoptr (GMimeParser) p = g_mime_parser_new_with_stream (st);
+  g_autoptr (GMimeMessage) m = g_mime_parser_construct_message (p, NULL);
+  g_assert_nonnull (m);
+  g_autoptr (GMimePartIter) it = g_mime_part_iter_new (GMIME_OBJECT (m));
+  GMimeObject *found = NULL;
+  GMimeObject *top = g_mime_message_get_mime_part (m);
+  if (GMIME_IS_PART (top) && g_strcmp0 (g_mime_object_get_content_id (top), cid) == 0)
+    found = top;
+  while (!found && g_mime_part_iter_is_valid (it)) {
+    GMimeObject *o = g_mime_part_iter_get_current (it);
+    if (GMIME_IS_MESSAGE_PART (o)) {
+      GMimeMessage *inner = g_mime_message_part_get_message (GMIME_MESSAGE_PART (o));
+      g_autoptr (GMimePartIter) it2 = g_mime_part_iter_new (GMIME_OBJECT (inner));
+      while (!found && g_mime_part_iter_is_valid (it2)) {
+        GMimeObject *o2 = g_mime_part_iter_get_current (it2);
+        if (GMIME_IS_PART (o2) && g_strcmp0 (g_mime_object_get_content_id (o2), cid) == 0)
+          found = o2;
+        g_mime_part_iter_next (it2);
+      }
+    }
+    if (!found && GMIME_IS_PART (o) && g_strcmp0 (g_mime_object_get_content_id (o), cid) == 0)
+      found = o;
+    g_mime_part_iter_next (it);
+  }
+  g_assert_nonnull (found);
+  *type = g_mime_content_type_get_mime_type (g_mime_object_get_content_type (found));
+  *cte = g_strdup (g_mime_object_get_header (found, "Content-Transfer-Encoding"));
+  GMimeDataWrapper *dw = g_mime_part_get_content (GMIME_PART (found));
+  g_autoptr (GMimeStream) mem = g_mime_stream_mem_new ();
+  g_mime_data_wrapper_write_to_stream (dw, mem);
+  GByteArray *ba = g_mime_stream_mem_get_byte_array (GMIME_STREAM_MEM (mem));
+  return g_bytes_new (ba->data, ba->len);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (GMimeStream, g_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (GMimeParser, g_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (GMimeMessage, g_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (GMimePartIter, g_mime_part_iter_free)
+
+static const char *MULTI =
+  "From: a@example.org\n"
+  "To: b@example.org\n"
+  "Subject: refs\n"
+  "MIME-Version: 1.0\n"
+  "Content-Type: multipart/mixed; boundary=\"b1\"\n"
+  "\n"
+  "preamble\n"
+  "--b1\n"
+  "Content-Type: text/plain\n"
+  "\n"
+  "before\n"
+  "--b1\n"
+  "Content-Type: message/external-body; access-type=URL;\n"
+  "\tURL=\"data:text/plain;charset=us-ascii,Hello%2C%20\n"
+  "\tworld%21%0A\"\n"
+  "Content-Description: outer description\n"
+  "\n"
+  "Content-Type: text/plain; charset=us-ascii\n"
+  "Content-ID: <t1@x>\n"
+  "\n"
+  "THIS IS NOT REALLY THE BODY!\n"
+  "--b1\n"
+  "Content-Type: text/plain\n"
+  "\n"
+  "after\n"
+  "--b1--\n"
+  "epilogue\n";
+
+static void
+test_resolve_text (gconstpointer eolp)
+{
+  const char *eol = eolp;
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_autoptr (GByteArray) in = msg_with_eol (MULTI, eol);
+  g_auto (Run) r = { 0 };
+  do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
+  g_assert_true (r.result->changed);
+  g_assert_cmpuint (r.result->n_resolved, ==, 1);
+  g_autofree char *type = NULL, *cte = NULL;
+  g_autoptr (GBytes) body = decoded_part (r.out, "t1@x", &type, &cte);
+  g_assert_cmpstr (type, ==, "text/plain");
+  g_assert_cmpstr (cte, ==, "7bit");
+  g_autofree char *expect = g_strdup_printf ("Hello, world!%s", eol);
+  g_assert_cmpmem (g_bytes_get_data (body, NULL), g_bytes_get_size (body), expect, strlen (expect));
+
+  /* Every byte before the entity and from its end on is the input's. */
+  const EbRef *ref = g_ptr_array_index (r.result->scan->refs, 0);
+  g_assert_cmpmem (r.out->data, ref->block_start, in->data, ref->block_start);
+  gsize tail = in->len - ref->end;
+  g_assert_cmpmem (r.out->data + r.out->len - tail, tail, in->data + ref->end, tail);
+  /* The outer Content-Description, absent from the inner header, is kept; the
+   * trace field is there; the whole output is in the message's line ending. */
+  g_assert_nonnull (g_strstr_len ((char *) r.out->data, r.out->len, "Content-Description: outer description"));
+  g_assert_nonnull (g_strstr_len ((char *) r.out->data, r.out->len, "X-Extbody-Resolved: access-type=URL; scheme=data"));
+  if (strcmp (eol, "\n") == 0)
+    g_assert_null (memchr (r.out->data, '\r', r.out->len));
+  else
+    for (guint i = 0; i < r.out->len; i++)
+      if (r.out->data[i] == '\n')
+        g_assert_cmpint (r.out->data[i - 1], ==, '\r');
+}
+
+/* GMime 3.2.13 drops the byte before a boundary when line endings are mixed
+ * ("hello\n--b1\r\n" reads back as "hell"): the splice must not. */
+static void
+test_mixed_eol (void)
+{
+  const char *m =
+    "From: a@example.org\r\n"
+    "MIME-Version: 1.0\r\n"
+    "Content-Type: multipart/mixed; boundary=b1\r\n"
+    "\r\n"
+    "--b1\r\n"
+    "Content-Type: text/plain\r\n"
+    "\r\n"
+    "hello\n"
+    "--b1\r\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:,x%0A\"\n"
+    "\n"
+    "Content-Type: text/plain\n"
+    "Content-ID: <m@x>\n"
+    "\n"
+    "phantom\n"
+    "--b1\r\n"
+    "Content-Type: text/plain\r\n"
+    "\r\n"
+    "world\n"
+    "--b1--\r\n";
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_autoptr (GByteArray) in = bytes_of (m);
+  g_auto (Run) r = { 0 };
+  do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
+  g_assert_true (r.result->changed);
+  const EbRef *ref = g_ptr_array_index (r.result->scan->refs, 0);
+  /* The entity ends right before "\n--b1" after "phantom": exact bytes. */
+  const char *want_end = strstr (m, "phantom\n") + strlen ("phantom");
+  g_assert_cmpuint (ref->end, ==, (gsize) (want_end - m));
+  g_assert_cmpuint (ref->block_start, ==, (gsize) (strstr (m, "hello\n--b1\r\nContent-Type: message") - m) + 12);
+  g_assert_nonnull (g_strstr_len ((char *) r.out->data, r.out->len, "\r\nhello\n--b1\r\n"));
+  g_assert_true (g_str_has_suffix ((char *) g_strndup ((char *) r.out->data, r.out->len),
+                                   "\r\n\r\nworld\n--b1--\r\n"));
+  gsize tail = in->len - ref->end;
+  g_assert_cmpmem (r.out->data + r.out->len - tail, tail, in->data + ref->end, tail);
+  g_assert_cmpmem (r.out->data, ref->block_start, in->data, ref->block_start);
+}
+
+/* RFC 2046 5.2.3.7: a message whose body is the reference keeps its own header;
+ * its Content-* fields come from the inner header. */
+static void
+test_toplevel_merge (gconstpointer eolp)
+{
+  const char *m =
+    "Received: from x by y; Sat, 21 Nov 2026 10:00:00 +0000\n"
+    "From: a@example.org\n"
+    "Subject: top\n"
+    "MIME-Version: 1.0\n"
+    "Content-Type: message/external-body; access-type=URL;\n"
+    "  URL=\"data:text/html;base64,PGI+aGk8L2I+\"\n"
+    "Content-Description: outer\n"
+    "X-After: kept\n"
+    "\n"
+    "Content-Type: text/html\n"
+    "Content-ID: <top@x>\n"
+    "\n";
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_autoptr (GByteArray) in = msg_with_eol (m, eolp);
+  g_auto (Run) r = { 0 };
+  do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
+  g_assert_true (r.result->changed);
+  g_autofree char *out = g_strndup ((char *) r.out->data, r.out->len);
+  g_autofree char *want = g_strjoinv (eolp, (char *[]) {
+    "Received: from x by y; Sat, 21 Nov 2026 10:00:00 +0000",
+    "From: a@example.org", "Subject: top", "MIME-Version: 1.0", "X-After: kept",
+    "Content-Type: text/html", "Content-ID: <top@x>", "Content-Description: outer",
+    "Content-Transfer-Encoding: 7bit", NULL });
+  g_assert_true (g_str_has_prefix (out, want));
+  g_autofree char *type = NULL, *cte = NULL;
+  g_autoptr (GBytes) body = decoded_part (r.out, "top@x", &type, &cte);
+  g_assert_cmpstr (type, ==, "text/html");
+  g_assert_cmpmem (g_bytes_get_data (body, NULL), g_bytes_get_size (body), "<b>hi</b>", 9);
+}
+
+/* A reference inside a forwarded message/rfc822 inside a multipart. */
+static void
+test_nested_rfc822 (void)
+{
+  const char *m =
+    "From: a@example.org\n"
+    "MIME-Version: 1.0\n"
+    "Content-Type: multipart/mixed; boundary=outer\n"
+    "\n"
+    "--outer\n"
+    "Content-Type: message/rfc822\n"
+    "\n"
+    "From: c@example.org\n"
+    "MIME-Version: 1.0\n"
+    "Content-Type: multipart/mixed; boundary=inner\n"
+    "\n"
+    "--inner\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:application/octet-stream;base64,AAEC/w==\"\n"
+    "\n"
+    "Content-Type: application/octet-stream\n"
+    "Content-ID: <bin@x>\n"
+    "\n"
+    "--inner--\n"
+    "\n"
+    "--outer--\n";
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_autoptr (GByteArray) in = bytes_of (m);
+  g_auto (Run) r = { 0 };
+  do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
+  g_assert_true (r.result->changed);
+  const EbRef *ref = g_ptr_array_index (r.result->scan->refs, 0);
+  g_assert_cmpstr (ref->path, ==, "1.1");
+  g_autofree char *type = NULL, *cte = NULL;
+  g_autoptr (GBytes) body = decoded_part (r.out, "bin@x", &type, &cte);
+  g_assert_cmpstr (cte, ==, "base64");
+  g_assert_cmpmem (g_bytes_get_data (body, NULL), g_bytes_get_size (body), "\x00\x01\x02\xff", 4);
+}
+
+/* The inner Content-Transfer-Encoding declares the encoding of the data itself. */
+static void
+test_inner_cte (void)
+{
+  const char *ok =
+    "MIME-Version: 1.0\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:,aGVsbG8gd29ybGQ%3D\"\n"
+    "\n"
+    "Content-Type: text/plain\n"
+    "Content-Transfer-Encoding: base64\n"
+    "Content-ID: <c@x>\n"
+    "\n";
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_autoptr (GByteArray) in = bytes_of (ok);
+  g_auto (Run) r = { 0 };
+  do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
+  g_assert_true (r.result->changed);
+  g_autofree char *type = NULL, *cte = NULL;
+  g_autoptr (GBytes) body = decoded_part (r.out, "c@x", &type, &cte);
+  g_assert_cmpmem (g_bytes_get_data (body, NULL), g_bytes_get_size (body), "hello world", 11);
+
+  const char *bad =
+    "MIME-Version: 1.0\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:,not*base64!\"\n"
+    "\n"
+    "Content-Type: text/plain\n"
+    "Content-Transfer-Encoding: base64\n"
+    "\n";
+  g_autoptr (GByteArray) in2 = bytes_of (bad);
+  g_auto (Run) r2 = { 0 };
+  do_rewrite (in2, config, EB_REWRITE_DEFAULT, &r2);
+  g_assert_false (r2.result->changed);
+  g_assert_cmpmem (r2.out->data, r2.out->len, in2->data, in2->len);
+  const EbResolution *res = g_ptr_array_index (r2.result->resolutions, 0);
+  g_assert_cmpint (res->reason, ==, EB_REASON_CTE_INVALID);
+
+  const char *unknown =
+    "MIME-Version: 1.0\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:,x\"\n"
+    "\n"
+    "Content-Type: text/plain\n"
+    "Content-Transfer-Encoding: x-uuencode\n"
+    "\n";
+  g_autoptr (GByteArray) in3 = bytes_of (unknown);
+  g_auto (Run) r3 = { 0 };
+  do_rewrite (in3, config, EB_REWRITE_DEFAULT, &r3);
+  g_assert_false (r3.result->changed);
+  res = g_ptr_array_index (r3.result->resolutions, 0);
+  g_assert_cmpint (res->reason, ==, EB_REASON_CTE_UNKNOWN);
+}
+
+typedef struct {
+  const char *name;
+  const char *url_and_inner;  /* the Content-Type parameters after access-type=URL; then the inner header */
+  EbReason    reason;
+} ReasonCase;
+
+static const ReasonCase reason_cases[] = {
+  { "type-mismatch", "URL=\"data:image/png;base64,AAAA\"\n\nContent-Type: image/jpeg\n", EB_REASON_TYPE_MISMATCH },
+  { "type-default-agrees", "URL=\"data:;charset=utf-8,abc\"\n\nContent-Type: image/jpeg\n", EB_REASON_RESOLVED },
+  { "type-empty-agrees", "URL=\"data:,abc\"\n\nContent-Type: application/x-thing\n", EB_REASON_RESOLVED },
+  { "type-case", "URL=\"data:IMAGE/PNG;base64,AAAA\"\n\nContent-Type: Image/Png\n", EB_REASON_RESOLVED },
+  { "no-comma", "URL=\"data:text/plain;base64\"\n\nContent-Type: text/plain\n", EB_REASON_DATA_URL_INVALID },
+  { "bad-base64", "URL=\"data:text/plain;base64,A\"\n\nContent-Type: text/plain\n", EB_REASON_DATA_URL_INVALID },
+  { "empty-url", "URL=\"\"\n\nContent-Type: text/plain\n", EB_REASON_URL_INVALID },
+  { "blank-url", "URL=\"  \n\t \"\n\nContent-Type: text/plain\n", EB_REASON_URL_INVALID },
+  { "no-url", "name=x\n\nContent-Type: text/plain\n", EB_REASON_URL_MISSING },
+  { "two-urls", "URL=\"data:,a\"; url=\"data:,b\"\n\nContent-Type: text/plain\n", EB_REASON_URL_INVALID },
+  { "encoded-word", "URL=\"=?us-ascii?Q?data:,a?=\"\n\nContent-Type: text/plain\n", EB_REASON_URL_INVALID },
+  { "http", "URL=\"http://example.com/x\"\n\nContent-Type: text/plain\n", EB_REASON_SCHEME_DISABLED },
+  { "file", "URL=\"file:///etc/passwd\"\n\nContent-Type: text/plain\n", EB_REASON_SCHEME_DISABLED },
+  { "bad-inner-type", "URL=\"data:,a\"\n\nContent-Type: garbage\n", EB_REASON_BAD_INNER_HEADER },
+  { "multipart-ok", "URL=\"data:multipart/mixed;boundary=zz,--zz%0AContent-Type: text/plain%0A%0Ahi%0A--zz--%0A\"\n\nContent-Type: multipart/mixed; boundary=zz\n", EB_REASON_RESOLVED },
+  { "rfc822-8bit", "URL=\"data:message/rfc822,Subject: x%0A%0A%FF%0A\"\n\nContent-Type: message/rfc822\n", EB_REASON_COMPOSITE_UNSAFE },
+};
+
+static void
+test_reason (gconstpointer data)
+{
+  const ReasonCase *c = data;
+  g_autofree char *m = g_strconcat (
+    "MIME-Version: 1.0\n"
+    "Content-Type: multipart/mixed; boundary=b\n\n--b\n"
+    "Content-Type: message/external-body; access-type=URL; ", c->url_and_inner,
+    "\n--b--\n", NULL);
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_autoptr (GByteArray) in = bytes_of (m);
+  g_auto (Run) r = { 0 };
+  do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
+  g_assert_cmpuint (r.result->scan->refs->len, ==, 1);
+  const EbResolution *res = g_ptr_array_index (r.result->resolutions, 0);
+  if (res->reason != c->reason)
+    g_test_message ("%s: got %s (%s)", c->name, eb_reason_token (res->reason), res->detail);
+  g_assert_cmpint (res->reason, ==, c->reason);
+  if (c->reason != EB_REASON_RESOLVED) {
+    g_assert_false (r.result->changed);
+    g_assert_cmpmem (r.out->data, r.out->len, in->data, in->len);
+  } else {
+    g_assert_true (r.result->changed);
+  }
+}
+
+/* Each limit at, just below and just above its value. */
+static GByteArray *
+refs_message (guint n_refs, gsize data_len)
+{
+  GString *s = g_string_new ("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n");
+  g_autofree char *payload = g_strnfill (data_len, 'a');
+  for (guint i = 0; i < n_refs; i++)
+    g_string_append_printf (s, "--b\nContent-Type: message/external-body; access-type=URL; URL=\"data:,%s\"\n\n"
+                            "Content-Type: text/plain\n\n", payload);
+  g_string_append (s, "--b--\n");
+  GByteArray *a = g_byte_array_new ();
+  g_byte_array_append (a, (guint8 *) s->str, (guint) s->len);
+  g_string_free (s, TRUE);
+  return a;
+}
+
+static guint
+count_resolved (GByteArray *in, const EbConfig *config)
+{
+  g_auto (Run) r = { 0 };
+  do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
+  return r.result->n_resolved;
+}
+
+static void
+test_limits (void)
+{
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_autoptr (GByteArray) five = refs_message (5, 10);
+
+  config->max_references = 4;
+  g_assert_cmpuint (count_resolved (five, config), ==, 4);
+  config->max_references = 5;
+  g_assert_cmpuint (count_resolved (five, config), ==, 5);
+  config->max_references = 6;
+  g_assert_cmpuint (count_resolved (five, config), ==, 5);
+  config->max_references = 64;
+
+  config->max_part_bytes = 9;
+  g_assert_cmpuint (count_resolved (five, config), ==, 0);
+  config->max_part_bytes = 10;
+  g_assert_cmpuint (count_resolved (five, config), ==, 5);
+  config->max_part_bytes = G_MAXUINT32;
+
+  config->max_message_bytes = 49;
+  g_assert_cmpuint (count_resolved (five, config), ==, 4);
+  config->max_message_bytes = 50;
+  g_assert_cmpuint (count_resolved (five, config), ==, 5);
+  config->max_message_bytes = G_MAXUINT32;
+
+  /* 1 multipart + 5 parts = 6 entities */
+  config->max_parts = 5;
+  g_assert_cmpuint (count_resolved (five, config), ==, 0);
+  config->max_parts = 6;
+  g_assert_cmpuint (count_resolved (five, config), ==, 5);
+  config->max_parts = 10000;
+
+  config->max_message_size = five->len - 1;
+  g_assert_cmpuint (count_resolved (five, config), ==, 0);
+  config->max_message_size = five->len;
+  g_assert_cmpuint (count_resolved (five, config), ==, 5);
+}
+
+static void
+test_depth_limit (void)
+{
+  /* a reference nested N multiparts deep */
+  GString *s = g_string_new ("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b0\n\n");
+  const guint N = 6;
+  for (guint i = 0; i < N; i++)
+    g_string_append_printf (s, "--b%u\nContent-Type: multipart/mixed; boundary=b%u\n\n", i, i + 1);
+  g_string_append_printf (s, "--b%u\nContent-Type: message/external-body; access-type=URL; URL=\"data:,x\"\n\nContent-Type: text/plain\n\n", N);
+  for (guint i = N + 1; i-- > 0;)
+    g_string_append_printf (s, "--b%u--\n", i);
+  g_autoptr (GByteArray) in = bytes_of (s->str);
+  g_string_free (s, TRUE);
+  g_autoptr (EbConfig) config = eb_config_new ();
+  /* the reference is at depth N + 1 */
+  config->max_nesting_depth = N;
+  g_assert_cmpuint (count_resolved (in, config), ==, 0);
+  config->max_nesting_depth = N + 1;
+  g_assert_cmpuint (count_resolved (in, config), ==, 1);
+  config->max_nesting_depth = N + 2;
+  g_assert_cmpuint (count_resolved (in, config), ==, 1);
+}
+
+/* Nothing to resolve: the output is the input, byte for byte. */
+static const char *identity_msgs[] = {
+  "From: a\r\nSubject: crlf\r\n\r\nbody\r\n",
+  "From: a\nSubject: no final newline\n\nbody",
+  "From: a\nSubject: 8bit \xe9\xff\n\n\xc3\xa9t\xc3\xa9\n",
+  "From: a\nSubject: odd\n  folding\n\t\there\nX-Empty:\n\n\n\n",
+  "From: a\nContent-Type: message/external-body; access-type=anon-ftp; site=x; name=y; directory=z\n\nContent-Type: text/plain\n\n",
+  "From: a\nContent-Type: message/external-body; access-type=URL; URL=\"http://example.com/\"\n\nContent-Type: text/plain\n\n",
+  "From: a\nContent-Type: multipart/mixed; boundary=x\n\n--x\nContent-Type: text/plain\n\ntruncated, no close delimiter",
+  "From: a\nContent-Type: multipart/mixed; boundary=x\n\nno boundary at all\n",
+  "From: a\nContent-Type: message/external-body; access-type=URL; URL=\"data:,unterminated\n\n",
+  "From: a\nContent-Type: message/external-body\n\n",
+  "\n\n\n",
+  "not a header at all\n",
+  "From: a\nContent-Type: multipart/mixed; boundary=x\n\n--x\nContent-Type: message/external-body; access-type=URL; URL=\"data:image/gif;base64,R0lG\"\n\nContent-Type: image/png\n\n--x--\n",
+};
+
+static void
+test_identity (void)
+{
+  g_autoptr (EbConfig) config = eb_config_new ();
+  for (guint i = 0; i < G_N_ELEMENTS (identity_msgs); i++) {
+    g_autoptr (GByteArray) in = bytes_of (identity_msgs[i]);
+    assert_identity (in, config);
+  }
+  /* A message with a NUL byte in it. */
+  g_autoptr (GByteArray) nul = g_byte_array_new ();
+  g_byte_array_append (nul, (const guint8 *) "From: a\n\nx\0y\n", 13);
+  assert_identity (nul, config);
+}
+
+/* A huge parameter count and a huge nesting depth: no crash, nothing lost. */
+static void
+test_hostile_shapes (void)
+{
+  g_autoptr (EbConfig) config = eb_config_new ();
+  GString *s = g_string_new ("From: a\nContent-Type: message/external-body; access-type=URL");
+  for (guint i = 0; i < 50000; i++)
+    g_string_append_printf (s, "; p%u=v", i);
+  g_string_append (s, "; URL=\"data:,ok\"\n\nContent-Type: text/plain\n\n");
+  g_autoptr (GByteArray) in = bytes_of (s->str);
+  g_string_free (s, TRUE);
+  g_auto (Run) r = { 0 };
+  do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
+  g_assert_true (r.result->changed);
+
+  GString *d = g_string_new ("From: a\nContent-Type: multipart/mixed; boundary=b0\n\n");
+  for (guint i = 0; i < 2000; i++)
+    g_string_append_printf (d, "--b%u\nContent-Type: multipart/mixed; boundary=b%u\n\n", i, i + 1);
+  g_string_append (d, "--b2000\nContent-Type: message/external-body; access-type=URL; URL=\"data:,x\"\n\nContent-Type: text/plain\n\n");
+  g_autoptr (GByteArray) deep = bytes_of (d->str);
+  g_string_free (d, TRUE);
+  assert_identity (deep, config);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_mime_init ();
+  g_test_add_data_func ("/rewrite/resolve/text-lf", "\n", test_resolve_text);
+  g_test_add_data_func ("/rewrite/resolve/text-crlf", "\r\n", test_resolve_text);
+  g_test_add_func ("/rewrite/splice/mixed-line-endings", test_mixed_eol);
+  g_test_add_data_func ("/rewrite/merge/toplevel-lf", "\n", test_toplevel_merge);
+  g_test_add_data_func ("/rewrite/merge/toplevel-crlf", "\r\n", test_toplevel_merge);
+  g_test_add_func ("/rewrite/walk/nested-rfc822", test_nested_rfc822);
+  g_test_add_func ("/rewrite/resolve/inner-cte", test_inner_cte);
+  for (guint i = 0; i < G_N_ELEMENTS (reason_cases); i++) {
+    g_autofree char *path = g_strdup_printf ("/rewrite/reason/%s", reason_cases[i].name);
+    g_test_add_data_func (path, &reason_cases[i], test_reason);
+  }
+  g_test_add_func ("/rewrite/limits/each", test_limits);
+  g_test_add_func ("/rewrite/limits/depth", test_depth_limit);
+  g_test_add_func ("/rewrite/identity/unchanged", test_identity);
+  g_test_add_func ("/rewrite/hostile/shapes", test_hostile_shapes);
+  return g_test_run ();
+}
