@@ -97,33 +97,38 @@ eb_ref_read (EbRef *ref, const char *buf, gsize len)
 
   const char *raw = buf + ct->value;
   gsize raw_len = ct->value_end - ct->value;
-  g_autoptr (EbParams) params = eb_params_parse (raw, raw_len);
-  const char *media = eb_params_get_media_type (params);
-  if (!media || strcmp (media, "message/external-body") != 0) {
-    set_reason (ref, EB_REASON_UNLOCATABLE, "Content-Type is not message/external-body");
-    return;
-  }
+  {
+    /* The parameter list holds a copy of every value, the URL included (which
+     * may be as large as the message): take the small ones, then let it go
+     * before the URL is reassembled. */
+    g_autoptr (EbParams) params = eb_params_parse (raw, raw_len);
+    const char *media = eb_params_get_media_type (params);
+    if (!media || strcmp (media, "message/external-body") != 0) {
+      set_reason (ref, EB_REASON_UNLOCATABLE, "Content-Type is not message/external-body");
+      return;
+    }
 
-  g_autoptr (GError) err = NULL;
-  const char *at = eb_params_get (params, "access-type", &err);
-  if (at) {
-    ref->access_type = g_ascii_strdown (at, -1);
-    g_strstrip (ref->access_type);
-  } else if (g_error_matches (err, EB_ERROR, EB_ERROR_MISSING)) {
-    set_reason (ref, EB_REASON_NO_ACCESS_TYPE, NULL);
-  } else {
-    set_reason (ref, EB_REASON_BAD_ACCESS_TYPE, err->message);
-  }
+    g_autoptr (GError) err = NULL;
+    const char *at = eb_params_get (params, "access-type", &err);
+    if (at) {
+      ref->access_type = g_ascii_strdown (at, -1);
+      g_strstrip (ref->access_type);
+    } else if (g_error_matches (err, EB_ERROR, EB_ERROR_MISSING)) {
+      set_reason (ref, EB_REASON_NO_ACCESS_TYPE, NULL);
+    } else {
+      set_reason (ref, EB_REASON_BAD_ACCESS_TYPE, err->message);
+    }
 
-  ref->name = param_or_null (params, "name");
-  ref->site = param_or_null (params, "site");
-  ref->directory = param_or_null (params, "directory");
-  ref->mode = param_or_null (params, "mode");
-  ref->server = param_or_null (params, "server");
-  ref->subject = param_or_null (params, "subject");
-  ref->expiration = param_or_null (params, "expiration");
-  ref->size = param_or_null (params, "size");
-  ref->permission = param_or_null (params, "permission");
+    ref->name = param_or_null (params, "name");
+    ref->site = param_or_null (params, "site");
+    ref->directory = param_or_null (params, "directory");
+    ref->mode = param_or_null (params, "mode");
+    ref->server = param_or_null (params, "server");
+    ref->subject = param_or_null (params, "subject");
+    ref->expiration = param_or_null (params, "expiration");
+    ref->size = param_or_null (params, "size");
+    ref->permission = param_or_null (params, "permission");
+  }
 
   if (ref->access_type && strcmp (ref->access_type, "url") == 0) {
     g_autoptr (GError) uerr = NULL;

@@ -1,11 +1,8 @@
 /* eb-message.c - GMime parse, iterative walk, exact location (see eb-message.h). */
 #include "eb-message.h"
-#include <gmime/gmime.h>
+#include "eb-gmime.h"
 #include <string.h>
 
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (GMimeParser, g_object_unref)
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (GMimeStream, g_object_unref)
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (GMimeMessage, g_object_unref)
 
 gboolean
 eb_message_may_hold_external_body (const char *buf, gsize len)

@@ -51,3 +51,11 @@ const char *eb_params_get_name_at (const EbParams *params, guint i);
 const char * const *eb_params_get_warnings (const EbParams *params);
 
 G_END_DECLS
+
+G_BEGIN_DECLS
+/* For URL reassembly: the octets of parameter @name, sections joined in order,
+ * quoted-pairs undone, %XX of extended sections decoded, NO charset conversion
+ * and NOTHING unfolded (folds and white space stay). Same errors as
+ * eb_params_get. Returns: (transfer full) (nullable). */
+GBytes *eb_params_get_octets (const EbParams *params, const char *name, GError **error);
+G_END_DECLS

@@ -11,6 +11,7 @@
 #include <gio/gunixoutputstream.h>
 #include <gmime/gmime.h>
 #include <curl/curl.h>
+#include <json-glib/json-glib.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -59,7 +60,7 @@ read_all (const char *path, GError **error)
   GByteArray *a = g_byte_array_sized_new ((guint) MIN (hint, G_MAXUINT));
   for (;;) {
     if (a->len == G_MAXUINT) {
-      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FBIG, "%s: input larger than 4 GiB",
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOSPC, "%s: input larger than 4 GiB",
                    is_stdin ? "standard input" : path);
       g_byte_array_unref (a);
       if (!is_stdin)

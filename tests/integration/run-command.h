@@ -26,9 +26,10 @@ extbody_path (void)
   return p;
 }
 
-/* Run extbody with NULL-terminated @args (after the program name). */
+/* Run extbody with NULL-terminated @args (after the program name), in @cwd
+ * (NULL: the current directory). */
 static inline void
-run_extbody (CmdResult *r, GBytes *input, const char *const *args)
+run_extbody_in (CmdResult *r, const char *cwd, GBytes *input, const char *const *args)
 {
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   g_ptr_array_add (argv, (gpointer) extbody_path ());
@@ -38,11 +39,20 @@ run_extbody (CmdResult *r, GBytes *input, const char *const *args)
   g_autoptr (GError) error = NULL;
   GSubprocessFlags flags = G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE
                            | (input ? G_SUBPROCESS_FLAGS_STDIN_PIPE : 0);
-  g_autoptr (GSubprocess) p = g_subprocess_newv ((const char *const *) argv->pdata, flags, &error);
+  g_autoptr (GSubprocessLauncher) l = g_subprocess_launcher_new (flags);
+  if (cwd)
+    g_subprocess_launcher_set_cwd (l, cwd);
+  g_autoptr (GSubprocess) p = g_subprocess_launcher_spawnv (l, (const char *const *) argv->pdata, &error);
   g_assert_no_error (error);
   g_subprocess_communicate (p, input, NULL, &r->out, &r->err, &error);
   g_assert_no_error (error);
   r->status = g_subprocess_get_if_exited (p) ? g_subprocess_get_exit_status (p) : -1;
+}
+
+static inline void
+run_extbody (CmdResult *r, GBytes *input, const char *const *args)
+{
+  run_extbody_in (r, NULL, input, args);
 }
 
 #define RUN(r, input, ...) run_extbody ((r), (input), (const char *const[]) { __VA_ARGS__, NULL })

@@ -1,6 +1,7 @@
 /* test-command.c - the extbody command end to end: options, exit codes, the
  * one-line errors, rewrite on the bundled samples, inspect --json, data-url,
  * config, and bad input that must flow through unchanged. */
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <sysexits.h>
 #include "run-command.h"

@@ -3,7 +3,7 @@
  * part's decoded content compared with what the URL denotes; every byte outside
  * the replaced entity is compared with the input. */
 #include <gio/gio.h>
-#include <gmime/gmime.h>
+#include "eb-gmime.h"
 #include <string.h>
 #include "eb-rewrite.h"
 
@@ -116,10 +116,6 @@ decoded_part (GByteArray *out, const char *cid, char **type, char **cte)
   return g_bytes_new (ba->data, ba->len);
 }
 
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (GMimeStream, g_object_unref)
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (GMimeParser, g_object_unref)
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (GMimeMessage, g_object_unref)
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (GMimePartIter, g_mime_part_iter_free)
 
 static const char *MULTI =
   "From: a@example.org\n"
