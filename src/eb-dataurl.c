@@ -532,7 +532,7 @@ eb_data_url_process (const char *input, gssize len_in, GError **error)
 {
   g_return_val_if_fail (input != NULL, NULL);
   gsize len = len_in < 0 ? strlen (input) : (gsize) len_in;
-  if (!g_utf8_validate_len (input, len, NULL)) {
+  if (!eb_utf8_validate_with_nul (input, len)) {
     g_set_error_literal (error, EB_ERROR, EB_ERROR_DATA_URL, "data: URL is not valid UTF-8");
     return NULL;
   }

@@ -45,13 +45,18 @@ decode (const char *in, gsize len, gsize *n_out)
   gsize n = 0;
   const char *p = in, *end = in + len;
   while (p < end) {
+    if (*p == '\0') {
+      cp[n++] = 0;
+      p++;
+      continue;
+    }
     gunichar c = g_utf8_get_char_validated (p, end - p);
     if (c == (gunichar) -1 || c == (gunichar) -2) {
       g_free (cp);
       return NULL;
     }
     cp[n++] = c;
-    p = *p ? g_utf8_next_char (p) : p + 1;
+    p = g_utf8_next_char (p);
   }
   *n_out = n;
   return cp;
@@ -122,11 +127,13 @@ collect_quoted (const gunichar *cp, gsize n, gsize *pos)
   return value;
 }
 
+/* @s holds @len bytes of valid UTF-8, U+0000 included. */
 static gboolean
-utf8_all_quoted_token (const char *s)
+utf8_all_quoted_token (const char *s, gsize len)
 {
-  for (const char *p = s; *p; p = g_utf8_next_char (p))
-    if (!is_quoted_token (g_utf8_get_char (p)))
+  const char *end = s + len;
+  for (const char *p = s; p < end; p = *p ? g_utf8_next_char (p) : p + 1)
+    if (!is_quoted_token (*p ? g_utf8_get_char (p) : 0))
       return FALSE;
   return TRUE;
 }
@@ -182,8 +189,10 @@ eb_mime_type_parse (const char *input, gssize len)
     if (pos >= end)
       break;
     g_autofree char *value = NULL;
+    gsize value_len = 0;
     if (cp[pos] == '"') {
       GString *v = collect_quoted (cp, end, &pos);
+      value_len = v->len;
       value = g_string_free (v, FALSE);
       while (pos < end && cp[pos] != ';')
         pos++;
@@ -197,12 +206,15 @@ eb_mime_type_parse (const char *input, gssize len)
       if (ve == vs)
         continue;
       value = encode (cp, vs, ve);
+      value_len = strlen (value);
+      if (!all_of (cp, vs, ve, is_quoted_token))
+        continue;
     }
     if (name_end == name_start || !all_of (cp, name_start, name_end, is_token))
       continue;
     g_autofree char *raw_name = encode (cp, name_start, name_end);
     char *name = g_ascii_strdown (raw_name, -1);
-    if (!utf8_all_quoted_token (value) || has_param (mt, name)) {
+    if (!utf8_all_quoted_token (value, value_len) || has_param (mt, name)) {
       g_free (name);
       continue;
     }
@@ -321,4 +333,18 @@ eb_mime_type_serialize (const EbMimeType *mt)
     g_string_append_c (s, '"');
   }
   return g_string_free (s, FALSE);
+}
+
+gboolean
+eb_utf8_validate_with_nul (const char *s, gsize len)
+{
+  const char *p = s, *end = s + len;
+  while (p < end) {
+    const char *nul = memchr (p, '\0', (gsize) (end - p));
+    const char *stop = nul ? nul : end;
+    if (!g_utf8_validate_len (p, (gsize) (stop - p), NULL))
+      return FALSE;
+    p = nul ? nul + 1 : end;
+  }
+  return TRUE;
 }

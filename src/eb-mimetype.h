@@ -43,6 +43,10 @@ void eb_mime_type_get_parameter_at (const EbMimeType *mt, guint i,
 /* Serialize (MIME Sniffing 4.5). Returns: (transfer full). */
 char *eb_mime_type_serialize (const EbMimeType *mt);
 
+/* Like g_utf8_validate_len(), but U+0000 (a NUL byte) is valid, as it is in the
+ * WHATWG algorithms. */
+gboolean eb_utf8_validate_with_nul (const char *s, gsize len);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbMimeType, eb_mime_type_free)
 
 G_END_DECLS

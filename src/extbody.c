@@ -334,7 +334,7 @@ cmd_data_url (int argc, char **argv)
     }
     url = (const char *) from_stdin->data;
     url_len = from_stdin->len;
-    if (!g_utf8_validate_len (url, url_len, NULL)) {
+    if (!eb_utf8_validate_with_nul (url, url_len)) {
       die_line ("standard input is not UTF-8");
       return EX_DATAERR;
     }

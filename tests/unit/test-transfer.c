@@ -151,7 +151,7 @@ test_decode (void)
     g_assert_cmpmem (g_bytes_get_data (out, NULL), g_bytes_get_size (out), ok[i].out, strlen (ok[i].out));
   }
   struct { EbCte cte; const char *in; } bad[] = {
-    { EB_CTE_BASE64, "aGVsbG8" }, { EB_CTE_BASE64, "a*b=" }, { EB_CTE_QP, "=4" },
+    { EB_CTE_BASE64, "aGVsb" }, { EB_CTE_BASE64, "a*b=" }, { EB_CTE_BASE64, "aG=Vs" }, { EB_CTE_QP, "=4" },
     { EB_CTE_QP, "=ZZ" }, { EB_CTE_QP, "x=\x01\x02" }, { EB_CTE_UNKNOWN, "x" },
   };
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
