@@ -77,9 +77,13 @@ delimiter_follows (const char *buf, gsize len, gsize p, GPtrArray *bounds)
 }
 
 /* The true end of an entity whose content GMime ends at @e: the line break
- * before the delimiter that follows, or the end of the input. */
+ * before the delimiter that follows, or the end of the input. GMime 3.2.13 can
+ * end a content one byte short when line endings are mixed, so the delimiter
+ * is looked for at @e and the two bytes after it. When the content is empty
+ * (@empty: the blank line after the header is also the line break of the
+ * delimiter), the entity ends before that line break, up to two bytes before @e. */
 static gboolean
-locate_end (const char *buf, gsize len, gint64 e, GPtrArray *bounds, gsize *end)
+locate_end (const char *buf, gsize len, gint64 e, gboolean empty, GPtrArray *bounds, gsize *end)
 {
   if (e < 0 || (guint64) e > len)
     return FALSE;
@@ -87,7 +91,10 @@ locate_end (const char *buf, gsize len, gint64 e, GPtrArray *bounds, gsize *end)
     *end = len;
     return TRUE;
   }
-  for (gsize p = (gsize) e; p <= (gsize) e + 2 && p < len; p++) {
+  gsize from = (gsize) e;
+  if (empty)
+    from = from >= 2 ? from - 2 : 0;
+  for (gsize p = from; p <= (gsize) e + 2 && p < len; p++) {
     if (delimiter_follows (buf, len, p, bounds)) {
       *end = p;
       return TRUE;
@@ -121,16 +128,25 @@ locate (EbRef *ref, const Item *it, const char *buf, gsize len)
   if (!st || hs < 0 || st->bound_start < hs || (guint64) st->bound_start > len)
     return;
   gsize end = 0;
-  if (!locate_end (buf, len, st->bound_end, it->bounds, &end) || end < (gsize) st->bound_start)
+  gboolean empty = st->bound_end == st->bound_start;
+  if (!locate_end (buf, len, st->bound_end, empty, it->bounds, &end))
+    return;
+  gsize content = (gsize) st->bound_start;
+  if (end < content) {
+    if (!empty)
+      return;
+    content = end;   /* no content at all: the entity is its header */
+  }
+  if (end < (gsize) hs)
     return;
   /* The header block must run exactly up to the content. */
-  g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf, (gsize) hs, (gsize) st->bound_start);
-  if (blk->body != (gsize) st->bound_start || blk->fields->len == 0)
+  g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf, (gsize) hs, content);
+  if (blk->body != content || blk->fields->len == 0)
     return;
   if (hs > 0 && buf[hs - 1] != '\n')
     return;
   ref->block_start = (gsize) hs;
-  ref->content_start = (gsize) st->bound_start;
+  ref->content_start = content;
   ref->end = end;
   ref->located = TRUE;
 }

@@ -371,6 +371,7 @@ static const ReasonCase reason_cases[] = {
   { "file", "URL=\"file:///etc/passwd\"\n\nContent-Type: text/plain\n", EB_REASON_SCHEME_DISABLED },
   { "bad-inner-type", "URL=\"data:,a\"\n\nContent-Type: garbage\n", EB_REASON_BAD_INNER_HEADER },
   { "multipart-ok", "URL=\"data:multipart/mixed;boundary=zz,--zz%0AContent-Type: text/plain%0A%0Ahi%0A--zz--%0A\"\n\nContent-Type: multipart/mixed; boundary=zz\n", EB_REASON_RESOLVED },
+  { "no-phantom", "URL=\"data:text/plain,abc\"\n", EB_REASON_RESOLVED },
   { "rfc822-8bit", "URL=\"data:message/rfc822,Subject: x%0A%0A%FF%0A\"\n\nContent-Type: message/rfc822\n", EB_REASON_COMPOSITE_UNSAFE },
 };
 
@@ -398,6 +399,43 @@ test_reason (gconstpointer data)
   } else {
     g_assert_true (r.result->changed);
   }
+}
+
+/* An external-body with no inner header at all: the blank line after its
+ * header is also the line break of the next delimiter. */
+static void
+test_no_phantom (void)
+{
+  const char *m =
+    "MIME-Version: 1.0\n"
+    "Content-Type: multipart/mixed; boundary=b\n"
+    "\n"
+    "--b\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:text/plain,abc\"\n"
+    "Content-ID: <np@x>\n"
+    "\n"
+    "--b--\n";
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_autoptr (GByteArray) in = bytes_of (m);
+  g_auto (Run) r = { 0 };
+  do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
+  g_assert_true (r.result->changed);
+  const EbResolution *res = g_ptr_array_index (r.result->resolutions, 0);
+  g_autofree char *want = g_strdup_printf (
+    "MIME-Version: 1.0\n"
+    "Content-Type: multipart/mixed; boundary=b\n"
+    "\n"
+    "--b\n"
+    "Content-Type: text/plain\n"
+    "Content-ID: <np@x>\n"
+    "Content-Transfer-Encoding: 7bit\n"
+    "X-Extbody-Resolved: access-type=URL; scheme=data; type=\"text/plain\";\n"
+    "\tsize=3; sha256=%s\n"
+    "\n"
+    "abc\n"
+    "--b--\n", res->sha256);
+  g_autofree char *out = g_strndup ((char *) r.out->data, r.out->len);
+  g_assert_cmpstr (out, ==, want);
 }
 
 /* Each limit at, just below and just above its value. */
@@ -552,6 +590,7 @@ main (int argc, char **argv)
   g_test_add_data_func ("/rewrite/merge/toplevel-lf", "\n", test_toplevel_merge);
   g_test_add_data_func ("/rewrite/merge/toplevel-crlf", "\r\n", test_toplevel_merge);
   g_test_add_func ("/rewrite/walk/nested-rfc822", test_nested_rfc822);
+  g_test_add_func ("/rewrite/splice/no-inner-header", test_no_phantom);
   g_test_add_func ("/rewrite/resolve/inner-cte", test_inner_cte);
   for (guint i = 0; i < G_N_ELEMENTS (reason_cases); i++) {
     g_autofree char *path = g_strdup_printf ("/rewrite/reason/%s", reason_cases[i].name);
