@@ -377,9 +377,24 @@ pct_decode_into (GByteArray *out, const guint8 *s, gsize n)
   return TRUE;
 }
 
-/* Join @e's value into octets; *charset gets section 0's charset (or NULL). */
+/* Append [d, d+l) to @out, without SP, HTAB, CR and LF when @strip. */
+static void
+append_text (GByteArray *out, const guint8 *d, gsize l, gboolean strip)
+{
+  if (!strip) {
+    g_byte_array_append (out, d, (guint) l);
+    return;
+  }
+  for (gsize i = 0; i < l; i++)
+    if (d[i] != ' ' && d[i] != '\t' && d[i] != '\r' && d[i] != '\n')
+      g_byte_array_append (out, d + i, 1);
+}
+
+/* Join @e's value into octets; *charset gets section 0's charset (or NULL).
+ * With @strip, linear white space is removed from the quoted and token parts
+ * (never from octets that %XX decoding produced). */
 static GBytes *
-join (const Entry *e, char **charset, GError **error)
+join (const Entry *e, gboolean strip, char **charset, GError **error)
 {
   *charset = NULL;
   if (e->syntax) {
@@ -408,7 +423,7 @@ join (const Entry *e, char **charset, GError **error)
   if (e->n_plain) {
     gsize l = 0;
     const guint8 *d = g_bytes_get_data (e->plain, &l);
-    g_byte_array_append (out, d, (guint) l);
+    append_text (out, d, l, strip);
     return g_byte_array_free_to_bytes (out);
   }
   if (e->n_single_ext) {
@@ -437,7 +452,7 @@ join (const Entry *e, char **charset, GError **error)
     gsize l = 0;
     const guint8 *d = g_bytes_get_data (secs[i].value, &l);
     if (!secs[i].extended) {
-      g_byte_array_append (out, d, (guint) l);
+      append_text (out, d, l, strip);
       continue;
     }
     if (secs[i].num == 0) {
@@ -464,7 +479,8 @@ join (const Entry *e, char **charset, GError **error)
 }
 
 GBytes *
-eb_params_get_octets (const EbParams *params, const char *name, GError **error)
+eb_params_get_octets (const EbParams *params, const char *name, gboolean strip_lws,
+                      GError **error)
 {
   g_autofree char *lower = g_ascii_strdown (name, -1);
   Entry *e = g_hash_table_lookup (params->entries, lower);
@@ -473,7 +489,7 @@ eb_params_get_octets (const EbParams *params, const char *name, GError **error)
     return NULL;
   }
   g_autofree char *charset = NULL;
-  return join (e, &charset, error);
+  return join (e, strip_lws, &charset, error);
 }
 
 const char *
@@ -488,7 +504,7 @@ eb_params_get (const EbParams *params, const char *name, GError **error)
   if (e->cached)
     return e->cached;
   g_autofree char *charset = NULL;
-  g_autoptr (GBytes) octets = join (e, &charset, error);
+  g_autoptr (GBytes) octets = join (e, FALSE, &charset, error);
   if (!octets)
     return NULL;
   gsize l = 0;

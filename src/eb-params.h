@@ -54,8 +54,11 @@ G_END_DECLS
 
 G_BEGIN_DECLS
 /* For URL reassembly: the octets of parameter @name, sections joined in order,
- * quoted-pairs undone, %XX of extended sections decoded, NO charset conversion
- * and NOTHING unfolded (folds and white space stay). Same errors as
- * eb_params_get. Returns: (transfer full) (nullable). */
-GBytes *eb_params_get_octets (const EbParams *params, const char *name, GError **error);
+ * quoted-pairs undone, %XX of extended sections decoded, NO charset conversion.
+ * With @strip_lws, every SP, HTAB, CR and LF of the quoted and token parts is
+ * removed (RFC 2017 3.1); octets produced by %XX decoding are data and stay.
+ * Without it nothing is unfolded. Same errors as eb_params_get.
+ * Returns: (transfer full) (nullable). */
+GBytes *eb_params_get_octets (const EbParams *params, const char *name, gboolean strip_lws,
+                              GError **error);
 G_END_DECLS

@@ -38,7 +38,7 @@ eb_urlparam_reassemble (const char *raw, gsize len, GError **error)
   GBytes *octets;
   {
     g_autoptr (EbParams) params = eb_params_parse (raw, len);
-    octets = eb_params_get_octets (params, "url", error);
+    octets = eb_params_get_octets (params, "url", TRUE, error);
     if (!octets)
       return NULL;
   }
@@ -50,15 +50,13 @@ eb_urlparam_reassemble (const char *raw, gsize len, GError **error)
                          "URL parameter holds an RFC 2047 encoded-word");
     return NULL;
   }
-  /* remove every linear white space character, in place */
-  gsize m = 0;
+  /* linear white space is already gone (eb_params_get_octets); what is left
+   * and may not stand in a URL is counted for percent-encoding */
+  gsize m = n;
   gsize need = 0;
   for (gsize i = 0; i < n; i++) {
     guint8 c = d[i];
-    if (c == ' ' || c == '\t' || c == '\r' || c == '\n')
-      continue;
-    d[m++] = c;
-    if (c < 0x20 || c >= 0x7F || c == '"' || c == '\\')
+    if (c <= 0x20 || c >= 0x7F || c == '"' || c == '\\')
       need += 2;
   }
   gsize s = 0, e = m;
@@ -83,7 +81,7 @@ eb_urlparam_reassemble (const char *raw, gsize len, GError **error)
   gsize o = 0;
   for (gsize i = s; i < e; i++) {
     guint8 c = d[i];
-    if (c < 0x20 || c >= 0x7F || c == '"' || c == '\\') {
+    if (c <= 0x20 || c >= 0x7F || c == '"' || c == '\\') {
       url[o++] = '%';
       url[o++] = hexu[c >> 4];
       url[o++] = hexu[c & 15];
