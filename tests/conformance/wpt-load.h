@@ -47,7 +47,7 @@ wpt_string (JsonNode *node, gsize *len)
   const char *v = json_node_get_string (node);
   GString *s = g_string_new (NULL);
   for (const char *p = v; *p; p++) {
-    if (memcmp (p, "\xef\xb7\x90", 3) == 0) {
+    if ((guchar) p[0] == 0xef && (guchar) p[1] == 0xb7 && (guchar) p[2] == 0x90) {
       g_string_append_c (s, '\0');
       p += 2;
     } else {

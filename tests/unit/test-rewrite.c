@@ -217,8 +217,8 @@ test_mixed_eol (void)
   g_assert_cmpuint (ref->end, ==, (gsize) (want_end - m));
   g_assert_cmpuint (ref->block_start, ==, (gsize) (strstr (m, "hello\n--b1\r\nContent-Type: message") - m) + 12);
   g_assert_nonnull (g_strstr_len ((char *) r.out->data, r.out->len, "\r\nhello\n--b1\r\n"));
-  g_assert_true (g_str_has_suffix ((char *) g_strndup ((char *) r.out->data, r.out->len),
-                                   "\r\n\r\nworld\n--b1--\r\n"));
+  g_autofree char *out = g_strndup ((char *) r.out->data, r.out->len);
+  g_assert_true (g_str_has_suffix (out, "\r\n\r\nworld\n--b1--\r\n"));
   gsize tail = in->len - ref->end;
   g_assert_cmpmem (r.out->data + r.out->len - tail, tail, in->data + ref->end, tail);
   g_assert_cmpmem (r.out->data, ref->block_start, in->data, ref->block_start);
