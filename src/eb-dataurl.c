@@ -170,7 +170,7 @@ is_dotdot (const char *s, gsize n)
 static gboolean
 serialize_rest (const char *p, const char *end, GString *out, GError **error)
 {
-  const char *hash = memchr (p, '#', (gsize) (end - p));
+  const char *hash = p < end ? memchr (p, '#', (gsize) (end - p)) : NULL;
   if (hash)
     end = hash;   /* the fragment is excluded; nothing in it can make parsing fail */
 
@@ -296,7 +296,7 @@ serialize_rest (const char *p, const char *end, GString *out, GError **error)
     g_ptr_array_unref (segs);
   } else {
     /* opaque path up to '?' */
-    const char *q = memchr (p, '?', (gsize) (end - p));
+    const char *q = p < end ? memchr (p, '?', (gsize) (end - p)) : NULL;
     const char *pe = q ? q : end;
     for (const char *s = p; s < pe; s++) {
       if (*s == ' ' && s + 1 == pe && (q || hash))
@@ -309,6 +309,32 @@ serialize_rest (const char *p, const char *end, GString *out, GError **error)
   if (p < end && *p == '?') {
     g_string_append_c (out, '?');
     append_pct (out, p + 1, (gsize) (end - p - 1), SET_QUERY);
+  }
+  return TRUE;
+}
+
+/* Are all @n bytes at @s in 0x20..0x7E and none a '?'? Eight bytes at a time
+ * (the classic SWAR tests for "some byte below / above / equal to"). */
+static gboolean
+printable_no_query (const char *s, gsize n)
+{
+  const guint64 ones = G_GUINT64_CONSTANT (0x0101010101010101);
+  const guint64 highs = G_GUINT64_CONSTANT (0x8080808080808080);
+  gsize i = 0;
+  for (; i + 8 <= n; i += 8) {
+    guint64 x;
+    memcpy (&x, s + i, 8);
+    guint64 less = (x - ones * 0x20) & ~x & highs;   /* some byte < 0x20 */
+    guint64 more = ((x + ones * (127 - 0x7E)) | x) & highs;   /* some byte > 0x7E */
+    guint64 q = x ^ (ones * '?');
+    guint64 isq = (q - ones) & ~q & highs;           /* some byte == '?' */
+    if (less | more | isq)
+      return FALSE;
+  }
+  for (; i < n; i++) {
+    guchar c = (guchar) s[i];
+    if (c < 0x20 || c > 0x7E || c == '?')
+      return FALSE;
   }
   return TRUE;
 }
@@ -358,10 +384,8 @@ url_stage (const char *in, gsize len, GString **tmp, const char **out, gsize *ou
    * newline: the serialization is the input itself up to the fragment. */
   const char *hash = memchr (rest, '#', (gsize) (end - rest));
   const char *stop = hash ? hash : end;
-  gboolean simple = rest < stop ? *rest != '/' : TRUE;
-  for (const char *q = rest; simple && q < stop; q++)
-    simple = (guchar) *q >= 0x20 && (guchar) *q <= 0x7E && *q != '?';
-  if (simple && !(hash && stop > rest && stop[-1] == ' ')) {
+  if ((rest == stop || *rest != '/') && printable_no_query (rest, (gsize) (stop - rest))
+      && !(hash && stop > rest && stop[-1] == ' ')) {
     *out = rest;
     *out_len = (gsize) (stop - rest);
     return TRUE;
@@ -518,6 +542,21 @@ percent_decode (const char *in, gsize len)
   return g_bytes_new_take (g_realloc (out, o ? o : 1), o);
 }
 
+static gboolean
+is_ascii (const char *s, gsize n)
+{
+  gsize i = 0;
+  guint64 acc = 0;
+  for (; i + 8 <= n; i += 8) {
+    guint64 x;
+    memcpy (&x, s + i, 8);
+    acc |= x;
+  }
+  for (; i < n; i++)
+    acc |= (guchar) s[i];
+  return (acc & G_GUINT64_CONSTANT (0x8080808080808080)) == 0;
+}
+
 gboolean
 eb_data_url_has_scheme (const char *input, gsize len)
 {
@@ -532,7 +571,7 @@ eb_data_url_process (const char *input, gssize len_in, GError **error)
 {
   g_return_val_if_fail (input != NULL, NULL);
   gsize len = len_in < 0 ? strlen (input) : (gsize) len_in;
-  if (!eb_utf8_validate_with_nul (input, len)) {
+  if (!is_ascii (input, len) && !eb_utf8_validate_with_nul (input, len)) {
     g_set_error_literal (error, EB_ERROR, EB_ERROR_DATA_URL, "data: URL is not valid UTF-8");
     return NULL;
   }
