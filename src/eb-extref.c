@@ -101,7 +101,10 @@ eb_ref_read (EbRef *ref, const char *buf, gsize len)
     /* The parameter list holds a copy of every value, the URL included (which
      * may be as large as the message): take the small ones, then let it go
      * before the URL is reassembled. */
-    g_autoptr (EbParams) params = eb_params_parse (raw, raw_len);
+    static const char *const only[] = { "access-type", "name", "site", "directory", "mode",
+                                        "server", "subject", "expiration", "size",
+                                        "permission", NULL };
+    g_autoptr (EbParams) params = eb_params_parse_only (raw, raw_len, only);
     const char *media = eb_params_get_media_type (params);
     if (!media || strcmp (media, "message/external-body") != 0) {
       set_reason (ref, EB_REASON_UNLOCATABLE, "Content-Type is not message/external-body");

@@ -3,6 +3,8 @@
 #include "eb-gmime.h"
 #include <string.h>
 
+#define EB_SHADOW_FIELD_MAX (64 * 1024)
+
 
 gboolean
 eb_message_may_hold_external_body (const char *buf, gsize len)
@@ -22,6 +24,102 @@ eb_message_may_hold_external_body (const char *buf, gsize len)
     p++;
   }
   return FALSE;
+}
+
+/* ---- the shadow copy GMime parses ---------------------------------------
+ *
+ * GMime keeps several copies of every header value (its header buffer, the raw
+ * value, the unfolded value, each parameter), so a 100 MB folded URL parameter
+ * would cost it half a gigabyte. extbody reads parameters from the original
+ * bytes itself and needs from GMime only the tree, the media types, the
+ * boundaries and the offsets. So GMime parses a shadow copy in which every
+ * logical line (a line and its continuation lines) keeps at most
+ * EB_SHADOW_FIELD_MAX bytes: the excess is cut, whole continuation lines or the
+ * end of a line before its line break. A cut never removes the start of a line,
+ * so no header field, boundary or delimiter line is lost or made up; every
+ * offset GMime reports is mapped back to the original bytes through the list
+ * of cuts. */
+
+typedef struct {
+  gsize at;      /* shadow offset where bytes were removed */
+  gsize total;   /* bytes removed up to and including this cut */
+} Cut;
+
+static void
+add_cut (GArray *cuts, gsize at, gsize n)
+{
+  if (n == 0)
+    return;
+  if (cuts->len) {
+    Cut *last = &g_array_index (cuts, Cut, cuts->len - 1);
+    if (last->at == at) {
+      last->total += n;
+      return;
+    }
+  }
+  Cut c = { at, (cuts->len ? g_array_index (cuts, Cut, cuts->len - 1).total : 0) + n };
+  g_array_append_val (cuts, c);
+}
+
+/* Returns: (transfer full): the shadow, or NULL when nothing needs cutting (then
+ * GMime reads the original bytes). */
+static GByteArray *
+make_shadow (const char *buf, gsize len, GArray *cuts)
+{
+  GByteArray *shadow = NULL;
+  gsize p = 0, kept_to = 0;   /* buf[kept_to, p) is not yet copied */
+  gsize budget = 0;
+  while (p < len) {
+    const char *nl = memchr (buf + p, '\n', len - p);
+    gsize e = nl ? (gsize) (nl - buf) + 1 : len;
+    gsize ce = e;
+    if (ce > p && buf[ce - 1] == '\n')
+      ce--;
+    if (ce > p && buf[ce - 1] == '\r')
+      ce--;
+    gboolean cont = p > 0 && (buf[p] == ' ' || buf[p] == '\t');
+    if (!cont)
+      budget = EB_SHADOW_FIELD_MAX;
+    gsize drop_from = 0, drop_to = 0;
+    if (cont && budget == 0) {
+      drop_from = p;
+      drop_to = e;
+    } else if (ce - p > budget) {
+      drop_from = p + budget;
+      drop_to = ce;
+      budget = 0;
+    } else {
+      budget -= ce - p;
+    }
+    if (drop_to > drop_from) {
+      if (!shadow)
+        shadow = g_byte_array_sized_new ((guint) len);
+      g_byte_array_append (shadow, (const guint8 *) buf + kept_to, (guint) (drop_from - kept_to));
+      add_cut (cuts, shadow->len, drop_to - drop_from);
+      kept_to = drop_to;
+    }
+    p = e;
+  }
+  if (shadow)
+    g_byte_array_append (shadow, (const guint8 *) buf + kept_to, (guint) (len - kept_to));
+  return shadow;
+}
+
+/* The original offset of shadow offset @off. */
+static gint64
+map_offset (GArray *cuts, gint64 off)
+{
+  if (off < 0 || cuts->len == 0)
+    return off;
+  guint lo = 0, hi = cuts->len;   /* first cut with at > off */
+  while (lo < hi) {
+    guint mid = (lo + hi) / 2;
+    if (g_array_index (cuts, Cut, mid).at <= (gsize) off)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo == 0 ? off : off + (gint64) g_array_index (cuts, Cut, lo - 1).total;
 }
 
 void
@@ -117,7 +215,7 @@ is_external_body (GMimeObject *obj)
 }
 
 static void
-locate (EbRef *ref, const Item *it, const char *buf, gsize len)
+locate (EbRef *ref, const Item *it, const char *buf, gsize len, GArray *cuts)
 {
   GMimePart *part = GMIME_PART (it->obj);
   GMimeDataWrapper *dw = g_mime_part_get_content (part);
@@ -125,13 +223,18 @@ locate (EbRef *ref, const Item *it, const char *buf, gsize len)
   gint64 hs = min_header_offset (it->obj, -1);
   if (it->msg)
     hs = min_header_offset (GMIME_OBJECT (it->msg), hs);
-  if (!st || hs < 0 || st->bound_start < hs || (guint64) st->bound_start > len)
+  if (!st)
+    return;
+  hs = map_offset (cuts, hs);
+  gint64 bs = map_offset (cuts, st->bound_start);
+  gint64 be = map_offset (cuts, st->bound_end);
+  if (hs < 0 || bs < hs || (guint64) bs > len)
     return;
   gsize end = 0;
-  gboolean empty = st->bound_end == st->bound_start;
-  if (!locate_end (buf, len, st->bound_end, empty, it->bounds, &end))
+  gboolean empty = be == bs;
+  if (!locate_end (buf, len, be, empty, it->bounds, &end))
     return;
-  gsize content = (gsize) st->bound_start;
+  gsize content = (gsize) bs;
   if (end < content) {
     if (!empty)
       return;
@@ -152,17 +255,18 @@ locate (EbRef *ref, const Item *it, const char *buf, gsize len)
 }
 
 EbMessageScan *
-eb_message_scan (GByteArray *input, const EbConfig *config)
+eb_message_scan (const char *buf, gsize len, const EbConfig *config)
 {
   EbMessageScan *scan = g_new0 (EbMessageScan, 1);
   scan->refs = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_ref_free);
   scan->reason = EB_REASON_RESOLVED;
-  const char *buf = (const char *) input->data;
-  gsize len = input->len;
   scan->eol = eb_header_eol_at (buf, len, 0);
 
-  g_autoptr (GMimeStream) stream = g_mime_stream_mem_new_with_byte_array (input);
-  g_mime_stream_mem_set_owner (GMIME_STREAM_MEM (stream), FALSE);
+  g_autoptr (GArray) cuts = g_array_new (FALSE, FALSE, sizeof (Cut));
+  GByteArray *shadow = make_shadow (buf, len, cuts);
+  g_autoptr (GMimeStream) stream = shadow
+    ? g_mime_stream_mem_new_with_byte_array (shadow)   /* takes it */
+    : g_mime_stream_mem_new_with_buffer (buf, len);
   g_autoptr (GMimeParser) parser = g_mime_parser_new_with_stream (stream);
   g_mime_parser_set_persist_stream (parser, TRUE);
   g_mime_parser_set_format (parser, GMIME_FORMAT_MESSAGE);
@@ -229,7 +333,7 @@ eb_message_scan (GByteArray *input, const EbConfig *config)
         ref->walk_reason = EB_REASON_TOO_DEEP;
       else if (scan->refs->len >= config->max_references)
         ref->walk_reason = EB_REASON_TOO_MANY_REFS;
-      locate (ref, &it, buf, len);
+      locate (ref, &it, buf, len, cuts);
       if (ref->located)
         eb_ref_read (ref, buf, len);
       else

@@ -24,10 +24,10 @@ typedef struct {
   const char *eol;      /* the message's line ending: "\r\n" or "\n" */
 } EbMessageScan;
 
-/* Parse @input and collect every message/external-body entity. @input must stay
- * alive and unchanged while the result is used; it is not modified.
+/* Parse the @len bytes at @buf and collect every message/external-body entity.
+ * The offsets in the result refer to @buf, which is not modified.
  * Returns: (transfer full): never NULL. */
-EbMessageScan *eb_message_scan (GByteArray *input, const EbConfig *config);
+EbMessageScan *eb_message_scan (const char *buf, gsize len, const EbConfig *config);
 void eb_message_scan_free (EbMessageScan *scan);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbMessageScan, eb_message_scan_free)
 

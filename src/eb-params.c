@@ -103,25 +103,40 @@ decode_token (const char **in, const char *end, const char **start, gsize *len)
   return TRUE;
 }
 
-/* A quoted-string at *in; FALSE (and *in at end) when unterminated. */
+/* A quoted-string at *in; FALSE (and *in at end) when unterminated. With @out
+ * NULL the string is only skipped. The value is sized exactly, copied in runs. */
 static gboolean
 decode_quoted (const char **in, const char *end, GBytes **out)
 {
   const char *p = *in + 1;
-  GByteArray *v = g_byte_array_new ();
+  gsize n = 0;
   while (p < end && *p != '"') {
     if (*p == '\\' && p + 1 < end)
       p++;
-    g_byte_array_append (v, (const guint8 *) p, 1);
     p++;
+    n++;
   }
   if (p >= end) {
-    g_byte_array_unref (v);
     *in = end;
     return FALSE;
   }
-  *out = g_byte_array_free_to_bytes (v);
-  *in = p + 1;
+  const char *close = p;
+  if (out) {
+    guint8 *v = g_malloc (n + 1);
+    gsize o = 0;
+    for (const char *q = *in + 1; q < close;) {
+      const char *bs = memchr (q, '\\', (gsize) (close - q));
+      const char *run_end = bs ? bs : close;
+      memcpy (v + o, q, (gsize) (run_end - q));
+      o += (gsize) (run_end - q);
+      if (!bs)
+        break;
+      v[o++] = (guint8) bs[1];
+      q = bs + 2;
+    }
+    *out = g_bytes_new_take (v, o);
+  }
+  *in = close + 1;
   return TRUE;
 }
 
@@ -132,9 +147,7 @@ skip_junk (const char **in, const char *end)
   const char *p = *in;
   while (p < end && *p != ';') {
     if (*p == '"') {
-      GBytes *b = NULL;
-      if (decode_quoted (&p, end, &b))
-        g_bytes_unref (b);
+      decode_quoted (&p, end, NULL);
       continue;
     }
     if (*p == '(') {
@@ -184,8 +197,25 @@ entry_syntax (Entry *e, const char *why)
     e->syntax = g_strdup_printf ("parameter %s: %s", e->name, why);
 }
 
+static gboolean
+wanted (const char *const *only, const char *name, gsize len)
+{
+  if (!only)
+    return TRUE;
+  for (guint i = 0; only[i]; i++)
+    if (strlen (only[i]) == len && g_ascii_strncasecmp (only[i], name, len) == 0)
+      return TRUE;
+  return FALSE;
+}
+
 EbParams *
 eb_params_parse (const char *raw, gsize len)
+{
+  return eb_params_parse_only (raw, len, NULL);
+}
+
+EbParams *
+eb_params_parse_only (const char *raw, gsize len, const char *const *only)
 {
   EbParams *params = g_new0 (EbParams, 1);
   params->entries = g_hash_table_new (g_str_hash, g_str_equal);
@@ -242,6 +272,18 @@ eb_params_parse (const char *raw, gsize len)
     if (nl == 0) {
       skip_junk (&p, end);
       warn (params, "parameter without a name");
+      continue;
+    }
+    if (!wanted (only, as, nl)) {
+      /* not asked for: step over its value without storing it */
+      skip_cfws (&p, end);
+      if (p < end && *p == '=') {
+        p++;
+        skip_cfws (&p, end);
+        if (p < end && *p == '"')
+          decode_quoted (&p, end, NULL);
+      }
+      skip_junk (&p, end);
       continue;
     }
     Entry *e = entry_for (params, as, nl);
@@ -385,9 +427,17 @@ append_text (GByteArray *out, const guint8 *d, gsize l, gboolean strip)
     g_byte_array_append (out, d, (guint) l);
     return;
   }
-  for (gsize i = 0; i < l; i++)
-    if (d[i] != ' ' && d[i] != '\t' && d[i] != '\r' && d[i] != '\n')
-      g_byte_array_append (out, d + i, 1);
+  gsize i = 0;
+  while (i < l) {
+    gsize j = i;
+    while (j < l && d[j] != ' ' && d[j] != '\t' && d[j] != '\r' && d[j] != '\n')
+      j++;
+    if (j > i)
+      g_byte_array_append (out, d + i, (guint) (j - i));
+    while (j < l && (d[j] == ' ' || d[j] == '\t' || d[j] == '\r' || d[j] == '\n'))
+      j++;
+    i = j;
+  }
 }
 
 /* Join @e's value into octets; *charset gets section 0's charset (or NULL).

@@ -28,6 +28,10 @@ typedef struct _EbParams EbParams;
 
 /* Returns: (transfer full): never NULL. */
 EbParams *eb_params_parse (const char *raw, gsize len);
+/* The same, keeping only the parameters named in the NULL-terminated @only
+ * (ASCII case-insensitive; NULL: all): the others are stepped over, their values
+ * never copied. */
+EbParams *eb_params_parse_only (const char *raw, gsize len, const char *const *only);
 void eb_params_free (EbParams *params);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbParams, eb_params_free)
 

@@ -13,13 +13,11 @@ eb_rewrite_result_free (EbRewriteResult *result)
 }
 
 EbRewriteResult *
-eb_rewrite_plan (GByteArray *input, const EbConfig *config, EbRewriteFlags flags)
+eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config, EbRewriteFlags flags)
 {
   EbRewriteResult *r = g_new0 (EbRewriteResult, 1);
   r->reason = EB_REASON_RESOLVED;
   r->resolutions = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_resolution_free);
-  const char *buf = (const char *) input->data;
-  gsize len = input->len;
 
   if (!(flags & EB_REWRITE_NO_PRECHECK) && !eb_message_may_hold_external_body (buf, len))
     return r;
@@ -29,7 +27,7 @@ eb_rewrite_plan (GByteArray *input, const EbConfig *config, EbRewriteFlags flags
   }
 
   r->parsed = TRUE;
-  r->scan = eb_message_scan (input, config);
+  r->scan = eb_message_scan (buf, len, config);
   if (r->scan->reason != EB_REASON_RESOLVED)
     r->reason = r->scan->reason;
 
@@ -61,12 +59,10 @@ eb_rewrite_plan (GByteArray *input, const EbConfig *config, EbRewriteFlags flags
 }
 
 gboolean
-eb_rewrite (GByteArray *input, const EbConfig *config, EbRewriteFlags flags,
+eb_rewrite (const char *buf, gsize len, const EbConfig *config, EbRewriteFlags flags,
             GOutputStream *out, EbRewriteResult **result, GError **error)
 {
-  g_autoptr (EbRewriteResult) r = eb_rewrite_plan (input, config, flags);
-  const char *buf = (const char *) input->data;
-  gsize len = input->len;
+  g_autoptr (EbRewriteResult) r = eb_rewrite_plan (buf, len, config, flags);
   gboolean ok = TRUE;
 
   if (!r->changed) {

@@ -32,15 +32,16 @@ typedef struct {
 void eb_rewrite_result_free (EbRewriteResult *result);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbRewriteResult, eb_rewrite_result_free)
 
-/* Decide about every reference of @input without writing anything.
+/* Decide about every reference of the message in @buf (@len bytes) without
+ * writing anything. @buf must stay unchanged while the result is used.
  * Returns: (transfer full): never NULL. */
-EbRewriteResult *eb_rewrite_plan (GByteArray *input, const EbConfig *config,
+EbRewriteResult *eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config,
                                   EbRewriteFlags flags);
 
 /* Plan, then write the message to @out. Returns FALSE with a GIOError when
  * writing fails (nothing else fails: a message that cannot be changed is copied).
  * @result: (out) (optional) (transfer full): what was done. */
-gboolean eb_rewrite (GByteArray *input, const EbConfig *config, EbRewriteFlags flags,
+gboolean eb_rewrite (const char *buf, gsize len, const EbConfig *config, EbRewriteFlags flags,
                      GOutputStream *out, EbRewriteResult **result, GError **error);
 
 G_END_DECLS

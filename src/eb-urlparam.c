@@ -37,7 +37,8 @@ eb_urlparam_reassemble (const char *raw, gsize len, GError **error)
   g_return_val_if_fail (raw != NULL || len == 0, NULL);
   GBytes *octets;
   {
-    g_autoptr (EbParams) params = eb_params_parse (raw, len);
+    static const char *const only[] = { "url", NULL };
+    g_autoptr (EbParams) params = eb_params_parse_only (raw, len, only);
     octets = eb_params_get_octets (params, "url", TRUE, error);
     if (!octets)
       return NULL;

@@ -38,12 +38,14 @@ die_line (const char *fmt, ...)
   fprintf (stderr, "%s: %s\n", prog, msg);
 }
 
-/* Read all of @path ("-" or NULL: standard input). Errors: G_FILE_ERROR. */
-static GByteArray *
+/* All of @path ("-" or NULL: standard input). A regular file is mapped, not
+ * copied; anything else is read to its end. Errors: G_FILE_ERROR. */
+static GBytes *
 read_all (const char *path, GError **error)
 {
   int fd = 0;
   gboolean is_stdin = !path || strcmp (path, "-") == 0;
+  const char *name = is_stdin ? "standard input" : path;
   if (!is_stdin) {
     fd = open (path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -54,14 +56,21 @@ read_all (const char *path, GError **error)
     }
   }
   struct stat st;
-  gsize hint = 65536;
-  if (fstat (fd, &st) == 0 && S_ISREG (st.st_mode) && st.st_size > 0)
-    hint = (gsize) st.st_size + 1;
-  GByteArray *a = g_byte_array_sized_new ((guint) MIN (hint, G_MAXUINT));
+  if (fstat (fd, &st) == 0 && S_ISREG (st.st_mode) && st.st_size > 0) {
+    g_autoptr (GError) local = NULL;
+    GMappedFile *mf = g_mapped_file_new_from_fd (fd, FALSE, &local);
+    if (mf) {
+      GBytes *b = g_mapped_file_get_bytes (mf);
+      g_mapped_file_unref (mf);
+      if (!is_stdin)
+        close (fd);
+      return b;
+    }
+  }
+  GByteArray *a = g_byte_array_sized_new (65536);
   for (;;) {
-    if (a->len == G_MAXUINT) {
-      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOSPC, "%s: input larger than 4 GiB",
-                   is_stdin ? "standard input" : path);
+    if (a->len > G_MAXUINT - 65536) {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOSPC, "%s: input larger than 4 GiB", name);
       g_byte_array_unref (a);
       if (!is_stdin)
         close (fd);
@@ -72,27 +81,24 @@ read_all (const char *path, GError **error)
     guint old = a->len;
     g_byte_array_set_size (a, old + (guint) room);
     ssize_t n = read (fd, a->data + old, room);
-    if (n < 0 && errno == EINTR) {
-      g_byte_array_set_size (a, old);
+    int e = errno;
+    g_byte_array_set_size (a, old + (guint) MAX (n, 0));
+    if (n < 0 && e == EINTR)
       continue;
-    }
     if (n < 0) {
-      int e = errno;
-      g_byte_array_set_size (a, old);
-      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot read %s: %s",
-                   is_stdin ? "standard input" : path, g_strerror (e));
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot read %s: %s", name,
+                   g_strerror (e));
       g_byte_array_unref (a);
       if (!is_stdin)
         close (fd);
       return NULL;
     }
-    g_byte_array_set_size (a, old + (guint) n);
     if (n == 0)
       break;
   }
   if (!is_stdin)
     close (fd);
-  return a;
+  return g_byte_array_free_to_bytes (a);
 }
 
 static int
@@ -204,12 +210,14 @@ cmd_rewrite (int argc, char **argv)
 
   const char *path = argc == 2 ? argv[1] : NULL;
   g_autoptr (GError) error = NULL;
-  g_autoptr (GByteArray) input = read_all (path, &error);
+  g_autoptr (GBytes) input = read_all (path, &error);
   if (!input) {
     die_line ("%s", error->message);
     return exit_for_read_error (error);
   }
-  if (input->len == 0) {
+  gsize in_len = 0;
+  const char *in_buf = g_bytes_get_data (input, &in_len);
+  if (in_len == 0) {
     die_line ("%s: empty input, not a message", path ? path : "standard input");
     return EX_DATAERR;
   }
@@ -217,7 +225,7 @@ cmd_rewrite (int argc, char **argv)
   g_autoptr (GOutputStream) out = g_unix_output_stream_new (STDOUT_FILENO, FALSE);
   g_autoptr (EbRewriteResult) result = NULL;
   EbRewriteFlags flags = opt_no_precheck ? EB_REWRITE_NO_PRECHECK : EB_REWRITE_DEFAULT;
-  if (!eb_rewrite (input, config, flags, out, &result, &error)) {
+  if (!eb_rewrite (in_buf, in_len, config, flags, out, &result, &error)) {
     die_line ("cannot write the message: %s", error->message);
     return EX_IOERR;
   }
@@ -264,14 +272,16 @@ cmd_inspect (int argc, char **argv)
   guint n_refs = 0;
   for (int a = 1; a < argc; a++) {
     g_autoptr (GError) error = NULL;
-    g_autoptr (GByteArray) input = read_all (argv[a], &error);
+    g_autoptr (GBytes) input = read_all (argv[a], &error);
     if (!input) {
       die_line ("%s", error->message);
       status = MAX (status, exit_for_read_error (error));
       continue;
     }
     EbRewriteFlags flags = opt_no_precheck ? EB_REWRITE_NO_PRECHECK : EB_REWRITE_DEFAULT;
-    g_autoptr (EbRewriteResult) result = eb_rewrite_plan (input, config, flags);
+    gsize in_len = 0;
+    const char *in_buf = g_bytes_get_data (input, &in_len);
+    g_autoptr (EbRewriteResult) result = eb_rewrite_plan (in_buf ? in_buf : "", in_len, config, flags);
     if (result->reason != EB_REASON_RESOLVED && (result->parsed || result->reason == EB_REASON_MESSAGE_TOO_LARGE))
       fprintf (stderr, "%s: %s: message left unchanged: %s\n", prog, argv[a],
                eb_reason_text (result->reason));
@@ -322,7 +332,7 @@ cmd_data_url (int argc, char **argv)
     die_line ("data-url takes exactly one URL (try --help)");
     return EX_USAGE;
   }
-  g_autoptr (GByteArray) from_stdin = NULL;
+  g_autoptr (GBytes) from_stdin = NULL;
   const char *url = argv[1];
   gsize url_len = strlen (url);
   if (strcmp (url, "-") == 0) {
@@ -332,8 +342,7 @@ cmd_data_url (int argc, char **argv)
       die_line ("%s", error->message);
       return EX_IOERR;
     }
-    url = (const char *) from_stdin->data;
-    url_len = from_stdin->len;
+    url = g_bytes_get_data (from_stdin, &url_len);
     if (!eb_utf8_validate_with_nul (url, url_len)) {
       die_line ("standard input is not UTF-8");
       return EX_DATAERR;

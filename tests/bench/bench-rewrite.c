@@ -69,7 +69,8 @@ main (int argc, char **argv)
     resolved = 0;
     for (guint i = 0; i < msgs->len; i++) {
       EbRewriteResult *res = NULL;
-      eb_rewrite (g_ptr_array_index (msgs, i), config, EB_REWRITE_DEFAULT, null, &res, NULL);
+      GByteArray *a = g_ptr_array_index (msgs, i);
+      eb_rewrite ((const char *) a->data, a->len, config, EB_REWRITE_DEFAULT, null, &res, NULL);
       resolved += res->n_resolved;
       eb_rewrite_result_free (res);
     }
