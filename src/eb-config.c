@@ -4,7 +4,9 @@
 #include <stddef.h>
 #include <string.h>
 
-#define KEY(n, t, d, lo, hi, doc) { #n, t, d, lo, hi, offsetof (EbConfig, n), doc }
+#define KEY(n, t, d, lo, hi, doc) { #n, t, d, lo, hi, offsetof (EbConfig, n), doc, NULL }
+#define STR(n, d, doc, ch) { #n, EB_CONFIG_STRING, d, 0, 0, offsetof (EbConfig, n), doc, ch }
+#define BOOL(n, d, doc) { #n, EB_CONFIG_BOOL, d, 0, 1, offsetof (EbConfig, n), doc, NULL }
 
 static const EbConfigKey keys[] = {
   KEY (max_message_size, EB_CONFIG_SIZE, "64M", 1024, G_GUINT64_CONSTANT (1) << 40,
@@ -19,6 +21,50 @@ static const EbConfigKey keys[] = {
        "Decoded bytes of one resolved part; larger data leaves the reference alone."),
   KEY (max_message_bytes, EB_CONFIG_SIZE, "64M", 0, G_GUINT64_CONSTANT (1) << 40,
        "Decoded bytes resolved per message; references past it are left alone."),
+  BOOL (fetch, "on",
+        "Fetch http, https and ftp URLs; off resolves data: URLs only. A fetch tells the URL's owner that the mail was processed, and from where."),
+  STR (allow_schemes, "http, https, ftp",
+       "URL schemes that may be fetched, for the URL and for every redirect (http, https, ftp).", NULL),
+  KEY (max_redirects, EB_CONFIG_UINT, "3", 0, 20,
+       "Redirects followed per fetch; each must pass the same checks as the URL."),
+  STR (allow_networks, "",
+       "CIDR blocks that may be connected to on any port, even when private or loopback.", NULL),
+  STR (deny_networks, "",
+       "CIDR blocks never connected to; deny wins over allow.", NULL),
+  STR (allow_ports, "80, 443, 21",
+       "Ports that may be connected to outside allow_networks.", NULL),
+  STR (allow_domains, "",
+       "When set, only these domains and their subdomains are fetched from.", NULL),
+  STR (deny_domains, "",
+       "Domains, and their subdomains, never fetched from.", NULL),
+  KEY (max_requests_per_host, EB_CONFIG_UINT, "60", 1, 1000000,
+       "Requests per minute to one destination host; more are refused."),
+  KEY (connect_timeout, EB_CONFIG_UINT, "10", 1, 3600,
+       "Seconds to connect, per fetch."),
+  KEY (fetch_timeout, EB_CONFIG_UINT, "60", 1, 86400,
+       "Seconds for a whole fetch, redirects included."),
+  KEY (message_deadline, EB_CONFIG_UINT, "120", 1, 86400,
+       "Seconds for all fetches of one message together."),
+  KEY (low_speed_limit, EB_CONFIG_SIZE, "1k", 0, G_GUINT64_CONSTANT (1) << 40,
+       "Bytes per second below which a fetch is slow."),
+  KEY (low_speed_time, EB_CONFIG_UINT, "20", 1, 3600,
+       "Seconds a fetch may stay slow before it is aborted."),
+  KEY (max_header_bytes, EB_CONFIG_SIZE, "64k", 1024, G_GUINT64_CONSTANT (1) << 30,
+       "Bytes of response header per fetch."),
+  KEY (max_concurrent_fetches, EB_CONFIG_UINT, "8", 1, 1000,
+       "Fetches of one message run at the same time."),
+  KEY (cache_ttl, EB_CONFIG_UINT, "300", 0, 86400,
+       "Seconds a fetched URL is remembered and not fetched again; 0 caches nothing."),
+  KEY (cache_entries, EB_CONFIG_UINT, "256", 0, 1000000,
+       "URLs remembered at most."),
+  STR (proxy, "",
+       "Proxy URL for every fetch; empty means none, whatever the environment says.", NULL),
+  STR (ca_file, "",
+       "File of CA certificates for https; empty means the system's.", NULL),
+  STR (content_type_mismatch, "keep",
+       "When the server's media type disagrees with the inner header: keep the reference, or accept the data.", "keep|accept"),
+  BOOL (allow_credentials, "off",
+        "Fetch URLs that carry a user name or password."),
 };
 
 guint
@@ -76,6 +122,34 @@ set_key (EbConfig *config, const EbConfigKey *k, const char *value, const char *
 {
   guint64 v = 0;
   gboolean ok;
+  char *field = (char *) config + k->offset;
+  if (k->type == EB_CONFIG_STRING) {
+    g_autofree char *t = g_strstrip (g_strdup (value));
+    if (k->choices) {
+      g_auto (GStrv) ch = g_strsplit (k->choices, "|", -1);
+      if (!g_strv_contains ((const char *const *) ch, t)) {
+        g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "%s%s: \"%s\" is not one of %s", where,
+                     k->name, value, k->choices);
+        return FALSE;
+      }
+    }
+    g_free (*(char **) field);
+    *(char **) field = g_steal_pointer (&t);
+    return TRUE;
+  }
+  if (k->type == EB_CONFIG_BOOL) {
+    g_autofree char *t = g_ascii_strdown (g_strstrip (g_strdup (value)), -1);
+    if (!strcmp (t, "on") || !strcmp (t, "yes") || !strcmp (t, "true") || !strcmp (t, "1"))
+      *(gboolean *) field = TRUE;
+    else if (!strcmp (t, "off") || !strcmp (t, "no") || !strcmp (t, "false") || !strcmp (t, "0"))
+      *(gboolean *) field = FALSE;
+    else {
+      g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "%s%s: \"%s\" is not on or off", where,
+                   k->name, value);
+      return FALSE;
+    }
+    return TRUE;
+  }
   if (k->type == EB_CONFIG_SIZE) {
     ok = eb_config_parse_size (value, &v);
   } else {
@@ -102,7 +176,6 @@ set_key (EbConfig *config, const EbConfigKey *k, const char *value, const char *
                  where, k->name, value, k->min, k->max);
     return FALSE;
   }
-  char *field = (char *) config + k->offset;
   if (k->type == EB_CONFIG_SIZE)
     *(guint64 *) field = v;
   else
@@ -121,9 +194,38 @@ eb_config_new (void)
   return config;
 }
 
+static void
+free_strings (EbConfig *config)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
+    if (keys[i].type == EB_CONFIG_STRING)
+      g_clear_pointer ((char **) ((char *) config + keys[i].offset), g_free);
+}
+
+static void
+copy_strings (EbConfig *config)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
+    if (keys[i].type == EB_CONFIG_STRING) {
+      char **f = (char **) ((char *) config + keys[i].offset);
+      *f = g_strdup (*f);
+    }
+}
+
+EbConfig *
+eb_config_copy (const EbConfig *config)
+{
+  EbConfig *c = g_memdup2 (config, sizeof *config);
+  copy_strings (c);
+  return c;
+}
+
 void
 eb_config_free (EbConfig *config)
 {
+  if (!config)
+    return;
+  free_strings (config);
   g_free (config);
 }
 
@@ -157,22 +259,28 @@ eb_config_load_file (EbConfig *config, const char *path, gboolean missing_ok, GE
     }
   }
   EbConfig copy = *config;
+  copy_strings (&copy);
   g_auto (GStrv) names = g_key_file_get_keys (kf, EB_CONFIG_GROUP, NULL, NULL);
   g_autofree char *where = g_strdup_printf ("%s: ", path);
   for (guint i = 0; names && names[i]; i++) {
     const EbConfigKey *k = find_key (names[i]);
     if (!k) {
       g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "%s: unknown key \"%s\"", path, names[i]);
+      free_strings (&copy);
       return FALSE;
     }
     g_autofree char *value = g_key_file_get_string (kf, EB_CONFIG_GROUP, names[i], &local);
     if (!value) {
       g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "%s: %s: %s", path, names[i], local->message);
+      free_strings (&copy);
       return FALSE;
     }
-    if (!set_key (&copy, k, value, where, error))
+    if (!set_key (&copy, k, value, where, error)) {
+      free_strings (&copy);
       return FALSE;
+    }
   }
+  free_strings (config);
   *config = copy;
   return TRUE;
 }
@@ -183,6 +291,14 @@ eb_config_dump (const EbConfig *config)
   GString *s = g_string_new (NULL);
   for (guint i = 0; i < G_N_ELEMENTS (keys); i++) {
     const char *field = (const char *) config + keys[i].offset;
+    if (keys[i].type == EB_CONFIG_STRING) {
+      g_string_append_printf (s, "%s = %s\n", keys[i].name, *(char *const *) field);
+      continue;
+    }
+    if (keys[i].type == EB_CONFIG_BOOL) {
+      g_string_append_printf (s, "%s = %s\n", keys[i].name, *(const gboolean *) field ? "on" : "off");
+      continue;
+    }
     guint64 v = keys[i].type == EB_CONFIG_SIZE ? *(const guint64 *) field : *(const guint *) field;
     g_string_append_printf (s, "%s = %" G_GUINT64_FORMAT "\n", keys[i].name, v);
   }

@@ -22,21 +22,46 @@ typedef struct {
   guint   max_references;      /* external-body parts acted on per message */
   guint64 max_part_bytes;      /* decoded bytes of one resolved part */
   guint64 max_message_bytes;   /* decoded bytes resolved per message */
+  /* fetching */
+  gboolean fetch;              /* off: data: URLs only */
+  char    *allow_schemes;      /* "http, https, ftp" */
+  guint    max_redirects;
+  char    *allow_networks;     /* CIDR list */
+  char    *deny_networks;      /* CIDR list */
+  char    *allow_ports;        /* port list */
+  char    *allow_domains;      /* domain list (and subdomains); empty: any */
+  char    *deny_domains;       /* domain list (and subdomains) */
+  guint    max_requests_per_host;  /* per minute, per destination host */
+  guint    connect_timeout;    /* seconds */
+  guint    fetch_timeout;      /* seconds, one fetch */
+  guint    message_deadline;   /* seconds, all fetches of one message */
+  guint64  low_speed_limit;    /* bytes per second ... */
+  guint    low_speed_time;     /* ... below which for this many seconds aborts */
+  guint64  max_header_bytes;   /* response header bytes per fetch */
+  guint    max_concurrent_fetches;
+  guint    cache_ttl;          /* seconds */
+  guint    cache_entries;
+  char    *proxy;              /* empty: no proxy, whatever the environment says */
+  char    *ca_file;            /* empty: the system's CAs */
+  char    *content_type_mismatch;  /* keep | accept */
+  gboolean allow_credentials;  /* user:password@ in URLs */
 } EbConfig;
 
-typedef enum { EB_CONFIG_UINT, EB_CONFIG_SIZE } EbConfigType;
+typedef enum { EB_CONFIG_UINT, EB_CONFIG_SIZE, EB_CONFIG_BOOL, EB_CONFIG_STRING } EbConfigType;
 
 typedef struct {
   const char  *name;
   EbConfigType type;
   const char  *default_value;  /* as written in the example file */
-  guint64      min, max;
+  guint64      min, max;        /* numbers; for a STRING with choices, unused */
   gsize        offset;         /* into EbConfig */
   const char  *doc;            /* one sentence */
+  const char  *choices;        /* STRING: "a|b" when only these are valid, else NULL */
 } EbConfigKey;
 
 /* Returns: (transfer full): a configuration holding every default. */
 EbConfig *eb_config_new (void);
+EbConfig *eb_config_copy (const EbConfig *config);
 void eb_config_free (EbConfig *config);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbConfig, eb_config_free)
 
