@@ -47,6 +47,8 @@ eb_inspect_printable (const char *s, gsize max)
 static const char *
 action_of (const EbResolution *res)
 {
+  if (res->reason == EB_REASON_WOULD_FETCH)
+    return "fetch";
   return res->reason == EB_REASON_RESOLVED ? "resolve" : "leave";
 }
 

@@ -28,6 +28,18 @@ static const struct {
   { EB_REASON_DUPLICATE_FIELD,   "duplicate-field",   "entity has more than one Content-Type field" },
   { EB_REASON_COMPOSITE_UNSAFE,  "composite-unsafe",  "multipart or message data cannot be inlined as 7bit" },
   { EB_REASON_UNPARSEABLE,       "unparseable",       "message could not be parsed" },
+  { EB_REASON_REFUSED_ADDRESS,   "refused-address",   "fetch policy refused the address" },
+  { EB_REASON_REFUSED_DOMAIN,    "refused-domain",    "fetch policy refused the host" },
+  { EB_REASON_CREDENTIALS,       "credentials",       "URL carries credentials" },
+  { EB_REASON_RATE_LIMITED,      "rate-limited",      "too many requests to the host" },
+  { EB_REASON_TIMED_OUT,         "timed-out",         "fetch timed out" },
+  { EB_REASON_HTTP_STATUS,       "http-status",       "server answered with an error status" },
+  { EB_REASON_TOO_MANY_REDIRECTS,"too-many-redirects","too many redirects" },
+  { EB_REASON_FETCH_FAILED,      "fetch-failed",      "fetch failed" },
+  { EB_REASON_EXPIRED,           "expired",           "reference expired" },
+  { EB_REASON_CHECKSUM,          "checksum-mismatch", "data does not match Content-MD5" },
+  { EB_REASON_SIZE_PARAM,        "size-too-large",    "size parameter above max_part_bytes" },
+  { EB_REASON_WOULD_FETCH,       "would-fetch",       "rewrite would fetch it; not fetched by inspect" },
 };
 
 G_STATIC_ASSERT (G_N_ELEMENTS (reasons) == EB_REASON_N);

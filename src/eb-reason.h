@@ -33,6 +33,18 @@ typedef enum {
   EB_REASON_DUPLICATE_FIELD,   /* the entity has two Content-Type fields */
   EB_REASON_COMPOSITE_UNSAFE,  /* multipart or message data that cannot go out as 7bit safely */
   EB_REASON_UNPARSEABLE,       /* GMime could not parse the message */
+  EB_REASON_REFUSED_ADDRESS,   /* the fetch policy refused the address connected to */
+  EB_REASON_REFUSED_DOMAIN,    /* allow_domains / deny_domains refused the host */
+  EB_REASON_CREDENTIALS,       /* the URL carries a user name or password */
+  EB_REASON_RATE_LIMITED,      /* max_requests_per_host reached for the host */
+  EB_REASON_TIMED_OUT,         /* a fetch or the message deadline ran out */
+  EB_REASON_HTTP_STATUS,       /* the server answered with a status other than 2xx */
+  EB_REASON_TOO_MANY_REDIRECTS,/* more redirects than max_redirects */
+  EB_REASON_FETCH_FAILED,      /* the fetch failed otherwise (DNS, connection, TLS, ...) */
+  EB_REASON_EXPIRED,           /* the expiration parameter is in the past */
+  EB_REASON_CHECKSUM,          /* the data does not match the inner Content-MD5 */
+  EB_REASON_SIZE_PARAM,        /* the size parameter announces more than max_part_bytes */
+  EB_REASON_WOULD_FETCH,       /* inspect: rewrite would fetch it (inspect --fetch does) */
   EB_REASON_N
 } EbReason;
 

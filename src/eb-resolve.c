@@ -1,6 +1,8 @@
 /* eb-resolve.c - decisions and replacement headers (see eb-resolve.h). */
 #include "eb-resolve.h"
 #include "eb-dataurl.h"
+#include "eb-urlparam.h"
+#include "eb-gmime.h"
 #include "eb-error.h"
 #include <string.h>
 
@@ -89,9 +91,126 @@ short_type (const char *t)
   return strlen (t) <= 100 ? g_strdup (t) : g_strdup_printf ("%.100s...", t);
 }
 
+static gboolean
+is_data_url (const char *url)
+{
+  return url && eb_data_url_has_scheme (url, strlen (url));
+}
+
+/* "ascii" -> a, "image"/"binary"/"local8" -> i (RFC 2046 5.2.3.2, RFC 1738 3.2.2) */
+static const char *
+ftp_typecode (const char *mode)
+{
+  if (!mode)
+    return NULL;
+  if (!g_ascii_strcasecmp (mode, "ascii"))
+    return "a";
+  if (!g_ascii_strcasecmp (mode, "image") || !g_ascii_strcasecmp (mode, "binary")
+      || !g_ascii_strncasecmp (mode, "local", 5))
+    return "i";
+  return NULL;
+}
+
+static char *
+escape_segment (const char *s)
+{
+  return g_uri_escape_string (s, "!$&'()*+,=:@-._~", FALSE);
+}
+
+char *
+eb_resolve_fetch_url (const EbRef *ref, const EbConfig *config, EbReason *reason, char **detail)
+{
+  *detail = NULL;
+  *reason = EB_REASON_RESOLVED;
+  if (ref->walk_reason != EB_REASON_RESOLVED || !ref->located
+      || ref->read_reason != EB_REASON_RESOLVED || !ref->access_type || ref->inner_type_bad)
+    return NULL;
+  char *url = NULL;
+  if (strcmp (ref->access_type, "url") == 0) {
+    if (!ref->url || is_data_url (ref->url))
+      return NULL;
+    url = g_strdup (ref->url);
+  } else if (strcmp (ref->access_type, "anon-ftp") == 0) {
+    if (!ref->site || !ref->name)
+      return NULL;
+    GString *u = g_string_new ("ftp://");
+    g_autofree char *site = escape_segment (ref->site);
+    g_string_append (u, site);
+    g_string_append_c (u, '/');
+    if (ref->directory && *ref->directory) {
+      /* each directory level its own CWD; a leading '/' is an absolute path: %2F */
+      const char *d = ref->directory;
+      if (*d == '/')
+        g_string_append (u, "%2F");
+      g_auto (GStrv) segs = g_strsplit (d, "/", -1);
+      for (guint i = 0; segs[i]; i++) {
+        if (!*segs[i])
+          continue;
+        g_autofree char *e = escape_segment (segs[i]);
+        g_string_append_printf (u, "%s/", e);
+      }
+    }
+    g_autofree char *name = escape_segment (ref->name);
+    g_string_append (u, name);
+    const char *tc = ftp_typecode (ref->mode);
+    if (tc)
+      g_string_append_printf (u, ";type=%s", tc);
+    url = g_string_free (u, FALSE);
+  } else {
+    return NULL;
+  }
+  if (ref->expiration) {
+    g_autoptr (GDateTime) exp = g_mime_utils_header_decode_date (ref->expiration);
+    g_autoptr (GDateTime) now = g_date_time_new_now_utc ();
+    if (exp && g_date_time_compare (exp, now) < 0) {
+      *reason = EB_REASON_EXPIRED;
+      *detail = g_strdup_printf ("expiration=%.60s", ref->expiration);
+      g_free (url);
+      return NULL;
+    }
+  }
+  if (ref->size) {
+    guint64 sz = g_ascii_strtoull (ref->size, NULL, 10);
+    if (sz > config->max_part_bytes) {
+      *reason = EB_REASON_SIZE_PARAM;
+      *detail = g_strdup_printf ("size=%" G_GUINT64_FORMAT, sz);
+      g_free (url);
+      return NULL;
+    }
+  }
+  return url;
+}
+
+/* Base64 of the MD5 of @data (RFC 1864). */
+static char *
+md5_base64 (GBytes *data)
+{
+  g_autoptr (GChecksum) c = g_checksum_new (G_CHECKSUM_MD5);
+  gsize n = 0;
+  const guint8 *d = g_bytes_get_data (data, &n);
+  g_checksum_update (c, d, (gssize) n);
+  guint8 digest[16];
+  gsize dl = sizeof digest;
+  g_checksum_get_digest (c, digest, &dl);
+  return g_base64_encode (digest, dl);
+}
+
+/* The essence of a server's Content-Type (bytes, isomorphic-decoded), or NULL. */
+static char *
+server_essence (const char *ct)
+{
+  if (!ct)
+    return NULL;
+  g_autofree char *utf8 = g_convert (ct, -1, "UTF-8", "ISO-8859-1", NULL, NULL, NULL);
+  if (!utf8)
+    return NULL;
+  g_autoptr (EbMimeType) mt = eb_mime_type_parse (utf8, -1);
+  return mt ? eb_mime_type_get_essence (mt) : NULL;
+}
+
 EbResolution *
 eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
-            const EbConfig *config, guint64 *budget)
+            const EbConfig *config, const EbFetchResult *fetched, guint64 *budget)
 {
   EbResolution *res = g_new0 (EbResolution, 1);
 
@@ -100,41 +219,67 @@ eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
   if (!ref->located || ref->read_reason != EB_REASON_RESOLVED)
     return leave (res, ref->located ? ref->read_reason : EB_REASON_UNLOCATABLE,
                   g_strdup (ref->read_detail));
-  if (!ref->access_type || strcmp (ref->access_type, "url") != 0)
+  if (ref->inner_type_bad)
+    return leave (res, EB_REASON_BAD_INNER_HEADER,
+                  g_strdup ("inner Content-Type unreadable or repeated"));
+
+  g_autoptr (GError) err = NULL;
+  g_autoptr (EbDataUrl) du = NULL;
+  g_autoptr (GBytes) raw = NULL;         /* the retrieved data, before the inner CTE */
+  g_autofree char *data_essence = NULL;  /* what the data says it is, if anything */
+  g_autofree char *default_type = NULL;  /* written when the inner header has no type */
+  g_autofree char *source = NULL;        /* for the trace field */
+  gboolean is_url = ref->access_type && strcmp (ref->access_type, "url") == 0;
+
+  if (is_url && is_data_url (ref->url)) {
+    du = eb_data_url_process (ref->url, (gssize) strlen (ref->url), &err);
+    if (!du)
+      return leave (res, EB_REASON_DATA_URL_INVALID, g_strdup (err->message));
+    data_essence = eb_mime_type_get_essence (du->mime_type);
+    if (du->type_given && ref->inner_type && strcmp (data_essence, ref->inner_type) != 0) {
+      g_autofree char *a = short_type (data_essence);
+      g_autofree char *b = short_type (ref->inner_type);
+      return leave (res, EB_REASON_TYPE_MISMATCH,
+                    g_strdup_printf ("data: URL is %s, inner header says %s", a, b));
+    }
+    default_type = eb_mime_type_serialize (du->mime_type);
+    raw = g_bytes_ref (du->body);
+    g_autofree char *st = short_type (data_essence);
+    source = g_strdup_printf ("access-type=URL; scheme=data; type=\"%s\"", st);
+  } else if (fetched) {
+    if (fetched->reason != EB_REASON_RESOLVED)
+      return leave (res, fetched->reason, g_strdup (fetched->detail));
+    data_essence = server_essence (fetched->content_type);
+    if (data_essence && ref->inner_type && strcmp (data_essence, ref->inner_type) != 0
+        && strcmp (config->content_type_mismatch, "accept") != 0) {
+      g_autofree char *a = short_type (data_essence);
+      g_autofree char *b = short_type (ref->inner_type);
+      return leave (res, EB_REASON_TYPE_MISMATCH,
+                    g_strdup_printf ("server says %s, inner header says %s", a, b));
+    }
+    default_type = g_strdup (data_essence ? data_essence : "application/octet-stream");
+    raw = g_bytes_ref (fetched->body);
+    g_autofree char *param = eb_urlparam_format (fetched->final_url, 40, EB_FOLD_LINES, eol);
+    source = g_strdup_printf ("access-type=%s;%s\t%s", is_url ? "URL" : ref->access_type, eol, param);
+  } else if (!is_url) {
     return leave (res, EB_REASON_ACCESS_TYPE,
                   g_strdup_printf ("access-type=%s", ref->access_type ? ref->access_type : ""));
-  if (!eb_data_url_has_scheme (ref->url, strlen (ref->url))) {
+  } else {
     const char *colon = strchr (ref->url, ':');
     gsize sl = colon ? (gsize) (colon - ref->url) : 0;
     g_autofree char *scheme = g_ascii_strdown (ref->url, (gssize) MIN (sl, 32));
     return leave (res, EB_REASON_SCHEME_DISABLED,
                   g_strdup_printf ("scheme \"%s\"", sl ? scheme : ""));
   }
-  if (ref->inner_type_bad)
-    return leave (res, EB_REASON_BAD_INNER_HEADER,
-                  g_strdup ("inner Content-Type unreadable or repeated"));
-
-  g_autoptr (GError) err = NULL;
-  g_autoptr (EbDataUrl) du = eb_data_url_process (ref->url, (gssize) strlen (ref->url), &err);
-  if (!du)
-    return leave (res, EB_REASON_DATA_URL_INVALID, g_strdup (err->message));
-
-  g_autofree char *data_essence = eb_mime_type_get_essence (du->mime_type);
-  if (du->type_given && ref->inner_type && strcmp (data_essence, ref->inner_type) != 0) {
-    g_autofree char *a = short_type (data_essence);
-    g_autofree char *b = short_type (ref->inner_type);
-    return leave (res, EB_REASON_TYPE_MISMATCH,
-                  g_strdup_printf ("data: URL is %s, inner header says %s", a, b));
-  }
 
   EbCte cte = eb_transfer_parse_cte (ref->inner_cte);
   if (cte == EB_CTE_UNKNOWN)
     return leave (res, EB_REASON_CTE_UNKNOWN,
                   g_strdup_printf ("Content-Transfer-Encoding: %.60s", ref->inner_cte));
-  if (g_bytes_get_size (du->body) > config->max_part_bytes)
+  if (g_bytes_get_size (raw) > config->max_part_bytes)
     return leave (res, EB_REASON_PART_TOO_LARGE,
-                  g_strdup_printf ("%" G_GSIZE_FORMAT " bytes", g_bytes_get_size (du->body)));
-  g_autoptr (GBytes) data = eb_transfer_decode (cte, du->body, &err);
+                  g_strdup_printf ("%" G_GSIZE_FORMAT " bytes", g_bytes_get_size (raw)));
+  g_autoptr (GBytes) data = eb_transfer_decode (cte, raw, &err);
   if (!data)
     return leave (res, EB_REASON_CTE_INVALID,
                   g_strdup_printf ("as %s: %s", ref->inner_cte, err->message));
@@ -146,8 +291,18 @@ eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
   if (*budget + dlen > config->max_message_bytes)
     return leave (res, EB_REASON_MESSAGE_BUDGET,
                   g_strdup_printf ("%" G_GUINT64_FORMAT " + %" G_GSIZE_FORMAT " bytes", *budget, dlen));
+  gint md5 = eb_header_block_find (ref->inner, buf, "Content-MD5");
+  if (md5 >= 0) {
+    g_autofree char *want = eb_header_field_unfold (&g_array_index (ref->inner->fields,
+                                                                    EbHeaderField, md5), buf);
+    g_autofree char *got = md5_base64 (data);
+    if (strcmp (want, got) != 0)
+      return leave (res, EB_REASON_CHECKSUM,
+                    g_strdup_printf ("Content-MD5 %.40s, data %s", want, got));
+  }
 
-  const char *type = ref->inner_type ? ref->inner_type : data_essence;
+  const char *type = ref->inner_type ? ref->inner_type
+                                     : (data_essence ? data_essence : "application/octet-stream");
   gboolean composite = g_str_has_prefix (type, "multipart/") || g_str_has_prefix (type, "message/");
   EbOutEncoding enc;
   if (composite) {
@@ -174,10 +329,8 @@ eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
     if (!eb_header_field_is (f, buf, "Content-Transfer-Encoding"))
       append_field (h, buf, f, eol);
   }
-  if (!ref->inner_type) {
-    g_autofree char *ser = eb_mime_type_serialize (du->mime_type);
-    g_string_append_printf (h, "Content-Type: %s%s", ser, eol);
-  }
+  if (!ref->inner_type)
+    g_string_append_printf (h, "Content-Type: %s%s", default_type, eol);
   for (guint i = 0; i < outer->fields->len; i++) {
     const EbHeaderField *f = &g_array_index (outer->fields, EbHeaderField, i);
     if (eb_header_field_is (f, buf, "Content-Type")
@@ -191,10 +344,8 @@ eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
   }
   g_string_append_printf (h, "Content-Transfer-Encoding: %s%s", eb_transfer_name (enc), eol);
   res->sha256 = g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, data);
-  g_autofree char *st = short_type (data_essence);
-  g_string_append_printf (h, "%s: access-type=URL; scheme=data; type=\"%s\";%s\tsize=%"
-                          G_GSIZE_FORMAT "; sha256=%s%s",
-                          EB_TRACE_FIELD, st, eol, dlen, res->sha256, eol);
+  g_string_append_printf (h, "%s: %s;%s\tsize=%" G_GSIZE_FORMAT "; sha256=%s%s",
+                          EB_TRACE_FIELD, source, eol, dlen, res->sha256, eol);
   g_string_append (h, eol);
 
   *budget += dlen;

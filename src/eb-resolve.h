@@ -19,6 +19,7 @@
 #include "eb-config.h"
 #include "eb-extref.h"
 #include "eb-transfer.h"
+#include "eb-fetch.h"
 
 G_BEGIN_DECLS
 
@@ -39,9 +40,21 @@ void eb_resolution_free (EbResolution *res);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbResolution, eb_resolution_free)
 
 /* Resolve @ref, a reference in @buf (@len bytes) whose line ending is @eol.
- * @budget counts the decoded bytes resolved so far in this message and is
- * increased when this one is resolved. Returns: (transfer full): never NULL. */
+ * @fetched is the result of fetching eb_resolve_fetch_url(@ref), or NULL when
+ * nothing was fetched for it. @budget counts the decoded bytes resolved so far in
+ * this message and is increased when this one is resolved.
+ * Returns: (transfer full): never NULL. */
 EbResolution *eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
-                          const EbConfig *config, guint64 *budget);
+                          const EbConfig *config, const EbFetchResult *fetched,
+                          guint64 *budget);
+
+/* The URL to fetch for @ref, or NULL when there is nothing to fetch: access-type
+ * URL with a scheme other than data:, or anon-ftp (RFC 2046 site, directory,
+ * name, mode made into an RFC 1738 ftp URL). When the reference may not be
+ * fetched for a reason known before any fetch (expired, a size parameter over
+ * max_part_bytes), NULL is returned and *@reason and *@detail are set.
+ * Returns: (transfer full) (nullable). */
+char *eb_resolve_fetch_url (const EbRef *ref, const EbConfig *config, EbReason *reason,
+                            char **detail);
 
 G_END_DECLS

@@ -13,7 +13,8 @@ eb_rewrite_result_free (EbRewriteResult *result)
 }
 
 EbRewriteResult *
-eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config, EbRewriteFlags flags)
+eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config, EbFetcher *fetcher,
+                 EbRewriteFlags flags)
 {
   EbRewriteResult *r = g_new0 (EbRewriteResult, 1);
   r->reason = EB_REASON_RESOLVED;
@@ -31,10 +32,48 @@ eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config, EbRewriteFl
   if (r->scan->reason != EB_REASON_RESOLVED)
     r->reason = r->scan->reason;
 
+  /* Fetch what is to be fetched, all at once. */
+  guint nrefs = r->scan->refs->len;
+  g_autoptr (GPtrArray) fetched = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_fetch_result_free);
+  g_ptr_array_set_size (fetched, (gint) nrefs);
+  if (fetcher) {
+    g_autoptr (GPtrArray) urls = g_ptr_array_new_with_free_func (g_free);
+    g_autoptr (GArray) which = g_array_new (FALSE, FALSE, sizeof (guint));
+    for (guint i = 0; i < nrefs; i++) {
+      const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
+      EbReason why = EB_REASON_RESOLVED;
+      char *detail = NULL;
+      char *url = eb_resolve_fetch_url (ref, config, &why, &detail);
+      if (why != EB_REASON_RESOLVED) {
+        EbFetchResult *pre = g_new0 (EbFetchResult, 1);
+        pre->reason = why;
+        pre->detail = detail;
+        g_ptr_array_index (fetched, i) = pre;
+      } else if (url && eb_fetcher_scheme_allowed (fetcher, url) && (flags & EB_REWRITE_NO_FETCH)) {
+        EbFetchResult *pre = g_new0 (EbFetchResult, 1);
+        pre->reason = EB_REASON_WOULD_FETCH;
+        pre->detail = g_strdup_printf ("%.200s", url);
+        g_ptr_array_index (fetched, i) = pre;
+      } else if (url && eb_fetcher_scheme_allowed (fetcher, url)) {
+        g_ptr_array_add (urls, url);
+        g_array_append_val (which, i);
+        url = NULL;
+      }
+      g_free (url);
+    }
+    if (urls->len) {
+      g_autoptr (GPtrArray) got = eb_fetcher_fetch_all (fetcher, (const char *const *) urls->pdata,
+                                                        urls->len, config->max_part_bytes);
+      for (guint k = 0; k < got->len; k++)
+        g_ptr_array_index (fetched, g_array_index (which, guint, k)) = g_steal_pointer (&got->pdata[k]);
+    }
+  }
+
   guint64 budget = 0;
-  for (guint i = 0; i < r->scan->refs->len; i++) {
+  for (guint i = 0; i < nrefs; i++) {
     const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
-    EbResolution *res = eb_resolve (ref, buf, len, r->scan->eol, config, &budget);
+    EbResolution *res = eb_resolve (ref, buf, len, r->scan->eol, config,
+                                    g_ptr_array_index (fetched, i), &budget);
     if (res->reason == EB_REASON_RESOLVED)
       r->n_resolved++;
     g_ptr_array_add (r->resolutions, res);
@@ -59,10 +98,10 @@ eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config, EbRewriteFl
 }
 
 gboolean
-eb_rewrite (const char *buf, gsize len, const EbConfig *config, EbRewriteFlags flags,
-            GOutputStream *out, EbRewriteResult **result, GError **error)
+eb_rewrite (const char *buf, gsize len, const EbConfig *config, EbFetcher *fetcher,
+            EbRewriteFlags flags, GOutputStream *out, EbRewriteResult **result, GError **error)
 {
-  g_autoptr (EbRewriteResult) r = eb_rewrite_plan (buf, len, config, flags);
+  g_autoptr (EbRewriteResult) r = eb_rewrite_plan (buf, len, config, fetcher, flags);
   gboolean ok = TRUE;
 
   if (!r->changed) {

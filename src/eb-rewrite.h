@@ -12,12 +12,14 @@
 #include "eb-config.h"
 #include "eb-message.h"
 #include "eb-resolve.h"
+#include "eb-fetch.h"
 
 G_BEGIN_DECLS
 
 typedef enum {
   EB_REWRITE_DEFAULT      = 0,
   EB_REWRITE_NO_PRECHECK  = 1 << 0,  /* parse even when the pre-check says no */
+  EB_REWRITE_NO_FETCH     = 1 << 1,  /* report what would be fetched, fetch nothing */
 } EbRewriteFlags;
 
 typedef struct {
@@ -34,14 +36,17 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbRewriteResult, eb_rewrite_result_free)
 
 /* Decide about every reference of the message in @buf (@len bytes) without
  * writing anything. @buf must stay unchanged while the result is used.
+ * @fetcher (nullable): fetches http, https and ftp references, all of the
+ * message's at once; without one only data: URLs are resolved.
  * Returns: (transfer full): never NULL. */
 EbRewriteResult *eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config,
-                                  EbRewriteFlags flags);
+                                  EbFetcher *fetcher, EbRewriteFlags flags);
 
 /* Plan, then write the message to @out. Returns FALSE with a GIOError when
  * writing fails (nothing else fails: a message that cannot be changed is copied).
  * @result: (out) (optional) (transfer full): what was done. */
-gboolean eb_rewrite (const char *buf, gsize len, const EbConfig *config, EbRewriteFlags flags,
+gboolean eb_rewrite (const char *buf, gsize len, const EbConfig *config, EbFetcher *fetcher,
+                     EbRewriteFlags flags,
                      GOutputStream *out, EbRewriteResult **result, GError **error);
 
 G_END_DECLS

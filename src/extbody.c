@@ -23,6 +23,7 @@
 #include "eb-config.h"
 #include "eb-dataurl.h"
 #include "eb-error.h"
+#include "eb-fetch.h"
 #include "eb-inspect.h"
 #include "eb-rewrite.h"
 
@@ -115,6 +116,7 @@ exit_for_read_error (const GError *e)
 /* Options every subcommand that reads mail shares. */
 static char *opt_config = NULL;
 static char **opt_set = NULL;
+static char **opt_allow_network = NULL;
 static gboolean opt_no_precheck = FALSE;
 
 static GOptionEntry config_entries[] = {
@@ -122,6 +124,8 @@ static GOptionEntry config_entries[] = {
     "Configuration file (default " EB_CONFIG_DEFAULT_PATH "; absent is fine)", "FILE" },
   { "set", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &opt_set,
     "Override one configuration key (repeatable)", "KEY=VALUE" },
+  { "allow-network", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_allow_network,
+    "Add a CIDR block to allow_networks (repeatable)", "CIDR" },
   { NULL }
 };
 
@@ -150,7 +154,28 @@ load_config (int *status)
       return NULL;
     }
   }
+  if (opt_allow_network) {
+    g_autofree char *joined = g_strjoinv (", ", opt_allow_network);
+    g_autofree char *all = *config->allow_networks
+      ? g_strconcat (config->allow_networks, ", ", joined, NULL) : g_strdup (joined);
+    eb_config_set (config, "allow_networks", all, NULL);
+  }
   return g_steal_pointer (&config);
+}
+
+/* The fetcher for @config, or NULL when fetching is off; *status set on error. */
+static EbFetcher *
+make_fetcher (const EbConfig *config, int *status)
+{
+  if (!config->fetch)
+    return NULL;
+  g_autoptr (GError) error = NULL;
+  EbFetcher *f = eb_fetcher_new (config, &error);
+  if (!f) {
+    die_line ("%s", error->message);
+    *status = EX_CONFIG;
+  }
+  return f;
 }
 
 static GOptionContext *
@@ -207,6 +232,9 @@ cmd_rewrite (int argc, char **argv)
   g_autoptr (EbConfig) config = load_config (&status);
   if (!config)
     return status;
+  g_autoptr (EbFetcher) fetcher = make_fetcher (config, &status);
+  if (status)
+    return status;
 
   const char *path = argc == 2 ? argv[1] : NULL;
   g_autoptr (GError) error = NULL;
@@ -225,7 +253,7 @@ cmd_rewrite (int argc, char **argv)
   g_autoptr (GOutputStream) out = g_unix_output_stream_new (STDOUT_FILENO, FALSE);
   g_autoptr (EbRewriteResult) result = NULL;
   EbRewriteFlags flags = opt_no_precheck ? EB_REWRITE_NO_PRECHECK : EB_REWRITE_DEFAULT;
-  if (!eb_rewrite (in_buf, in_len, config, flags, out, &result, &error)) {
+  if (!eb_rewrite (in_buf, in_len, config, fetcher, flags, out, &result, &error)) {
     die_line ("cannot write the message: %s", error->message);
     return EX_IOERR;
   }
@@ -246,10 +274,12 @@ cmd_rewrite (int argc, char **argv)
 static int
 cmd_inspect (int argc, char **argv)
 {
-  gboolean json = FALSE;
+  gboolean json = FALSE, fetch = FALSE;
   GOptionEntry entries[] = {
     { "json", 0, 0, G_OPTION_ARG_NONE, &json,
       "One JSON object per reference per line (fields in extbody(1))", NULL },
+    { "fetch", 0, 0, G_OPTION_ARG_NONE, &fetch,
+      "Fetch http, https and ftp references to tell what rewrite would do", NULL },
     { NULL }
   };
   g_autoptr (GOptionContext) ctx = new_context ("FILE...",
@@ -267,6 +297,9 @@ cmd_inspect (int argc, char **argv)
   if (!config)
     return status;
 
+  g_autoptr (EbFetcher) fetcher = make_fetcher (config, &status);
+  if (status)
+    return status;
   gboolean several = argc > 2;
   g_autoptr (EbTable) table = eb_table_new (several);
   guint n_refs = 0;
@@ -279,9 +312,12 @@ cmd_inspect (int argc, char **argv)
       continue;
     }
     EbRewriteFlags flags = opt_no_precheck ? EB_REWRITE_NO_PRECHECK : EB_REWRITE_DEFAULT;
+    if (!fetch)
+      flags |= EB_REWRITE_NO_FETCH;
     gsize in_len = 0;
     const char *in_buf = g_bytes_get_data (input, &in_len);
-    g_autoptr (EbRewriteResult) result = eb_rewrite_plan (in_buf ? in_buf : "", in_len, config, flags);
+    g_autoptr (EbRewriteResult) result = eb_rewrite_plan (in_buf ? in_buf : "", in_len, config,
+                                                          fetcher, flags);
     if (result->reason != EB_REASON_RESOLVED && (result->parsed || result->reason == EB_REASON_MESSAGE_TOO_LARGE))
       fprintf (stderr, "%s: %s: message left unchanged: %s\n", prog, argv[a],
                eb_reason_text (result->reason));
@@ -456,6 +492,7 @@ main (int argc, char **argv)
   }
 
   g_mime_init ();
+  curl_global_init (CURL_GLOBAL_DEFAULT);
   int status;
   /* Each command sees argv from its own name on, so --help speaks of it. */
   g_autofree char *name = g_strdup_printf ("%s %s", prog, cmd);
@@ -475,7 +512,9 @@ main (int argc, char **argv)
     status = EX_USAGE;
   }
   g_strfreev (opt_set);
+  g_strfreev (opt_allow_network);
   g_free (opt_config);
   g_mime_shutdown ();
+  curl_global_cleanup ();
   return status;
 }

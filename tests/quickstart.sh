@@ -47,11 +47,12 @@ if [ "$mode" = demo ]; then
   build build
   eb=build/src/extbody
   echo
-  echo "==> extbody inspect data/samples/*.eml"
-  "$eb" inspect data/samples/*.eml
+  # fetch=off: the samples point at example.com, and the demo stays on this machine
+  echo "==> extbody inspect -o fetch=off data/samples/*.eml"
+  "$eb" inspect -o fetch=off data/samples/*.eml
   echo
-  echo "==> extbody rewrite --report data/samples/references.eml"
-  "$eb" rewrite --report data/samples/references.eml > build/references.out.eml
+  echo "==> extbody rewrite -o fetch=off --report data/samples/references.eml"
+  "$eb" rewrite -o fetch=off --report data/samples/references.eml > build/references.out.eml
   echo
   echo "==> the rewritten message (build/references.out.eml), long lines cut:"
   cut -c1-100 build/references.out.eml

@@ -70,7 +70,7 @@ main (int argc, char **argv)
     for (guint i = 0; i < msgs->len; i++) {
       EbRewriteResult *res = NULL;
       GByteArray *a = g_ptr_array_index (msgs, i);
-      eb_rewrite ((const char *) a->data, a->len, config, EB_REWRITE_DEFAULT, null, &res, NULL);
+      eb_rewrite ((const char *) a->data, a->len, config, NULL, EB_REWRITE_DEFAULT, null, &res, NULL);
       resolved += res->n_resolved;
       eb_rewrite_result_free (res);
     }

@@ -111,7 +111,7 @@ test_samples (void)
   g_autofree char *plain = sample ("plain.eml");
   g_autoptr (GBytes) plain_in = file_bytes (plain);
   g_auto (CmdResult) r = { 0 };
-  RUN (&r, NULL, "rewrite", "--report", plain);
+  RUN (&r, NULL, "rewrite", "-o", "fetch=off", "--report", plain);
   g_assert_cmpint (r.status, ==, 0);
   g_assert_true (g_bytes_equal (r.out, plain_in));
   g_assert_cmpuint (g_bytes_get_size (r.err), ==, 0);
@@ -124,7 +124,7 @@ test_samples (void)
 
   g_autofree char *refs = sample ("references.eml");
   g_auto (CmdResult) w = { 0 };
-  RUN (&w, NULL, "rewrite", "--report", refs);
+  RUN (&w, NULL, "rewrite", "-o", "fetch=off", "--report", refs);
   g_assert_cmpint (w.status, ==, 0);
   g_autofree char *err = bytes_str (w.err);
   g_autofree char *out = bytes_str (w.out);
@@ -156,7 +156,7 @@ test_samples (void)
   /* CRLF, top-level external-body: merged, all CRLF */
   g_autofree char *top = sample ("toplevel-crlf.eml");
   g_auto (CmdResult) t = { 0 };
-  RUN (&t, NULL, "rewrite", top);
+  RUN (&t, NULL, "rewrite", "-o", "fetch=off", top);
   g_assert_cmpint (t.status, ==, 0);
   g_autofree char *tout = bytes_str (t.out);
   g_assert_true (g_str_has_prefix (tout, "From: Releases <releases@example.org>\r\n"));
@@ -170,7 +170,7 @@ test_inspect_json (void)
 {
   g_autofree char *refs = sample ("references.eml");
   g_auto (CmdResult) r = { 0 };
-  RUN (&r, NULL, "inspect", "--json", refs);
+  RUN (&r, NULL, "inspect", "-o", "fetch=off", "--json", refs);
   g_assert_cmpint (r.status, ==, 0);
   g_autofree char *out = bytes_str (r.out);
   g_auto (GStrv) lines = g_strsplit (g_strstrip (out), "\n", -1);
@@ -195,7 +195,7 @@ test_inspect_json (void)
 
   /* the table: a heading and one aligned row per reference */
   g_auto (CmdResult) t = { 0 };
-  RUN (&t, NULL, "inspect", refs);
+  RUN (&t, NULL, "inspect", "-o", "fetch=off", refs);
   g_assert_cmpint (t.status, ==, 0);
   g_autofree char *tout = bytes_str (t.out);
   g_assert_true (g_str_has_prefix (tout, "PART  ACCESS-TYPE  URL / PARAMETERS"));
@@ -282,7 +282,7 @@ test_bad_input (void)
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
     g_autoptr (GBytes) in = g_bytes_new_static (cases[i].msg, strlen (cases[i].msg));
     g_auto (CmdResult) r = { 0 };
-    RUN (&r, in, "rewrite", "--report");
+    RUN (&r, in, "rewrite", "-o", "fetch=off", "--report");
     g_autofree char *err = bytes_str (r.err);
     g_test_message ("case %u: %s", i, err);
     g_assert_cmpint (r.status, ==, 0);

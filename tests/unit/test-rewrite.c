@@ -48,7 +48,7 @@ do_rewrite (GByteArray *in, const EbConfig *config, EbRewriteFlags flags, Run *r
 {
   g_autoptr (GOutputStream) mem = g_memory_output_stream_new_resizable ();
   g_autoptr (GError) error = NULL;
-  gboolean ok = eb_rewrite ((const char *) in->data, in->len, config, flags, mem, &r->result, &error);
+  gboolean ok = eb_rewrite ((const char *) in->data, in->len, config, NULL, flags, mem, &r->result, &error);
   g_assert_no_error (error);
   g_assert_true (ok);
   g_output_stream_close (mem, NULL, NULL);
@@ -59,7 +59,7 @@ do_rewrite (GByteArray *in, const EbConfig *config, EbRewriteFlags flags, Run *r
   /* The pre-check never changes a result. */
   Run other = { 0 };
   g_autoptr (GOutputStream) mem2 = g_memory_output_stream_new_resizable ();
-  ok = eb_rewrite ((const char *) in->data, in->len, config, flags ^ EB_REWRITE_NO_PRECHECK, mem2, &other.result, &error);
+  ok = eb_rewrite ((const char *) in->data, in->len, config, NULL, flags ^ EB_REWRITE_NO_PRECHECK, mem2, &other.result, &error);
   g_assert_true (ok);
   g_output_stream_close (mem2, NULL, NULL);
   gsize n2 = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (mem2));

@@ -1,0 +1,592 @@
+/* eb-fetch.c - libcurl multi fetching under the fetch policy (see eb-fetch.h). */
+#include "eb-fetch.h"
+#include "eb-error.h"
+#include "eb-policy.h"
+#include <curl/curl.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct _EbFetcher {
+  EbConfig   *config;
+  EbPolicy   *policy;
+  GStrv       schemes;         /* lowercase */
+  char       *protocols;       /* for CURLOPT_PROTOCOLS_STR */
+  GStrv       allow_domains;
+  GStrv       deny_domains;
+  GMutex      lock;            /* cache and rate */
+  GHashTable *cache;           /* url -> CacheEntry */
+  GQueue      cache_order;     /* urls, oldest first */
+  GHashTable *rate;            /* host -> GArray of gint64 (µs, last minute) */
+};
+
+typedef struct {
+  EbFetchResult *result;
+  gint64         at;
+} CacheEntry;
+
+static void
+cache_entry_free (CacheEntry *e)
+{
+  eb_fetch_result_free (e->result);
+  g_free (e);
+}
+
+void
+eb_fetch_result_free (EbFetchResult *r)
+{
+  if (!r)
+    return;
+  g_free (r->detail);
+  if (r->body)
+    g_bytes_unref (r->body);
+  g_free (r->content_type);
+  g_free (r->final_url);
+  g_free (r);
+}
+
+EbFetchResult *
+eb_fetch_result_copy (const EbFetchResult *r)
+{
+  EbFetchResult *c = g_new0 (EbFetchResult, 1);
+  c->reason = r->reason;
+  c->detail = g_strdup (r->detail);
+  c->body = r->body ? g_bytes_ref (r->body) : NULL;
+  c->content_type = g_strdup (r->content_type);
+  c->final_url = g_strdup (r->final_url);
+  c->from_cache = r->from_cache;
+  return c;
+}
+
+static GStrv
+split_list (const char *text, gboolean lower)
+{
+  g_auto (GStrv) parts = g_strsplit_set (text ? text : "", ", \t", -1);
+  GStrvBuilder *b = g_strv_builder_new ();
+  for (guint i = 0; parts[i]; i++) {
+    if (!*parts[i])
+      continue;
+    g_autofree char *v = lower ? g_ascii_strdown (parts[i], -1) : g_strdup (parts[i]);
+    /* a domain is written without a leading or trailing dot */
+    char *s = v;
+    while (*s == '.')
+      s++;
+    gsize l = strlen (s);
+    while (l && s[l - 1] == '.')
+      s[--l] = '\0';
+    if (*s)
+      g_strv_builder_add (b, s);
+  }
+  GStrv out = g_strv_builder_end (b);
+  g_strv_builder_unref (b);
+  return out;
+}
+
+EbFetcher *
+eb_fetcher_new (const EbConfig *config, GError **error)
+{
+  g_autoptr (EbPolicy) policy = eb_policy_new ();
+  g_autoptr (GPtrArray) allow = NULL, deny = NULL;
+  g_autoptr (GArray) ports = NULL;
+  g_autoptr (GError) local = NULL;
+  if (!eb_policy_parse_cidr_list (config->allow_networks, &allow, &local)
+      || !eb_policy_parse_cidr_list (config->deny_networks, &deny, &local)
+      || !eb_policy_parse_port_list (config->allow_ports, &ports, &local)) {
+    g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "fetch policy: %s", local->message);
+    return NULL;
+  }
+  for (guint i = 0; i < allow->len; i++)
+    eb_policy_add_allow (policy, g_ptr_array_index (allow, i));
+  for (guint i = 0; i < deny->len; i++)
+    eb_policy_add_deny (policy, g_ptr_array_index (deny, i));
+  eb_policy_set_allowed_ports (policy, (const guint16 *) ports->data, ports->len);
+  if (!eb_policy_add_host_addresses (policy, &local))
+    g_clear_error (&local);   /* no interface list: loopback and private are refused anyway */
+
+  g_auto (GStrv) schemes = split_list (config->allow_schemes, TRUE);
+  for (guint i = 0; schemes[i]; i++) {
+    if (strcmp (schemes[i], "http") && strcmp (schemes[i], "https") && strcmp (schemes[i], "ftp")) {
+      g_set_error (error, EB_ERROR, EB_ERROR_CONFIG,
+                   "allow_schemes: \"%s\" cannot be fetched (http, https and ftp can)", schemes[i]);
+      return NULL;
+    }
+  }
+  EbFetcher *f = g_new0 (EbFetcher, 1);
+  f->config = eb_config_copy (config);
+  f->policy = g_steal_pointer (&policy);
+  f->schemes = g_steal_pointer (&schemes);
+  f->protocols = g_strjoinv (",", f->schemes);
+  f->allow_domains = split_list (config->allow_domains, TRUE);
+  f->deny_domains = split_list (config->deny_domains, TRUE);
+  g_mutex_init (&f->lock);
+  f->cache = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) cache_entry_free);
+  g_queue_init (&f->cache_order);
+  f->rate = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_array_unref);
+  return f;
+}
+
+void
+eb_fetcher_free (EbFetcher *f)
+{
+  if (!f)
+    return;
+  eb_config_free (f->config);
+  eb_policy_unref (f->policy);
+  g_strfreev (f->schemes);
+  g_free (f->protocols);
+  g_strfreev (f->allow_domains);
+  g_strfreev (f->deny_domains);
+  g_mutex_clear (&f->lock);
+  g_hash_table_unref (f->cache);
+  g_queue_clear_full (&f->cache_order, g_free);
+  g_hash_table_unref (f->rate);
+  g_free (f);
+}
+
+static char *
+scheme_of (const char *url)
+{
+  const char *c = strchr (url, ':');
+  if (!c || c == url)
+    return NULL;
+  for (const char *p = url; p < c; p++)
+    if (!g_ascii_isalnum (*p) && *p != '+' && *p != '-' && *p != '.')
+      return NULL;
+  return g_ascii_strdown (url, c - url);
+}
+
+gboolean
+eb_fetcher_scheme_allowed (const EbFetcher *f, const char *url)
+{
+  if (!f->config->fetch)
+    return FALSE;
+  g_autofree char *s = scheme_of (url);
+  return s && g_strv_contains ((const char *const *) f->schemes, s);
+}
+
+static gboolean
+domain_in (GStrv list, const char *host)
+{
+  gsize hl = strlen (host);
+  for (guint i = 0; list[i]; i++) {
+    gsize dl = strlen (list[i]);
+    if (hl == dl && strcmp (host, list[i]) == 0)
+      return TRUE;
+    if (hl > dl && host[hl - dl - 1] == '.' && strcmp (host + hl - dl, list[i]) == 0)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* The checks a URL must pass before it is fetched, and again for every redirect
+ * target. Returns RESOLVED, or the reason with *detail set. @host gets the
+ * lowercase host. */
+static EbReason
+check_url (EbFetcher *f, const char *url, char **detail, char **host_out)
+{
+  CURLU *u = curl_url ();
+  char *scheme = NULL, *user = NULL, *pass = NULL, *host = NULL;
+  EbReason r = EB_REASON_RESOLVED;
+  if (curl_url_set (u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK) {
+    r = EB_REASON_FETCH_FAILED;
+    *detail = g_strdup ("malformed URL");
+    goto out;
+  }
+  curl_url_get (u, CURLUPART_SCHEME, &scheme, 0);
+  if (!scheme || !eb_fetcher_scheme_allowed (f, url)) {
+    r = EB_REASON_SCHEME_DISABLED;
+    *detail = g_strdup_printf ("scheme \"%s\"", scheme ? scheme : "");
+    goto out;
+  }
+  curl_url_get (u, CURLUPART_USER, &user, 0);
+  curl_url_get (u, CURLUPART_PASSWORD, &pass, 0);
+  if ((user || pass) && !f->config->allow_credentials) {
+    r = EB_REASON_CREDENTIALS;
+    *detail = g_strdup ("the URL carries a user name or password");
+    goto out;
+  }
+  if (curl_url_get (u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host || !*host) {
+    r = EB_REASON_FETCH_FAILED;
+    *detail = g_strdup ("URL without a host");
+    goto out;
+  }
+  {
+    g_autofree char *h = g_ascii_strdown (host, -1);
+    gsize hl = strlen (h);
+    while (hl && h[hl - 1] == '.')
+      h[--hl] = '\0';
+    if (domain_in (f->deny_domains, h) || (f->allow_domains[0] && !domain_in (f->allow_domains, h))) {
+      r = EB_REASON_REFUSED_DOMAIN;
+      *detail = g_strdup_printf ("host %.100s", h);
+      goto out;
+    }
+    if (host_out)
+      *host_out = g_steal_pointer (&h);
+  }
+out:
+  curl_free (scheme);
+  curl_free (user);
+  curl_free (pass);
+  curl_free (host);
+  curl_url_cleanup (u);
+  return r;
+}
+
+/* One more request to @host in the last minute, if the limit allows. */
+static gboolean
+rate_take (EbFetcher *f, const char *host)
+{
+  gint64 now = g_get_monotonic_time ();
+  g_mutex_lock (&f->lock);
+  GArray *a = g_hash_table_lookup (f->rate, host);
+  if (!a) {
+    a = g_array_new (FALSE, FALSE, sizeof (gint64));
+    g_hash_table_insert (f->rate, g_strdup (host), a);
+  }
+  guint keep = 0;
+  while (keep < a->len && g_array_index (a, gint64, keep) < now - 60 * G_USEC_PER_SEC)
+    keep++;
+  g_array_remove_range (a, 0, keep);
+  gboolean ok = a->len < f->config->max_requests_per_host;
+  if (ok)
+    g_array_append_val (a, now);
+  g_mutex_unlock (&f->lock);
+  return ok;
+}
+
+static EbFetchResult *
+cache_get (EbFetcher *f, const char *url)
+{
+  if (!f->config->cache_ttl || !f->config->cache_entries)
+    return NULL;
+  EbFetchResult *r = NULL;
+  g_mutex_lock (&f->lock);
+  CacheEntry *e = g_hash_table_lookup (f->cache, url);
+  if (e && g_get_monotonic_time () - e->at <= (gint64) f->config->cache_ttl * G_USEC_PER_SEC) {
+    r = eb_fetch_result_copy (e->result);
+    r->from_cache = TRUE;
+  }
+  g_mutex_unlock (&f->lock);
+  return r;
+}
+
+static void
+cache_put (EbFetcher *f, const char *url, const EbFetchResult *r)
+{
+  if (!f->config->cache_ttl || !f->config->cache_entries)
+    return;
+  g_mutex_lock (&f->lock);
+  if (!g_hash_table_contains (f->cache, url))
+    g_queue_push_tail (&f->cache_order, g_strdup (url));
+  CacheEntry *e = g_new0 (CacheEntry, 1);
+  e->result = eb_fetch_result_copy (r);
+  e->at = g_get_monotonic_time ();
+  g_hash_table_insert (f->cache, g_strdup (url), e);
+  while (g_hash_table_size (f->cache) > f->config->cache_entries) {
+    char *old = g_queue_pop_head (&f->cache_order);
+    g_hash_table_remove (f->cache, old);
+    g_free (old);
+  }
+  g_mutex_unlock (&f->lock);
+}
+
+/* ---- one transfer ---------------------------------------------------------- */
+
+typedef struct {
+  EbFetcher   *f;
+  CURL        *easy;
+  char        *url;          /* current: the first URL, then each redirect target */
+  guint        redirects;
+  GByteArray  *body;
+  guint64      max_bytes;
+  guint64      header_bytes;
+  gint64       deadline;     /* monotonic µs, for the whole message */
+  gint64       fetch_deadline;
+  EbReason     fail;         /* set by a callback that aborted */
+  char        *fail_detail;
+  char         errbuf[CURL_ERROR_SIZE];
+  EbFetchResult *result;     /* when done */
+} Transfer;
+
+static void
+transfer_fail (Transfer *t, EbReason r, char *detail)
+{
+  if (t->fail == EB_REASON_RESOLVED) {
+    t->fail = r;
+    t->fail_detail = detail;
+  } else {
+    g_free (detail);
+  }
+}
+
+static curl_socket_t
+opensocket_cb (void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+  Transfer *t = clientp;
+  char *why = NULL;
+  if (eb_policy_check (t->f->policy, &addr->addr, &why) != EB_POLICY_ALLOWED) {
+    transfer_fail (t, EB_REASON_REFUSED_ADDRESS, why);
+    return CURL_SOCKET_BAD;
+  }
+  g_free (why);
+  return socket (addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+}
+
+static size_t
+write_cb (char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+  Transfer *t = userdata;
+  gsize n = size * nmemb;
+  if (t->body->len + n > t->max_bytes) {
+    transfer_fail (t, EB_REASON_PART_TOO_LARGE,
+                   g_strdup_printf ("more than %" G_GUINT64_FORMAT " bytes", t->max_bytes));
+    return 0;
+  }
+  g_byte_array_append (t->body, (const guint8 *) ptr, (guint) n);
+  return n;
+}
+
+static size_t
+header_cb (char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+  Transfer *t = userdata;
+  gsize n = size * nmemb;
+  t->header_bytes += n;
+  if (t->header_bytes > t->f->config->max_header_bytes) {
+    transfer_fail (t, EB_REASON_FETCH_FAILED, g_strdup ("response header too large"));
+    return 0;
+  }
+  return n;
+}
+
+static int
+xferinfo_cb (void *clientp, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+             curl_off_t ulnow)
+{
+  Transfer *t = clientp;
+  gint64 now = g_get_monotonic_time ();
+  if (now > t->deadline) {
+    transfer_fail (t, EB_REASON_TIMED_OUT, g_strdup ("message deadline passed"));
+    return 1;
+  }
+  if (now > t->fetch_deadline) {
+    transfer_fail (t, EB_REASON_TIMED_OUT, g_strdup ("fetch_timeout passed"));
+    return 1;
+  }
+  return 0;
+}
+
+static void
+transfer_setup (Transfer *t)
+{
+  const EbConfig *c = t->f->config;
+  CURL *e = t->easy;
+  curl_easy_reset (e);
+  g_byte_array_set_size (t->body, 0);
+  t->header_bytes = 0;
+  curl_easy_setopt (e, CURLOPT_URL, t->url);
+  curl_easy_setopt (e, CURLOPT_PRIVATE, t);
+  curl_easy_setopt (e, CURLOPT_PROTOCOLS_STR, t->f->protocols);
+  curl_easy_setopt (e, CURLOPT_REDIR_PROTOCOLS_STR, t->f->protocols);
+  curl_easy_setopt (e, CURLOPT_FOLLOWLOCATION, 0L);   /* extbody follows, checking each */
+  curl_easy_setopt (e, CURLOPT_OPENSOCKETFUNCTION, opensocket_cb);
+  curl_easy_setopt (e, CURLOPT_OPENSOCKETDATA, t);
+  curl_easy_setopt (e, CURLOPT_WRITEFUNCTION, write_cb);
+  curl_easy_setopt (e, CURLOPT_WRITEDATA, t);
+  curl_easy_setopt (e, CURLOPT_HEADERFUNCTION, header_cb);
+  curl_easy_setopt (e, CURLOPT_HEADERDATA, t);
+  curl_easy_setopt (e, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt (e, CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
+  curl_easy_setopt (e, CURLOPT_XFERINFODATA, t);
+  curl_easy_setopt (e, CURLOPT_ERRORBUFFER, t->errbuf);
+  curl_easy_setopt (e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt (e, CURLOPT_CONNECTTIMEOUT_MS, (long) c->connect_timeout * 1000);
+  curl_easy_setopt (e, CURLOPT_TIMEOUT_MS, (long) c->fetch_timeout * 1000);
+  curl_easy_setopt (e, CURLOPT_LOW_SPEED_LIMIT, (long) c->low_speed_limit);
+  curl_easy_setopt (e, CURLOPT_LOW_SPEED_TIME, (long) c->low_speed_time);
+  curl_easy_setopt (e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) t->max_bytes);
+  curl_easy_setopt (e, CURLOPT_USERAGENT, "extbody/" EXTBODY_VERSION);
+  curl_easy_setopt (e, CURLOPT_PROXY, c->proxy);          /* "" : none, environment ignored */
+  curl_easy_setopt (e, CURLOPT_NETRC, (long) CURL_NETRC_IGNORED);
+  curl_easy_setopt (e, CURLOPT_SSL_VERIFYPEER, 1L);
+  curl_easy_setopt (e, CURLOPT_SSL_VERIFYHOST, 2L);
+  if (c->ca_file && *c->ca_file)
+    curl_easy_setopt (e, CURLOPT_CAINFO, c->ca_file);
+  curl_easy_setopt (e, CURLOPT_FTP_FILEMETHOD, (long) CURLFTPMETHOD_MULTICWD);
+  curl_easy_setopt (e, CURLOPT_FTP_USE_EPSV, 1L);
+  t->errbuf[0] = '\0';
+}
+
+/* A finished transfer: a result, or a redirect to follow (returns TRUE). */
+static gboolean
+transfer_done (Transfer *t, CURLcode code)
+{
+  EbFetchResult *r = g_new0 (EbFetchResult, 1);
+  long status = 0;
+  curl_easy_getinfo (t->easy, CURLINFO_RESPONSE_CODE, &status);
+  g_autofree char *scheme = scheme_of (t->url);
+  gboolean is_http = scheme && (!strcmp (scheme, "http") || !strcmp (scheme, "https"));
+
+  if (code != CURLE_OK) {
+    if (t->fail != EB_REASON_RESOLVED) {
+      r->reason = t->fail;
+      r->detail = g_steal_pointer (&t->fail_detail);
+    } else if (code == CURLE_OPERATION_TIMEDOUT) {
+      r->reason = EB_REASON_TIMED_OUT;
+      r->detail = g_strdup (t->errbuf[0] ? t->errbuf : curl_easy_strerror (code));
+    } else if (code == CURLE_FILESIZE_EXCEEDED) {
+      r->reason = EB_REASON_PART_TOO_LARGE;
+      r->detail = g_strdup_printf ("announced size above %" G_GUINT64_FORMAT " bytes", t->max_bytes);
+    } else {
+      r->reason = EB_REASON_FETCH_FAILED;
+      r->detail = g_strdup (t->errbuf[0] ? t->errbuf : curl_easy_strerror (code));
+    }
+  } else if (is_http && status >= 300 && status < 400) {
+    char *loc = NULL;
+    curl_easy_getinfo (t->easy, CURLINFO_REDIRECT_URL, &loc);
+    if (!loc) {
+      r->reason = EB_REASON_HTTP_STATUS;
+      r->detail = g_strdup_printf ("HTTP %ld without a Location", status);
+    } else if (t->redirects >= t->f->config->max_redirects) {
+      r->reason = EB_REASON_TOO_MANY_REDIRECTS;
+      r->detail = g_strdup_printf ("more than %u redirects", t->f->config->max_redirects);
+    } else {
+      g_autofree char *detail = NULL;
+      g_autofree char *host = NULL;
+      EbReason why = check_url (t->f, loc, &detail, &host);
+      if (why == EB_REASON_RESOLVED && !rate_take (t->f, host)) {
+        why = EB_REASON_RATE_LIMITED;
+        detail = g_strdup_printf ("host %.100s", host);
+      }
+      if (why != EB_REASON_RESOLVED) {
+        r->reason = why;
+        r->detail = g_strdup_printf ("in redirect: %s", detail ? detail : "");
+      } else {
+        g_free (t->url);
+        t->url = g_strdup (loc);
+        t->redirects++;
+        eb_fetch_result_free (r);
+        return TRUE;
+      }
+    }
+  } else if (is_http && (status < 200 || status >= 300)) {
+    r->reason = EB_REASON_HTTP_STATUS;
+    r->detail = g_strdup_printf ("HTTP %ld", status);
+  } else {
+    r->reason = EB_REASON_RESOLVED;
+    r->body = g_bytes_new (t->body->data, t->body->len);
+    char *ct = NULL;
+    curl_easy_getinfo (t->easy, CURLINFO_CONTENT_TYPE, &ct);
+    r->content_type = g_strdup (ct);
+  }
+  r->final_url = g_strdup (t->url);
+  t->result = r;
+  return FALSE;
+}
+
+GPtrArray *
+eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes)
+{
+  GPtrArray *results = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_fetch_result_free);
+  g_autoptr (GHashTable) index = g_hash_table_new (g_str_hash, g_str_equal);   /* url -> Transfer* */
+  g_autoptr (GPtrArray) transfers = g_ptr_array_new ();
+  gint64 now = g_get_monotonic_time ();
+  gint64 deadline = now + (gint64) f->config->message_deadline * G_USEC_PER_SEC;
+
+  for (guint i = 0; i < n; i++) {
+    if (g_hash_table_contains (index, urls[i]))
+      continue;
+    Transfer *t = g_new0 (Transfer, 1);
+    t->f = f;
+    t->url = g_strdup (urls[i]);
+    t->max_bytes = max_bytes;
+    t->deadline = deadline;
+    g_hash_table_insert (index, (gpointer) urls[i], t);
+    g_ptr_array_add (transfers, t);
+    t->result = cache_get (f, urls[i]);
+    if (t->result)
+      continue;
+    g_autofree char *detail = NULL;
+    g_autofree char *host = NULL;
+    EbReason why = check_url (f, urls[i], &detail, &host);
+    if (why == EB_REASON_RESOLVED && !rate_take (f, host)) {
+      why = EB_REASON_RATE_LIMITED;
+      detail = g_strdup_printf ("host %.100s", host);
+    }
+    if (why != EB_REASON_RESOLVED) {
+      t->result = g_new0 (EbFetchResult, 1);
+      t->result->reason = why;
+      t->result->detail = g_steal_pointer (&detail);
+    }
+  }
+
+  CURLM *multi = curl_multi_init ();
+  guint next = 0, running_handles = 0;
+  for (;;) {
+    /* start transfers up to the limit */
+    while (running_handles < f->config->max_concurrent_fetches && next < transfers->len) {
+      Transfer *t = g_ptr_array_index (transfers, next++);
+      if (t->result)
+        continue;
+      t->easy = curl_easy_init ();
+      t->body = g_byte_array_new ();
+      t->fetch_deadline = g_get_monotonic_time () + (gint64) f->config->fetch_timeout * G_USEC_PER_SEC;
+      transfer_setup (t);
+      curl_multi_add_handle (multi, t->easy);
+      running_handles++;
+    }
+    if (running_handles == 0)
+      break;
+    int still = 0;
+    curl_multi_perform (multi, &still);
+    CURLMsg *msg;
+    int left = 0;
+    while ((msg = curl_multi_info_read (multi, &left))) {
+      if (msg->msg != CURLMSG_DONE)
+        continue;
+      Transfer *t = NULL;
+      curl_easy_getinfo (msg->easy_handle, CURLINFO_PRIVATE, (char **) &t);
+      CURLcode code = msg->data.result;
+      curl_multi_remove_handle (multi, t->easy);
+      if (transfer_done (t, code)) {
+        t->fail = EB_REASON_RESOLVED;
+        g_clear_pointer (&t->fail_detail, g_free);
+        transfer_setup (t);
+        curl_multi_add_handle (multi, t->easy);
+      } else {
+        running_handles--;
+        if (t->result->reason == EB_REASON_RESOLVED || t->result->reason == EB_REASON_HTTP_STATUS)
+          cache_put (f, g_hash_table_lookup (index, t->url) == t ? t->url : t->url, t->result);
+      }
+    }
+    if (running_handles)
+      curl_multi_poll (multi, NULL, 0, 100, NULL);
+  }
+  curl_multi_cleanup (multi);
+
+  for (guint i = 0; i < n; i++) {
+    Transfer *t = g_hash_table_lookup (index, urls[i]);
+    EbFetchResult *r = eb_fetch_result_copy (t->result);
+    if (i > 0 && !r->from_cache) {
+      /* a second reference to the same URL in this message shares the fetch */
+      for (guint j = 0; j < i; j++)
+        if (strcmp (urls[j], urls[i]) == 0) {
+          r->from_cache = TRUE;
+          break;
+        }
+    }
+    g_ptr_array_add (results, r);
+  }
+  for (guint i = 0; i < transfers->len; i++) {
+    Transfer *t = g_ptr_array_index (transfers, i);
+    if (t->easy)
+      curl_easy_cleanup (t->easy);
+    if (t->body)
+      g_byte_array_unref (t->body);
+    eb_fetch_result_free (t->result);
+    g_free (t->fail_detail);
+    g_free (t->url);
+    g_free (t);
+  }
+  return results;
+}

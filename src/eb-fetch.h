@@ -1,0 +1,58 @@
+/* eb-fetch.h - fetching http, https and ftp URLs through libcurl, under the
+ * fetch policy.
+ *
+ * Every URL in incoming mail was chosen by a stranger. All fetches of one message
+ * run concurrently through one libcurl multi handle (at most
+ * max_concurrent_fetches at once); identical URLs are fetched once, and results
+ * are kept for cache_ttl seconds in a cache shared by every message a fetcher
+ * handles. The policy is enforced where it cannot be bypassed: libcurl's
+ * open-socket callback asks eb_policy_check() about every address before it
+ * connects (every candidate address, every redirect, the FTP data connection);
+ * redirects are followed by extbody itself, each one checked like the first URL
+ * (scheme, credentials, domain, count); bytes are counted in the write callback
+ * and the fetch aborted there; time is bounded per fetch, per message
+ * (deadline) and by a low-speed limit; no decompression, no proxy unless
+ * configured, no cookies, .netrc or credentials; TLS always verified.
+ *
+ * A fetcher may be shared by threads: its cache and rate limiter are locked.
+ * curl_global_init() must have been called before any thread starts.
+ */
+#pragma once
+#include <glib.h>
+#include "eb-config.h"
+#include "eb-reason.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  EbReason reason;        /* RESOLVED when the data came back */
+  char    *detail;        /* (nullable) one line */
+  GBytes  *body;          /* (nullable) the data, when fetched */
+  char    *content_type;  /* (nullable) the server's Content-Type, as sent */
+  char    *final_url;     /* (nullable) the URL the data came from, after redirects */
+  gboolean from_cache;
+} EbFetchResult;
+
+void eb_fetch_result_free (EbFetchResult *r);
+EbFetchResult *eb_fetch_result_copy (const EbFetchResult *r);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbFetchResult, eb_fetch_result_free)
+
+typedef struct _EbFetcher EbFetcher;
+
+/* Returns: (transfer full) (nullable): NULL with EB_ERROR_CONFIG when the fetch
+ * keys of @config are invalid (a bad CIDR, port or scheme list). @config is
+ * copied. */
+EbFetcher *eb_fetcher_new (const EbConfig *config, GError **error);
+void eb_fetcher_free (EbFetcher *fetcher);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbFetcher, eb_fetcher_free)
+
+/* Is @url's scheme one the fetcher may fetch (allow_schemes, fetch = on)? */
+gboolean eb_fetcher_scheme_allowed (const EbFetcher *fetcher, const char *url);
+
+/* Fetch the @n @urls concurrently; identical URLs once. @max_bytes caps each
+ * body. Returns: (transfer full) (element-type EbFetchResult): one result per
+ * URL, in order. Never NULL; failures are results. */
+GPtrArray *eb_fetcher_fetch_all (EbFetcher *fetcher, const char *const *urls, guint n,
+                                 guint64 max_bytes);
+
+G_END_DECLS
