@@ -1,0 +1,360 @@
+/* test-fetch.c - fetching through real servers that the test starts on
+ * loopback (tests/servers/httpd.py; https with a certificate made for the test):
+ * normal files, types, statuses, redirects, limits, time-outs, refused addresses
+ * in every textual form, a redirect from an allowed address to a refused one,
+ * credentials, domains, rate limits, de-duplication, expiration, size and
+ * Content-MD5. Every failure must leave the message exactly as it was. */
+#include <json-glib/json-glib.h>
+#include "run-command.h"
+
+typedef struct {
+  GSubprocess *proc;
+  guint        port;
+} Server;
+
+static Server *
+server_start (const char *bind, const char *cert, const char *key)
+{
+  g_autofree char *script = g_test_build_filename (G_TEST_DIST, "servers", "httpd.py", NULL);
+  g_autoptr (GError) error = NULL;
+  Server *s = g_new0 (Server, 1);
+  const char *argv[] = { "python3", script, "--bind", bind, "--lifetime", "300",
+                         cert ? "--tls" : NULL, cert, key, NULL };
+  s->proc = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE,
+                               &error);
+  g_assert_no_error (error);
+  g_autoptr (GDataInputStream) in = g_data_input_stream_new (g_subprocess_get_stdout_pipe (s->proc));
+  g_autofree char *line = g_data_input_stream_read_line (in, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (line);
+  g_assert_true (g_str_has_prefix (line, "PORT "));
+  s->port = (guint) atoi (line + 5);
+  return s;
+}
+
+static void
+server_stop (Server *s)
+{
+  g_output_stream_close (g_subprocess_get_stdin_pipe (s->proc), NULL, NULL);
+  g_subprocess_wait (s->proc, NULL, NULL);
+  g_object_unref (s->proc);
+  g_free (s);
+}
+
+static char *empty_conf;   /* an empty configuration: no /etc/extbody/extbody.conf */
+static Server *srv;    /* 127.0.0.1 */
+static Server *srv2;   /* 127.0.0.2 */
+
+/* A message with one reference to @url whose inner header is @inner. */
+static GBytes *
+message (const char *url, const char *params, const char *inner)
+{
+  g_autofree char *param = g_strdup_printf ("URL=\"%s\"", url);
+  char *m = g_strdup_printf (
+    "From: a@example.org\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n"
+    "--b\r\nContent-Type: text/plain\r\n\r\nsee below\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL;%s\r\n\t%s\r\n\r\n%s\r\n"
+    "--b--\r\n", params ? params : "", param, inner);
+  return g_bytes_new_take (m, strlen (m));
+}
+
+static char *
+url (const char *path)
+{
+  return g_strdup_printf ("http://127.0.0.1:%u%s", srv->port, path);
+}
+
+/* Run rewrite on @msg with @extra options; check the report names @want, and
+ * that a message left alone comes out byte for byte. */
+static char *
+rewrite (GBytes *msg, const char *want, const char *const *extra)
+{
+  g_autoptr (GPtrArray) args = g_ptr_array_new ();
+  g_ptr_array_add (args, "rewrite");
+  g_ptr_array_add (args, "--report");
+  g_ptr_array_add (args, "-c");
+  g_ptr_array_add (args, empty_conf);
+  for (guint i = 0; extra && extra[i]; i++)
+    g_ptr_array_add (args, (gpointer) extra[i]);
+  g_ptr_array_add (args, NULL);
+  g_auto (CmdResult) r = { 0 };
+  run_extbody (&r, msg, (const char *const *) args->pdata);
+  g_autofree char *err = bytes_str (r.err);
+  g_test_message ("report: %s", err);
+  g_assert_cmpint (r.status, ==, 0);
+  g_assert_nonnull (strstr (err, want));
+  if (!strstr (want, "resolved"))
+    g_assert_true (g_bytes_equal (r.out, msg));
+  else
+    g_assert_false (g_bytes_equal (r.out, msg));
+  return bytes_str (r.out);
+}
+
+#define ALLOW "--allow-network", "127.0.0.1/32"
+
+static void
+test_resolved (void)
+{
+  g_autofree char *u = url ("/text");
+  g_autoptr (GBytes) m = message (u, NULL, "Content-Type: text/plain\r\nContent-ID: <t@x>\r\n");
+  g_autofree char *out = rewrite (m, "resolved (text/plain, 27 bytes, 7bit)", (const char *[]) { ALLOW, NULL });
+  g_assert_nonnull (strstr (out, "\r\n\r\nhello from the test server\r\n\r\n--b--\r\n"));
+  g_autofree char *trace = g_strdup_printf ("X-Extbody-Resolved: access-type=URL;\r\n\tURL=\"http://127.0.0.1:%u/text\";", srv->port);
+  g_assert_nonnull (strstr (out, trace));
+
+  g_autofree char *b = url ("/bin?n=1000");
+  g_autoptr (GBytes) m2 = message (b, NULL, "Content-Type: application/octet-stream\r\n");
+  g_autofree char *out2 = rewrite (m2, "resolved (application/octet-stream, 1000 bytes, base64)",
+                                   (const char *[]) { ALLOW, NULL });
+  g_assert_nonnull (strstr (out2, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKiss"));
+}
+
+static void
+test_types (void)
+{
+  g_autofree char *png = url ("/type?t=image/png");
+  g_autoptr (GBytes) m = message (png, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *o1 = rewrite (m, "left: type-mismatch: content type disagrees (server says image/png, inner header says text/plain)",
+                                 (const char *[]) { ALLOW, NULL });
+  g_autofree char *o2 = rewrite (m, "resolved (text/plain, 1 bytes", (const char *[]) { ALLOW, "-o", "content_type_mismatch=accept", NULL });
+  g_autofree char *param = url ("/type?t=IMAGE/PNG;%20q=1");
+  g_autoptr (GBytes) m3 = message (param, NULL, "Content-Type: image/png\r\n");
+  g_autofree char *o3 = rewrite (m3, "resolved (image/png", (const char *[]) { ALLOW, NULL });
+  g_autofree char *none = url ("/type");
+  g_autoptr (GBytes) m4 = message (none, NULL, "Content-Type: image/gif\r\n");
+  g_autofree char *o4 = rewrite (m4, "resolved (image/gif, 1 bytes, base64)", (const char *[]) { ALLOW, NULL });
+}
+
+static void
+test_statuses_and_redirects (void)
+{
+  const struct { const char *path; const char *want; } cases[] = {
+    { "/status/404", "left: http-status: server answered with an error status (HTTP 404)" },
+    { "/status/500", "left: http-status: server answered with an error status (HTTP 500)" },
+    { "/chain/3", "resolved (text/plain, 27 bytes" },
+    { "/chain/4", "left: too-many-redirects" },
+    { "/loop", "left: too-many-redirects" },
+    { "/redirect?to=file:///etc/passwd", "left: scheme-disabled: scheme not enabled (in redirect: scheme \"file\")" },
+    { "/redirect?to=http://user:pw@127.0.0.1/text", "left: credentials" },
+    { "/short", "left: fetch-failed" },
+    { "/long", "resolved (text/plain, 5 bytes" },
+    { "/header-flood", "left: fetch-failed: fetch failed (response header too large)" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autofree char *u = url (cases[i].path);
+    g_autoptr (GBytes) m = message (u, NULL, "Content-Type: text/plain\r\n");
+    g_autofree char *o = rewrite (m, cases[i].want, (const char *[]) { ALLOW, NULL });
+  }
+}
+
+static void
+test_limits (void)
+{
+  g_autofree char *big = url ("/big?n=300000");
+  g_autoptr (GBytes) m = message (big, NULL, "Content-Type: application/octet-stream\r\n");
+  g_autofree char *o1 = rewrite (m, "left: part-too-large: data larger than max_part_bytes (more than 102400 bytes)",
+                                 (const char *[]) { ALLOW, "-o", "max_part_bytes=100k", NULL });
+  g_autofree char *ann = url ("/bin?n=300000");
+  g_autoptr (GBytes) m2 = message (ann, NULL, "Content-Type: application/octet-stream\r\n");
+  g_autofree char *o2 = rewrite (m2, "left: part-too-large", (const char *[]) { ALLOW, "-o", "max_part_bytes=100k", NULL });
+  g_autofree char *stall = url ("/stall");
+  g_autoptr (GBytes) m3 = message (stall, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *o3 = rewrite (m3, "left: timed-out", (const char *[]) { ALLOW, "-o", "fetch_timeout=1", NULL });
+  g_autofree char *o4 = rewrite (m3, "left: timed-out", (const char *[]) { ALLOW, "-o", "low_speed_time=1", "-o", "low_speed_limit=1000", NULL });
+  g_autoptr (GBytes) m5 = message (big, "\r\n\tsize=999999999;", "Content-Type: application/octet-stream\r\n");
+  g_autofree char *o5 = rewrite (m5, "left: size-too-large", (const char *[]) { ALLOW, NULL });
+  g_autofree char *txt = url ("/text");
+  g_autoptr (GBytes) m6 = message (txt, "\r\n\texpiration=\"Fri, 14 Jun 1991 19:13:14 -0400\";", "Content-Type: text/plain\r\n");
+  g_autofree char *o6 = rewrite (m6, "left: expired", (const char *[]) { ALLOW, NULL });
+  g_autoptr (GBytes) m7 = message (txt, "\r\n\texpiration=\"Fri, 14 Jun 2999 19:13:14 -0400\";", "Content-Type: text/plain\r\n");
+  g_autofree char *o7 = rewrite (m7, "resolved", (const char *[]) { ALLOW, NULL });
+}
+
+static void
+test_checksum (void)
+{
+  g_autofree char *u = url ("/text");
+  /* base64 (MD5 ("hello from the test server\n")) */
+  g_autofree char *md5 = g_compute_checksum_for_string (G_CHECKSUM_MD5, "hello from the test server\n", -1);
+  guint8 raw[16];
+  for (int i = 0; i < 16; i++)
+    raw[i] = (guint8) (g_ascii_xdigit_value (md5[2 * i]) << 4 | g_ascii_xdigit_value (md5[2 * i + 1]));
+  g_autofree char *b64 = g_base64_encode (raw, 16);
+  g_autofree char *good = g_strdup_printf ("Content-Type: text/plain\r\nContent-MD5: %s\r\n", b64);
+  g_autoptr (GBytes) m = message (u, NULL, good);
+  g_autofree char *o1 = rewrite (m, "resolved", (const char *[]) { ALLOW, NULL });
+  g_autoptr (GBytes) m2 = message (u, NULL, "Content-Type: text/plain\r\nContent-MD5: AAAAAAAAAAAAAAAAAAAAAA==\r\n");
+  g_autofree char *o2 = rewrite (m2, "left: checksum-mismatch", (const char *[]) { ALLOW, NULL });
+}
+
+/* Without allow_networks every loopback form is refused at connect time. */
+static void
+test_refused (void)
+{
+  const char *hosts[] = { "127.0.0.1", "localhost", "[::1]", "0x7f.1", "2130706433", "[::ffff:127.0.0.1]", "127.1", "017700000001" };
+  for (guint i = 0; i < G_N_ELEMENTS (hosts); i++) {
+    g_autofree char *u = g_strdup_printf ("http://%s:%u/text", hosts[i], srv->port);
+    g_autoptr (GBytes) m = message (u, NULL, "Content-Type: text/plain\r\n");
+    g_autofree char *o = rewrite (m, "left: refused-address: fetch policy refused the address (refused address", NULL);
+  }
+  /* on the default port too, and a port outside allow_ports under a global address is refused before anything */
+  g_autoptr (GBytes) m = message ("http://127.0.0.1/text", NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *o = rewrite (m, "left: refused-address", NULL);
+  /* 127.0.0.2 allowed alone redirecting to 127.0.0.1: refused in the redirect */
+  g_autofree char *to = g_strdup_printf ("http://127.0.0.1:%u/text", srv->port);
+  g_autofree char *esc = g_uri_escape_string (to, NULL, TRUE);
+  g_autofree char *u2 = g_strdup_printf ("http://127.0.0.2:%u/redirect?to=%s", srv2->port, esc);
+  g_autoptr (GBytes) m2 = message (u2, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *o2 = rewrite (m2, "left: refused-address: fetch policy refused the address (refused address 127.0.0.1",
+                                 (const char *[]) { "--allow-network", "127.0.0.2/32", NULL });
+  /* deny wins over allow */
+  g_autofree char *u3 = url ("/text");
+  g_autoptr (GBytes) m3 = message (u3, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *o3 = rewrite (m3, "left: refused-address", (const char *[]) { ALLOW, "-o", "deny_networks=127.0.0.0/8", NULL });
+}
+
+static void
+test_policy_other (void)
+{
+  g_autofree char *u = url ("/text");
+  g_autoptr (GBytes) m = message (u, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *o1 = rewrite (m, "left: scheme-disabled", (const char *[]) { ALLOW, "-o", "fetch=off", NULL });
+  g_autofree char *o2 = rewrite (m, "left: scheme-disabled", (const char *[]) { ALLOW, "-o", "allow_schemes=https", NULL });
+  g_autofree char *cred = g_strdup_printf ("http://u:p@127.0.0.1:%u/text", srv->port);
+  g_autoptr (GBytes) m3 = message (cred, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *o3 = rewrite (m3, "left: credentials", (const char *[]) { ALLOW, NULL });
+  g_autoptr (GBytes) m4 = message ("file:///etc/passwd", NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *o4 = rewrite (m4, "left: scheme-disabled", (const char *[]) { ALLOW, NULL });
+  g_autofree char *lh = g_strdup_printf ("http://localhost:%u/text", srv->port);
+  g_autoptr (GBytes) m5 = message (lh, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *o5 = rewrite (m5, "left: refused-domain", (const char *[]) { ALLOW, "-o", "deny_domains=localhost", NULL });
+  g_autofree char *o6 = rewrite (m5, "left: refused-domain", (const char *[]) { ALLOW, "-o", "allow_domains=example.org", NULL });
+}
+
+/* Three references to one URL and one to another: two requests; with one
+ * request per host allowed, the second URL is rate-limited. */
+static void
+test_dedupe_and_rate (void)
+{
+  g_autofree char *a = url ("/slow?ms=50");
+  g_autofree char *b = url ("/text");
+  g_autofree char *m = g_strdup_printf (
+    "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n"
+    "--b\nContent-Type: message/external-body; access-type=URL; URL=\"%s\"\n\nContent-Type: text/plain\n\n"
+    "--b\nContent-Type: message/external-body; access-type=URL; URL=\"%s\"\n\nContent-Type: text/plain\n\n"
+    "--b\nContent-Type: message/external-body; access-type=URL; URL=\"%s\"\n\nContent-Type: text/plain\n\n"
+    "--b\nContent-Type: message/external-body; access-type=URL; URL=\"%s\"\n\nContent-Type: text/plain\n\n"
+    "--b--\n", a, a, a, b);
+  g_autoptr (GBytes) msg = g_bytes_new (m, strlen (m));
+  g_autofree char *hits = url ("/hits");
+  g_auto (CmdResult) h0 = { 0 };
+  g_autoptr (GBytes) hm = message (hits, NULL, "Content-Type: text/plain\r\n");
+  RUN (&h0, hm, "rewrite", "-c", empty_conf, ALLOW);
+  g_autofree char *before_out = bytes_str (h0.out);
+  const char *hb = strstr (before_out, "\r\n\r\n--b--");
+  g_assert_nonnull (hb);
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, msg, "rewrite", "--report", "-c", empty_conf, ALLOW);
+  g_autofree char *err = bytes_str (r.err);
+  g_assert_cmpuint (n_lines (r.err), ==, 4);
+  g_assert_nonnull (strstr (err, "part 4: access-type=url"));
+  g_auto (CmdResult) h1 = { 0 };
+  RUN (&h1, hm, "rewrite", "-c", empty_conf, ALLOW);
+  /* hits counter: the body of the resolved /hits part, before and after */
+  g_autofree char *after_out = bytes_str (h1.out);
+  int before = 0, after = 0;
+  const char *p = strstr (before_out, "7bit\r\nX-Extbody");
+  g_assert_nonnull (p);
+  p = strstr (p, "\r\n\r\n");
+  before = atoi (p + 4);
+  p = strstr (strstr (after_out, "7bit\r\nX-Extbody"), "\r\n\r\n");
+  after = atoi (p + 4);
+  /* the /hits request itself, plus exactly two fetches for the four references */
+  g_assert_cmpint (after - before, ==, 3);
+  g_assert_null (strstr (err, "left"));
+
+  g_auto (CmdResult) rl = { 0 };
+  RUN (&rl, msg, "rewrite", "--report", "-c", empty_conf, ALLOW, "-o", "max_requests_per_host=1");
+  g_autofree char *err2 = bytes_str (rl.err);
+  g_assert_nonnull (strstr (err2, "part 4: access-type=url"));
+  g_assert_nonnull (strstr (err2, "left: rate-limited"));
+}
+
+static void
+test_inspect (void)
+{
+  g_autofree char *u = url ("/text");
+  g_autoptr (GBytes) m = message (u, NULL, "Content-Type: text/plain\r\n");
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, m, "inspect", "--json", "-c", empty_conf, ALLOW, "-");
+  g_autofree char *out = bytes_str (r.out);
+  g_assert_nonnull (strstr (out, "\"action\":\"fetch\",\"reason\":\"would-fetch\""));
+  g_auto (CmdResult) r2 = { 0 };
+  RUN (&r2, m, "inspect", "--json", "--fetch", "-c", empty_conf, ALLOW, "-");
+  g_autofree char *out2 = bytes_str (r2.out);
+  g_assert_nonnull (strstr (out2, "\"action\":\"resolve\",\"reason\":\"resolved\""));
+}
+
+/* https with a certificate made for the test, trusted through ca_file. */
+static void
+test_https (void)
+{
+  if (!g_find_program_in_path ("openssl")) {
+    g_test_skip ("openssl not installed");
+    return;
+  }
+  g_autofree char *dir = g_dir_make_tmp ("extbody-tls-XXXXXX", NULL);
+  g_autofree char *cert = g_build_filename (dir, "cert.pem", NULL);
+  g_autofree char *key = g_build_filename (dir, "key.pem", NULL);
+  g_autofree char *wcert = g_build_filename (dir, "wrong.pem", NULL);
+  g_autofree char *wkey = g_build_filename (dir, "wrongkey.pem", NULL);
+  g_autofree char *cmd = g_strdup_printf (
+    "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
+    "-addext subjectAltName=IP:127.0.0.1 -keyout '%s' -out '%s' 2>/dev/null && "
+    "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=wrong.example "
+    "-addext subjectAltName=DNS:wrong.example -keyout '%s' -out '%s' 2>/dev/null",
+    key, cert, wkey, wcert);
+  int status = 0;
+  g_assert_true (g_spawn_command_line_sync (g_strdup_printf ("sh -c \"%s\"", cmd), NULL, NULL, &status, NULL));
+  g_assert_cmpint (status, ==, 0);
+  Server *tls = server_start ("127.0.0.1", cert, key);
+  g_autofree char *u = g_strdup_printf ("https://127.0.0.1:%u/text", tls->port);
+  g_autoptr (GBytes) m = message (u, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *ca = g_strdup_printf ("ca_file=%s", cert);
+  g_autofree char *o1 = rewrite (m, "resolved (text/plain, 27 bytes", (const char *[]) { ALLOW, "-o", ca, NULL });
+  g_autofree char *o2 = rewrite (m, "left: fetch-failed", (const char *[]) { ALLOW, NULL });
+  server_stop (tls);
+  /* a certificate for another name is refused even when its CA is trusted */
+  Server *wrong = server_start ("127.0.0.1", wcert, wkey);
+  g_autofree char *u2 = g_strdup_printf ("https://127.0.0.1:%u/text", wrong->port);
+  g_autoptr (GBytes) m2 = message (u2, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *wca = g_strdup_printf ("ca_file=%s", wcert);
+  g_autofree char *o3 = rewrite (m2, "left: fetch-failed", (const char *[]) { ALLOW, "-o", wca, NULL });
+  server_stop (wrong);
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
+  g_spawn_command_line_sync (g_strdup_printf ("sh -c \"%s\"", rm), NULL, NULL, NULL, NULL);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  empty_conf = g_build_filename (g_get_tmp_dir (), "extbody-test-fetch-empty.conf", NULL);
+  g_file_set_contents (empty_conf, "", 0, NULL);
+  srv = server_start ("127.0.0.1", NULL, NULL);
+  srv2 = server_start ("127.0.0.2", NULL, NULL);
+  g_test_add_func ("/fetch/http/resolved", test_resolved);
+  g_test_add_func ("/fetch/http/types", test_types);
+  g_test_add_func ("/fetch/http/statuses-and-redirects", test_statuses_and_redirects);
+  g_test_add_func ("/fetch/limits", test_limits);
+  g_test_add_func ("/fetch/content-md5", test_checksum);
+  g_test_add_func ("/fetch/policy/refused-addresses", test_refused);
+  g_test_add_func ("/fetch/policy/other", test_policy_other);
+  g_test_add_func ("/fetch/dedupe-and-rate", test_dedupe_and_rate);
+  g_test_add_func ("/fetch/inspect", test_inspect);
+  g_test_add_func ("/fetch/https", test_https);
+  int rc = g_test_run ();
+  server_stop (srv);
+  server_stop (srv2);
+  return rc;
+}

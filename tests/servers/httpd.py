@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""A loopback HTTP server for extbody's fetch tests; each path is a behaviour.
+
+    python3 httpd.py [--bind 127.0.0.1] [--tls CERT KEY] [--lifetime 120]
+
+Prints "PORT <n>" on its first line, then serves until standard input closes
+or --lifetime seconds pass (a test that dies cannot leave it running).
+
+Paths:
+  /text                 "hello from the test server\\n", text/plain
+  /bin?n=N              N bytes 0,1,2,...,255,0,... application/octet-stream
+  /type?t=T&b=B         body B (default "x"), Content-Type T (raw; t= absent: none)
+  /status/N             status N, short text body
+  /redirect?to=URL&code=302   a redirect to URL
+  /loop                 a redirect to itself
+  /chain/N              N redirects in a row, then /text
+  /slow?ms=N            wait N ms, then /text
+  /stall                send the header, then nothing for 30 s
+  /short                Content-Length 100, 10 bytes, then close
+  /long                 Content-Length 5, 50 bytes
+  /big?n=N              N bytes without a Content-Length (close-delimited)
+  /hits                 how many requests this server has answered (text)
+  /header-flood         a response header of 200 lines of 1 KB
+"""
+import argparse
+import os
+import select
+import socket
+import ssl
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+HITS = 0
+LOCK = threading.Lock()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def send(self, status, body, ctype="text/plain", extra=None, length=None):
+        self.send_response(status)
+        if ctype is not None:
+            self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body) if length is None else length))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = True
+
+    def do_GET(self):
+        global HITS
+        with LOCK:
+            HITS += 1
+        u = urllib.parse.urlsplit(self.path)
+        q = urllib.parse.parse_qs(u.query)
+        p = u.path
+        host = self.headers.get("Host", "127.0.0.1")
+        if p == "/text":
+            return self.send(200, b"hello from the test server\n")
+        if p == "/bin":
+            n = int(q.get("n", ["256"])[0])
+            return self.send(200, bytes(i % 256 for i in range(n)), "application/octet-stream")
+        if p == "/type":
+            body = q.get("b", ["x"])[0].encode()
+            return self.send(200, body, q["t"][0] if "t" in q else None)
+        if p.startswith("/status/"):
+            code = int(p.split("/")[2])
+            return self.send(code, b"status body\n")
+        if p == "/redirect":
+            code = int(q.get("code", ["302"])[0])
+            return self.send(code, b"", extra={"Location": q["to"][0]})
+        if p == "/loop":
+            return self.send(302, b"", extra={"Location": "/loop"})
+        if p.startswith("/chain/"):
+            n = int(p.split("/")[2])
+            loc = "/text" if n <= 1 else "/chain/%d" % (n - 1)
+            return self.send(302, b"", extra={"Location": loc})
+        if p == "/slow":
+            time.sleep(int(q.get("ms", ["100"])[0]) / 1000.0)
+            return self.send(200, b"hello from the test server\n")
+        if p == "/stall":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", "10")
+            self.end_headers()
+            self.wfile.flush()
+            time.sleep(30)
+            return
+        if p == "/short":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", "100")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(b"0123456789")
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        if p == "/long":
+            return self.send(200, b"x" * 50, length=5)
+        if p == "/big":
+            n = int(q.get("n", ["1000"])[0])
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            chunk = b"b" * 65536
+            while n > 0:
+                try:
+                    self.wfile.write(chunk[:n])
+                except OSError:
+                    break
+                n -= len(chunk)
+            self.close_connection = True
+            return
+        if p == "/hits":
+            with LOCK:
+                h = HITS
+            return self.send(200, b"%d\n" % h)
+        if p == "/header-flood":
+            return self.send(200, b"x", extra={"X-Flood-%d" % i: "f" * 1000 for i in range(200)})
+        return self.send(404, b"no such behaviour\n")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bind", default="127.0.0.1")
+    ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
+    ap.add_argument("--lifetime", type=float, default=120)
+    a = ap.parse_args()
+    family = socket.AF_INET6 if ":" in a.bind else socket.AF_INET
+    ThreadingHTTPServer.address_family = family
+    ThreadingHTTPServer.daemon_threads = True
+    srv = ThreadingHTTPServer((a.bind, 0), Handler)
+    if a.tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(a.tls[0], a.tls[1])
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    print("PORT %d" % srv.server_address[1], flush=True)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    end = time.monotonic() + a.lifetime
+    while time.monotonic() < end:
+        r, _, _ = select.select([sys.stdin], [], [], 0.5)
+        if r and not sys.stdin.buffer.read1(4096):
+            break
+    srv.shutdown()
+
+
+if __name__ == "__main__":
+    main()
