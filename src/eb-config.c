@@ -138,7 +138,8 @@ set_key (EbConfig *config, const EbConfigKey *k, const char *value, const char *
     return TRUE;
   }
   if (k->type == EB_CONFIG_BOOL) {
-    g_autofree char *t = g_ascii_strdown (g_strstrip (g_strdup (value)), -1);
+    g_autofree char *raw = g_strdup (value);
+    g_autofree char *t = g_ascii_strdown (g_strstrip (raw), -1);
     if (!strcmp (t, "on") || !strcmp (t, "yes") || !strcmp (t, "true") || !strcmp (t, "1"))
       *(gboolean *) field = TRUE;
     else if (!strcmp (t, "off") || !strcmp (t, "no") || !strcmp (t, "false") || !strcmp (t, "0"))

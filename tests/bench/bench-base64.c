@@ -7,7 +7,17 @@
  * bytes, then times (best of 5) g_base64_decode, eb_forgiving_base64_decode and
  * eb_data_url_process on "data:application/octet-stream;base64," + payload,
  * checking that all three give the same bytes. Not a test: nothing asserts a
- * speed. */
+ * speed. The requirement it measures: the data: URL route at no less than half
+ * the speed of g_base64_decode.
+ *
+ * Built by CMake (target bench-base64), or by hand against a build tree:
+ *
+ *   cc -O2 -std=c11 -D_GNU_SOURCE -o /tmp/bench-base64 tests/bench/bench-base64.c \
+ *      -Isrc $(pkg-config --cflags glib-2.0 gmime-3.0) \
+ *      /tmp/build-dataurl/src/libextbody.a \
+ *      $(pkg-config --libs glib-2.0 gmime-3.0 json-glib-1.0)
+ *   /tmp/bench-base64 100
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,9 +76,11 @@ main (int argc, char **argv)
   }
   double m = (double) b64_len / 1e6;
   printf ("payload %.1f MB of base64 (%.1f MB decoded)\n", m, raw_len / 1e6);
-  printf ("g_base64_decode            %8.1f MB/s\n", m / best_glib);
-  printf ("eb_forgiving_base64_decode %8.1f MB/s   ratio to GLib %.2f\n", m / best_eb, best_glib / best_eb);
-  printf ("eb_data_url_process        %8.1f MB/s   ratio to GLib %.2f\n", m / best_url, best_glib / best_url);
+  printf ("g_base64_decode            %7.1f ms %8.1f MB/s\n", best_glib * 1e3, m / best_glib);
+  printf ("eb_forgiving_base64_decode %7.1f ms %8.1f MB/s   ratio to GLib %.2f\n", best_eb * 1e3,
+          m / best_eb, best_glib / best_eb);
+  printf ("eb_data_url_process        %7.1f ms %8.1f MB/s   ratio to GLib %.2f\n", best_url * 1e3,
+          m / best_url, best_glib / best_url);
   g_free (url);
   g_free (b64);
   g_free (raw);

@@ -5,6 +5,7 @@
  * credentials, domains, rate limits, de-duplication, expiration, size and
  * Content-MD5. Every failure must leave the message exactly as it was. */
 #include <json-glib/json-glib.h>
+#include <glib/gstdio.h>
 #include "run-command.h"
 
 typedef struct {
@@ -299,7 +300,8 @@ test_inspect (void)
 static void
 test_https (void)
 {
-  if (!g_find_program_in_path ("openssl")) {
+  g_autofree char *openssl = g_find_program_in_path ("openssl");
+  if (!openssl) {
     g_test_skip ("openssl not installed");
     return;
   }
@@ -315,7 +317,8 @@ test_https (void)
     "-addext subjectAltName=DNS:wrong.example -keyout '%s' -out '%s' 2>/dev/null",
     key, cert, wkey, wcert);
   int status = 0;
-  g_assert_true (g_spawn_command_line_sync (g_strdup_printf ("sh -c \"%s\"", cmd), NULL, NULL, &status, NULL));
+  g_assert_true (g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", cmd, NULL }, NULL, 0, NULL, NULL,
+                               NULL, NULL, &status, NULL));
   g_assert_cmpint (status, ==, 0);
   Server *tls = server_start ("127.0.0.1", cert, key);
   g_autofree char *u = g_strdup_printf ("https://127.0.0.1:%u/text", tls->port);
@@ -332,7 +335,8 @@ test_https (void)
   g_autofree char *o3 = rewrite (m2, "left: fetch-failed", (const char *[]) { ALLOW, "-o", wca, NULL });
   server_stop (wrong);
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
-  g_spawn_command_line_sync (g_strdup_printf ("sh -c \"%s\"", rm), NULL, NULL, NULL, NULL);
+  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL,
+                NULL, NULL);
 }
 
 int
@@ -356,5 +360,7 @@ main (int argc, char **argv)
   int rc = g_test_run ();
   server_stop (srv);
   server_stop (srv2);
+  g_unlink (empty_conf);
+  g_free (empty_conf);
   return rc;
 }
