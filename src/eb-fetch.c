@@ -198,6 +198,18 @@ check_url (EbFetcher *f, const char *url, char **detail, char **host_out)
     *detail = g_strdup_printf ("scheme \"%s\"", scheme ? scheme : "");
     goto out;
   }
+  if (strcmp (scheme, "ftp") == 0) {
+    char *path = NULL;
+    curl_url_get (u, CURLUPART_PATH, &path, 0);
+    gsize pl = path ? strlen (path) : 0;
+    gboolean listing = pl >= 7 && g_ascii_strcasecmp (path + pl - 7, ";type=d") == 0;
+    curl_free (path);
+    if (listing) {
+      r = EB_REASON_FETCH_FAILED;
+      *detail = g_strdup ("an ftp directory listing (;type=d) is not a body");
+      goto out;
+    }
+  }
   curl_url_get (u, CURLUPART_USER, &user, 0);
   curl_url_get (u, CURLUPART_PASSWORD, &pass, 0);
   if ((user || pass) && !f->config->allow_credentials) {

@@ -339,6 +339,154 @@ test_https (void)
                 NULL, NULL);
 }
 
+/* ---- ftp ------------------------------------------------------------------ */
+
+typedef struct {
+  GSubprocess *proc;
+  guint        port;
+  char        *root;
+  char        *log;
+  gsize        seen;   /* bytes of the log already returned */
+} Ftp;
+
+static Ftp *
+ftp_start (guint port)
+{
+  if (!g_file_test ("/usr/bin/python3", G_FILE_TEST_IS_EXECUTABLE))
+    return NULL;
+  Ftp *f = g_new0 (Ftp, 1);
+  f->root = g_dir_make_tmp ("extbody-ftp-XXXXXX", NULL);
+  g_autofree char *pub = g_build_filename (f->root, "pub", NULL);
+  g_mkdir (pub, 0755);
+  g_autofree char *text = g_build_filename (pub, "text.txt", NULL);
+  g_file_set_contents (text, "line one\nline two\n", -1, NULL);
+  g_autofree char *bin = g_build_filename (pub, "bin.dat", NULL);
+  g_file_set_contents (bin, "\x00\x01\x02\xff", 4, NULL);
+  f->log = g_build_filename (f->root, "commands.log", NULL);
+  g_autofree char *script = g_test_build_filename (G_TEST_DIST, "servers", "ftpd.py", NULL);
+  g_autofree char *p = g_strdup_printf ("%u", port);
+  g_autoptr (GError) error = NULL;
+  const char *argv[] = { "/usr/bin/python3", script, f->root, "--port", p, "--log", f->log,
+                         "--lifetime", "300", NULL };
+  f->proc = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE
+                                     | G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error);
+  g_assert_no_error (error);
+  g_autoptr (GDataInputStream) in = g_data_input_stream_new (g_subprocess_get_stdout_pipe (f->proc));
+  g_autofree char *line = g_data_input_stream_read_line (in, NULL, NULL, NULL);
+  f->port = line && g_str_has_prefix (line, "PORT ") ? (guint) atoi (line + 5) : 0;
+  return f;
+}
+
+static void
+ftp_stop (Ftp *f)
+{
+  g_output_stream_close (g_subprocess_get_stdin_pipe (f->proc), NULL, NULL);
+  g_subprocess_wait (f->proc, NULL, NULL);
+  g_object_unref (f->proc);
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", f->root);
+  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL,
+                NULL, NULL);
+  g_free (f->root);
+  g_free (f->log);
+  g_free (f);
+}
+
+/* The commands the server received since the last call, as one string. */
+static char *
+ftp_trace (Ftp *f)
+{
+  g_autofree char *all = NULL;
+  gsize len = 0;
+  g_file_get_contents (f->log, &all, &len, NULL);
+  if (!all || len <= f->seen)
+    return g_strdup ("");
+  char *news = g_strndup (all + f->seen, len - f->seen);
+  f->seen = len;
+  return news;
+}
+
+static void
+test_ftp (void)
+{
+  Ftp *f = ftp_start (0);
+  if (!f || !f->port) {
+    g_test_skip ("python3-pyftpdlib not available");
+    if (f)
+      ftp_stop (f);
+    return;
+  }
+  ftp_trace (f);
+  /* ;type=a: TYPE A, one CWD per path segment, RETR */
+  g_autofree char *a = g_strdup_printf ("ftp://127.0.0.1:%u/pub/text.txt;type=a", f->port);
+  g_autoptr (GBytes) ma = message (a, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *oa = rewrite (ma, "resolved (text/plain, 18 bytes, 7bit)", (const char *[]) { ALLOW, NULL });
+  g_assert_nonnull (strstr (oa, "\r\n\r\nline one\r\nline two\r\n"));
+  g_autofree char *ta = ftp_trace (f);
+  g_test_message ("trace: %s", ta);
+  g_assert_nonnull (strstr (ta, "USER anonymous\n"));
+  g_assert_nonnull (strstr (ta, "CWD pub\n"));
+  g_assert_nonnull (strstr (ta, "TYPE A\n"));
+  g_assert_nonnull (strstr (ta, "RETR text.txt\n"));
+  /* ;type=i: TYPE I, binary data, the server names no type: the inner header governs */
+  g_autofree char *i = g_strdup_printf ("ftp://127.0.0.1:%u/pub/bin.dat;type=i", f->port);
+  g_autoptr (GBytes) mi = message (i, NULL, "Content-Type: application/x-thing\r\n");
+  g_autofree char *oi = rewrite (mi, "resolved (application/x-thing, 4 bytes, base64)", (const char *[]) { ALLOW, NULL });
+  g_assert_nonnull (strstr (oi, "AAEC/w=="));
+  g_autofree char *ti = ftp_trace (f);
+  g_assert_nonnull (strstr (ti, "TYPE I\n"));
+  /* %2F: an absolute first CWD */
+  g_autofree char *abs = g_strdup_printf ("ftp://127.0.0.1:%u/%%2Fpub/text.txt", f->port);
+  g_autoptr (GBytes) mabs = message (abs, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *oabs = rewrite (mabs, "resolved", (const char *[]) { ALLOW, NULL });
+  g_autofree char *tabs = ftp_trace (f);
+  g_assert_nonnull (strstr (tabs, "CWD /\nCWD pub\n"));
+  /* ;type=d is a listing, not a body: never fetched */
+  g_autofree char *d = g_strdup_printf ("ftp://127.0.0.1:%u/pub;type=d", f->port);
+  g_autoptr (GBytes) md = message (d, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *od = rewrite (md, "left: fetch-failed: fetch failed (an ftp directory listing", (const char *[]) { ALLOW, NULL });
+  g_autofree char *td = ftp_trace (f);
+  g_assert_cmpstr (td, ==, "");
+  /* not allowed: refused at connect, nothing reaches the server */
+  g_autofree char *o5 = rewrite (ma, "left: refused-address", NULL);
+  g_autofree char *t5 = ftp_trace (f);
+  g_assert_cmpstr (t5, ==, "");
+  /* a missing file */
+  g_autofree char *miss = g_strdup_printf ("ftp://127.0.0.1:%u/pub/none.txt", f->port);
+  g_autoptr (GBytes) mm = message (miss, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *om = rewrite (mm, "left: fetch-failed", (const char *[]) { ALLOW, NULL });
+  ftp_stop (f);
+}
+
+/* access-type=anon-ftp becomes ftp://site/directory/name;type=...; it has no
+ * port, so the server must be on 21 (tests run as root in CI; skipped else). */
+static void
+test_anon_ftp (void)
+{
+  Ftp *f = ftp_start (21);
+  if (!f || !f->port) {
+    g_test_skip ("cannot run an FTP server on 127.0.0.1:21 here");
+    if (f)
+      ftp_stop (f);
+    return;
+  }
+  ftp_trace (f);
+  const char *m =
+    "MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n"
+    "Content-Type: message/external-body; access-type=anon-ftp;\r\n"
+    "\tsite=\"127.0.0.1\"; directory=\"pub\"; name=\"bin.dat\"; mode=\"image\"\r\n\r\n"
+    "Content-Type: application/octet-stream\r\n\r\n--b--\r\n";
+  g_autoptr (GBytes) msg = g_bytes_new_static (m, strlen (m));
+  g_autofree char *o = rewrite (msg, "resolved (application/octet-stream, 4 bytes, base64)", (const char *[]) { ALLOW, NULL });
+  g_assert_nonnull (strstr (o, "X-Extbody-Resolved: access-type=anon-ftp;\r\n\tURL=\"ftp://127.0.0.1/pub/bin.dat;type=i\";"));
+  g_autofree char *t = ftp_trace (f);
+  g_assert_nonnull (strstr (t, "CWD pub\n"));
+  g_assert_nonnull (strstr (t, "TYPE I\n"));
+  g_assert_nonnull (strstr (t, "RETR bin.dat\n"));
+  /* fetch = off: the same reference is only reported */
+  g_autofree char *o2 = rewrite (msg, "left: access-type", (const char *[]) { ALLOW, "-o", "fetch=off", NULL });
+  ftp_stop (f);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -357,6 +505,8 @@ main (int argc, char **argv)
   g_test_add_func ("/fetch/dedupe-and-rate", test_dedupe_and_rate);
   g_test_add_func ("/fetch/inspect", test_inspect);
   g_test_add_func ("/fetch/https", test_https);
+  g_test_add_func ("/fetch/ftp/typecodes-and-paths", test_ftp);
+  g_test_add_func ("/fetch/ftp/anon-ftp", test_anon_ftp);
   int rc = g_test_run ();
   server_stop (srv);
   server_stop (srv2);
