@@ -65,6 +65,8 @@ static const EbConfigKey keys[] = {
        "When the server's media type disagrees with the inner header: keep the reference, or accept the data.", "keep|accept"),
   BOOL (allow_credentials, "off",
         "Fetch URLs that carry a user name or password."),
+  STR (local_file_dirs, "",
+       "Directories whose files access-type=local-file references may be read from; empty reads none.", NULL),
 };
 
 guint

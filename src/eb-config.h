@@ -45,6 +45,7 @@ typedef struct {
   char    *ca_file;            /* empty: the system's CAs */
   char    *content_type_mismatch;  /* keep | accept */
   gboolean allow_credentials;  /* user:password@ in URLs */
+  char    *local_file_dirs;    /* directories access-type=local-file may read; empty: none */
 } EbConfig;
 
 typedef enum { EB_CONFIG_UINT, EB_CONFIG_SIZE, EB_CONFIG_BOOL, EB_CONFIG_STRING } EbConfigType;

@@ -55,4 +55,10 @@ gboolean eb_fetcher_scheme_allowed (const EbFetcher *fetcher, const char *url);
 GPtrArray *eb_fetcher_fetch_all (EbFetcher *fetcher, const char *const *urls, guint n,
                                  guint64 max_bytes);
 
+/* Read the local file @path for an access-type=local-file reference: only a
+ * regular file that lies, once every symbolic link and ".." is resolved, inside
+ * one of the directories of the list @dirs (the local_file_dirs value), and of at
+ * most @max_bytes. Returns: (transfer full): never NULL; failures are results. */
+EbFetchResult *eb_fetch_local_file (const char *path, const char *dirs, guint64 max_bytes);
+
 G_END_DECLS

@@ -11,6 +11,10 @@ G_BEGIN_DECLS
  * invalid UTF-8 escaped; cut to @max bytes (0: no cut) with "..." and the length. */
 char *eb_inspect_printable (const char *s, gsize max);
 
+/* A quoted-string for a header parameter: "..." with '"' and '\\' escaped and
+ * control characters dropped. Returns: (transfer full). */
+char *eb_inspect_quote (const char *s);
+
 /* One JSON object (no newline) for reference @i of @result in message @source
  * (nullable). Returns: (transfer full). */
 char *eb_inspect_json (const char *source, const EbRewriteResult *result, guint i);

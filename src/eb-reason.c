@@ -40,6 +40,7 @@ static const struct {
   { EB_REASON_CHECKSUM,          "checksum-mismatch", "data does not match Content-MD5" },
   { EB_REASON_SIZE_PARAM,        "size-too-large",    "size parameter above max_part_bytes" },
   { EB_REASON_WOULD_FETCH,       "would-fetch",       "rewrite would fetch it; not fetched by inspect" },
+  { EB_REASON_REFUSED_PATH,      "refused-path",      "local file outside local_file_dirs" },
 };
 
 G_STATIC_ASSERT (G_N_ELEMENTS (reasons) == EB_REASON_N);

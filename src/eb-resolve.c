@@ -3,6 +3,7 @@
 #include "eb-dataurl.h"
 #include "eb-urlparam.h"
 #include "eb-gmime.h"
+#include "eb-inspect.h"
 #include "eb-error.h"
 #include <string.h>
 
@@ -259,8 +260,13 @@ eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
     }
     default_type = g_strdup (data_essence ? data_essence : "application/octet-stream");
     raw = g_bytes_ref (fetched->body);
-    g_autofree char *param = eb_urlparam_format (fetched->final_url, 40, EB_FOLD_LINES, eol);
-    source = g_strdup_printf ("access-type=%s;%s\t%s", is_url ? "URL" : ref->access_type, eol, param);
+    if (ref->access_type && strcmp (ref->access_type, "local-file") == 0) {
+      g_autofree char *name = eb_inspect_quote (fetched->final_url);
+      source = g_strdup_printf ("access-type=local-file;%s\tname=%s", eol, name);
+    } else {
+      g_autofree char *param = eb_urlparam_format (fetched->final_url, 40, EB_FOLD_LINES, eol);
+      source = g_strdup_printf ("access-type=%s;%s\t%s", is_url ? "URL" : ref->access_type, eol, param);
+    }
   } else if (!is_url) {
     return leave (res, EB_REASON_ACCESS_TYPE,
                   g_strdup_printf ("access-type=%s", ref->access_type ? ref->access_type : ""));

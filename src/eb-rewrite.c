@@ -1,5 +1,6 @@
 /* eb-rewrite.c - plan and splice (see eb-rewrite.h). */
 #include "eb-rewrite.h"
+#include <string.h>
 
 void
 eb_rewrite_result_free (EbRewriteResult *result)
@@ -44,7 +45,13 @@ eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config, EbFetcher *
       EbReason why = EB_REASON_RESOLVED;
       char *detail = NULL;
       char *url = eb_resolve_fetch_url (ref, config, &why, &detail);
-      if (why != EB_REASON_RESOLVED) {
+      if (why == EB_REASON_RESOLVED && !url && ref->access_type && ref->name
+          && strcmp (ref->access_type, "local-file") == 0 && ref->walk_reason == EB_REASON_RESOLVED
+          && ref->located && ref->read_reason == EB_REASON_RESOLVED && config->local_file_dirs
+          && *config->local_file_dirs && !ref->inner_type_bad) {
+        g_ptr_array_index (fetched, i) = eb_fetch_local_file (ref->name, config->local_file_dirs,
+                                                              config->max_part_bytes);
+      } else if (why != EB_REASON_RESOLVED) {
         EbFetchResult *pre = g_new0 (EbFetchResult, 1);
         pre->reason = why;
         pre->detail = detail;

@@ -6,6 +6,7 @@
  * Content-MD5. Every failure must leave the message exactly as it was. */
 #include <json-glib/json-glib.h>
 #include <glib/gstdio.h>
+#include <unistd.h>
 #include "run-command.h"
 
 typedef struct {
@@ -487,6 +488,67 @@ test_anon_ftp (void)
   ftp_stop (f);
 }
 
+/* access-type=local-file: only inside local_file_dirs, no escape through ".."
+ * or symbolic links, regular files only. */
+static GBytes *
+local_message (const char *name)
+{
+  char *m = g_strdup_printf (
+    "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+    "Content-Type: message/external-body; access-type=local-file; name=\"%s\"\n\n"
+    "Content-Type: text/plain\n\n--b--\n", name);
+  return g_bytes_new_take (m, strlen (m));
+}
+
+static void
+test_local_file (void)
+{
+  g_autofree char *top = g_dir_make_tmp ("extbody-local-XXXXXX", NULL);
+  g_autofree char *dir = g_build_filename (top, "files", NULL);
+  g_autofree char *sib = g_build_filename (top, "files-x", NULL);
+  g_autofree char *sub = g_build_filename (dir, "sub", NULL);
+  g_mkdir_with_parents (sub, 0755);
+  g_mkdir (sib, 0755);
+  g_autofree char *ok = g_build_filename (dir, "ok.txt", NULL);
+  g_file_set_contents (ok, "local data\n", -1, NULL);
+  g_autofree char *sibf = g_build_filename (sib, "f.txt", NULL);
+  g_file_set_contents (sibf, "sibling\n", -1, NULL);
+  g_autofree char *evil = g_build_filename (dir, "evil", NULL);
+  g_assert_cmpint (symlink ("/etc/passwd", evil), ==, 0);
+  g_autofree char *inner_link = g_build_filename (dir, "link-to-ok", NULL);
+  g_assert_cmpint (symlink (ok, inner_link), ==, 0);
+  g_autofree char *dots = g_strdup_printf ("%s/sub/../ok.txt", dir);
+  g_autofree char *escape = g_strdup_printf ("%s/../files-x/f.txt", dir);
+  g_autofree char *dirs = g_strdup_printf ("local_file_dirs=%s", dir);
+
+  g_autoptr (GBytes) m1 = local_message (ok);
+  g_autofree char *o0 = rewrite (m1, "left: access-type: access-type not acted on (access-type=local-file)", NULL);
+  g_autofree char *o1 = rewrite (m1, "resolved (text/plain, 11 bytes, 7bit)", (const char *[]) { "-o", dirs, NULL });
+  g_autofree char *trace = g_strdup_printf ("X-Extbody-Resolved: access-type=local-file;\n\tname=\"%s\";", ok);
+  g_assert_nonnull (strstr (o1, trace));
+  g_assert_nonnull (strstr (o1, "\n\nlocal data\n"));
+  const struct { const char *path; const char *want; } cases[] = {
+    { dots, "resolved (text/plain, 11 bytes" },
+    { inner_link, "resolved (text/plain, 11 bytes" },
+    { evil, "left: refused-path" },
+    { escape, "left: refused-path" },
+    { sibf, "left: refused-path" },
+    { sub, "left: refused-path" },
+    { "ok.txt", "left: refused-path" },
+    { "/etc/passwd", "left: refused-path" },
+    { "/nonexistent/file", "left: refused-path" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autoptr (GBytes) m = local_message (cases[i].path);
+    g_autofree char *o = rewrite (m, cases[i].want, (const char *[]) { "-o", dirs, NULL });
+  }
+  g_autofree char *small = g_strdup_printf ("max_part_bytes=5");
+  g_autofree char *o2 = rewrite (m1, "left: part-too-large", (const char *[]) { "-o", dirs, "-o", small, NULL });
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", top);
+  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL,
+                NULL, NULL);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -507,6 +569,7 @@ main (int argc, char **argv)
   g_test_add_func ("/fetch/https", test_https);
   g_test_add_func ("/fetch/ftp/typecodes-and-paths", test_ftp);
   g_test_add_func ("/fetch/ftp/anon-ftp", test_anon_ftp);
+  g_test_add_func ("/fetch/local-file", test_local_file);
   int rc = g_test_run ();
   server_stop (srv);
   server_stop (srv2);
