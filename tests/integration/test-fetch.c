@@ -8,6 +8,9 @@
 #include <glib/gstdio.h>
 #include <unistd.h>
 #include "run-command.h"
+#include "eb-config.h"
+#include "eb-fetch.h"
+#include "eb-reason.h"
 
 typedef struct {
   GSubprocess *proc;
@@ -549,6 +552,71 @@ test_local_file (void)
                 NULL, NULL);
 }
 
+/* The cache is shared by every message one fetcher handles: a second fetch of
+ * the same URL within cache_ttl is not sent; with cache_ttl = 0 it is. */
+static int
+hits_now (void)
+{
+  g_autofree char *u = url ("/hits");
+  g_autofree char *cmd = g_strdup_printf ("curl -s --noproxy '*' '%s'", u);
+  g_autofree char *out = NULL;
+  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", cmd, NULL }, NULL, 0, NULL, NULL, &out, NULL,
+                NULL, NULL);
+  return out ? atoi (out) : -1;
+}
+
+static void
+test_cache (void)
+{
+  if (!g_find_program_in_path ("curl")) {
+    g_test_skip ("no curl command");
+    return;
+  }
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_assert_true (eb_config_set (config, "allow_networks", "127.0.0.1/32", NULL));
+  g_autoptr (GError) error = NULL;
+  g_autoptr (EbFetcher) f = eb_fetcher_new (config, &error);
+  g_assert_no_error (error);
+  g_autofree char *u = url ("/text");
+  const char *urls[] = { u };
+  int h0 = hits_now ();
+  g_autoptr (GPtrArray) r1 = eb_fetcher_fetch_all (f, urls, 1, 1024);
+  g_autoptr (GPtrArray) r2 = eb_fetcher_fetch_all (f, urls, 1, 1024);
+  int h1 = hits_now ();
+  EbFetchResult *a = g_ptr_array_index (r1, 0), *b = g_ptr_array_index (r2, 0);
+  g_assert_cmpint (a->reason, ==, EB_REASON_RESOLVED);
+  g_assert_false (a->from_cache);
+  g_assert_true (b->from_cache);
+  g_assert_true (g_bytes_equal (a->body, b->body));
+  g_assert_cmpint (h1 - h0, ==, 2);   /* one fetch + one /hits */
+
+  g_assert_true (eb_config_set (config, "cache_ttl", "0", NULL));
+  g_autoptr (EbFetcher) g = eb_fetcher_new (config, &error);
+  g_autoptr (GPtrArray) r3 = eb_fetcher_fetch_all (g, urls, 1, 1024);
+  g_autoptr (GPtrArray) r4 = eb_fetcher_fetch_all (g, urls, 1, 1024);
+  int h2 = hits_now ();
+  g_assert_false (((EbFetchResult *) g_ptr_array_index (r4, 0))->from_cache);
+  g_assert_cmpint (h2 - h1, ==, 3);
+}
+
+/* libcurl obeys proxy variables from the environment unless told not to: with
+ * them set to a dead proxy, fetching still goes straight to the server. */
+static void
+test_env_proxy_ignored (void)
+{
+  g_autofree char *u = url ("/text");
+  g_autoptr (GBytes) m = message (u, NULL, "Content-Type: text/plain\r\n");
+  g_setenv ("http_proxy", "http://127.0.0.1:9", TRUE);
+  g_setenv ("HTTPS_PROXY", "http://127.0.0.1:9", TRUE);
+  g_setenv ("ALL_PROXY", "http://127.0.0.1:9", TRUE);
+  g_autofree char *o = rewrite (m, "resolved", (const char *[]) { ALLOW, NULL });
+  /* a configured proxy is used (and here, being dead, makes the fetch fail) */
+  g_autofree char *o2 = rewrite (m, "left: refused-address", (const char *[]) { ALLOW, "-o", "proxy=http://127.0.0.9:9", NULL });
+  g_unsetenv ("http_proxy");
+  g_unsetenv ("HTTPS_PROXY");
+  g_unsetenv ("ALL_PROXY");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -570,6 +638,8 @@ main (int argc, char **argv)
   g_test_add_func ("/fetch/ftp/typecodes-and-paths", test_ftp);
   g_test_add_func ("/fetch/ftp/anon-ftp", test_anon_ftp);
   g_test_add_func ("/fetch/local-file", test_local_file);
+  g_test_add_func ("/fetch/cache", test_cache);
+  g_test_add_func ("/fetch/environment-proxy-ignored", test_env_proxy_ignored);
   int rc = g_test_run ();
   server_stop (srv);
   server_stop (srv2);

@@ -139,6 +139,7 @@ def main():
     family = socket.AF_INET6 if ":" in a.bind else socket.AF_INET
     ThreadingHTTPServer.address_family = family
     ThreadingHTTPServer.daemon_threads = True
+    ThreadingHTTPServer.request_queue_size = 128   # the default 5 drops concurrent SYNs
     srv = ThreadingHTTPServer((a.bind, 0), Handler)
     if a.tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
