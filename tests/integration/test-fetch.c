@@ -419,7 +419,7 @@ test_ftp (void)
       ftp_stop (f);
     return;
   }
-  ftp_trace (f);
+  g_free (ftp_trace (f));
   /* ;type=a: TYPE A, one CWD per path segment, RETR */
   g_autofree char *a = g_strdup_printf ("ftp://127.0.0.1:%u/pub/text.txt;type=a", f->port);
   g_autoptr (GBytes) ma = message (a, NULL, "Content-Type: text/plain\r\n");
@@ -473,7 +473,7 @@ test_anon_ftp (void)
       ftp_stop (f);
     return;
   }
-  ftp_trace (f);
+  g_free (ftp_trace (f));
   const char *m =
     "MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n"
     "Content-Type: message/external-body; access-type=anon-ftp;\r\n"
@@ -568,7 +568,8 @@ hits_now (void)
 static void
 test_cache (void)
 {
-  if (!g_find_program_in_path ("curl")) {
+  g_autofree char *curl = g_find_program_in_path ("curl");
+  if (!curl) {
     g_test_skip ("no curl command");
     return;
   }
