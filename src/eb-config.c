@@ -67,6 +67,12 @@ static const EbConfigKey keys[] = {
         "Fetch URLs that carry a user name or password."),
   STR (local_file_dirs, "",
        "Directories whose files access-type=local-file references may be read from; empty reads none.", NULL),
+  STR (milter_socket, "unix:/run/extbody/milter.sock",
+       "extbody-milter's socket: unix:PATH, inet:PORT@ADDRESS or inet6:PORT@ADDRESS.", NULL),
+  STR (on_error, "accept",
+       "What extbody-milter answers when it fails inside: accept the message unchanged, or tempfail it.", "accept|tempfail"),
+  KEY (milter_spill_size, EB_CONFIG_SIZE, "1M", 0, G_GUINT64_CONSTANT (1) << 40,
+       "Message bytes extbody-milter keeps in memory; a larger message is spooled to a temporary file."),
 };
 
 guint

@@ -46,6 +46,10 @@ typedef struct {
   char    *content_type_mismatch;  /* keep | accept */
   gboolean allow_credentials;  /* user:password@ in URLs */
   char    *local_file_dirs;    /* directories access-type=local-file may read; empty: none */
+  /* the milter */
+  char    *milter_socket;      /* libmilter socket spec */
+  char    *on_error;           /* accept | tempfail */
+  guint64  milter_spill_size;  /* message bytes kept in memory before spilling to a file */
 } EbConfig;
 
 typedef enum { EB_CONFIG_UINT, EB_CONFIG_SIZE, EB_CONFIG_BOOL, EB_CONFIG_STRING } EbConfigType;

@@ -501,9 +501,29 @@ transfer_done (Transfer *t, CURLcode code)
   return FALSE;
 }
 
+typedef struct {
+  EbFetchProgressFunc func;
+  gpointer            data;
+} Progress;
+
+static GPrivate progress_key = G_PRIVATE_INIT (g_free);
+
+void
+eb_fetch_set_thread_progress (EbFetchProgressFunc func, gpointer data)
+{
+  Progress *p = g_new0 (Progress, 1);
+  p->func = func;
+  p->data = data;
+  g_private_replace (&progress_key, func ? p : NULL);
+  if (!func)
+    g_free (p);
+}
+
 GPtrArray *
 eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes)
 {
+  Progress *progress = g_private_get (&progress_key);
+  gint64 last_progress = g_get_monotonic_time ();
   GPtrArray *results = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_fetch_result_free);
   g_autoptr (GHashTable) index = g_hash_table_new (g_str_hash, g_str_equal);   /* url -> Transfer* */
   g_autoptr (GPtrArray) transfers = g_ptr_array_new ();
@@ -578,6 +598,10 @@ eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 ma
     }
     if (running_handles)
       curl_multi_poll (multi, NULL, 0, 100, NULL);
+    if (progress && g_get_monotonic_time () - last_progress > G_USEC_PER_SEC) {
+      progress->func (progress->data);
+      last_progress = g_get_monotonic_time ();
+    }
   }
   curl_multi_cleanup (multi);
 

@@ -55,6 +55,12 @@ gboolean eb_fetcher_scheme_allowed (const EbFetcher *fetcher, const char *url);
 GPtrArray *eb_fetcher_fetch_all (EbFetcher *fetcher, const char *const *urls, guint n,
                                  guint64 max_bytes);
 
+/* A function called about once a second while fetches of the calling thread
+ * run (the milter calls smfi_progress() from it, so the MTA's timeout restarts).
+ * Set per thread; NULL to clear. */
+typedef void (*EbFetchProgressFunc) (gpointer data);
+void eb_fetch_set_thread_progress (EbFetchProgressFunc func, gpointer data);
+
 /* Read the local file @path for an access-type=local-file reference: only a
  * regular file that lies, once every symbolic link and ".." is resolved, inside
  * one of the directories of the list @dirs (the local_file_dirs value), and of at

@@ -20,9 +20,9 @@ cd "$top"
 
 # --- packages ------------------------------------------------------------
 packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
-  libcurl4-openssl-dev libjson-glib-dev ca-certificates"
+  libcurl4-openssl-dev libjson-glib-dev libmilter-dev ca-certificates"
 # the tests' own servers and certificates
-[ "$mode" = test ] && packages="$packages python3 python3-pyftpdlib openssl curl"
+[ "$mode" = test ] && packages="$packages python3 python3-pyftpdlib openssl curl miltertest"
 missing=
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \

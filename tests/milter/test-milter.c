@@ -1,0 +1,116 @@
+/* test-milter.c - extbody-milter through the milter protocol, driven by
+ * miltertest (Debian's miltertest) with the Lua scripts beside this file. The
+ * daemon is started by the test on a unix socket in a temporary directory. */
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+typedef struct {
+  GSubprocess *proc;
+  char        *dir;
+  char        *sock;   /* unix:PATH */
+} Milter;
+
+static Milter *
+milter_start (const char *const *extra)
+{
+  Milter *m = g_new0 (Milter, 1);
+  m->dir = g_dir_make_tmp ("extbody-milter-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (m->dir, "milter.sock", NULL);
+  m->sock = g_strdup_printf ("unix:%s", path);
+  g_autofree char *conf = g_build_filename (m->dir, "empty.conf", NULL);
+  g_file_set_contents (conf, "", 0, NULL);
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_ptr_array_add (argv, (gpointer) g_getenv ("EXTBODY_MILTER"));
+  g_ptr_array_add (argv, "-p");
+  g_ptr_array_add (argv, m->sock);
+  g_ptr_array_add (argv, "-c");
+  g_ptr_array_add (argv, conf);
+  for (guint i = 0; extra && extra[i]; i++)
+    g_ptr_array_add (argv, (gpointer) extra[i]);
+  g_ptr_array_add (argv, NULL);
+  g_autoptr (GError) error = NULL;
+  m->proc = g_subprocess_newv ((const char *const *) argv->pdata, G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error);
+  g_assert_no_error (error);
+  for (int i = 0; i < 200 && !g_file_test (path, G_FILE_TEST_EXISTS); i++)
+    g_usleep (20000);
+  g_assert_true (g_file_test (path, G_FILE_TEST_EXISTS));
+  /* created so that the MTA's user can connect */
+  GStatBuf st;
+  g_assert_cmpint (g_stat (path, &st), ==, 0);
+  g_assert_cmpint (st.st_mode & 0777, ==, 0777);
+  return m;
+}
+
+static void
+milter_stop (Milter *m)
+{
+  g_subprocess_send_signal (m->proc, SIGTERM);
+  g_subprocess_wait (m->proc, NULL, NULL);
+  g_object_unref (m->proc);
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", m->dir);
+  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL);
+  g_free (m->dir);
+  g_free (m->sock);
+  g_free (m);
+}
+
+static void
+run_script (Milter *m, const char *script)
+{
+  g_autofree char *dir = g_test_build_filename (G_TEST_DIST, "milter", NULL);
+  g_autofree char *file = g_build_filename (dir, script, NULL);
+  g_autofree char *dsock = g_strdup_printf ("sock=%s", m->sock);
+  g_autofree char *dlib = g_strdup_printf ("lib=%s", dir);
+  g_autofree char *out = NULL, *err = NULL;
+  int status = 0;
+  g_autoptr (GError) error = NULL;
+  g_spawn_sync (NULL, (char *[]) { "miltertest", "-D", dsock, "-D", dlib, "-s", file, NULL }, NULL,
+                G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err, &status, &error);
+  g_assert_no_error (error);
+  g_test_message ("%s: %s%s", script, out, err);
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  g_assert_nonnull (strstr (out, "PASS"));
+}
+
+static Milter *milter;
+
+static void
+test_unavailable (void)
+{
+  g_test_skip ("miltertest or extbody-milter not available");
+}
+
+static void
+test_script (gconstpointer data)
+{
+  run_script (milter, data);
+}
+
+static void
+test_too_large (void)
+{
+  Milter *small = milter_start ((const char *[]) { "-o", "max_message_size=2k", NULL });
+  run_script (small, "too-large.lua");
+  milter_stop (small);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_autofree char *mt = g_find_program_in_path ("miltertest");
+  if (!mt || !g_getenv ("EXTBODY_MILTER")) {
+    g_test_add_func ("/milter/unavailable", test_unavailable);
+    return g_test_run ();
+  }
+  milter = milter_start ((const char *[]) { "-o", "fetch=off", NULL });
+  g_test_add_data_func ("/milter/no-reference", "no-reference.lua", test_script);
+  g_test_add_data_func ("/milter/data-reference", "data-reference.lua", test_script);
+  g_test_add_data_func ("/milter/top-level", "top-level.lua", test_script);
+  g_test_add_data_func ("/milter/abort", "abort.lua", test_script);
+  g_test_add_func ("/milter/too-large", test_too_large);
+  int rc = g_test_run ();
+  milter_stop (milter);
+  return rc;
+}
