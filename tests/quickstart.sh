@@ -22,7 +22,7 @@ cd "$top"
 packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
   libcurl4-openssl-dev libjson-glib-dev libmilter-dev ca-certificates"
 # the tests' own servers and certificates
-[ "$mode" = test ] && packages="$packages python3 python3-pyftpdlib openssl curl miltertest"
+[ "$mode" = test ] && packages="$packages python3 python3-pyftpdlib openssl curl miltertest postfix"
 missing=
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
@@ -31,6 +31,8 @@ done
 if [ -n "$missing" ]; then
   if [ "$(id -u)" -eq 0 ]; then sudo=; else sudo=sudo; fi
   echo "==> installing:$missing"
+  # Postfix for the tests' private instance only: leave the system one unconfigured
+  echo "postfix postfix/main_mailer_type select No configuration" | $sudo debconf-set-selections
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
   # shellcheck disable=SC2086
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing

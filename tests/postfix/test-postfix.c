@@ -1,0 +1,304 @@
+/* test-postfix.c - extbody-milter behind a real Postfix (a private instance on
+ * 127.0.0.1 under a temporary directory, tests/postfix/pf-peer.sh), delivering
+ * to a Maildir: data: and http references arrive resolved, mail without
+ * references arrives byte for byte as sent, a reference that never answers
+ * still arrives (unchanged) within the MTA's timeouts, 200 messages from 10
+ * concurrent SMTP sessions each arrive exactly once, and with the milter
+ * stopped milter_default_action applies. Needs root (Postfix refuses
+ * otherwise): skipped when not root or when Postfix is not installed. */
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+static char *dir;          /* everything lives here */
+static char *pfdir;        /* the Postfix instance */
+static char *maildir_new;
+static guint smtp_port;
+static GSubprocess *milter, *httpd;
+static guint http_port;
+
+static char *
+script (const char *name)
+{
+  return g_test_build_filename (G_TEST_DIST, "postfix", name, NULL);
+}
+
+static guint
+free_port (void)
+{
+  int s = socket (AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  socklen_t l = sizeof a;
+  g_assert_cmpint (bind (s, (struct sockaddr *) &a, sizeof a), ==, 0);
+  getsockname (s, (struct sockaddr *) &a, &l);
+  close (s);
+  return ntohs (a.sin_port);
+}
+
+static int
+sh (const char *cmd, char **out)
+{
+  int status = 0;
+  g_autoptr (GError) error = NULL;
+  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", (char *) cmd, NULL }, NULL, 0, NULL, NULL,
+                out, NULL, &status, &error);
+  g_assert_no_error (error);
+  return g_spawn_check_wait_status (status, NULL) ? 0 : 1;
+}
+
+static int
+send_file (const char *msg)
+{
+  g_autofree char *file = g_build_filename (dir, "msg.eml", NULL);
+  g_file_set_contents (file, msg, -1, NULL);
+  g_autofree char *send = script ("send.py");
+  g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u '%s' >/dev/null 2>&1", send, smtp_port, file);
+  return sh (cmd, NULL);
+}
+
+/* The delivered file holding @needle, waiting up to @seconds. */
+static char *
+delivered (const char *needle, int seconds)
+{
+  for (int t = 0; t < seconds * 20; t++) {
+    g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);
+    const char *n;
+    while (d && (n = g_dir_read_name (d))) {
+      g_autofree char *p = g_build_filename (maildir_new, n, NULL);
+      char *text = NULL;
+      if (g_file_get_contents (p, &text, NULL, NULL) && strstr (text, needle))
+        return text;
+      g_free (text);
+    }
+    g_usleep (50000);
+  }
+  return NULL;
+}
+
+/* The delivered message without the four fields Postfix puts on top. */
+static const char *
+after_trace (const char *text)
+{
+  const char *p = strstr (text, "\nReceived: ");
+  g_assert_nonnull (p);
+  p++;
+  /* the Received field and its continuation lines */
+  do {
+    p = strchr (p, '\n') + 1;
+  } while (*p == ' ' || *p == '\t');
+  return p;
+}
+
+static char *
+lf (const char *crlf)
+{
+  GString *s = g_string_new (NULL);
+  for (const char *p = crlf; *p; p++)
+    if (!(*p == '\r' && p[1] == '\n'))
+      g_string_append_c (s, *p);
+  return g_string_free (s, FALSE);
+}
+
+static void
+test_data_reference (void)
+{
+  const char *m =
+    "From: a@test.example\r\nTo: b@test.example\r\nSubject: data ref\r\n"
+    "Message-ID: <data-1@test.example>\r\nMIME-Version: 1.0\r\n"
+    "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nintro\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n"
+    "\tURL=\"data:text/plain,Hello%2C%20\r\n\tPostfix!%0A\"\r\n\r\nContent-Type: text/plain\r\n\r\n--b--\r\n";
+  g_assert_cmpint (send_file (m), ==, 0);
+  g_autofree char *got = delivered ("<data-1@test.example>", 30);
+  g_assert_nonnull (got);
+  g_test_message ("%s", got);
+  g_assert_nonnull (strstr (got, "\n\nHello, Postfix!\n"));
+  g_assert_nonnull (strstr (got, "X-Extbody: resolved 1 of 1 external-body reference\n"));
+  g_assert_null (strstr (got, "external-body;"));
+  g_assert_nonnull (strstr (got, "--b\nContent-Type: text/plain\n\nintro\n--b\n"));
+}
+
+static void
+test_http_reference (void)
+{
+  g_autofree char *m = g_strdup_printf (
+    "From: a@test.example\r\nTo: b@test.example\r\nSubject: http ref\r\n"
+    "Message-ID: <http-1@test.example>\r\nMIME-Version: 1.0\r\n"
+    "Content-Type: multipart/mixed; boundary=b\r\n\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n"
+    "\tURL=\"http://127.0.0.1:%u/text\"\r\n\r\nContent-Type: text/plain\r\n\r\n--b--\r\n", http_port);
+  g_assert_cmpint (send_file (m), ==, 0);
+  g_autofree char *got = delivered ("<http-1@test.example>", 30);
+  g_assert_nonnull (got);
+  g_assert_nonnull (strstr (got, "\n\nhello from the test server\n"));
+}
+
+static void
+test_unchanged (void)
+{
+  const char *m =
+    "From: a@test.example\r\nTo: b@test.example\r\nSubject: nothing to resolve\r\n"
+    "Message-ID: <plain-1@test.example>\r\nMIME-Version: 1.0\r\n"
+    "Content-Type: multipart/alternative;\r\n  boundary=\"odd  folding\"\r\n\r\n"
+    "--odd  folding\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n"
+    "caf\xc3\xa9   \r\n--odd  folding--\r\n";
+  g_assert_cmpint (send_file (m), ==, 0);
+  g_autofree char *got = delivered ("<plain-1@test.example>", 30);
+  g_assert_nonnull (got);
+  g_autofree char *want = lf (m);
+  g_assert_cmpstr (after_trace (got), ==, want);
+}
+
+static void
+test_stalled (void)
+{
+  g_autofree char *m = g_strdup_printf (
+    "From: a@test.example\r\nTo: b@test.example\r\nSubject: stalled\r\n"
+    "Message-ID: <stall-1@test.example>\r\nMIME-Version: 1.0\r\n"
+    "Content-Type: multipart/mixed; boundary=b\r\n\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n"
+    "\tURL=\"http://127.0.0.1:%u/stall\"\r\n\r\nContent-Type: text/plain\r\n\r\n--b--\r\n", http_port);
+  gint64 t0 = g_get_monotonic_time ();
+  g_assert_cmpint (send_file (m), ==, 0);
+  g_autofree char *got = delivered ("<stall-1@test.example>", 30);
+  g_assert_nonnull (got);
+  g_assert_cmpint (g_get_monotonic_time () - t0, <, 10 * G_USEC_PER_SEC);   /* milter_content_timeout */
+  g_autofree char *want = lf (m);
+  /* the reference is left as it was; only the trace field is not added */
+  g_assert_cmpstr (after_trace (got), ==, want);
+}
+
+static void
+test_burst (void)
+{
+  g_autofree char *send = script ("send.py");
+  g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u --burst 200 10", send, smtp_port);
+  g_autofree char *out = NULL;
+  g_assert_cmpint (sh (cmd, &out), ==, 0);
+  g_assert_cmpint (atoi (out), ==, 200);
+  /* every one delivered, each exactly once, each resolved */
+  guint seen[200] = { 0 };
+  guint total = 0;
+  for (int t = 0; t < 60 * 20 && total < 200; t++) {
+    memset (seen, 0, sizeof seen);
+    total = 0;
+    g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);
+    const char *n;
+    while (d && (n = g_dir_read_name (d))) {
+      g_autofree char *p = g_build_filename (maildir_new, n, NULL);
+      g_autofree char *text = NULL;
+      if (!g_file_get_contents (p, &text, NULL, NULL))
+        continue;
+      const char *id = strstr (text, "<burst-");
+      if (!id)
+        continue;
+      int i = atoi (id + 7);
+      g_assert_cmpint (i, >=, 0);
+      g_assert_cmpint (i, <, 200);
+      seen[i]++;
+      total++;
+      g_autofree char *body = g_strdup_printf ("\n\nburst %d", i);
+      g_assert_nonnull (strstr (text, body));
+    }
+    if (total < 200)
+      g_usleep (50000);
+  }
+  g_assert_cmpuint (total, ==, 200);
+  for (int i = 0; i < 200; i++)
+    g_assert_cmpuint (seen[i], ==, 1);
+}
+
+static void
+test_milter_stopped (void)
+{
+  g_subprocess_send_signal (milter, SIGTERM);
+  g_subprocess_wait (milter, NULL, NULL);
+  g_clear_object (&milter);
+  g_autofree char *peer = script ("pf-peer.sh");
+  g_autofree char *cmd = g_strdup_printf ("sh '%s' set '%s' milter_default_action=accept", peer, pfdir);
+  g_assert_cmpint (sh (cmd, NULL), ==, 0);
+  g_usleep (6 * G_USEC_PER_SEC);   /* libmilter's own shutdown delay */
+  const char *m =
+    "From: a@test.example\r\nTo: b@test.example\r\nSubject: no milter\r\n"
+    "Message-ID: <nomilter-1@test.example>\r\nMIME-Version: 1.0\r\n"
+    "Content-Type: multipart/mixed; boundary=b\r\n\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL; URL=\"data:,x\"\r\n\r\n"
+    "Content-Type: text/plain\r\n\r\n--b--\r\n";
+  g_assert_cmpint (send_file (m), ==, 0);
+  g_autofree char *got = delivered ("<nomilter-1@test.example>", 30);
+  g_assert_nonnull (got);
+  g_autofree char *want = lf (m);
+  g_assert_cmpstr (after_trace (got), ==, want);
+}
+
+static void
+test_unavailable (void)
+{
+  g_test_skip ("needs root, Postfix and extbody-milter");
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_autofree char *postfix = g_find_program_in_path ("postfix");
+  if (!postfix && g_file_test ("/usr/sbin/postfix", G_FILE_TEST_IS_EXECUTABLE))
+    postfix = g_strdup ("/usr/sbin/postfix");
+  if (geteuid () != 0 || !postfix || !g_getenv ("EXTBODY_MILTER")) {
+    g_test_add_func ("/postfix/unavailable", test_unavailable);
+    return g_test_run ();
+  }
+  g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);
+  dir = g_dir_make_tmp ("extbody-pf-XXXXXX", NULL);
+  g_chmod (dir, 0755);
+  pfdir = g_build_filename (dir, "pf", NULL);
+  maildir_new = g_build_filename (pfdir, "mail", "Maildir", "new", NULL);
+  g_autoptr (GError) error = NULL;
+
+  g_autofree char *httpd_py = g_test_build_filename (G_TEST_DIST, "servers", "httpd.py", NULL);
+  httpd = g_subprocess_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error,
+                            "python3", httpd_py, "--lifetime", "600", NULL);
+  g_assert_no_error (error);
+  g_autoptr (GDataInputStream) hin = g_data_input_stream_new (g_subprocess_get_stdout_pipe (httpd));
+  g_autofree char *line = g_data_input_stream_read_line (hin, NULL, NULL, NULL);
+  http_port = (guint) atoi (line + 5);
+
+  g_autofree char *sock = g_build_filename (dir, "milter.sock", NULL);
+  g_autofree char *spec = g_strdup_printf ("unix:%s", sock);
+  g_autofree char *conf = g_build_filename (dir, "empty.conf", NULL);
+  g_file_set_contents (conf, "", 0, NULL);
+  milter = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error, g_getenv ("EXTBODY_MILTER"),
+                             "-p", spec, "-c", conf, "--allow-network", "127.0.0.1/32",
+                             "-o", "fetch_timeout=2", "-o", "message_deadline=4", NULL);
+  g_assert_no_error (error);
+  for (int i = 0; i < 200 && !g_file_test (sock, G_FILE_TEST_EXISTS); i++)
+    g_usleep (20000);
+
+  smtp_port = free_port ();
+  g_autofree char *peer = script ("pf-peer.sh");
+  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u '%s' tempfail", peer, pfdir, smtp_port, spec);
+  g_assert_cmpint (sh (up, NULL), ==, 0);
+
+  g_test_add_func ("/postfix/1-data-reference", test_data_reference);
+  g_test_add_func ("/postfix/2-http-reference", test_http_reference);
+  g_test_add_func ("/postfix/3-no-reference-byte-identical", test_unchanged);
+  g_test_add_func ("/postfix/4-stalled-reference", test_stalled);
+  g_test_add_func ("/postfix/5-200-messages-10-sessions", test_burst);
+  g_test_add_func ("/postfix/6-milter-stopped", test_milter_stopped);
+  int rc = g_test_run ();
+
+  g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
+  sh (down, NULL);
+  if (milter) {
+    g_subprocess_send_signal (milter, SIGTERM);
+    g_subprocess_wait (milter, NULL, NULL);
+  }
+  g_output_stream_close (g_subprocess_get_stdin_pipe (httpd), NULL, NULL);
+  g_subprocess_wait (httpd, NULL, NULL);
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
+  sh (rm, NULL);
+  return rc;
+}
