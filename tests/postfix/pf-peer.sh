@@ -2,6 +2,7 @@
 # pf-peer.sh -- a private, throwaway Postfix on 127.0.0.1 for extbody's tests (run as root).
 #   pf-peer.sh up DIR SMTP_PORT [MILTER_SPEC] [DEFAULT_ACTION]
 #   pf-peer.sh set DIR name=value ...   (postconf -e, then reload)
+#   pf-peer.sh service DIR 'master.cf line' ...   (append, then reload)
 #   pf-peer.sh down DIR
 # It listens on loopback only, makes no DNS lookups, sends nothing off the box,
 # and delivers everything for test.example to DIR/mail/Maildir/.
@@ -80,6 +81,12 @@ EOF
   ;;
 set)
   postconf -c "$C" -e "$@"
+  cool
+  postfix -c "$C" reload >/dev/null
+  ;;
+service)
+  # append a master.cf entry (one line; continuation lines start with spaces)
+  printf '%s\n' "$@" >> "$C/master.cf"
   cool
   postfix -c "$C" reload >/dev/null
   ;;

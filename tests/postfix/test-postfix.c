@@ -234,6 +234,84 @@ test_milter_stopped (void)
   g_assert_cmpstr (after_trace (got), ==, want);
 }
 
+/* The after-queue alternative: a second instance whose smtpd has
+ * content_filter=extbody:dummy, a pipe(8) service running extbody-pipe as
+ * nobody, re-injection through sendmail -G -i and pickup (not filtered again). */
+static void
+test_pipe (void)
+{
+  g_autofree char *pf2 = g_build_filename (dir, "pf2", NULL);
+  guint port2 = free_port ();
+  g_autofree char *peer = script ("pf-peer.sh");
+  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u '' accept", peer, pf2, port2);
+  g_assert_cmpint (sh (up, NULL), ==, 0);
+  g_autofree char *pipe = g_test_build_filename (G_TEST_DIST, "..", "filters", "pipe", "extbody-pipe", NULL);
+  g_autofree char *conf = g_build_filename (dir, "pipe.conf", NULL);
+  g_file_set_contents (conf, "[extbody]\nfetch = off\n", -1, NULL);
+  g_chmod (conf, 0644);
+  g_autofree char *svc = g_strdup_printf (
+    "sh '%s' service '%s' 'pickup unix n - n 1 1 pickup' "
+    "'extbody unix - n n - 10 pipe flags=Rq user=nobody null_sender= "
+    "argv=%s -c %s -e %s -f ${sender} -- ${recipient}'",
+    peer, pf2, pipe, conf, g_getenv ("EXTBODY"));
+  g_assert_cmpint (sh (svc, NULL), ==, 0);
+  /* sendmail hands the message to postdrop, which is setgid and so ignores
+   * MAIL_CONFIG unless the system's main.cf lists the directory: this instance
+   * gets its own command_directory with a plain copy of postdrop and a
+   * world-writable sticky maildrop (as Postfix once had), and the system's
+   * configuration stays untouched. */
+  g_autofree char *cmds = g_strdup_printf (
+    "mkdir -p '%s/bin' && for f in /usr/sbin/post*; do ln -sf \"$f\" '%s/bin/'; done && "
+    "rm -f '%s/bin/postdrop' && cp /usr/sbin/postdrop '%s/bin/postdrop' && chmod 755 '%s/bin/postdrop' && "
+    "chmod 1733 '%s/spool/maildrop' && sh '%s' set '%s' command_directory='%s/bin'",
+    pf2, pf2, pf2, pf2, pf2, pf2, peer, pf2, pf2);
+  g_assert_cmpint (sh (cmds, NULL), ==, 0);
+  g_autofree char *filt = g_strdup_printf (
+    "sed -i 's|^127.0.0.1:%u inet n - n - - smtpd$|127.0.0.1:%u inet n - n - - smtpd -o content_filter=extbody:dummy|' '%s/etc/master.cf' && "
+    "touch -d '-1 minute' '%s/etc/master.cf' && postfix -c '%s/etc' reload >/dev/null",
+    port2, port2, pf2, pf2, pf2);
+  g_assert_cmpint (sh (filt, NULL), ==, 0);
+
+  guint saved = smtp_port;
+  g_autofree char *saved_new = maildir_new;
+  smtp_port = port2;
+  maildir_new = g_build_filename (pf2, "mail", "Maildir", "new", NULL);
+  const char *m =
+    "From: a@test.example\r\nTo: b@test.example\r\nSubject: through the pipe\r\n"
+    "Message-ID: <pipe-1@test.example>\r\nMIME-Version: 1.0\r\n"
+    "Content-Type: multipart/mixed; boundary=b\r\n\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL; URL=\"data:,Hello%2C%20pipe!%0A\"\r\n\r\n"
+    "Content-Type: text/plain\r\n\r\n--b--\r\n";
+  g_assert_cmpint (send_file (m), ==, 0);
+  g_autofree char *got = delivered ("<pipe-1@test.example>", 30);
+  if (!got) {
+    g_autofree char *log = NULL;
+    g_autofree char *lp = g_build_filename (pf2, "log", "maillog", NULL);
+    g_file_get_contents (lp, &log, NULL, NULL);
+    g_test_message ("maillog:\n%s", log ? log : "(none)");
+  }
+  g_assert_nonnull (got);
+  g_assert_nonnull (strstr (got, "\n\nHello, pipe!\n"));
+  g_assert_null (strstr (got, "external-body;"));
+  /* exactly one copy: re-injected mail is not filtered again */
+  g_usleep (G_USEC_PER_SEC);
+  g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);
+  guint copies = 0;
+  const char *n;
+  while ((n = g_dir_read_name (d))) {
+    g_autofree char *p = g_build_filename (maildir_new, n, NULL);
+    g_autofree char *t = NULL;
+    if (g_file_get_contents (p, &t, NULL, NULL) && strstr (t, "<pipe-1@test.example>"))
+      copies++;
+  }
+  g_assert_cmpuint (copies, ==, 1);
+  g_free (maildir_new);
+  maildir_new = g_steal_pointer (&saved_new);
+  smtp_port = saved;
+  g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pf2);
+  sh (down, NULL);
+}
+
 static void
 test_unavailable (void)
 {
@@ -288,6 +366,7 @@ main (int argc, char **argv)
   g_test_add_func ("/postfix/4-stalled-reference", test_stalled);
   g_test_add_func ("/postfix/5-200-messages-10-sessions", test_burst);
   g_test_add_func ("/postfix/6-milter-stopped", test_milter_stopped);
+  g_test_add_func ("/postfix/7-pipe-content-filter", test_pipe);
   int rc = g_test_run ();
 
   g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
