@@ -489,7 +489,7 @@ main (int argc, char **argv)
 {
   char *opt_config = NULL, *opt_socket = NULL, *opt_user = NULL, *opt_pidfile = NULL;
   char **opt_set = NULL, **opt_allow = NULL;
-  gboolean opt_daemon = FALSE, opt_version = FALSE;
+  gboolean opt_daemon = FALSE, opt_version = FALSE, opt_no_nodelay = FALSE;
   GOptionEntry entries[] = {
     { "socket", 'p', 0, G_OPTION_ARG_STRING, &opt_socket,
       "Socket: unix:PATH, inet:PORT@ADDRESS, inet6:PORT@ADDRESS (default: milter_socket)", "SPEC" },
@@ -501,6 +501,8 @@ main (int argc, char **argv)
     { "daemon", 'd', 0, G_OPTION_ARG_NONE, &opt_daemon, "Detach and log to syslog (default: foreground, stderr)", NULL },
     { "pidfile", 'P', 0, G_OPTION_ARG_FILENAME, &opt_pidfile, "With -d: write the PID here", "FILE" },
     { "version", 'V', 0, G_OPTION_ARG_NONE, &opt_version, "Show the version", NULL },
+    { "no-nodelay", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &opt_no_nodelay,
+      "Leave Nagle's algorithm on for TCP (to measure what TCP_NODELAY saves)", NULL },
     { NULL }
   };
   g_autoptr (GOptionContext) ctx = g_option_context_new ("");
@@ -565,7 +567,8 @@ main (int argc, char **argv)
     fprintf (stderr, "extbody-milter: cannot open socket %s: %s\n", sock, g_strerror (errno));
     return EX_UNAVAILABLE;
   }
-  set_nodelay_on_listener ();
+  if (!opt_no_nodelay)
+    set_nodelay_on_listener ();
   if (opt_user) {
     struct passwd *pw = getpwnam (opt_user);
     const char *upath = g_str_has_prefix (sock, "unix:") ? sock + 5
