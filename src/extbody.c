@@ -13,6 +13,7 @@
 #include <curl/curl.h>
 #include <json-glib/json-glib.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -205,15 +206,309 @@ parse_options (GOptionContext *ctx, int *argc, char ***argv, int *status)
   return TRUE;
 }
 
+
+/* ---- mailboxes ----------------------------------------------------------- */
+
+#include "eb-mailbox.h"
+
+typedef struct {
+  const char *buf;        /* the message */
+  gsize       len;
+  char       *label;      /* file name, or mbox offset */
+  GBytes     *out;        /* the rewritten message when changed */
+  guint       n_refs, n_resolved;
+  GHashTable *left;       /* token -> count (shared, locked) */
+  gboolean    failed;
+} Item;
+
+typedef struct {
+  const EbConfig *config;
+  EbFetcher      *fetcher;
+  GMutex          lock;
+  guint           done;
+  guint64         bytes_done;
+  GHashTable     *left;   /* reason token -> count */
+} Batch;
+
+static void
+batch_work (gpointer data, gpointer user)
+{
+  Item *it = data;
+  Batch *b = user;
+  g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
+  g_autoptr (EbRewriteResult) r = NULL;
+  if (!eb_rewrite (it->buf, it->len, b->config, b->fetcher, EB_REWRITE_DEFAULT, out, &r, NULL)) {
+    it->failed = TRUE;
+  } else {
+    it->n_refs = r->scan ? r->scan->refs->len : 0;
+    it->n_resolved = r->n_resolved;
+    if (r->changed) {
+      g_output_stream_close (out, NULL, NULL);
+      it->out = g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (out));
+    }
+  }
+  g_mutex_lock (&b->lock);
+  for (guint i = 0; r && r->scan && i < r->scan->refs->len; i++) {
+    const EbResolution *res = g_ptr_array_index (r->resolutions, i);
+    if (res->reason != EB_REASON_RESOLVED) {
+      const char *t = eb_reason_token (res->reason);
+      g_hash_table_insert (b->left, (gpointer) t,
+                           GUINT_TO_POINTER (GPOINTER_TO_UINT (g_hash_table_lookup (b->left, t)) + 1));
+    }
+  }
+  b->done++;
+  b->bytes_done += it->len;
+  g_mutex_unlock (&b->lock);
+}
+
+static void
+progress_line (Batch *b, guint total, guint64 total_bytes, gint64 t0, gboolean final)
+{
+  g_mutex_lock (&b->lock);
+  guint done = b->done;
+  guint64 bytes = b->bytes_done;
+  g_mutex_unlock (&b->lock);
+  double secs = (double) (g_get_monotonic_time () - t0) / G_USEC_PER_SEC;
+  double rate = secs > 0 ? done / secs : 0;
+  double left = rate > 0 ? (total - done) / rate : 0;
+  int width = 24, fill = total ? (int) ((guint64) width * done / total) : width;
+  fprintf (stderr, "\r[%.*s%*s] %u/%u messages, %.1f/%.1f MB, %.0f msg/s, %.0f s left ",
+           fill, "########################", width - fill, "", done, total, bytes / 1e6,
+           total_bytes / 1e6, rate, left);
+  if (final)
+    fputc ('\n', stderr);
+  fflush (stderr);
+}
+
+/* Run the items through @jobs threads, with a progress bar on a terminal. */
+static void
+batch_run (Batch *b, GPtrArray *items, guint jobs, gboolean progress)
+{
+  guint64 total_bytes = 0;
+  for (guint i = 0; i < items->len; i++)
+    total_bytes += ((Item *) g_ptr_array_index (items, i))->len;
+  gint64 t0 = g_get_monotonic_time ();
+  GThreadPool *pool = g_thread_pool_new (batch_work, b, (gint) MAX (jobs, 1), TRUE, NULL);
+  for (guint i = 0; i < items->len; i++)
+    g_thread_pool_push (pool, g_ptr_array_index (items, i), NULL);
+  while (TRUE) {
+    g_mutex_lock (&b->lock);
+    gboolean all = b->done == items->len;
+    g_mutex_unlock (&b->lock);
+    if (all)
+      break;
+    if (progress)
+      progress_line (b, items->len, total_bytes, t0, FALSE);
+    g_usleep (200000);
+  }
+  g_thread_pool_free (pool, FALSE, TRUE);
+  if (progress)
+    progress_line (b, items->len, total_bytes, t0, TRUE);
+}
+
+static void
+batch_summary (Batch *b, GPtrArray *items, gboolean dry_run)
+{
+  guint refs = 0, resolved = 0, changed = 0;
+  for (guint i = 0; i < items->len; i++) {
+    Item *it = g_ptr_array_index (items, i);
+    refs += it->n_refs;
+    resolved += it->n_resolved;
+    changed += it->out != NULL;
+  }
+  GString *left = g_string_new (NULL);
+  GHashTableIter hi;
+  gpointer k, v;
+  g_hash_table_iter_init (&hi, b->left);
+  while (g_hash_table_iter_next (&hi, &k, &v))
+    g_string_append_printf (left, "%s%s %u", left->len ? ", " : "", (char *) k, GPOINTER_TO_UINT (v));
+  fprintf (stderr, "%s: %u messages scanned, %u references, %u resolved, %u messages %s%s%s\n", prog,
+           items->len, refs, resolved, changed, dry_run ? "would change" : "changed",
+           left->len ? "; left: " : "", left->str);
+  g_string_free (left, TRUE);
+}
+
+static void
+item_free (Item *it)
+{
+  g_free (it->label);
+  if (it->out)
+    g_bytes_unref (it->out);
+  g_free (it);
+}
+
+typedef struct {
+  const char *buf;
+  gsize       len;
+  GArray     *msgs;
+  GPtrArray  *items;
+} MboxWrite;
+
+static gboolean
+write_all_fd (int fd, const void *p, gsize n, GError **error)
+{
+  const char *c = p;
+  while (n) {
+    ssize_t w = write (fd, c, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      int e = w < 0 ? errno : ENOSPC;
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot write: %s", g_strerror (e));
+      return FALSE;
+    }
+    c += w;
+    n -= (gsize) w;
+  }
+  return TRUE;
+}
+
+static gboolean
+mbox_write (int fd, gpointer data, GError **error)
+{
+  MboxWrite *w = data;
+  gsize prev = 0;
+  for (guint i = 0; i < w->msgs->len; i++) {
+    const EbMboxMsg *m = &g_array_index (w->msgs, EbMboxMsg, i);
+    Item *it = g_ptr_array_index (w->items, i);
+    if (!it->out)
+      continue;
+    /* everything up to this message's body verbatim, then the new message */
+    if (!write_all_fd (fd, w->buf + prev, m->start - prev, error))
+      return FALSE;
+    gsize n = 0;
+    const char *d = g_bytes_get_data (it->out, &n);
+    if (!write_all_fd (fd, d, n, error))
+      return FALSE;
+    prev = m->end;
+  }
+  return write_all_fd (fd, w->buf + prev, w->len - prev, error);
+}
+
+typedef enum { BOX_NONE, BOX_MBOX, BOX_MAILDIR } BoxKind;
+
+/* rewrite (or, with @dry_run, only plan) every message of a mailbox. */
+static int
+rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetcher *fetcher,
+                 gboolean recursive, gboolean dry_run, const char *backup, guint jobs)
+{
+  Batch b = { config, fetcher };
+  g_mutex_init (&b.lock);
+  b.left = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr (GPtrArray) items = g_ptr_array_new_with_free_func ((GDestroyNotify) item_free);
+  gboolean progress = isatty (STDERR_FILENO);
+  int status = 0;
+  g_autoptr (GError) error = NULL;
+
+  if (kind == BOX_MBOX) {
+    int fd = open (path, dry_run ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+      die_line ("cannot open %s: %s", path, g_strerror (errno));
+      return EX_NOINPUT;
+    }
+    EbMboxLock *lock = dry_run ? NULL : eb_mbox_lock (path, fd, 60, &error);
+    if (!dry_run && !lock) {
+      die_line ("%s", error->message);
+      close (fd);
+      return EX_TEMPFAIL;
+    }
+    g_autoptr (GMappedFile) mf = g_mapped_file_new_from_fd (fd, FALSE, &error);
+    if (!mf) {
+      die_line ("cannot read %s: %s", path, error->message);
+      eb_mbox_unlock (lock);
+      close (fd);
+      return EX_IOERR;
+    }
+    const char *buf = g_mapped_file_get_contents (mf);
+    gsize len = g_mapped_file_get_length (mf);
+    g_autoptr (GArray) msgs = eb_mbox_split (buf ? buf : "", len);
+    for (guint i = 0; i < msgs->len; i++) {
+      const EbMboxMsg *m = &g_array_index (msgs, EbMboxMsg, i);
+      Item *it = g_new0 (Item, 1);
+      it->buf = buf + m->start;
+      it->len = m->end - m->start;
+      it->label = g_strdup_printf ("%s@%" G_GSIZE_FORMAT, path, m->from);
+      g_ptr_array_add (items, it);
+    }
+    batch_run (&b, items, jobs, progress);
+    gboolean any = FALSE;
+    for (guint i = 0; i < items->len; i++)
+      any |= ((Item *) g_ptr_array_index (items, i))->out != NULL;
+    if (any && !dry_run) {
+      MboxWrite w = { buf, len, msgs, items };
+      if (!eb_replace_file (path, fd, backup, mbox_write, &w, &error)) {
+        die_line ("%s: %s (the mailbox is unchanged)", path, error->message);
+        status = EX_IOERR;
+      }
+    }
+    eb_mbox_unlock (lock);
+    close (fd);
+  } else {
+    g_autoptr (GPtrArray) files = eb_maildir_list (path, recursive, &error);
+    if (!files) {
+      die_line ("%s", error->message);
+      return EX_NOINPUT;
+    }
+    g_autoptr (GPtrArray) maps = g_ptr_array_new_with_free_func ((GDestroyNotify) g_mapped_file_unref);
+    for (guint i = 0; i < files->len; i++) {
+      const char *f = g_ptr_array_index (files, i);
+      g_autoptr (GError) e = NULL;
+      GMappedFile *mf = g_mapped_file_new (f, FALSE, &e);
+      if (!mf) {
+        die_line ("cannot read %s: %s", f, e->message);
+        status = EX_IOERR;
+        continue;
+      }
+      g_ptr_array_add (maps, mf);
+      Item *it = g_new0 (Item, 1);
+      it->buf = g_mapped_file_get_contents (mf);
+      it->len = g_mapped_file_get_length (mf);
+      if (!it->buf)
+        it->buf = "";
+      it->label = g_strdup (f);
+      g_ptr_array_add (items, it);
+    }
+    batch_run (&b, items, jobs, progress);
+    for (guint i = 0; i < items->len && !dry_run; i++) {
+      Item *it = g_ptr_array_index (items, i);
+      if (!it->out)
+        continue;
+      gsize n = 0;
+      const char *d = g_bytes_get_data (it->out, &n);
+      g_autofree char *np = NULL;
+      g_autoptr (GError) e = NULL;
+      if (!eb_maildir_replace (it->label, d, n, &np, &e)) {
+        die_line ("%s (the message is unchanged)", e->message);
+        status = EX_IOERR;
+      }
+    }
+  }
+  batch_summary (&b, items, dry_run);
+  for (guint i = 0; i < items->len; i++)
+    if (((Item *) g_ptr_array_index (items, i))->failed)
+      status = MAX (status, EX_IOERR);
+  g_hash_table_unref (b.left);
+  g_mutex_clear (&b.lock);
+  return status;
+}
+
 /* ---- rewrite ---------------------------------------------------------- */
 
 static int
 cmd_rewrite (int argc, char **argv)
 {
-  gboolean report = FALSE;
+  gboolean report = FALSE, recursive = FALSE, dry_run = FALSE;
+  char *mbox = NULL, *maildir = NULL, *backup = NULL;
+  int jobs = (int) g_get_num_processors ();
   GOptionEntry entries[] = {
     { "report", 0, 0, G_OPTION_ARG_NONE, &report,
       "Write one line per reference to standard error", NULL },
+    { "mbox", 0, 0, G_OPTION_ARG_FILENAME, &mbox, "Rewrite the mbox FILE in place (locked, crash-safe)", "FILE" },
+    { "maildir", 0, 0, G_OPTION_ARG_FILENAME, &maildir, "Rewrite the changed messages of the Maildir DIR", "DIR" },
+    { "recursive", 'r', 0, G_OPTION_ARG_NONE, &recursive, "With a Maildir, its Maildir++ subfolders too", NULL },
+    { "dry-run", 'n', 0, G_OPTION_ARG_NONE, &dry_run, "Report what would change; change nothing", NULL },
+    { "backup", 0, 0, G_OPTION_ARG_STRING, &backup, "Keep the original mbox as FILE+SUFFIX", "SUFFIX" },
+    { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs, "Messages processed at once (default: the number of cores)", "N" },
     { "no-precheck", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &opt_no_precheck,
       "Always do the MIME parse (for testing)", NULL },
     { NULL }
@@ -221,7 +516,8 @@ cmd_rewrite (int argc, char **argv)
   g_autoptr (GOptionContext) ctx = new_context ("[FILE]",
       "Resolve the external-body references of one message read from FILE (or standard\n"
       "input) and write the message to standard output. A message with nothing to\n"
-      "resolve is written byte for byte as it was read.", entries, TRUE);
+      "resolve is written byte for byte as it was read. A FILE that is a Maildir or an\n"
+      "mbox (it starts with \"From \"), or --maildir / --mbox, is rewritten in place.", entries, TRUE);
   int status = 0;
   if (!parse_options (ctx, &argc, &argv, &status))
     return status;
@@ -237,6 +533,32 @@ cmd_rewrite (int argc, char **argv)
     return status;
 
   const char *path = argc == 2 ? argv[1] : NULL;
+  BoxKind kind = BOX_NONE;
+  if (mbox || maildir) {
+    if (path || (mbox && maildir)) {
+      die_line ("give one FILE, --mbox FILE or --maildir DIR (try --help)");
+      return EX_USAGE;
+    }
+    kind = mbox ? BOX_MBOX : BOX_MAILDIR;
+    path = mbox ? mbox : maildir;
+  } else if (path && eb_maildir_sniff (path)) {
+    kind = BOX_MAILDIR;
+  } else if (path && strcmp (path, "-") != 0 && eb_mbox_sniff (path)) {
+    kind = BOX_MBOX;
+  }
+  if (kind != BOX_NONE) {
+    if (backup && kind != BOX_MBOX) {
+      die_line ("--backup goes with an mbox");
+      return EX_USAGE;
+    }
+    g_autofree char *bk = backup ? g_strconcat (path, backup, NULL) : NULL;
+    int rc = rewrite_mailbox (path, kind, config, fetcher, recursive, dry_run, bk,
+                              (guint) CLAMP (jobs, 1, 256));
+    g_free (mbox);
+    g_free (maildir);
+    g_free (backup);
+    return rc;
+  }
   g_autoptr (GError) error = NULL;
   g_autoptr (GBytes) input = read_all (path, &error);
   if (!input) {
@@ -491,6 +813,9 @@ main (int argc, char **argv)
     return 0;
   }
 
+  /* a write past RLIMIT_FSIZE must fail with EFBIG, not kill the process */
+  signal (SIGXFSZ, SIG_IGN);
+  signal (SIGPIPE, SIG_IGN);
   g_mime_init ();
   curl_global_init (CURL_GLOBAL_DEFAULT);
   int status;

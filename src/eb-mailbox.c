@@ -1,0 +1,326 @@
+/* eb-mailbox.c - mbox and Maildir (see eb-mailbox.h). */
+#include "eb-mailbox.h"
+#include "eb-error.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static gboolean
+is_from_line (const char *buf, gsize len, gsize p)
+{
+  return len - p >= 5 && memcmp (buf + p, "From ", 5) == 0;
+}
+
+GArray *
+eb_mbox_split (const char *buf, gsize len)
+{
+  GArray *msgs = g_array_new (FALSE, FALSE, sizeof (EbMboxMsg));
+  gsize p = 0;
+  gboolean prev_blank = TRUE;   /* the start of the file counts as after a blank line */
+  EbMboxMsg cur = { 0 };
+  gboolean open = FALSE;
+  while (p < len) {
+    const char *nl = memchr (buf + p, '\n', len - p);
+    gsize e = nl ? (gsize) (nl - buf) + 1 : len;
+    if (prev_blank && is_from_line (buf, len, p)) {
+      if (open) {
+        cur.end = p;
+        g_array_append_val (msgs, cur);
+      }
+      cur.from = p;
+      cur.start = e;
+      open = TRUE;
+    }
+    gsize content = e - p - (nl ? 1 : 0);
+    prev_blank = content == 0 || (content == 1 && buf[p] == '\r');
+    p = e;
+  }
+  if (open) {
+    cur.end = len;
+    g_array_append_val (msgs, cur);
+  }
+  return msgs;
+}
+
+gboolean
+eb_mbox_sniff (const char *path)
+{
+  FILE *f = fopen (path, "rb");
+  char head[5] = { 0 };
+  gboolean yes = f && fread (head, 1, 5, f) == 5 && memcmp (head, "From ", 5) == 0;
+  if (f)
+    fclose (f);
+  return yes;
+}
+
+gboolean
+eb_maildir_sniff (const char *path)
+{
+  const char *subs[] = { "cur", "new", "tmp" };
+  for (guint i = 0; i < 3; i++) {
+    g_autofree char *d = g_build_filename (path, subs[i], NULL);
+    if (!g_file_test (d, G_FILE_TEST_IS_DIR))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+struct _EbMboxLock {
+  char *dotlock;
+  int   fd;
+};
+
+EbMboxLock *
+eb_mbox_lock (const char *path, int fd, guint timeout_s, GError **error)
+{
+  g_autofree char *dot = g_strconcat (path, ".lock", NULL);
+  gint64 end = g_get_monotonic_time () + (gint64) timeout_s * G_USEC_PER_SEC;
+  for (;;) {
+    int lfd = open (dot, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (lfd >= 0) {
+      g_autofree char *pid = g_strdup_printf ("%ld\n", (long) getpid ());
+      if (write (lfd, pid, strlen (pid)) < 0) {
+        /* the lock still stands; its content only helps find stale ones */
+      }
+      close (lfd);
+      break;
+    }
+    if (errno != EEXIST) {
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno),
+                   "cannot create the lock file %s: %s", dot, g_strerror (errno));
+      return NULL;
+    }
+    /* stale: its process is gone */
+    g_autofree char *content = NULL;
+    if (g_file_get_contents (dot, &content, NULL, NULL)) {
+      long pid = atol (content);
+      if (pid > 0 && kill ((pid_t) pid, 0) != 0 && errno == ESRCH) {
+        unlink (dot);
+        continue;
+      }
+    }
+    if (g_get_monotonic_time () > end) {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_AGAIN, "%s is locked (%s)", path, dot);
+      return NULL;
+    }
+    g_usleep (100000);
+  }
+  struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+  while (fcntl (fd, F_SETLKW, &fl) != 0) {
+    if (errno == EINTR)
+      continue;
+    int e = errno;
+    unlink (dot);
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot lock %s: %s", path,
+                 g_strerror (e));
+    return NULL;
+  }
+  EbMboxLock *l = g_new0 (EbMboxLock, 1);
+  l->dotlock = g_steal_pointer (&dot);
+  l->fd = fd;
+  return l;
+}
+
+void
+eb_mbox_unlock (EbMboxLock *l)
+{
+  if (!l)
+    return;
+  struct flock fl = { .l_type = F_UNLCK, .l_whence = SEEK_SET };
+  fcntl (l->fd, F_SETLK, &fl);
+  unlink (l->dotlock);
+  g_free (l->dotlock);
+  g_free (l);
+}
+
+static gboolean
+fsync_dir (const char *path, GError **error)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+  int d = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (d < 0 || fsync (d) != 0) {
+    int e = errno;
+    if (d >= 0)
+      close (d);
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot sync %s: %s", dir,
+                 g_strerror (e));
+    return FALSE;
+  }
+  close (d);
+  return TRUE;
+}
+
+gboolean
+eb_replace_file (const char *path, int old_fd, const char *backup, EbWriteFunc write_fn,
+                 gpointer data, GError **error)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+  g_autofree char *base = g_path_get_basename (path);
+  g_autofree char *tmpl = g_strdup_printf ("%s/.%s.extbody-XXXXXX", dir, base);
+  int fd = g_mkstemp_full (tmpl, O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno),
+                 "cannot create a file beside %s: %s", path, g_strerror (errno));
+    return FALSE;
+  }
+  struct stat st;
+  gboolean ok = write_fn (fd, data, error);
+  if (ok && fsync (fd) != 0) {
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno), "cannot sync %s: %s", tmpl,
+                 g_strerror (errno));
+    ok = FALSE;
+  }
+  if (ok && fstat (old_fd, &st) == 0) {
+    if (fchmod (fd, st.st_mode & 07777) != 0 || (fchown (fd, st.st_uid, st.st_gid) != 0 && geteuid () == 0)) {
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno),
+                   "cannot give %s the mode and owner of %s: %s", tmpl, path, g_strerror (errno));
+      ok = FALSE;
+    }
+  }
+  if (close (fd) != 0 && ok) {
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno), "cannot write %s: %s", tmpl,
+                 g_strerror (errno));
+    ok = FALSE;
+  }
+  if (ok && backup) {
+    unlink (backup);
+    if (link (path, backup) != 0) {
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno),
+                   "cannot keep the backup %s: %s", backup, g_strerror (errno));
+      ok = FALSE;
+    }
+  }
+  if (ok && rename (tmpl, path) != 0) {
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno), "cannot rename %s to %s: %s",
+                 tmpl, path, g_strerror (errno));
+    ok = FALSE;
+  }
+  if (!ok) {
+    unlink (tmpl);
+    return FALSE;
+  }
+  return fsync_dir (path, error);
+}
+
+static gint
+cmp_str (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+static gboolean
+list_one (const char *dir, GPtrArray *out, GError **error)
+{
+  const char *subs[] = { "new", "cur" };
+  for (guint i = 0; i < 2; i++) {
+    g_autofree char *d = g_build_filename (dir, subs[i], NULL);
+    g_autoptr (GDir) gd = g_dir_open (d, 0, error);
+    if (!gd)
+      return FALSE;
+    const char *n;
+    while ((n = g_dir_read_name (gd)))
+      if (n[0] != '.')
+        g_ptr_array_add (out, g_build_filename (d, n, NULL));
+  }
+  return TRUE;
+}
+
+GPtrArray *
+eb_maildir_list (const char *dir, gboolean recursive, GError **error)
+{
+  GPtrArray *out = g_ptr_array_new_with_free_func (g_free);
+  if (!list_one (dir, out, error)) {
+    g_ptr_array_unref (out);
+    return NULL;
+  }
+  if (recursive) {
+    g_autoptr (GDir) gd = g_dir_open (dir, 0, NULL);
+    const char *n;
+    while (gd && (n = g_dir_read_name (gd))) {
+      g_autofree char *sub = g_build_filename (dir, n, NULL);
+      if (n[0] == '.' && strcmp (n, ".") && strcmp (n, "..") && eb_maildir_sniff (sub))
+        if (!list_one (sub, out, error)) {
+          g_ptr_array_unref (out);
+          return NULL;
+        }
+    }
+  }
+  g_ptr_array_sort (out, cmp_str);
+  return out;
+}
+
+/* @name with its ",S=N" replaced by @size (only when it has one). */
+static char *
+with_size (const char *name, gsize size)
+{
+  const char *s = strstr (name, ",S=");
+  if (!s)
+    return g_strdup (name);
+  const char *e = s + 3;
+  while (g_ascii_isdigit (*e))
+    e++;
+  return g_strdup_printf ("%.*s,S=%" G_GSIZE_FORMAT "%s", (int) (s - name), name, size, e);
+}
+
+gboolean
+eb_maildir_replace (const char *path, const char *data, gsize len, char **new_path, GError **error)
+{
+  g_autofree char *sub = g_path_get_dirname (path);        /* .../cur or .../new */
+  g_autofree char *md = g_path_get_dirname (sub);
+  g_autofree char *name = g_path_get_basename (path);
+  static gint counter = 0;
+  g_autofree char *tmp = g_strdup_printf ("%s/tmp/%" G_GINT64_FORMAT ".M%dP%ld.extbody", md,
+                                          g_get_real_time (), g_atomic_int_add (&counter, 1),
+                                          (long) getpid ());
+  int fd = open (tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno), "cannot create %s: %s", tmp,
+                 g_strerror (errno));
+    return FALSE;
+  }
+  gsize done = 0;
+  while (done < len) {
+    ssize_t n = write (fd, data + done, len - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      int e = n < 0 ? errno : ENOSPC;
+      close (fd);
+      unlink (tmp);
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot write %s: %s", tmp,
+                   g_strerror (e));
+      return FALSE;
+    }
+    done += (gsize) n;
+  }
+  struct stat st;
+  if (fsync (fd) != 0 || (stat (path, &st) == 0 && fchmod (fd, st.st_mode & 07777) != 0)
+      || close (fd) != 0) {
+    int e = errno;
+    unlink (tmp);
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot write %s: %s", tmp,
+                 g_strerror (e));
+    return FALSE;
+  }
+  /* over the old name: at every moment the message exists exactly once */
+  if (rename (tmp, path) != 0) {
+    int e = errno;
+    unlink (tmp);
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot rename %s: %s", tmp,
+                 g_strerror (e));
+    return FALSE;
+  }
+  g_autofree char *newname = with_size (name, len);
+  g_autofree char *target = g_build_filename (sub, newname, NULL);
+  if (strcmp (newname, name) != 0 && rename (path, target) != 0) {
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno), "cannot rename %s: %s", path,
+                 g_strerror (errno));
+    return FALSE;
+  }
+  *new_path = g_steal_pointer (&target);
+  return fsync_dir (*new_path, error);
+}

@@ -1,0 +1,60 @@
+/* eb-mailbox.h - mbox and Maildir: splitting, locking, and crash-safe rewriting.
+ *
+ * mbox: messages are separated by "From " lines at the start of the file or after
+ * an empty line; everything is kept byte for byte (the From_ lines, ">From"
+ * quoting in either mboxo or mboxrd style, the blank separator lines). The file
+ * is locked the way delivery agents lock it - a dot-lock file (FILE.lock, created
+ * with O_EXCL, holding our PID; a lock whose process is gone is stale and removed)
+ * and an fcntl lock - for the whole run; the new mbox is written beside the old
+ * one, flushed with fsync and renamed over it, so a crash at any moment leaves the
+ * old file or the new one. Nothing changed: the file is not touched.
+ *
+ * Maildir: only changed messages are rewritten, each written in tmp/, fsync'd,
+ * renamed over its old name, then renamed to its new name when a Maildir++ ",S="
+ * size changed (flags such as ":2,FS" kept): at every moment the message exists
+ * exactly once. Unchanged files are not touched at all.
+ */
+#pragma once
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+  gsize from;    /* the From_ line */
+  gsize start;   /* the message: after the From_ line */
+  gsize end;     /* one past the message (the next From_ line, or the end) */
+} EbMboxMsg;
+
+/* Split @len bytes of mbox. Returns: (transfer full) (element-type EbMboxMsg). */
+GArray *eb_mbox_split (const char *buf, gsize len);
+
+/* Does the file start like an mbox ("From ")? */
+gboolean eb_mbox_sniff (const char *path);
+/* Is @path a Maildir (cur/, new/ and tmp/)? */
+gboolean eb_maildir_sniff (const char *path);
+
+typedef struct _EbMboxLock EbMboxLock;
+/* Lock @path (dot-lock, then fcntl on @fd), waiting at most @timeout_s seconds.
+ * Returns: (transfer full) (nullable): NULL with an error. */
+EbMboxLock *eb_mbox_lock (const char *path, int fd, guint timeout_s, GError **error);
+void eb_mbox_unlock (EbMboxLock *lock);
+
+/* Replace @path by @len bytes written beside it: write, fsync, keep the mode and
+ * owner of @old_fd, link the old file to @backup (nullable) first, rename over,
+ * fsync the directory. The bytes come from @write_fn called with a file
+ * descriptor. Errors: G_IO_ERROR / G_FILE_ERROR, @path untouched. */
+typedef gboolean (*EbWriteFunc) (int fd, gpointer data, GError **error);
+gboolean eb_replace_file (const char *path, int old_fd, const char *backup,
+                          EbWriteFunc write_fn, gpointer data, GError **error);
+
+/* Maildir: the message files under @dir (cur/ and new/; with @recursive the
+ * Maildir++ subfolders ".NAME" too), sorted. Returns: (transfer full). */
+GPtrArray *eb_maildir_list (const char *dir, gboolean recursive, GError **error);
+
+/* Rewrite one Maildir message file @path (in DIR/cur or DIR/new) with @len new
+ * bytes: tmp/ file, fsync, rename over, then rename to the name with an updated
+ * ",S=" when there is one. *@new_path gets the final name. */
+gboolean eb_maildir_replace (const char *path, const char *data, gsize len, char **new_path,
+                             GError **error);
+
+G_END_DECLS
