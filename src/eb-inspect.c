@@ -80,7 +80,8 @@ add_str (JsonBuilder *b, const char *name, const char *value)
 }
 
 char *
-eb_inspect_json (const char *source, const EbRewriteResult *result, guint i)
+eb_inspect_json (const char *source, gint64 mbox_offset, const char *message_id,
+                 const EbRewriteResult *result, guint i)
 {
   const EbRef *ref = g_ptr_array_index (result->scan->refs, i);
   const EbResolution *res = g_ptr_array_index (result->resolutions, i);
@@ -88,6 +89,12 @@ eb_inspect_json (const char *source, const EbRewriteResult *result, guint i)
   json_builder_begin_object (b);
   if (source)
     add_str (b, "source", source);
+  if (mbox_offset >= 0) {
+    json_builder_set_member_name (b, "mbox_offset");
+    json_builder_add_int_value (b, mbox_offset);
+  }
+  if (message_id)
+    add_str (b, "message_id", message_id);
   add_str (b, "part", ref->path);
   add_str (b, "access_type", ref->access_type);
   if (ref->url && g_ascii_strncasecmp (ref->url, "data:", 5) == 0

@@ -16,8 +16,10 @@ char *eb_inspect_printable (const char *s, gsize max);
 char *eb_inspect_quote (const char *s);
 
 /* One JSON object (no newline) for reference @i of @result in message @source
- * (nullable). Returns: (transfer full). */
-char *eb_inspect_json (const char *source, const EbRewriteResult *result, guint i);
+ * (nullable); in a mailbox, @mbox_offset (the From_ line's byte offset, or -1)
+ * and @message_id (nullable) identify the message. Returns: (transfer full). */
+char *eb_inspect_json (const char *source, gint64 mbox_offset, const char *message_id,
+                       const EbRewriteResult *result, guint i);
 
 /* A table under construction. */
 typedef struct _EbTable EbTable;

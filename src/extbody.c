@@ -26,6 +26,8 @@
 #include "eb-error.h"
 #include "eb-fetch.h"
 #include "eb-inspect.h"
+#include "eb-mailbox.h"
+#include "eb-header.h"
 #include "eb-rewrite.h"
 
 static const char *prog = "extbody";
@@ -208,8 +210,6 @@ parse_options (GOptionContext *ctx, int *argc, char ***argv, int *status)
 
 
 /* ---- mailboxes ----------------------------------------------------------- */
-
-#include "eb-mailbox.h"
 
 typedef struct {
   const char *buf;        /* the message */
@@ -593,11 +593,81 @@ cmd_rewrite (int argc, char **argv)
 
 /* ---- inspect ---------------------------------------------------------- */
 
+static char *
+message_id_of (const char *buf, gsize len)
+{
+  g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf, 0, len);
+  gint i = eb_header_block_find (blk, buf, "Message-ID");
+  return i >= 0 ? eb_header_field_unfold (&g_array_index (blk->fields, EbHeaderField, i), buf) : NULL;
+}
+
+static void
+inspect_one (const char *source, gint64 offset, const char *buf, gsize len,
+             const EbConfig *config, EbFetcher *fetcher, EbRewriteFlags flags, gboolean json,
+             EbTable *table, guint *n)
+{
+  g_autoptr (EbRewriteResult) result = eb_rewrite_plan (buf, len, config, fetcher, flags);
+  if (!result->scan || !result->scan->refs->len)
+    return;
+  g_autofree char *mid = message_id_of (buf, len);
+  g_autofree char *label = offset >= 0 ? g_strdup_printf ("%s@%" G_GINT64_FORMAT, source, offset)
+                                       : g_strdup (source);
+  for (guint i = 0; i < result->scan->refs->len; i++) {
+    (*n)++;
+    if (json) {
+      g_autofree char *line = eb_inspect_json (source, offset, mid, result, i);
+      printf ("%s\n", line);
+    } else {
+      eb_table_add (table, label, result, i);
+    }
+  }
+}
+
+static guint
+inspect_mailbox (const char *path, const EbConfig *config, EbFetcher *fetcher,
+                 EbRewriteFlags flags, gboolean recursive, gboolean json, EbTable *table,
+                 int *status)
+{
+  guint n = 0;
+  g_autoptr (GError) error = NULL;
+  if (eb_maildir_sniff (path)) {
+    g_autoptr (GPtrArray) files = eb_maildir_list (path, recursive, &error);
+    if (!files) {
+      die_line ("%s", error->message);
+      *status = MAX (*status, EX_NOINPUT);
+      return 0;
+    }
+    for (guint i = 0; i < files->len; i++) {
+      g_autoptr (GMappedFile) mf = g_mapped_file_new (g_ptr_array_index (files, i), FALSE, NULL);
+      if (mf && g_mapped_file_get_contents (mf))
+        inspect_one (g_ptr_array_index (files, i), -1, g_mapped_file_get_contents (mf),
+                     g_mapped_file_get_length (mf), config, fetcher, flags, json, table, &n);
+    }
+    return n;
+  }
+  g_autoptr (GMappedFile) mf = g_mapped_file_new (path, FALSE, &error);
+  if (!mf) {
+    die_line ("cannot read %s: %s", path, error->message);
+    *status = MAX (*status, EX_NOINPUT);
+    return 0;
+  }
+  const char *buf = g_mapped_file_get_contents (mf);
+  gsize len = g_mapped_file_get_length (mf);
+  g_autoptr (GArray) msgs = eb_mbox_split (buf ? buf : "", len);
+  for (guint i = 0; i < msgs->len; i++) {
+    const EbMboxMsg *m = &g_array_index (msgs, EbMboxMsg, i);
+    inspect_one (path, (gint64) m->from, buf + m->start, m->end - m->start, config, fetcher, flags,
+                 json, table, &n);
+  }
+  return n;
+}
+
 static int
 cmd_inspect (int argc, char **argv)
 {
-  gboolean json = FALSE, fetch = FALSE;
+  gboolean json = FALSE, fetch = FALSE, recursive = FALSE;
   GOptionEntry entries[] = {
+    { "recursive", 'r', 0, G_OPTION_ARG_NONE, &recursive, "With a Maildir, its Maildir++ subfolders too", NULL },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json,
       "One JSON object per reference per line (fields in extbody(1))", NULL },
     { "fetch", 0, 0, G_OPTION_ARG_NONE, &fetch,
@@ -606,8 +676,8 @@ cmd_inspect (int argc, char **argv)
   };
   g_autoptr (GOptionContext) ctx = new_context ("FILE...",
       "List every message/external-body reference of each message FILE (\"-\": standard\n"
-      "input), of every access-type, and what rewrite would do with it. Nothing is\n"
-      "changed.", entries, TRUE);
+      "input), mbox or Maildir, of every access-type, and what rewrite would do with\n"
+      "it. Nothing is changed.", entries, TRUE);
   int status = 0;
   if (!parse_options (ctx, &argc, &argv, &status))
     return status;
@@ -622,11 +692,17 @@ cmd_inspect (int argc, char **argv)
   g_autoptr (EbFetcher) fetcher = make_fetcher (config, &status);
   if (status)
     return status;
-  gboolean several = argc > 2;
+  gboolean several = argc > 2 || eb_maildir_sniff (argv[1])
+                     || (strcmp (argv[1], "-") != 0 && eb_mbox_sniff (argv[1]));
   g_autoptr (EbTable) table = eb_table_new (several);
   guint n_refs = 0;
   for (int a = 1; a < argc; a++) {
     g_autoptr (GError) error = NULL;
+    if (eb_maildir_sniff (argv[a]) || (strcmp (argv[a], "-") != 0 && eb_mbox_sniff (argv[a]))) {
+      EbRewriteFlags mflags = fetch ? EB_REWRITE_DEFAULT : EB_REWRITE_NO_FETCH;
+      n_refs += inspect_mailbox (argv[a], config, fetcher, mflags, recursive, json, table, &status);
+      continue;
+    }
     g_autoptr (GBytes) input = read_all (argv[a], &error);
     if (!input) {
       die_line ("%s", error->message);
@@ -646,7 +722,7 @@ cmd_inspect (int argc, char **argv)
     for (guint i = 0; result->scan && i < result->scan->refs->len; i++) {
       n_refs++;
       if (json) {
-        g_autofree char *line = eb_inspect_json (argv[a], result, i);
+        g_autofree char *line = eb_inspect_json (argv[a], -1, NULL, result, i);
         printf ("%s\n", line);
       } else {
         eb_table_add (table, argv[a], result, i);

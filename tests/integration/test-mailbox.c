@@ -306,6 +306,33 @@ test_delivery_during_run (void)
   g_subprocess_wait (srv, NULL, NULL);
 }
 
+/* inspect streams one JSON object per reference with the message's identity. */
+static void
+test_inspect (void)
+{
+  g_autofree char *box = gen ("inspect.mbox", 200, "mbox");
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, NULL, "inspect", "-c", conf, "--json", box);
+  g_assert_cmpint (r.status, ==, 0);
+  g_autofree char *out = bytes_str (r.out);
+  g_auto (GStrv) lines = g_strsplit (g_strstrip (out), "\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), ==, 25);
+  for (guint i = 0; lines[i]; i++) {
+    g_assert_nonnull (strstr (lines[i], "\"mbox_offset\":"));
+    g_assert_nonnull (strstr (lines[i], "\"message_id\":\"<"));
+  }
+  g_autofree char *md = gen ("inspect-md", 200, "maildir");
+  g_auto (CmdResult) r2 = { 0 };
+  RUN (&r2, NULL, "inspect", "-c", conf, "--json", md);
+  g_autofree char *out2 = bytes_str (r2.out);
+  g_assert_cmpuint (n_lines (r2.out), ==, 25);
+  g_assert_nonnull (strstr (out2, "/cur/"));
+  /* inspect changes nothing */
+  g_autofree char *cmp = g_strdup_printf ("python3 '%s' --seed 1 --count 200 --ext-fraction 0.1 --out '%s.check' --force -q && cmp -s '%s' '%s.check'",
+                                          g_test_build_filename (G_TEST_DIST, "bench", "gen-corpus.py", NULL), box, box, box);
+  g_assert_cmpint (sh (cmp, NULL), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -319,6 +346,7 @@ main (int argc, char **argv)
   g_test_add_func ("/mailbox/kill-9", test_kill);
   g_test_add_func ("/mailbox/write-error", test_write_error);
   g_test_add_func ("/mailbox/delivery-during-run", test_delivery_during_run);
+  g_test_add_func ("/mailbox/inspect", test_inspect);
   int rc = g_test_run ();
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", work);
   sh (rm, NULL);
