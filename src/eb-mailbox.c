@@ -168,7 +168,13 @@ eb_replace_file (const char *path, int old_fd, const char *backup, EbWriteFunc w
     return FALSE;
   }
   struct stat st;
-  gboolean ok = write_fn (fd, data, error);
+  gboolean changed = TRUE;
+  gboolean ok = write_fn (fd, data, &changed, error);
+  if (ok && !changed) {
+    close (fd);
+    unlink (tmpl);
+    return TRUE;
+  }
   if (ok && fsync (fd) != 0) {
     g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno), "cannot sync %s: %s", tmpl,
                  g_strerror (errno));

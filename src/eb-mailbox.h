@@ -39,11 +39,12 @@ typedef struct _EbMboxLock EbMboxLock;
 EbMboxLock *eb_mbox_lock (const char *path, int fd, guint timeout_s, GError **error);
 void eb_mbox_unlock (EbMboxLock *lock);
 
-/* Replace @path by @len bytes written beside it: write, fsync, keep the mode and
- * owner of @old_fd, link the old file to @backup (nullable) first, rename over,
- * fsync the directory. The bytes come from @write_fn called with a file
- * descriptor. Errors: G_IO_ERROR / G_FILE_ERROR, @path untouched. */
-typedef gboolean (*EbWriteFunc) (int fd, gpointer data, GError **error);
+/* Replace @path by the bytes @write_fn writes beside it: write, fsync, keep the
+ * mode and owner of @old_fd, link the old file to @backup (nullable) first,
+ * rename over, fsync the directory. When @write_fn says nothing changed
+ * (*changed FALSE), the new file is removed and @path is not touched.
+ * Errors: G_FILE_ERROR, @path untouched. */
+typedef gboolean (*EbWriteFunc) (int fd, gpointer data, gboolean *changed, GError **error);
 gboolean eb_replace_file (const char *path, int old_fd, const char *backup,
                           EbWriteFunc write_fn, gpointer data, GError **error);
 

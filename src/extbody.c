@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sysexits.h>
 #include <unistd.h>
@@ -219,12 +220,16 @@ typedef struct {
   guint       n_refs, n_resolved;
   GHashTable *left;       /* token -> count (shared, locked) */
   gboolean    failed;
+  gboolean    finished;   /* set (under the batch lock) when processed */
+  GMappedFile *map;       /* a Maildir file, mapped by the worker */
+  gboolean    changed;    /* kept after the output is written and freed */
 } Item;
 
 typedef struct {
   const EbConfig *config;
   EbFetcher      *fetcher;
   GMutex          lock;
+  GCond           cond;   /* signalled when an item is done */
   guint           done;
   guint64         bytes_done;
   GHashTable     *left;   /* reason token -> count */
@@ -235,6 +240,15 @@ batch_work (gpointer data, gpointer user)
 {
   Item *it = data;
   Batch *b = user;
+  if (!it->buf) {   /* a Maildir file: mapped here, released by the writer */
+    it->map = g_mapped_file_new (it->label, FALSE, NULL);
+    it->buf = it->map ? g_mapped_file_get_contents (it->map) : NULL;
+    it->len = it->map ? g_mapped_file_get_length (it->map) : 0;
+    if (!it->map)
+      it->failed = TRUE;
+    if (!it->buf)
+      it->buf = "";
+  }
   g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
   g_autoptr (EbRewriteResult) r = NULL;
   if (!eb_rewrite (it->buf, it->len, b->config, b->fetcher, EB_REWRITE_DEFAULT, out, &r, NULL)) {
@@ -256,8 +270,11 @@ batch_work (gpointer data, gpointer user)
                            GUINT_TO_POINTER (GPOINTER_TO_UINT (g_hash_table_lookup (b->left, t)) + 1));
     }
   }
+  it->changed = it->out != NULL;
+  it->finished = TRUE;
   b->done++;
   b->bytes_done += it->len;
+  g_cond_broadcast (&b->cond);
   g_mutex_unlock (&b->lock);
 }
 
@@ -280,32 +297,6 @@ progress_line (Batch *b, guint total, guint64 total_bytes, gint64 t0, gboolean f
   fflush (stderr);
 }
 
-/* Run the items through @jobs threads, with a progress bar on a terminal. */
-static void
-batch_run (Batch *b, GPtrArray *items, guint jobs, gboolean progress)
-{
-  guint64 total_bytes = 0;
-  for (guint i = 0; i < items->len; i++)
-    total_bytes += ((Item *) g_ptr_array_index (items, i))->len;
-  gint64 t0 = g_get_monotonic_time ();
-  GThreadPool *pool = g_thread_pool_new (batch_work, b, (gint) MAX (jobs, 1), TRUE, NULL);
-  for (guint i = 0; i < items->len; i++)
-    g_thread_pool_push (pool, g_ptr_array_index (items, i), NULL);
-  while (TRUE) {
-    g_mutex_lock (&b->lock);
-    gboolean all = b->done == items->len;
-    g_mutex_unlock (&b->lock);
-    if (all)
-      break;
-    if (progress)
-      progress_line (b, items->len, total_bytes, t0, FALSE);
-    g_usleep (200000);
-  }
-  g_thread_pool_free (pool, FALSE, TRUE);
-  if (progress)
-    progress_line (b, items->len, total_bytes, t0, TRUE);
-}
-
 static void
 batch_summary (Batch *b, GPtrArray *items, gboolean dry_run)
 {
@@ -314,7 +305,7 @@ batch_summary (Batch *b, GPtrArray *items, gboolean dry_run)
     Item *it = g_ptr_array_index (items, i);
     refs += it->n_refs;
     resolved += it->n_resolved;
-    changed += it->out != NULL;
+    changed += it->changed;
   }
   GString *left = g_string_new (NULL);
   GHashTableIter hi;
@@ -331,18 +322,13 @@ batch_summary (Batch *b, GPtrArray *items, gboolean dry_run)
 static void
 item_free (Item *it)
 {
+  if (it->map)
+    g_mapped_file_unref (it->map);
   g_free (it->label);
   if (it->out)
     g_bytes_unref (it->out);
   g_free (it);
 }
-
-typedef struct {
-  const char *buf;
-  gsize       len;
-  GArray     *msgs;
-  GPtrArray  *items;
-} MboxWrite;
 
 static gboolean
 write_all_fd (int fd, const void *p, gsize n, GError **error)
@@ -363,26 +349,80 @@ write_all_fd (int fd, const void *p, gsize n, GError **error)
   return TRUE;
 }
 
-static gboolean
-mbox_write (int fd, gpointer data, GError **error)
+typedef struct {
+  const char *buf;
+  gsize       len;
+  GArray     *msgs;
+  GPtrArray  *items;
+  Batch      *batch;
+  guint       jobs;
+  gboolean    progress;
+  gboolean    dry_run;
+} MboxRun;
+
+/* Give back the pages of [from, to) of the mapped mailbox: once a stretch is
+ * written, it is not needed again, and memory stays flat however large the
+ * mailbox. */
+static void
+release_pages (const char *base, gsize from, gsize to)
 {
-  MboxWrite *w = data;
-  gsize prev = 0;
-  for (guint i = 0; i < w->msgs->len; i++) {
-    const EbMboxMsg *m = &g_array_index (w->msgs, EbMboxMsg, i);
-    Item *it = g_ptr_array_index (w->items, i);
-    if (!it->out)
-      continue;
-    /* everything up to this message's body verbatim, then the new message */
-    if (!write_all_fd (fd, w->buf + prev, m->start - prev, error))
-      return FALSE;
-    gsize n = 0;
-    const char *d = g_bytes_get_data (it->out, &n);
-    if (!write_all_fd (fd, d, n, error))
-      return FALSE;
-    prev = m->end;
+  gsize page = (gsize) sysconf (_SC_PAGESIZE);
+  gsize a = (from + page - 1) / page * page, z = to / page * page;
+  if (z > a)
+    madvise ((void *) (base + a), z - a, MADV_DONTNEED);
+}
+
+/* Process the messages in order through the worker threads, at most a window
+ * of them in flight, and write each one (or its original bytes) as soon as it
+ * is the next; in a dry run nothing is written. */
+static gboolean
+mbox_stream (int fd, gpointer data, gboolean *changed, GError **error)
+{
+  MboxRun *w = data;
+  Batch *b = w->batch;
+  guint n = w->items->len, window = MAX (4 * w->jobs, 16);
+  guint pushed = 0, next = 0;
+  gsize prev = 0;      /* bytes of the input written (or passed) so far */
+  gboolean any = FALSE, ok = TRUE;
+  guint64 total_bytes = w->len;
+  gint64 t0 = g_get_monotonic_time (), last = t0;
+  GThreadPool *pool = g_thread_pool_new (batch_work, b, (gint) w->jobs, TRUE, NULL);
+  while (next < n) {
+    while (pushed < n && pushed - next < window)
+      g_thread_pool_push (pool, g_ptr_array_index (w->items, pushed++), NULL);
+    Item *it = g_ptr_array_index (w->items, next);
+    g_mutex_lock (&b->lock);
+    while (!it->finished)
+      g_cond_wait_until (&b->cond, &b->lock, g_get_monotonic_time () + 200 * G_TIME_SPAN_MILLISECOND);
+    g_mutex_unlock (&b->lock);
+    const EbMboxMsg *m = &g_array_index (w->msgs, EbMboxMsg, next);
+    if (it->out) {
+      any = TRUE;
+      if (ok && fd >= 0) {
+        gsize len = 0;
+        const char *d = g_bytes_get_data (it->out, &len);
+        ok = write_all_fd (fd, w->buf + prev, m->start - prev, error) && write_all_fd (fd, d, len, error);
+      }
+      prev = m->end;
+      g_clear_pointer (&it->out, g_bytes_unref);
+    } else if (ok && fd >= 0 && m->end - prev > (1 << 20)) {
+      ok = write_all_fd (fd, w->buf + prev, m->end - prev, error);
+      prev = m->end;
+    }
+    release_pages (w->buf, 0, MIN (prev, m->start));
+    next++;
+    if (w->progress && g_get_monotonic_time () - last > 200000) {
+      progress_line (b, n, total_bytes, t0, FALSE);
+      last = g_get_monotonic_time ();
+    }
   }
-  return write_all_fd (fd, w->buf + prev, w->len - prev, error);
+  g_thread_pool_free (pool, FALSE, TRUE);
+  if (ok && fd >= 0)
+    ok = write_all_fd (fd, w->buf + prev, w->len - prev, error);
+  if (w->progress)
+    progress_line (b, n, total_bytes, t0, TRUE);
+  *changed = any;
+  return ok;
 }
 
 typedef enum { BOX_NONE, BOX_MBOX, BOX_MAILDIR } BoxKind;
@@ -394,6 +434,7 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
 {
   Batch b = { config, fetcher };
   g_mutex_init (&b.lock);
+  g_cond_init (&b.cond);
   b.left = g_hash_table_new (g_str_hash, g_str_equal);
   g_autoptr (GPtrArray) items = g_ptr_array_new_with_free_func ((GDestroyNotify) item_free);
   gboolean progress = isatty (STDERR_FILENO);
@@ -430,16 +471,13 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
       it->label = g_strdup_printf ("%s@%" G_GSIZE_FORMAT, path, m->from);
       g_ptr_array_add (items, it);
     }
-    batch_run (&b, items, jobs, progress);
-    gboolean any = FALSE;
-    for (guint i = 0; i < items->len; i++)
-      any |= ((Item *) g_ptr_array_index (items, i))->out != NULL;
-    if (any && !dry_run) {
-      MboxWrite w = { buf, len, msgs, items };
-      if (!eb_replace_file (path, fd, backup, mbox_write, &w, &error)) {
-        die_line ("%s: %s (the mailbox is unchanged)", path, error->message);
-        status = EX_IOERR;
-      }
+    MboxRun w = { buf ? buf : "", len, msgs, items, &b, MAX (jobs, 1), progress, dry_run };
+    if (dry_run) {
+      gboolean changed = FALSE;
+      mbox_stream (-1, &w, &changed, NULL);
+    } else if (!eb_replace_file (path, fd, backup, mbox_stream, &w, &error)) {
+      die_line ("%s: %s (the mailbox is unchanged)", path, error->message);
+      status = EX_IOERR;
     }
     eb_mbox_unlock (lock);
     close (fd);
@@ -449,39 +487,51 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
       die_line ("%s", error->message);
       return EX_NOINPUT;
     }
-    g_autoptr (GPtrArray) maps = g_ptr_array_new_with_free_func ((GDestroyNotify) g_mapped_file_unref);
     for (guint i = 0; i < files->len; i++) {
-      const char *f = g_ptr_array_index (files, i);
-      g_autoptr (GError) e = NULL;
-      GMappedFile *mf = g_mapped_file_new (f, FALSE, &e);
-      if (!mf) {
-        die_line ("cannot read %s: %s", f, e->message);
-        status = EX_IOERR;
-        continue;
-      }
-      g_ptr_array_add (maps, mf);
       Item *it = g_new0 (Item, 1);
-      it->buf = g_mapped_file_get_contents (mf);
-      it->len = g_mapped_file_get_length (mf);
-      if (!it->buf)
-        it->buf = "";
-      it->label = g_strdup (f);
+      it->label = g_strdup (g_ptr_array_index (files, i));
       g_ptr_array_add (items, it);
     }
-    batch_run (&b, items, jobs, progress);
-    for (guint i = 0; i < items->len && !dry_run; i++) {
-      Item *it = g_ptr_array_index (items, i);
-      if (!it->out)
-        continue;
-      gsize n = 0;
-      const char *d = g_bytes_get_data (it->out, &n);
-      g_autofree char *np = NULL;
-      g_autoptr (GError) e = NULL;
-      if (!eb_maildir_replace (it->label, d, n, &np, &e)) {
-        die_line ("%s (the message is unchanged)", e->message);
+    /* in order through the workers, a window at a time; each changed message is
+     * replaced as soon as it is done, and its memory given back */
+    guint n = items->len, window = MAX (4 * MAX (jobs, 1), 16), pushed = 0;
+    GThreadPool *pool = g_thread_pool_new (batch_work, &b, (gint) MAX (jobs, 1), TRUE, NULL);
+    gint64 t0 = g_get_monotonic_time (), last = t0;
+    guint64 total_bytes = 0;
+    for (guint next = 0; next < n; next++) {
+      while (pushed < n && pushed - next < window)
+        g_thread_pool_push (pool, g_ptr_array_index (items, pushed++), NULL);
+      Item *it = g_ptr_array_index (items, next);
+      g_mutex_lock (&b.lock);
+      while (!it->finished)
+        g_cond_wait_until (&b.cond, &b.lock, g_get_monotonic_time () + 200 * G_TIME_SPAN_MILLISECOND);
+      g_mutex_unlock (&b.lock);
+      if (it->failed && !it->map) {
+        die_line ("cannot read %s", it->label);
         status = EX_IOERR;
       }
+      total_bytes += it->len;
+      if (it->out && !dry_run) {
+        gsize len = 0;
+        const char *d = g_bytes_get_data (it->out, &len);
+        g_autofree char *np = NULL;
+        g_autoptr (GError) e = NULL;
+        if (!eb_maildir_replace (it->label, d, len, &np, &e)) {
+          die_line ("%s (the message is unchanged)", e->message);
+          status = EX_IOERR;
+        }
+      }
+      g_clear_pointer (&it->out, g_bytes_unref);
+      g_clear_pointer (&it->map, g_mapped_file_unref);
+      it->buf = NULL;
+      if (progress && g_get_monotonic_time () - last > 200000) {
+        progress_line (&b, n, 0, t0, FALSE);
+        last = g_get_monotonic_time ();
+      }
     }
+    g_thread_pool_free (pool, FALSE, TRUE);
+    if (progress)
+      progress_line (&b, n, total_bytes, t0, TRUE);
   }
   batch_summary (&b, items, dry_run);
   for (guint i = 0; i < items->len; i++)
@@ -489,6 +539,7 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
       status = MAX (status, EX_IOERR);
   g_hash_table_unref (b.left);
   g_mutex_clear (&b.lock);
+  g_cond_clear (&b.cond);
   return status;
 }
 
