@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,9 +16,11 @@ is_from_line (const char *buf, gsize len, gsize p)
   return len - p >= 5 && memcmp (buf + p, "From ", 5) == 0;
 }
 
-GArray *
-eb_mbox_split (const char *buf, gsize len)
+static GArray *
+split (const char *buf, gsize len, gboolean release)
 {
+  const gsize chunk = 16 << 20;
+  gsize page = (gsize) sysconf (_SC_PAGESIZE), released = 0;
   GArray *msgs = g_array_new (FALSE, FALSE, sizeof (EbMboxMsg));
   gsize p = 0;
   gboolean prev_blank = TRUE;   /* the start of the file counts as after a blank line */
@@ -38,12 +41,30 @@ eb_mbox_split (const char *buf, gsize len)
     gsize content = e - p - (nl ? 1 : 0);
     prev_blank = content == 0 || (content == 1 && buf[p] == '\r');
     p = e;
+    if (release && p - released >= chunk) {
+      gsize z = (p - 4096) / page * page;   /* keep the line being looked at */
+      if (z > released)
+        madvise ((void *) (buf + released), z - released, MADV_DONTNEED);
+      released = z;
+    }
   }
   if (open) {
     cur.end = len;
     g_array_append_val (msgs, cur);
   }
   return msgs;
+}
+
+GArray *
+eb_mbox_split (const char *buf, gsize len)
+{
+  return split (buf, len, FALSE);
+}
+
+GArray *
+eb_mbox_split_mapped (const char *buf, gsize len)
+{
+  return split (buf, len, TRUE);
 }
 
 gboolean

@@ -28,6 +28,11 @@ typedef struct {
 /* Split @len bytes of mbox. Returns: (transfer full) (element-type EbMboxMsg). */
 GArray *eb_mbox_split (const char *buf, gsize len);
 
+/* The same over a read-only mapping, giving its pages back (MADV_DONTNEED) as
+ * the scan passes them, so that splitting a large mailbox does not make it
+ * resident; the pages come back on demand. */
+GArray *eb_mbox_split_mapped (const char *buf, gsize len);
+
 /* Does the file start like an mbox ("From ")? */
 gboolean eb_mbox_sniff (const char *path);
 /* Is @path a Maildir (cur/, new/ and tmp/)? */

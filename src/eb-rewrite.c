@@ -105,12 +105,10 @@ eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config, EbFetcher *
 }
 
 gboolean
-eb_rewrite (const char *buf, gsize len, const EbConfig *config, EbFetcher *fetcher,
-            EbRewriteFlags flags, GOutputStream *out, EbRewriteResult **result, GError **error)
+eb_rewrite_write (const EbRewriteResult *r, const char *buf, gsize len, GOutputStream *out,
+                  GError **error)
 {
-  g_autoptr (EbRewriteResult) r = eb_rewrite_plan (buf, len, config, fetcher, flags);
   gboolean ok = TRUE;
-
   if (!r->changed) {
     ok = g_output_stream_write_all (out, buf, len, NULL, NULL, error);
   } else {
@@ -132,6 +130,15 @@ eb_rewrite (const char *buf, gsize len, const EbConfig *config, EbFetcher *fetch
   }
   if (ok)
     ok = g_output_stream_flush (out, NULL, error);
+  return ok;
+}
+
+gboolean
+eb_rewrite (const char *buf, gsize len, const EbConfig *config, EbFetcher *fetcher,
+            EbRewriteFlags flags, GOutputStream *out, EbRewriteResult **result, GError **error)
+{
+  g_autoptr (EbRewriteResult) r = eb_rewrite_plan (buf, len, config, fetcher, flags);
+  gboolean ok = eb_rewrite_write (r, buf, len, out, error);
   if (result)
     *result = g_steal_pointer (&r);
   return ok;

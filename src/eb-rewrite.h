@@ -42,6 +42,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbRewriteResult, eb_rewrite_result_free)
 EbRewriteResult *eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config,
                                   EbFetcher *fetcher, EbRewriteFlags flags);
 
+/* Write the message planned in @result (from eb_rewrite_plan on the same @buf)
+ * to @out. */
+gboolean eb_rewrite_write (const EbRewriteResult *result, const char *buf, gsize len,
+                           GOutputStream *out, GError **error);
+
 /* Plan, then write the message to @out. Returns FALSE with a GIOError when
  * writing fails (nothing else fails: a message that cannot be changed is copied).
  * @result: (out) (optional) (transfer full): what was done. */

@@ -249,16 +249,18 @@ batch_work (gpointer data, gpointer user)
     if (!it->buf)
       it->buf = "";
   }
-  g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
-  g_autoptr (EbRewriteResult) r = NULL;
-  if (!eb_rewrite (it->buf, it->len, b->config, b->fetcher, EB_REWRITE_DEFAULT, out, &r, NULL)) {
-    it->failed = TRUE;
-  } else {
-    it->n_refs = r->scan ? r->scan->refs->len : 0;
-    it->n_resolved = r->n_resolved;
-    if (r->changed) {
+  /* plan first: only a message that changes is written out (in memory) */
+  g_autoptr (EbRewriteResult) r = eb_rewrite_plan (it->buf, it->len, b->config, b->fetcher,
+                                                   EB_REWRITE_DEFAULT);
+  it->n_refs = r->scan ? r->scan->refs->len : 0;
+  it->n_resolved = r->n_resolved;
+  if (r->changed) {
+    g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
+    if (eb_rewrite_write (r, it->buf, it->len, out, NULL)) {
       g_output_stream_close (out, NULL, NULL);
       it->out = g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (out));
+    } else {
+      it->failed = TRUE;
     }
   }
   g_mutex_lock (&b->lock);
@@ -462,7 +464,9 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
     }
     const char *buf = g_mapped_file_get_contents (mf);
     gsize len = g_mapped_file_get_length (mf);
-    g_autoptr (GArray) msgs = eb_mbox_split (buf ? buf : "", len);
+    g_autoptr (GArray) msgs = buf ? eb_mbox_split_mapped (buf, len) : eb_mbox_split ("", 0);
+    if (buf)
+      release_pages (buf, 0, len);   /* what the split touched last comes back on demand */
     for (guint i = 0; i < msgs->len; i++) {
       const EbMboxMsg *m = &g_array_index (msgs, EbMboxMsg, i);
       Item *it = g_new0 (Item, 1);
