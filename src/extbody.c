@@ -351,9 +351,27 @@ write_all_fd (int fd, const void *p, gsize n, GError **error)
   return TRUE;
 }
 
+/* Copy @n bytes at @off of @in_fd to @out_fd in the kernel (copy_file_range),
+ * falling back to write() from the mapping @buf. */
+static gboolean
+copy_range (int in_fd, const char *buf, gsize off, gsize n, int out_fd, GError **error)
+{
+  loff_t o = (loff_t) off;
+  while (n > 0) {
+    ssize_t c = copy_file_range (in_fd, &o, out_fd, NULL, n, 0);
+    if (c < 0 && errno == EINTR)
+      continue;
+    if (c <= 0)
+      return write_all_fd (out_fd, buf + o, n, error);
+    n -= (gsize) c;
+  }
+  return TRUE;
+}
+
 typedef struct {
   const char *buf;
   gsize       len;
+  int         in_fd;
   GArray     *msgs;
   GPtrArray  *items;
   Batch      *batch;
@@ -403,12 +421,13 @@ mbox_stream (int fd, gpointer data, gboolean *changed, GError **error)
       if (ok && fd >= 0) {
         gsize len = 0;
         const char *d = g_bytes_get_data (it->out, &len);
-        ok = write_all_fd (fd, w->buf + prev, m->start - prev, error) && write_all_fd (fd, d, len, error);
+        ok = copy_range (w->in_fd, w->buf, prev, m->start - prev, fd, error)
+             && write_all_fd (fd, d, len, error);
       }
       prev = m->end;
       g_clear_pointer (&it->out, g_bytes_unref);
-    } else if (ok && fd >= 0 && m->end - prev > (1 << 20)) {
-      ok = write_all_fd (fd, w->buf + prev, m->end - prev, error);
+    } else if (ok && fd >= 0 && m->end - prev > (8 << 20)) {
+      ok = copy_range (w->in_fd, w->buf, prev, m->end - prev, fd, error);
       prev = m->end;
     }
     release_pages (w->buf, 0, MIN (prev, m->start));
@@ -420,7 +439,7 @@ mbox_stream (int fd, gpointer data, gboolean *changed, GError **error)
   }
   g_thread_pool_free (pool, FALSE, TRUE);
   if (ok && fd >= 0)
-    ok = write_all_fd (fd, w->buf + prev, w->len - prev, error);
+    ok = copy_range (w->in_fd, w->buf, prev, w->len - prev, fd, error);
   if (w->progress)
     progress_line (b, n, total_bytes, t0, TRUE);
   *changed = any;
@@ -475,7 +494,7 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
       it->label = g_strdup_printf ("%s@%" G_GSIZE_FORMAT, path, m->from);
       g_ptr_array_add (items, it);
     }
-    MboxRun w = { buf ? buf : "", len, msgs, items, &b, MAX (jobs, 1), progress, dry_run };
+    MboxRun w = { buf ? buf : "", len, fd, msgs, items, &b, MAX (jobs, 1), progress, dry_run };
     if (dry_run) {
       gboolean changed = FALSE;
       mbox_stream (-1, &w, &changed, NULL);

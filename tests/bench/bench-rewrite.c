@@ -11,7 +11,10 @@
 #include <gio/gio.h>
 #include <gmime/gmime.h>
 #include <stdio.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "eb-rewrite.h"
 
 static double
@@ -33,9 +36,45 @@ G_DEFINE_TYPE (NullOut, null_out, G_TYPE_OUTPUT_STREAM)
 static void null_out_class_init (NullOutClass *k) { G_OUTPUT_STREAM_CLASS (k)->write_fn = null_write; }
 static void null_out_init (NullOut *s) { }
 
+/* --mbox IN OUT: GMime's own mbox round trip, the baseline for mailbox
+ * rewriting: parse IN as an mbox, write every message with its From_ line to
+ * OUT, fsync. */
+static int
+mbox_roundtrip (const char *in, const char *out)
+{
+  g_mime_init ();
+  GMimeStream *is = g_mime_stream_mmap_new (open (in, O_RDONLY), PROT_READ, MAP_PRIVATE);
+  int ofd = open (out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  GMimeStream *os = g_mime_stream_fs_new (ofd);
+  GMimeParser *p = g_mime_parser_new_with_stream (is);
+  g_mime_parser_set_format (p, GMIME_FORMAT_MBOX);
+  g_mime_parser_set_persist_stream (p, TRUE);
+  guint n = 0;
+  while (!g_mime_parser_eos (p)) {
+    GMimeMessage *m = g_mime_parser_construct_message (p, NULL);
+    if (!m)
+      break;
+    const char *from = g_mime_parser_get_mbox_marker (p);
+    g_mime_stream_printf (os, "%s\n", from ? from : "From -");
+    g_mime_object_write_to_stream (GMIME_OBJECT (m), NULL, os);
+    g_mime_stream_write_string (os, "\n");
+    g_object_unref (m);
+    n++;
+  }
+  g_mime_stream_flush (os);
+  fsync (ofd);
+  g_object_unref (p);
+  g_object_unref (os);
+  g_object_unref (is);
+  printf ("%u messages\n", n);
+  return 0;
+}
+
 int
 main (int argc, char **argv)
 {
+  if (argc == 4 && strcmp (argv[1], "--mbox") == 0)
+    return mbox_roundtrip (argv[2], argv[3]);
   int repeat = 5;
   int first = 1;
   if (argc > 2 && strcmp (argv[1], "--repeat") == 0) {
