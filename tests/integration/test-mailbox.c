@@ -328,8 +328,9 @@ test_inspect (void)
   g_assert_cmpuint (n_lines (r2.out), ==, 25);
   g_assert_nonnull (strstr (out2, "/cur/"));
   /* inspect changes nothing */
+  g_autofree char *genpy = g_test_build_filename (G_TEST_DIST, "bench", "gen-corpus.py", NULL);
   g_autofree char *cmp = g_strdup_printf ("python3 '%s' --seed 1 --count 200 --ext-fraction 0.1 --out '%s.check' --force -q && cmp -s '%s' '%s.check'",
-                                          g_test_build_filename (G_TEST_DIST, "bench", "gen-corpus.py", NULL), box, box, box);
+                                          genpy, box, box, box);
   g_assert_cmpint (sh (cmp, NULL), ==, 0);
 }
 
