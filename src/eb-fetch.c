@@ -23,6 +23,8 @@ struct _EbFetcher {
   GHashTable *cache;           /* url -> CacheEntry */
   GQueue      cache_order;     /* urls, oldest first */
   GHashTable *rate;            /* host -> GArray of gint64 (µs, last minute) */
+  GHashTable *inflight;        /* url being fetched by some thread (under lock) */
+  GCond       done;            /* signalled when an in-flight fetch ends */
 };
 
 typedef struct {
@@ -127,6 +129,8 @@ eb_fetcher_new (const EbConfig *config, GError **error)
   f->cache = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) cache_entry_free);
   g_queue_init (&f->cache_order);
   f->rate = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_array_unref);
+  f->inflight = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_cond_init (&f->done);
   return f;
 }
 
@@ -145,6 +149,8 @@ eb_fetcher_free (EbFetcher *f)
   g_hash_table_unref (f->cache);
   g_queue_clear_full (&f->cache_order, g_free);
   g_hash_table_unref (f->rate);
+  g_hash_table_unref (f->inflight);
+  g_cond_clear (&f->done);
   g_free (f);
 }
 
@@ -313,6 +319,7 @@ typedef struct {
   EbFetcher   *f;
   CURL        *easy;
   char        *url;          /* current: the first URL, then each redirect target */
+  char        *asked;        /* the URL asked for: the cache key */
   guint        redirects;
   GByteArray  *body;
   guint64      max_bytes;
@@ -323,6 +330,8 @@ typedef struct {
   char        *fail_detail;
   char         errbuf[CURL_ERROR_SIZE];
   EbFetchResult *result;     /* when done */
+  gboolean     claimed;      /* this call holds the URL in the in-flight table */
+  gboolean     deferred;     /* another thread is fetching it */
 } Transfer;
 
 static void
@@ -519,8 +528,11 @@ eb_fetch_set_thread_progress (EbFetchProgressFunc func, gpointer data)
     g_free (p);
 }
 
-GPtrArray *
-eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes)
+/* One round: fetch @urls; with @defer, a URL that another thread is fetching is
+ * not waited for here (waiting while holding claims could deadlock): its result
+ * is left NULL for the caller. */
+static GPtrArray *
+fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, gboolean defer)
 {
   Progress *progress = g_private_get (&progress_key);
   gint64 last_progress = g_get_monotonic_time ();
@@ -536,6 +548,7 @@ eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 ma
     Transfer *t = g_new0 (Transfer, 1);
     t->f = f;
     t->url = g_strdup (urls[i]);
+    t->asked = g_strdup (urls[i]);
     t->max_bytes = max_bytes;
     t->deadline = deadline;
     g_hash_table_insert (index, (gpointer) urls[i], t);
@@ -543,6 +556,21 @@ eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 ma
     t->result = cache_get (f, urls[i]);
     if (t->result)
       continue;
+    /* another thread fetching the same URL: deferred, so a URL many messages
+     * reference is fetched once */
+    if (defer && f->config->cache_ttl && f->config->cache_entries) {
+      g_mutex_lock (&f->lock);
+      gboolean busy = g_hash_table_contains (f->inflight, urls[i]);
+      if (!busy) {
+        g_hash_table_add (f->inflight, g_strdup (urls[i]));
+        t->claimed = TRUE;
+      }
+      g_mutex_unlock (&f->lock);
+      if (busy) {
+        t->deferred = TRUE;
+        continue;
+      }
+    }
     g_autofree char *detail = NULL;
     g_autofree char *host = NULL;
     EbReason why = check_url (f, urls[i], &detail, &host);
@@ -563,7 +591,7 @@ eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 ma
     /* start transfers up to the limit */
     while (running_handles < f->config->max_concurrent_fetches && next < transfers->len) {
       Transfer *t = g_ptr_array_index (transfers, next++);
-      if (t->result)
+      if (t->result || t->deferred)
         continue;
       t->easy = curl_easy_init ();
       t->body = g_byte_array_new ();
@@ -592,8 +620,10 @@ eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 ma
         curl_multi_add_handle (multi, t->easy);
       } else {
         running_handles--;
-        if (t->result->reason == EB_REASON_RESOLVED || t->result->reason == EB_REASON_HTTP_STATUS)
-          cache_put (f, g_hash_table_lookup (index, t->url) == t ? t->url : t->url, t->result);
+        /* every outcome but a rate limit is remembered: a dead URL that many
+         * messages reference is not tried again for each */
+        if (t->result->reason != EB_REASON_RATE_LIMITED)
+          cache_put (f, t->asked, t->result);
       }
     }
     if (running_handles)
@@ -607,6 +637,10 @@ eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 ma
 
   for (guint i = 0; i < n; i++) {
     Transfer *t = g_hash_table_lookup (index, urls[i]);
+    if (t->deferred) {
+      g_ptr_array_add (results, NULL);
+      continue;
+    }
     EbFetchResult *r = eb_fetch_result_copy (t->result);
     if (i > 0 && !r->from_cache) {
       /* a second reference to the same URL in this message shares the fetch */
@@ -618,6 +652,14 @@ eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 ma
     }
     g_ptr_array_add (results, r);
   }
+  g_mutex_lock (&f->lock);
+  for (guint i = 0; i < transfers->len; i++) {
+    Transfer *t = g_ptr_array_index (transfers, i);
+    if (t->claimed)
+      g_hash_table_remove (f->inflight, t->asked);
+  }
+  g_cond_broadcast (&f->done);
+  g_mutex_unlock (&f->lock);
   for (guint i = 0; i < transfers->len; i++) {
     Transfer *t = g_ptr_array_index (transfers, i);
     if (t->easy)
@@ -627,6 +669,7 @@ eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 ma
     eb_fetch_result_free (t->result);
     g_free (t->fail_detail);
     g_free (t->url);
+    g_free (t->asked);
     g_free (t);
   }
   return results;
@@ -696,4 +739,35 @@ eb_fetch_local_file (const char *path, const char *dirs, guint64 max_bytes)
   r->reason = EB_REASON_RESOLVED;
   r->body = g_byte_array_free_to_bytes (a);
   return r;
+}
+
+GPtrArray *
+eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes)
+{
+  GPtrArray *results = fetch_round (f, urls, n, max_bytes, TRUE);
+  g_autoptr (GPtrArray) again = g_ptr_array_new ();
+  g_autoptr (GArray) where = g_array_new (FALSE, FALSE, sizeof (guint));
+  for (guint i = 0; i < n; i++) {
+    if (g_ptr_array_index (results, i))
+      continue;
+    /* holding no claim now: wait for the other thread, then take its result */
+    g_mutex_lock (&f->lock);
+    while (g_hash_table_contains (f->inflight, urls[i]))
+      g_cond_wait (&f->done, &f->lock);
+    g_mutex_unlock (&f->lock);
+    EbFetchResult *r = cache_get (f, urls[i]);
+    if (r) {
+      g_ptr_array_index (results, i) = r;
+    } else {
+      g_ptr_array_add (again, (gpointer) urls[i]);
+      g_array_append_val (where, i);
+    }
+  }
+  if (again->len) {
+    g_autoptr (GPtrArray) got = fetch_round (f, (const char *const *) again->pdata, again->len,
+                                             max_bytes, FALSE);
+    for (guint k = 0; k < got->len; k++)
+      g_ptr_array_index (results, g_array_index (where, guint, k)) = g_steal_pointer (&got->pdata[k]);
+  }
+  return results;
 }

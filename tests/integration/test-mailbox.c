@@ -306,6 +306,51 @@ test_delivery_during_run (void)
   g_subprocess_wait (srv, NULL, NULL);
 }
 
+/* A URL that many messages reference is fetched once in a run, even with
+ * several workers asking for it at the same moment. */
+static int
+hits (guint port)
+{
+  g_autofree char *cmd = g_strdup_printf ("curl -s --noproxy '*' http://127.0.0.1:%u/hits", port);
+  g_autofree char *out = NULL;
+  sh (cmd, &out);
+  return out ? atoi (out) : -1;
+}
+
+static void
+test_fetch_once (void)
+{
+  g_autofree char *httpd = g_test_build_filename (G_TEST_DIST, "servers", "httpd.py", NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) srv = g_subprocess_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE,
+                                                  &error, "python3", httpd, "--lifetime", "120", NULL);
+  g_assert_no_error (error);
+  g_autoptr (GDataInputStream) in = g_data_input_stream_new (g_subprocess_get_stdout_pipe (srv));
+  g_autofree char *line = g_data_input_stream_read_line (in, NULL, NULL, NULL);
+  guint port = (guint) atoi (line + 5);
+  GString *m = g_string_new (NULL);
+  for (int i = 0; i < 40; i++)
+    g_string_append_printf (m,
+      "From list@example.org Sat Nov 21 10:00:00 2026\n"
+      "Message-ID: <list-%d@example.org>\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+      "Content-Type: message/external-body; access-type=URL; URL=\"http://127.0.0.1:%u/slow?ms=200\"\n\n"
+      "Content-Type: text/plain\n\n--b--\n\n", i, port);
+  g_autofree char *box = g_build_filename (work, "list.mbox", NULL);
+  g_file_set_contents (box, m->str, (gssize) m->len, NULL);
+  g_string_free (m, TRUE);
+  int before = hits (port);
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, NULL, "rewrite", "-c", conf, "--allow-network", "127.0.0.1/32", "-j", "4", box);
+  g_autofree char *err = bytes_str (r.err);
+  g_test_message ("%s", err);
+  g_assert_cmpint (r.status, ==, 0);
+  g_assert_nonnull (strstr (err, "40 references, 40 resolved"));
+  int after = hits (port);
+  g_assert_cmpint (after - before, ==, 2);   /* one fetch, plus the /hits request itself */
+  g_output_stream_close (g_subprocess_get_stdin_pipe (srv), NULL, NULL);
+  g_subprocess_wait (srv, NULL, NULL);
+}
+
 /* inspect streams one JSON object per reference with the message's identity. */
 static void
 test_inspect (void)
@@ -348,6 +393,7 @@ main (int argc, char **argv)
   g_test_add_func ("/mailbox/write-error", test_write_error);
   g_test_add_func ("/mailbox/delivery-during-run", test_delivery_during_run);
   g_test_add_func ("/mailbox/inspect", test_inspect);
+  g_test_add_func ("/mailbox/fetch-once", test_fetch_once);
   int rc = g_test_run ();
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", work);
   sh (rm, NULL);
