@@ -322,6 +322,14 @@ eb_params_parse_only (const char *raw, gsize len, const char *const *only)
         entry_syntax (e, "unterminated quoted string");
         continue;
       }
+      if (p < end && *p != ';' && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n'
+          && *p != '(') {
+        /* e.g. URL="a; b="c: which quote was meant is anybody's guess */
+        g_bytes_unref (value);
+        entry_syntax (e, "text right after the closing quote");
+        skip_junk (&p, end);
+        continue;
+      }
     } else {
       const char *vs;
       gsize vl;

@@ -1,0 +1,295 @@
+/* test-hostile.c - the hostile-input suite: each case a message built here with
+ * its expected safe outcome - the message unchanged byte for byte, a reference
+ * left with a stated reason, or resolved. Never a crash, never a hang (ctest's
+ * timeout), never a lost byte. */
+#include <gio/gio.h>
+#include <gmime/gmime.h>
+#include <string.h>
+#include "eb-rewrite.h"
+
+typedef enum { UNCHANGED, LEFT, RESOLVED } Want;
+
+typedef struct {
+  const char *name;
+  GString  *(*build) (void);
+  Want        want;
+  EbReason    reason;   /* for LEFT: the first reference's reason */
+} Case;
+
+static GString *
+wrap (const char *ctype_params, const char *inner)
+{
+  GString *s = g_string_new ("From: a@example.org\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+                             "Content-Type: message/external-body; access-type=URL; ");
+  g_string_append (s, ctype_params);
+  g_string_append (s, "\n\n");
+  g_string_append (s, inner ? inner : "Content-Type: text/plain\n");
+  g_string_append (s, "\n--b--\n");
+  return s;
+}
+
+/* ---- MIME structure ---- */
+static GString *
+deep_nesting (void)
+{
+  GString *s = g_string_new ("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b0\n\n");
+  for (int i = 0; i < 10000; i++)
+    g_string_append_printf (s, "--b%d\nContent-Type: multipart/mixed; boundary=b%d\n\n", i, i + 1);
+  g_string_append (s, "--b10000\nContent-Type: message/external-body; access-type=URL; URL=\"data:,x\"\n\nContent-Type: text/plain\n\n");
+  return s;
+}
+
+static GString *
+many_parts (void)
+{
+  GString *s = g_string_new ("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n");
+  for (int i = 0; i < 100000; i++)
+    g_string_append (s, "--b\n\nx\n");
+  g_string_append (s, "--b\nContent-Type: message/external-body; access-type=URL; URL=\"data:,x\"\n\nContent-Type: text/plain\n\n--b--\n");
+  return s;
+}
+
+static GString *
+never_closes (void)
+{
+  GString *s = wrap ("URL=\"data:,x\"", "Content-Type: text/plain\n");
+  g_string_truncate (s, s->len - strlen ("\n--b--\n"));
+  g_string_append (s, "\nthe boundary never closes\n");
+  return s;
+}
+
+static GString *
+missing_boundary_param (void)
+{
+  return g_string_new ("MIME-Version: 1.0\nContent-Type: multipart/mixed\n\n--b\nContent-Type: message/external-body; access-type=URL; URL=\"data:,x\"\n\n--b--\n");
+}
+
+static GString *
+duplicate_boundaries (void)
+{
+  return g_string_new ("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b; boundary=c\n\n--c\nContent-Type: message/external-body; access-type=URL; URL=\"data:,x\"\n\nContent-Type: text/plain\n\n--c--\n--b\n\n--b--\n");
+}
+
+static GString *
+huge_header_line (void)
+{
+  GString *s = g_string_new ("From: a@example.org\nX-Huge: ");
+  for (int i = 0; i < 1024 * 1024; i++)
+    g_string_append_c (s, 'h');
+  g_string_append (s, "\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+                      "Content-Type: message/external-body; access-type=URL; URL=\"data:,x\"\n\nContent-Type: text/plain\n\n--b--\n");
+  return s;
+}
+
+static GString *
+nul_bytes (void)
+{
+  GString *s = wrap ("URL=\"data:,x\"", "Content-Type: text/plain\n");
+  g_string_insert_len (s, 5, "\0\0\0", 3);
+  return s;
+}
+
+static GString *
+invalid_utf8 (void)
+{
+  return wrap ("URL=\"data:,\xff\xfe\xc3\"", "Content-Type: text/plain; name=\"\xff\"\n");
+}
+
+static GString *
+bare_cr (void)
+{
+  return g_string_new ("From: a\rMIME-Version: 1.0\rContent-Type: multipart/mixed; boundary=b\r\r--b\rContent-Type: message/external-body; access-type=URL; URL=\"data:,x\"\r\r--b--\r");
+}
+
+/* ---- parameters ---- */
+static GString *
+thousands_of_sections (void)
+{
+  GString *p = g_string_new (NULL);
+  g_string_append (p, "URL*0=\"data:,\"");
+  for (int i = 1; i < 5000; i++)
+    g_string_append_printf (p, ";\n URL*%d=\"a\"", i);
+  GString *s = wrap (p->str, NULL);
+  g_string_free (p, TRUE);
+  return s;
+}
+
+static GString *
+sections_missing (void)
+{
+  return wrap ("URL*0=\"data:,\"; URL*2=\"x\"", NULL);
+}
+
+static GString *
+sections_out_of_order (void)
+{
+  return wrap ("URL*2=\"c\"; URL*0=\"data:,a\"; URL*1=\"b\"", NULL);
+}
+
+static GString *
+duplicate_url (void)
+{
+  return wrap ("URL=\"data:,a\"; URL=\"data:,b\"", NULL);
+}
+
+static GString *
+unbalanced_quotes (void)
+{
+  return wrap ("URL=\"data:,a; name=\"x", NULL);
+}
+
+static GString *
+url_10mb (void)
+{
+  GString *u = g_string_new ("URL=\"data:application/octet-stream;base64,");
+  for (int i = 0; i < 10 * 1024 * 1024 / 4; i++) {
+    g_string_append (u, "AAAA");
+    if (i % 10 == 9)
+      g_string_append (u, "\n ");   /* folded, as senders do */
+  }
+  g_string_append (u, "\"");
+  GString *s = wrap (u->str, "Content-Type: application/octet-stream\n");
+  g_string_free (u, TRUE);
+  return s;
+}
+
+/* ---- data: URLs ---- */
+static GString *
+mime_type_1mb (void)
+{
+  GString *u = g_string_new ("URL=\"data:text/plain;x=");
+  for (int i = 0; i < 1024 * 1024; i++)
+    g_string_append_c (u, 'q');
+  g_string_append (u, ",hello\"");
+  GString *s = wrap (u->str, "Content-Type: text/plain\n");
+  g_string_free (u, TRUE);
+  return s;
+}
+
+static GString *
+base64_whitespace_everywhere (void)
+{
+  return wrap ("URL=\"data:text/plain;base64, a G V s\n\tb G 8 = \"", "Content-Type: text/plain\n");
+}
+
+static GString *
+announced_gigabytes (void)
+{
+  return wrap ("size=999999999999; URL=\"data:,x\"", "Content-Type: text/plain\n");
+}
+
+/* ---- limits at, below, above ---- */
+static GString *
+at_part_limit (void)
+{
+  GString *u = g_string_new ("URL=\"data:,");
+  for (int i = 0; i < 32 * 1024 * 1024 / 1024; i++)
+    g_string_append_len (u, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", 1024);
+  g_string_append (u, "\"");
+  GString *s = wrap (u->str, "Content-Type: application/octet-stream\n");
+  g_string_free (u, TRUE);
+  return s;   /* exactly max_part_bytes (32M) of data: allowed */
+}
+
+static GString *
+above_part_limit (void)
+{
+  GString *s = at_part_limit ();
+  char *q = strstr (s->str, "\"\n\nContent-Type: application");
+  g_string_insert_c (s, q - s->str, 'z');
+  return s;
+}
+
+static const Case cases[] = {
+  { "structure/nesting-10000", deep_nesting, UNCHANGED, 0 },
+  { "structure/parts-100000", many_parts, UNCHANGED, 0 },
+  { "structure/boundary-never-closes", never_closes, RESOLVED, 0 },
+  { "structure/missing-boundary-parameter", missing_boundary_param, UNCHANGED, 0 },
+  { "structure/duplicate-boundary-parameter", duplicate_boundaries, UNCHANGED, 0 },
+  { "structure/header-line-1mb", huge_header_line, RESOLVED, 0 },
+  { "structure/nul-bytes", nul_bytes, RESOLVED, 0 },
+  { "structure/invalid-utf8", invalid_utf8, RESOLVED, 0 },
+  { "structure/bare-cr", bare_cr, UNCHANGED, 0 },
+  { "params/5000-sections", thousands_of_sections, RESOLVED, 0 },
+  { "params/missing-section", sections_missing, LEFT, EB_REASON_URL_INVALID },
+  { "params/out-of-order-sections", sections_out_of_order, RESOLVED, 0 },
+  { "params/duplicate-url", duplicate_url, LEFT, EB_REASON_URL_INVALID },
+  { "params/unbalanced-quotes", unbalanced_quotes, LEFT, EB_REASON_URL_INVALID },
+  { "params/url-10mb", url_10mb, RESOLVED, 0 },
+  { "dataurl/mime-type-1mb", mime_type_1mb, RESOLVED, 0 },
+  { "dataurl/base64-white-space-everywhere", base64_whitespace_everywhere, RESOLVED, 0 },
+  { "dataurl/gigabytes-announced", announced_gigabytes, RESOLVED, 0 },
+  { "limits/part-bytes-at", at_part_limit, RESOLVED, 0 },
+  { "limits/part-bytes-above", above_part_limit, LEFT, EB_REASON_PART_TOO_LARGE },
+};
+
+static void
+run_case (gconstpointer data)
+{
+  const Case *c = data;
+  GString *m = c->build ();
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
+  g_autoptr (EbRewriteResult) r = NULL;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (eb_rewrite (m->str, m->len, config, NULL, EB_REWRITE_DEFAULT, out, &r, &error));
+  g_output_stream_close (out, NULL, NULL);
+  gsize n = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (out));
+  const char *o = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (out));
+  guint nrefs = r->scan ? r->scan->refs->len : 0;
+  const EbResolution *first = nrefs ? g_ptr_array_index (r->resolutions, 0) : NULL;
+  g_test_message ("%s: %u references, changed %d, first %s (%s)", c->name, nrefs, r->changed,
+                  first ? eb_reason_token (first->reason) : "-", first && first->detail ? first->detail : "");
+  switch (c->want) {
+  case UNCHANGED:
+  case LEFT:
+    g_assert_false (r->changed);
+    g_assert_cmpuint (n, ==, m->len);
+    g_assert_true (memcmp (o, m->str, n) == 0);
+    if (c->want == LEFT) {
+      g_assert_nonnull (first);
+      g_assert_cmpint (first->reason, ==, c->reason);
+    }
+    break;
+  case RESOLVED: {
+    g_assert_true (r->changed);
+    g_assert_cmpuint (r->n_resolved, >=, 1);
+    /* every byte before the first replaced entity and after the last is the input's */
+    const EbRef *a = g_ptr_array_index (r->scan->refs, 0);
+    const EbRef *z = g_ptr_array_index (r->scan->refs, nrefs - 1);
+    g_assert_true (memcmp (o, m->str, a->block_start) == 0);
+    gsize tail = m->len - z->end;
+    g_assert_cmpuint (n, >=, tail);
+    g_assert_true (memcmp (o + n - tail, m->str + z->end, tail) == 0);
+    break;
+  }
+  }
+  g_string_free (m, TRUE);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_mime_init ();
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autofree char *p = g_strdup_printf ("/hostile/%s", cases[i].name);
+    g_test_add_data_func (p, &cases[i], run_case);
+  }
+  return g_test_run ();
+}
