@@ -3,10 +3,12 @@
 #
 #   sh tests/quickstart.sh demo   install, build, resolve the bundled samples
 #   sh tests/quickstart.sh test   install, build, run the whole test suite
-#                                 (a normal build, then again with ASan+UBSan)
+#                                 (a normal build with valgrind memcheck, then
+#                                 again with ASan+UBSan, then every fuzz target
+#                                 for 45 s in a clang libFuzzer build)
 #
 # Packages are installed with apt-get (as root, or through sudo). Builds go to
-# build/ and build-sanitize/ under the source tree.
+# build/, build-sanitize/ and build-fuzz/ under the source tree.
 set -eu
 
 mode=${1:-}
@@ -23,6 +25,10 @@ packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
   libcurl4-openssl-dev libjson-glib-dev libmilter-dev ca-certificates"
 # the tests' own servers and certificates
 [ "$mode" = test ] && packages="$packages python3 python3-pyftpdlib openssl curl miltertest postfix"
+# memcheck, and clang with its libFuzzer runtime for the fuzz build
+[ "$mode" = test ] && packages="$packages valgrind clang libclang-rt-14-dev"
+# Node.js and npm for the differential data: URL test, unless the machine has them
+[ "$mode" = test ] && ! command -v npm >/dev/null 2>&1 && packages="$packages nodejs npm"
 missing=
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
@@ -71,3 +77,10 @@ echo "==> running the test suite under AddressSanitizer and UndefinedBehaviorSan
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd build-sanitize && ctest --output-on-failure -j "$jobs")
+# Every libFuzzer target for EXTBODY_FUZZ_SECONDS (45) from the committed seeds;
+# tests/fuzz/run-fuzz.sh runs them for longer.
+build build-fuzz -DEXTBODY_FUZZ=ON -DEXTBODY_TESTS=OFF -DEXTBODY_WERROR=OFF -DCMAKE_C_COMPILER=clang \
+  -DEXTBODY_FUZZ_SECONDS="${EXTBODY_FUZZ_SECONDS:-45}"
+echo "==> fuzzing every target (libFuzzer, ASan, UBSan) for ${EXTBODY_FUZZ_SECONDS:-45} s each"
+export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1
+(cd build-fuzz && ctest --output-on-failure -j "$jobs")

@@ -1,12 +1,20 @@
 #!/bin/sh
-# run-fuzz.sh - build the libFuzzer targets with clang and run each one.
+# run-fuzz.sh - build the libFuzzer targets with clang and fuzz each one for
+# as long as one likes.
 #
 #   sh tests/fuzz/run-fuzz.sh [SECONDS-PER-TARGET] [TARGET...]
+#   EXTBODY_UPDATE_SEEDS=1 sh tests/fuzz/run-fuzz.sh 3600    # then merge into the seeds
 #
-# Seeds come from the test messages (tests/corpus, data/samples) and short
-# hand-made inputs; the dictionary is tests/fuzz/mime.dict. Each target's
-# growing corpus lives in build-fuzz/corpus/NAME; a crash is written to
-# build-fuzz/crashes/ and the script exits 1 (turn it into a regression test).
+# Each target's corpus grows in build-fuzz/corpus/NAME, started from the
+# committed seeds (tests/fuzz/seeds/NAME), the regression inputs
+# (tests/fuzz/regressions/NAME) and, for whole-message targets, the test
+# messages; the dictionary is tests/fuzz/mime.dict. A crash, leak, time-out or
+# broken property is written to build-fuzz/crashes/ and the script exits 1:
+# copy the input into tests/fuzz/regressions/NAME/ (the replay tests run it in
+# every build from then on) and fix the bug. With EXTBODY_UPDATE_SEEDS=1 the
+# grown corpus is minimised (libFuzzer -merge=1, inputs up to 4 KiB) into the
+# committed seeds. CI runs the same targets for 45 s each (ctest in a
+# -DEXTBODY_FUZZ=ON build, see tests/quickstart.sh).
 set -eu
 secs=${1:-60}
 [ $# -gt 0 ] && shift
@@ -21,23 +29,27 @@ status=0
 for t in $targets; do
   c=$b/corpus/$t
   mkdir -p "$c"
+  cp "$top/tests/fuzz/seeds/$t"/* "$c"/ 2>/dev/null || true
+  cp "$top/tests/fuzz/regressions/$t"/* "$c"/ 2>/dev/null || true
   case $t in
-    rewrite|inspect|params|urlparam) cp "$top"/tests/corpus/*.eml "$top"/data/samples/*.eml "$c"/ 2>/dev/null || true ;;
-    mbox) cp "$top"/tests/corpus/*.mmdf "$c"/ 2>/dev/null || true
-          printf 'From a b\n\nx\n\nFrom c d\n>From e\n' > "$c/seed1" ;;
-    dataurl) printf 'data:,x' > "$c/s1"; printf 'data:text/plain;base64,aGk=' > "$c/s2"
-             printf 'data://a:1/p/../q?x#y' > "$c/s3" ;;
-    mimetype) printf 'text/html;charset="utf-8"' > "$c/s1"; printf 'a/b;c=d;e="f\\\\g"' > "$c/s2" ;;
+    rewrite|inspect) cp "$top"/tests/corpus/*.eml "$top"/data/samples/*.eml "$c"/ 2>/dev/null || true ;;
   esac
   echo "==> fuzz-$t for ${secs}s"
-  if ! ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=halt_on_error=1 \
+  if ! ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
        "$b/tests/fuzz/fuzz-$t" -max_total_time="$secs" -dict="$top/tests/fuzz/mime.dict" \
-       -artifact_prefix="$b/crashes/$t-" -print_final_stats=1 -max_len=65536 "$c" \
-       > "$b/fuzz-$t.log" 2>&1; then
+       -artifact_prefix="$b/crashes/$t-" -print_final_stats=1 -max_len=65536 -timeout=30 \
+       -rss_limit_mb=2560 -close_fd_mask=1 "$c" > "$b/fuzz-$t.log" 2>&1; then
     echo "fuzz-$t FOUND A CRASH: see $b/fuzz-$t.log and $b/crashes/"
     status=1
   fi
   grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$b/fuzz-$t.log" | tr '\n' ' '
   echo
+  if [ "${EXTBODY_UPDATE_SEEDS:-0}" = 1 ]; then
+    s=$top/tests/fuzz/seeds/$t
+    rm -rf "$s.new" && mkdir -p "$s.new"
+    ASAN_OPTIONS=detect_leaks=0 "$b/tests/fuzz/fuzz-$t" -merge=1 -max_len=4096 "$s.new" "$c" \
+      > "$b/merge-$t.log" 2>&1 && rm -rf "$s" && mv "$s.new" "$s"
+    echo "    seeds: $(ls "$s" | wc -l) inputs"
+  fi
 done
 exit $status
