@@ -238,6 +238,175 @@ static const Case cases[] = {
   { "limits/part-bytes-above", above_part_limit, LEFT, EB_REASON_PART_TOO_LARGE },
 };
 
+/* ---- every limit at, just below and just above its value ----
+ * Each builder makes a message whose measure (depth, parts, references, bytes)
+ * is exactly n; the case runs n = value - 1, value and value + 1. */
+typedef enum { ALL_RESOLVED, REF_LEFT, MESSAGE_LEFT, ONE_LEFT } Above;
+
+typedef struct {
+  const char *key;
+  const char *value;    /* NULL: the default value */
+  gint64      limit;
+  GString  *(*build) (gint64 n);
+  Above       above;    /* what happens at value + 1 */
+  EbReason    reason;
+  guint       which;    /* for ONE_LEFT: the reference left, others resolved */
+} Limit;
+
+typedef struct {
+  const Limit *limit;
+  gint64       n;
+} LimitCase;
+
+static GString *
+depth_n (gint64 n)   /* the reference inside n nested multiparts: depth n */
+{
+  GString *s = g_string_new ("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=d1\n\n");
+  for (gint64 i = 1; i < n; i++)
+    g_string_append_printf (s, "--d%" G_GINT64_FORMAT "\nContent-Type: multipart/mixed; boundary=d%" G_GINT64_FORMAT "\n\n",
+                            i, i + 1);
+  g_string_append_printf (s, "--d%" G_GINT64_FORMAT "\nContent-Type: message/external-body; access-type=URL; URL=\"data:,x\"\n\n"
+                             "Content-Type: text/plain\n\n", n);
+  for (gint64 i = n; i >= 1; i--)
+    g_string_append_printf (s, "--d%" G_GINT64_FORMAT "--\n", i);
+  return s;
+}
+
+static GString *
+parts_n (gint64 n)   /* n parts in all: the multipart, n - 2 texts, the reference last */
+{
+  GString *s = g_string_new ("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n");
+  for (gint64 i = 0; i < n - 2; i++)
+    g_string_append (s, "--b\nContent-Type: text/plain\n\nx\n");
+  g_string_append (s, "--b\nContent-Type: message/external-body; access-type=URL; URL=\"data:,x\"\n\n"
+                      "Content-Type: text/plain\n\n--b--\n");
+  return s;
+}
+
+static GString *
+references_n (gint64 n)
+{
+  GString *s = g_string_new ("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n");
+  for (gint64 i = 0; i < n; i++)
+    g_string_append_printf (s, "--b\nContent-Type: message/external-body; access-type=URL; URL=\"data:,%" G_GINT64_FORMAT "\"\n\n"
+                               "Content-Type: text/plain\n\n", i);
+  g_string_append (s, "--b--\n");
+  return s;
+}
+
+static void
+append_data_ref (GString *s, gint64 bytes)
+{
+  g_string_append (s, "--b\nContent-Type: message/external-body; access-type=URL; URL=\"data:,");
+  for (gint64 i = 0; i < bytes; i++)
+    g_string_append_c (s, 'a' + i % 26);
+  g_string_append (s, "\"\n\nContent-Type: text/plain\n\n");
+}
+
+static GString *
+part_bytes_n (gint64 n)
+{
+  GString *s = g_string_new ("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n");
+  append_data_ref (s, n);
+  g_string_append (s, "--b--\n");
+  return s;
+}
+
+static GString *
+message_bytes_n (gint64 n)   /* three references, 1000 + 1000 + (n - 2000) bytes */
+{
+  GString *s = g_string_new ("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n");
+  append_data_ref (s, 1000);
+  append_data_ref (s, 1000);
+  append_data_ref (s, n - 2000);
+  g_string_append (s, "--b--\n");
+  return s;
+}
+
+static GString *
+message_size_n (gint64 n)   /* a message of exactly n bytes */
+{
+  GString *s = g_string_new ("X-Pad: ");
+  const char *rest = "\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n"
+                     "--b\nContent-Type: message/external-body; access-type=URL; URL=\"data:,x\"\n\n"
+                     "Content-Type: text/plain\n\n--b--\n";
+  g_assert_cmpint (n, >, (gint64) (strlen (rest) + 7));
+  while ((gint64) (s->len + strlen (rest)) < n)
+    g_string_append_c (s, 'p');
+  g_string_append (s, rest);
+  g_assert_cmpint ((gint64) s->len, ==, n);
+  return s;
+}
+
+static const Limit limits[] = {
+  { "max_nesting_depth", NULL, 50, depth_n, REF_LEFT, EB_REASON_TOO_DEEP, 0 },
+  { "max_nesting_depth", "3", 3, depth_n, REF_LEFT, EB_REASON_TOO_DEEP, 0 },
+  { "max_parts", NULL, 10000, parts_n, MESSAGE_LEFT, EB_REASON_TOO_MANY_PARTS, 0 },
+  { "max_parts", "20", 20, parts_n, MESSAGE_LEFT, EB_REASON_TOO_MANY_PARTS, 0 },
+  { "max_references", NULL, 64, references_n, ONE_LEFT, EB_REASON_TOO_MANY_REFS, 64 },
+  { "max_references", "2", 2, references_n, ONE_LEFT, EB_REASON_TOO_MANY_REFS, 2 },
+  { "max_part_bytes", "1000", 1000, part_bytes_n, REF_LEFT, EB_REASON_PART_TOO_LARGE, 0 },
+  { "max_message_bytes", "3000", 3000, message_bytes_n, ONE_LEFT, EB_REASON_MESSAGE_BUDGET, 2 },
+  { "max_message_size", "4096", 4096, message_size_n, MESSAGE_LEFT, EB_REASON_MESSAGE_TOO_LARGE, 0 },
+  { "max_message_size", NULL, 64 * 1024 * 1024, message_size_n, MESSAGE_LEFT, EB_REASON_MESSAGE_TOO_LARGE, 0 },
+};
+
+static void
+run_limit (gconstpointer data)
+{
+  const LimitCase *lc = data;
+  const Limit *l = lc->limit;
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_autoptr (GError) error = NULL;
+  if (l->value)
+    g_assert_true (eb_config_set (config, l->key, l->value, &error));
+  g_assert_no_error (error);
+  GString *m = l->build (lc->n);
+  g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
+  g_autoptr (EbRewriteResult) r = NULL;
+  g_assert_true (eb_rewrite (m->str, m->len, config, NULL, EB_REWRITE_DEFAULT, out, &r, &error));
+  g_assert_no_error (error);
+  g_output_stream_close (out, NULL, NULL);
+  gsize n = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (out));
+  const char *o = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (out));
+  gboolean same = n == m->len && memcmp (o, m->str, n) == 0;
+  guint nrefs = r->scan ? r->scan->refs->len : 0;
+  g_test_message ("%s=%" G_GINT64_FORMAT ", n=%" G_GINT64_FORMAT ": %u references, %u resolved, message %s",
+                  l->key, l->limit, lc->n, nrefs, r->n_resolved, eb_reason_token (r->reason));
+  if (lc->n <= l->limit) {
+    g_assert_cmpint (r->reason, ==, EB_REASON_RESOLVED);
+    g_assert_cmpuint (nrefs, >=, 1);
+    g_assert_cmpuint (r->n_resolved, ==, nrefs);
+    g_assert_true (r->changed);
+    g_assert_false (same);
+  } else
+    switch (l->above) {
+    case MESSAGE_LEFT:
+      g_assert_cmpint (r->reason, ==, l->reason);
+      g_assert_cmpuint (r->n_resolved, ==, 0);
+      g_assert_false (r->changed);
+      g_assert_true (same);
+      break;
+    case REF_LEFT:
+      g_assert_cmpuint (nrefs, ==, 1);
+      g_assert_cmpint (((EbResolution *) g_ptr_array_index (r->resolutions, 0))->reason, ==, l->reason);
+      g_assert_false (r->changed);
+      g_assert_true (same);
+      break;
+    case ONE_LEFT:
+      g_assert_cmpuint (nrefs, ==, l->which + 1);
+      for (guint i = 0; i < nrefs; i++)
+        g_assert_cmpint (((EbResolution *) g_ptr_array_index (r->resolutions, i))->reason, ==,
+                         i == l->which ? l->reason : EB_REASON_RESOLVED);
+      g_assert_cmpuint (r->n_resolved, ==, nrefs - 1);
+      g_assert_true (r->changed);
+      break;
+    case ALL_RESOLVED:
+      g_assert_not_reached ();
+    }
+  g_string_free (m, TRUE);
+}
+
 static void
 run_case (gconstpointer data)
 {
@@ -291,5 +460,17 @@ main (int argc, char **argv)
     g_autofree char *p = g_strdup_printf ("/hostile/%s", cases[i].name);
     g_test_add_data_func (p, &cases[i], run_case);
   }
+  g_autoptr (GPtrArray) lcs = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; i < G_N_ELEMENTS (limits); i++)
+    for (gint64 d = -1; d <= 1; d++) {
+      LimitCase *lc = g_new (LimitCase, 1);
+      lc->limit = &limits[i];
+      lc->n = limits[i].limit + d;
+      g_ptr_array_add (lcs, lc);
+      g_autofree char *p = g_strdup_printf ("/hostile/limits/%s=%s/%s", limits[i].key,
+                                            limits[i].value ? limits[i].value : "default",
+                                            d < 0 ? "below" : d == 0 ? "at" : "above");
+      g_test_add_data_func (p, lc, run_limit);
+    }
   return g_test_run ();
 }
