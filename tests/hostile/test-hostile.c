@@ -5,6 +5,7 @@
 #include <gio/gio.h>
 #include <gmime/gmime.h>
 #include <string.h>
+#include <stdlib.h>
 #include "eb-rewrite.h"
 
 typedef enum { UNCHANGED, LEFT, RESOLVED } Want;
@@ -407,6 +408,151 @@ run_limit (gconstpointer data)
   g_string_free (m, TRUE);
 }
 
+/* ---- fetch limits at, just below and just above their values, against
+ * tests/servers/httpd.py on 127.0.0.1 (time limits: below and above only) ---- */
+typedef struct {
+  const char *key;
+  const char *value;     /* NULL: the default */
+  gint64      limit;
+  const char *path;      /* printf format taking n; with refs: one reference per i < n, taking i */
+  gboolean    refs;      /* n = the number of references */
+  gboolean    budget;    /* three references of 1000, 1000 and n - 2000 bytes */
+  gint64      step;      /* the distance below and above; 0: 1 */
+  gboolean    no_at;     /* time limits have no exact "at" */
+  EbReason    reason;    /* above: the reason of the one reference left */
+  const char *extra[4];  /* more key, value pairs */
+} FetchLimit;
+
+typedef struct {
+  const FetchLimit *limit;
+  gint64            n;
+} FetchLimitCase;
+
+static GSubprocess *httpd;
+static guint httpd_port;
+
+static void
+httpd_start (void)
+{
+  if (httpd)
+    return;
+  g_autofree char *script = g_test_build_filename (G_TEST_DIST, "servers", "httpd.py", NULL);
+  g_autoptr (GError) error = NULL;
+  const char *argv[] = { "python3", script, "--bind", "127.0.0.1", "--lifetime", "300", NULL };
+  httpd = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error);
+  g_assert_no_error (error);
+  g_autoptr (GDataInputStream) in = g_data_input_stream_new (g_subprocess_get_stdout_pipe (httpd));
+  g_autofree char *line = g_data_input_stream_read_line (in, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (line && g_str_has_prefix (line, "PORT "));
+  httpd_port = (guint) atoi (line + 5);
+}
+
+static void
+append_http_ref (GString *s, const char *path, const char *type)
+{
+  g_string_append_printf (s, "--b\nContent-Type: message/external-body; access-type=URL;\n"
+                             " URL=\"http://127.0.0.1:%u%s\"\n\nContent-Type: %s\n\n",
+                          httpd_port, path, type);
+}
+
+static const FetchLimit fetch_limits[] = {
+  { "max_redirects", NULL, 3, "/chain/%" G_GINT64_FORMAT, .reason = EB_REASON_TOO_MANY_REDIRECTS },
+  { "max_redirects", "2", 2, "/chain/%" G_GINT64_FORMAT, .reason = EB_REASON_TOO_MANY_REDIRECTS },
+  { "max_part_bytes", "1000", 1000, "/bin?n=%" G_GINT64_FORMAT, .reason = EB_REASON_PART_TOO_LARGE },
+  { "max_part_bytes", "1000", 1000, "/big?n=%" G_GINT64_FORMAT, .reason = EB_REASON_PART_TOO_LARGE },
+  { "max_message_bytes", "3000", 3000, "/bin?n=%" G_GINT64_FORMAT, .budget = TRUE,
+    .reason = EB_REASON_MESSAGE_BUDGET },
+  { "max_header_bytes", "2048", 2048, "/headers?n=%" G_GINT64_FORMAT, .reason = EB_REASON_FETCH_FAILED },
+  { "max_requests_per_host", "3", 3, "/text?i=%" G_GINT64_FORMAT, .refs = TRUE,
+    .reason = EB_REASON_RATE_LIMITED, .extra = { "cache_ttl", "0" } },
+  { "fetch_timeout", "2", 2000, "/slow?ms=%" G_GINT64_FORMAT, .step = 1200, .no_at = TRUE,
+    .reason = EB_REASON_TIMED_OUT },
+  { "message_deadline", "2", 2000, "/slow?ms=%" G_GINT64_FORMAT, .step = 1200, .no_at = TRUE,
+    .reason = EB_REASON_TIMED_OUT },
+};
+
+static void
+run_fetch_limit (gconstpointer data)
+{
+  const FetchLimitCase *fc = data;
+  const FetchLimit *l = fc->limit;
+  httpd_start ();
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_autoptr (GError) error = NULL;
+  g_assert_true (eb_config_set (config, "allow_networks", "127.0.0.1/32", &error));
+  if (l->value)
+    g_assert_true (eb_config_set (config, l->key, l->value, &error));
+  for (guint i = 0; l->extra[i]; i += 2)
+    g_assert_true (eb_config_set (config, l->extra[i], l->extra[i + 1], &error));
+  g_assert_no_error (error);
+  g_autoptr (EbFetcher) fetcher = eb_fetcher_new (config, &error);
+  g_assert_no_error (error);
+
+  GString *m = g_string_new ("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n");
+  guint nrefs_want = 1;
+  if (l->refs) {
+    for (gint64 i = 0; i < fc->n; i++) {
+      g_autofree char *path = g_strdup_printf (l->path, i);
+      append_http_ref (m, path, "text/plain");
+    }
+    nrefs_want = (guint) fc->n;
+  } else if (l->budget) {
+    gint64 sizes[] = { 1000, 1000, fc->n - 2000 };
+    for (guint i = 0; i < 3; i++) {
+      g_autofree char *path = g_strdup_printf (l->path, sizes[i]);
+      append_http_ref (m, path, "application/octet-stream");
+    }
+    nrefs_want = 3;
+  } else {
+    g_autofree char *path = g_strdup_printf (l->path, fc->n);
+    gboolean bin = g_str_has_prefix (l->path, "/bin") || g_str_has_prefix (l->path, "/big");
+    append_http_ref (m, path, bin ? "application/octet-stream" : "text/plain");
+  }
+  g_string_append (m, "--b--\n");
+
+  gint64 t0 = g_get_monotonic_time ();
+  g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
+  g_autoptr (EbRewriteResult) r = NULL;
+  g_assert_true (eb_rewrite (m->str, m->len, config, fetcher, EB_REWRITE_DEFAULT, out, &r, &error));
+  g_assert_no_error (error);
+  double secs = (g_get_monotonic_time () - t0) / 1e6;
+  g_output_stream_close (out, NULL, NULL);
+  gsize n = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (out));
+  const char *o = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (out));
+  gboolean same = n == m->len && memcmp (o, m->str, n) == 0;
+  guint nrefs = r->scan ? r->scan->refs->len : 0;
+  g_assert_cmpuint (nrefs, ==, nrefs_want);
+  guint left = 0, left_with_reason = 0;
+  for (guint i = 0; i < nrefs; i++) {
+    const EbResolution *res = g_ptr_array_index (r->resolutions, i);
+    if (res->reason != EB_REASON_RESOLVED) {
+      left++;
+      left_with_reason += res->reason == l->reason;
+      g_test_message ("reference %u left: %s (%s)", i, eb_reason_token (res->reason), res->detail ? res->detail : "");
+    }
+  }
+  g_test_message ("%s=%" G_GINT64_FORMAT ", n=%" G_GINT64_FORMAT ": %u references, %u resolved, %.2f s",
+                  l->key, l->limit, fc->n, nrefs, r->n_resolved, secs);
+  /* no limit lets a fetch run far past it: the time limits end within a margin */
+  g_assert_cmpfloat (secs, <, 30);
+  if (fc->n <= l->limit) {
+    g_assert_cmpuint (left, ==, 0);
+    g_assert_true (r->changed);
+    g_assert_false (same);
+  } else {
+    g_assert_cmpuint (left, ==, 1);
+    g_assert_cmpuint (left_with_reason, ==, 1);
+    if (nrefs == 1)
+      g_assert_true (same);
+    else
+      g_assert_true (r->changed);
+    if (l->no_at)
+      g_assert_cmpfloat (secs, <, l->limit / 1000.0 + 3);
+  }
+  g_string_free (m, TRUE);
+}
+
 static void
 run_case (gconstpointer data)
 {
@@ -472,5 +618,28 @@ main (int argc, char **argv)
                                             d < 0 ? "below" : d == 0 ? "at" : "above");
       g_test_add_data_func (p, lc, run_limit);
     }
-  return g_test_run ();
+  g_autoptr (GPtrArray) fcs = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; i < G_N_ELEMENTS (fetch_limits); i++)
+    for (gint64 d = -1; d <= 1; d++) {
+      const FetchLimit *l = &fetch_limits[i];
+      if (d == 0 && l->no_at)
+        continue;
+      FetchLimitCase *fc = g_new (FetchLimitCase, 1);
+      fc->limit = l;
+      fc->n = l->limit + d * (l->step ? l->step : 1);
+      g_ptr_array_add (fcs, fc);
+      g_autofree char *where = g_strndup (l->path, strcspn (l->path, "?%"));
+      g_autofree char *p = g_strdup_printf ("/hostile/fetch-limits/%s=%s%s%s/%s", l->key,
+                                            l->value ? l->value : "default",
+                                            where[strlen (where) - 1] == '/' ? "" : "", where,
+                                            d < 0 ? "below" : d == 0 ? "at" : "above");
+      g_test_add_data_func (p, fc, run_fetch_limit);
+    }
+  int status = g_test_run ();
+  if (httpd) {
+    g_output_stream_close (g_subprocess_get_stdin_pipe (httpd), NULL, NULL);
+    g_subprocess_wait (httpd, NULL, NULL);
+    g_clear_object (&httpd);
+  }
+  return status;
 }

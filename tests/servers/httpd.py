@@ -21,6 +21,7 @@ Paths:
   /big?n=N              N bytes without a Content-Length (close-delimited)
   /hits                 how many requests this server has answered (text)
   /header-flood         a response header of 200 lines of 1 KB
+  /headers?n=N          a response whose header (status line to blank line) is N bytes
 """
 import argparse
 import os
@@ -125,6 +126,17 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 h = HITS
             return self.send(200, b"%d\n" % h)
+        if p == "/headers":
+            n = int(q.get("n", ["200"])[0])
+            head = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n"
+                    b"Connection: close\r\nX-Pad: ")
+            tail = b"\r\n\r\n"
+            pad = n - len(head) - len(tail)
+            if pad < 0:
+                return self.send(400, b"n too small\n")
+            self.wfile.write(head + b"p" * pad + tail + b"ok\n")
+            self.close_connection = True
+            return
         if p == "/header-flood":
             return self.send(200, b"x", extra={"X-Flood-%d" % i: "f" * 1000 for i in range(200)})
         return self.send(404, b"no such behaviour\n")
