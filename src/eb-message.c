@@ -301,7 +301,11 @@ eb_message_scan (const char *buf, gsize len, const EbConfig *config)
     if (GMIME_IS_MULTIPART (it.obj)) {
       GMimeMultipart *mp = GMIME_MULTIPART (it.obj);
       GPtrArray *bounds = g_ptr_array_new_with_free_func (g_free);
-      const char *b = g_mime_multipart_get_boundary (mp);
+      /* Not g_mime_multipart_get_boundary: on a multipart without a
+       * boundary parameter it invents one and re-encodes the Content-Type
+       * header, and GMime 3.2's parameter encoder never ends on some
+       * parameter names (found by fuzz-rewrite).  This is a plain lookup. */
+      const char *b = g_mime_object_get_content_type_parameter (it.obj, "boundary");
       if (b)
         g_ptr_array_add (bounds, g_strdup (b));
       for (guint i = 0; i < it.bounds->len; i++)
