@@ -198,6 +198,14 @@ check_url (EbFetcher *f, const char *url, char **detail, char **host_out)
   CURLU *u = curl_url ();
   char *scheme = NULL, *user = NULL, *pass = NULL, *host = NULL;
   EbReason r = EB_REASON_RESOLVED;
+  /* the scheme first: a URL of a scheme not enabled is refused for that, even
+   * when curl could not parse it (data:,x has no host) */
+  g_autofree char *given = scheme_of (url);
+  if (given && !eb_fetcher_scheme_allowed (f, url)) {
+    r = EB_REASON_SCHEME_DISABLED;
+    *detail = g_strdup_printf ("scheme \"%.40s\"", given);
+    goto out;
+  }
   if (curl_url_set (u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK) {
     r = EB_REASON_FETCH_FAILED;
     *detail = g_strdup ("malformed URL");
@@ -324,6 +332,12 @@ typedef struct {
   GByteArray  *body;
   guint64      max_bytes;
   guint64      header_bytes;
+  gboolean     is_http;      /* the current URL is http or https */
+  /* the current HTTP response's header (a 1xx or a redirect starts another) */
+  gboolean     header_ended; /* its blank line arrived */
+  char        *content_length;    /* its Content-Length value, trimmed */
+  gboolean     length_conflict;   /* two Content-Length fields that differ */
+  char        *content_encoding;  /* a Content-Encoding other than identity */
   gint64       deadline;     /* monotonic µs, for the whole message */
   gint64       fetch_deadline;
   EbReason     fail;         /* set by a callback that aborted */
@@ -372,6 +386,17 @@ write_cb (char *ptr, size_t size, size_t nmemb, void *userdata)
   return n;
 }
 
+/* The value of header line @line if its field name is @name (trimmed, a
+ * copy), else NULL. */
+static char *
+field_value (const char *line, gsize n, const char *name)
+{
+  gsize nl = strlen (name);
+  if (n <= nl || g_ascii_strncasecmp (line, name, nl) != 0 || line[nl] != ':')
+    return NULL;
+  return g_strstrip (g_strndup (line + nl + 1, n - nl - 1));
+}
+
 static size_t
 header_cb (char *ptr, size_t size, size_t nmemb, void *userdata)
 {
@@ -381,6 +406,35 @@ header_cb (char *ptr, size_t size, size_t nmemb, void *userdata)
   if (t->header_bytes > t->f->config->max_header_bytes) {
     transfer_fail (t, EB_REASON_FETCH_FAILED, g_strdup ("response header too large"));
     return 0;
+  }
+  if (!t->is_http)
+    return n;
+  /* Only what curl does not check itself: that the header ended (curl takes a
+   * connection closed inside it for an empty response), that Content-Length
+   * fields agree (RFC 9110 section 8.6), and that no content coding we never
+   * asked for (no Accept-Encoding is sent) was applied. */
+  if (n >= 5 && g_ascii_strncasecmp (ptr, "HTTP/", 5) == 0) {
+    t->header_ended = FALSE;
+    t->length_conflict = FALSE;
+    g_clear_pointer (&t->content_length, g_free);
+    g_clear_pointer (&t->content_encoding, g_free);
+  } else if ((n == 2 && ptr[0] == '\r' && ptr[1] == '\n') || (n == 1 && ptr[0] == '\n')) {
+    t->header_ended = TRUE;
+  } else {
+    char *v;
+    if ((v = field_value (ptr, n, "Content-Length"))) {
+      if (t->content_length && strcmp (t->content_length, v) != 0)
+        t->length_conflict = TRUE;
+      g_free (t->content_length);
+      t->content_length = v;
+    } else if ((v = field_value (ptr, n, "Content-Encoding"))) {
+      if (*v && g_ascii_strcasecmp (v, "identity") != 0) {
+        g_free (t->content_encoding);
+        t->content_encoding = v;
+      } else {
+        g_free (v);
+      }
+    }
   }
   return n;
 }
@@ -410,6 +464,12 @@ transfer_setup (Transfer *t)
   curl_easy_reset (e);
   g_byte_array_set_size (t->body, 0);
   t->header_bytes = 0;
+  g_autofree char *scheme = scheme_of (t->url);
+  t->is_http = scheme && (!strcmp (scheme, "http") || !strcmp (scheme, "https"));
+  t->header_ended = FALSE;
+  t->length_conflict = FALSE;
+  g_clear_pointer (&t->content_length, g_free);
+  g_clear_pointer (&t->content_encoding, g_free);
   curl_easy_setopt (e, CURLOPT_URL, t->url);
   curl_easy_setopt (e, CURLOPT_PRIVATE, t);
   curl_easy_setopt (e, CURLOPT_PROTOCOLS_STR, t->f->protocols);
@@ -440,6 +500,9 @@ transfer_setup (Transfer *t)
     curl_easy_setopt (e, CURLOPT_CAINFO, c->ca_file);
   curl_easy_setopt (e, CURLOPT_FTP_FILEMETHOD, (long) CURLFTPMETHOD_MULTICWD);
   curl_easy_setopt (e, CURLOPT_FTP_USE_EPSV, 1L);
+  /* curl waits for an FTP server's replies (the final 226 above all) in calls
+   * that block and run no progress callback: bound them by fetch_timeout too */
+  curl_easy_setopt (e, CURLOPT_SERVER_RESPONSE_TIMEOUT, (long) c->fetch_timeout);
   t->errbuf[0] = '\0';
 }
 
@@ -460,6 +523,10 @@ transfer_done (Transfer *t, CURLcode code)
     } else if (code == CURLE_OPERATION_TIMEDOUT) {
       r->reason = EB_REASON_TIMED_OUT;
       r->detail = g_strdup (t->errbuf[0] ? t->errbuf : curl_easy_strerror (code));
+    } else if (code == CURLE_OUT_OF_MEMORY && is_http && !t->header_ended) {
+      /* curl's own limit on one header line (100 KB) reports itself so */
+      r->reason = EB_REASON_FETCH_FAILED;
+      r->detail = g_strdup ("response header line too long");
     } else if (code == CURLE_FILESIZE_EXCEEDED) {
       r->reason = EB_REASON_PART_TOO_LARGE;
       r->detail = g_strdup_printf ("announced size above %" G_GUINT64_FORMAT " bytes", t->max_bytes);
@@ -498,6 +565,16 @@ transfer_done (Transfer *t, CURLcode code)
   } else if (is_http && (status < 200 || status >= 300)) {
     r->reason = EB_REASON_HTTP_STATUS;
     r->detail = g_strdup_printf ("HTTP %ld", status);
+  } else if (is_http && !t->header_ended) {
+    r->reason = EB_REASON_FETCH_FAILED;
+    r->detail = g_strdup ("the connection closed inside the response header");
+  } else if (is_http && t->length_conflict) {
+    r->reason = EB_REASON_FETCH_FAILED;
+    r->detail = g_strdup ("the response has Content-Length fields that differ");
+  } else if (is_http && t->content_encoding) {
+    r->reason = EB_REASON_FETCH_FAILED;
+    r->detail = g_strdup_printf ("the response has Content-Encoding %.60s, which was not asked for",
+                                 t->content_encoding);
   } else {
     r->reason = EB_REASON_RESOLVED;
     r->body = g_bytes_new (t->body->data, t->body->len);
@@ -668,6 +745,8 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
       g_byte_array_unref (t->body);
     eb_fetch_result_free (t->result);
     g_free (t->fail_detail);
+    g_free (t->content_length);
+    g_free (t->content_encoding);
     g_free (t->url);
     g_free (t->asked);
     g_free (t);

@@ -251,6 +251,11 @@ eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
     if (fetched->reason != EB_REASON_RESOLVED)
       return leave (res, fetched->reason, g_strdup (fetched->detail));
     data_essence = server_essence (fetched->content_type);
+    g_autofree char *named = g_strstrip (g_strdup (fetched->content_type ? fetched->content_type : ""));
+    if (!data_essence && *named && strcmp (config->content_type_mismatch, "accept") != 0)
+      /* a type the server names but that is no MIME type does not agree */
+      return leave (res, EB_REASON_TYPE_MISMATCH,
+                    g_strdup ("the server's Content-Type is not a MIME type"));
     if (data_essence && ref->inner_type && strcmp (data_essence, ref->inner_type) != 0
         && strcmp (config->content_type_mismatch, "accept") != 0) {
       g_autofree char *a = short_type (data_essence);
