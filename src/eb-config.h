@@ -46,6 +46,7 @@ typedef struct {
   char    *content_type_mismatch;  /* keep | accept */
   gboolean allow_credentials;  /* user:password@ in URLs */
   char    *local_file_dirs;    /* directories access-type=local-file may read; empty: none */
+  guint    lock_timeout;       /* seconds to wait for a locked mbox */
   /* the milter */
   char    *milter_socket;      /* libmilter socket spec */
   char    *on_error;           /* accept | tempfail */

@@ -70,6 +70,11 @@ eb_mbox_split_mapped (const char *buf, gsize len)
 gboolean
 eb_mbox_sniff (const char *path)
 {
+  /* only a regular file: a pipe (a FIFO, /dev/fd/N) is one message, and reading
+   * its head here would consume it */
+  struct stat st;
+  if (stat (path, &st) != 0 || !S_ISREG (st.st_mode))
+    return FALSE;
   FILE *f = fopen (path, "rb");
   char head[5] = { 0 };
   gboolean yes = f && fread (head, 1, 5, f) == 5 && memcmp (head, "From ", 5) == 0;
@@ -90,15 +95,76 @@ eb_maildir_sniff (const char *path)
   return TRUE;
 }
 
+/* ---- files removed when a signal stops the process --------------------- */
+
+#define CLEANUP_SLOTS 8
+static char cleanup_paths[CLEANUP_SLOTS][4096];
+static volatile sig_atomic_t cleanup_used[CLEANUP_SLOTS];
+static GMutex cleanup_lock;
+
+int
+eb_cleanup_add (const char *path)
+{
+  if (strlen (path) >= sizeof cleanup_paths[0])
+    return -1;
+  int slot = -1;
+  g_mutex_lock (&cleanup_lock);
+  for (int i = 0; i < CLEANUP_SLOTS && slot < 0; i++)
+    if (!cleanup_used[i]) {
+      strcpy (cleanup_paths[i], path);
+      cleanup_used[i] = 1;   /* only now does the handler look at the path */
+      slot = i;
+    }
+  g_mutex_unlock (&cleanup_lock);
+  return slot;
+}
+
+void
+eb_cleanup_remove (int slot)
+{
+  if (slot < 0 || slot >= CLEANUP_SLOTS)
+    return;
+  g_mutex_lock (&cleanup_lock);
+  cleanup_used[slot] = 0;
+  g_mutex_unlock (&cleanup_lock);
+}
+
+void
+eb_cleanup_run (void)
+{
+  for (int i = 0; i < CLEANUP_SLOTS; i++)
+    if (cleanup_used[i])
+      unlink (cleanup_paths[i]);
+}
+
+void
+eb_mbox_remove_stale (const char *path)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+  g_autofree char *base = g_path_get_basename (path);
+  g_autofree char *prefix = g_strdup_printf (".%s.extbody-", base);
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *n;
+  while (d && (n = g_dir_read_name (d)))
+    if (g_str_has_prefix (n, prefix) && strlen (n) == strlen (prefix) + 6) {
+      g_autofree char *p = g_build_filename (dir, n, NULL);
+      struct stat st;
+      if (lstat (p, &st) == 0 && S_ISREG (st.st_mode))
+        unlink (p);
+    }
+}
+
 struct _EbMboxLock {
   char *dotlock;
   int   fd;
+  int   cleanup;
 };
 
 EbMboxLock *
 eb_mbox_lock (const char *path, int fd, guint timeout_s, GError **error)
 {
   g_autofree char *dot = g_strconcat (path, ".lock", NULL);
+  int cleanup = -1;
   gint64 end = g_get_monotonic_time () + (gint64) timeout_s * G_USEC_PER_SEC;
   for (;;) {
     int lfd = open (dot, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -108,6 +174,7 @@ eb_mbox_lock (const char *path, int fd, guint timeout_s, GError **error)
         /* the lock still stands; its content only helps find stale ones */
       }
       close (lfd);
+      cleanup = eb_cleanup_add (dot);
       break;
     }
     if (errno != EEXIST) {
@@ -130,19 +197,27 @@ eb_mbox_lock (const char *path, int fd, guint timeout_s, GError **error)
     }
     g_usleep (100000);
   }
+  /* the fcntl lock within the same time (F_SETLKW would wait for ever) */
   struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-  while (fcntl (fd, F_SETLKW, &fl) != 0) {
-    if (errno == EINTR)
-      continue;
+  while (fcntl (fd, F_SETLK, &fl) != 0) {
     int e = errno;
+    if ((e == EACCES || e == EAGAIN || e == EINTR) && g_get_monotonic_time () <= end) {
+      g_usleep (100000);
+      continue;
+    }
     unlink (dot);
-    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot lock %s: %s", path,
-                 g_strerror (e));
+    eb_cleanup_remove (cleanup);
+    if (e == EACCES || e == EAGAIN)
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_AGAIN, "%s is locked (fcntl) by another program", path);
+    else
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot lock %s: %s", path,
+                   g_strerror (e));
     return NULL;
   }
   EbMboxLock *l = g_new0 (EbMboxLock, 1);
   l->dotlock = g_steal_pointer (&dot);
   l->fd = fd;
+  l->cleanup = cleanup;
   return l;
 }
 
@@ -154,6 +229,7 @@ eb_mbox_unlock (EbMboxLock *l)
   struct flock fl = { .l_type = F_UNLCK, .l_whence = SEEK_SET };
   fcntl (l->fd, F_SETLK, &fl);
   unlink (l->dotlock);
+  eb_cleanup_remove (l->cleanup);
   g_free (l->dotlock);
   g_free (l);
 }
@@ -188,12 +264,15 @@ eb_replace_file (const char *path, int old_fd, const char *backup, EbWriteFunc w
                  "cannot create a file beside %s: %s", path, g_strerror (errno));
     return FALSE;
   }
-  struct stat st;
+  int cleanup = eb_cleanup_add (tmpl);
+  struct stat st, before;
+  gboolean have_before = fstat (old_fd, &before) == 0;
   gboolean changed = TRUE;
   gboolean ok = write_fn (fd, data, &changed, error);
   if (ok && !changed) {
     close (fd);
     unlink (tmpl);
+    eb_cleanup_remove (cleanup);
     return TRUE;
   }
   if (ok && fsync (fd) != 0) {
@@ -213,6 +292,20 @@ eb_replace_file (const char *path, int old_fd, const char *backup, EbWriteFunc w
                  g_strerror (errno));
     ok = FALSE;
   }
+  /* A writer that does not lock (or a file put in its place) changed the
+   * mailbox while the new one was written: renaming now would lose what it
+   * wrote. The check and the rename are not atomic; locking writers never
+   * get here. */
+  struct stat now, named;
+  if (ok && have_before
+      && (fstat (old_fd, &now) != 0 || stat (path, &named) != 0
+          || now.st_size != before.st_size || now.st_mtim.tv_sec != before.st_mtim.tv_sec
+          || now.st_mtim.tv_nsec != before.st_mtim.tv_nsec
+          || named.st_dev != before.st_dev || named.st_ino != before.st_ino)) {
+    g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_AGAIN,
+                 "%s changed during the run without taking the lock", path);
+    ok = FALSE;
+  }
   if (ok && backup) {
     unlink (backup);
     if (link (path, backup) != 0) {
@@ -226,11 +319,10 @@ eb_replace_file (const char *path, int old_fd, const char *backup, EbWriteFunc w
                  tmpl, path, g_strerror (errno));
     ok = FALSE;
   }
-  if (!ok) {
+  if (!ok)
     unlink (tmpl);
-    return FALSE;
-  }
-  return fsync_dir (path, error);
+  eb_cleanup_remove (cleanup);
+  return ok && fsync_dir (path, error);
 }
 
 static gint
@@ -309,6 +401,7 @@ eb_maildir_replace (const char *path, const char *data, gsize len, char **new_pa
                  g_strerror (errno));
     return FALSE;
   }
+  int cleanup = eb_cleanup_add (tmp);
   gsize done = 0;
   while (done < len) {
     ssize_t n = write (fd, data + done, len - done);
@@ -318,6 +411,8 @@ eb_maildir_replace (const char *path, const char *data, gsize len, char **new_pa
       int e = n < 0 ? errno : ENOSPC;
       close (fd);
       unlink (tmp);
+    eb_cleanup_remove (cleanup);
+      eb_cleanup_remove (cleanup);
       g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot write %s: %s", tmp,
                    g_strerror (e));
       return FALSE;
@@ -329,6 +424,7 @@ eb_maildir_replace (const char *path, const char *data, gsize len, char **new_pa
       || close (fd) != 0) {
     int e = errno;
     unlink (tmp);
+    eb_cleanup_remove (cleanup);
     g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot write %s: %s", tmp,
                  g_strerror (e));
     return FALSE;
@@ -337,10 +433,12 @@ eb_maildir_replace (const char *path, const char *data, gsize len, char **new_pa
   if (rename (tmp, path) != 0) {
     int e = errno;
     unlink (tmp);
+    eb_cleanup_remove (cleanup);
     g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot rename %s: %s", tmp,
                  g_strerror (e));
     return FALSE;
   }
+  eb_cleanup_remove (cleanup);
   g_autofree char *newname = with_size (name, len);
   g_autofree char *target = g_build_filename (sub, newname, NULL);
   if (strcmp (newname, name) != 0 && rename (path, target) != 0) {

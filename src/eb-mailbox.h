@@ -38,6 +38,20 @@ gboolean eb_mbox_sniff (const char *path);
 /* Is @path a Maildir (cur/, new/ and tmp/)? */
 gboolean eb_maildir_sniff (const char *path);
 
+/* Files that must not outlive the process when a signal stops it: the new
+ * mailbox being written and the dot-lock. eb_cleanup_add() returns a slot for
+ * eb_cleanup_remove() (-1 when all are taken: the file is then not covered);
+ * eb_cleanup_run() unlinks every covered file and is async-signal-safe, for a
+ * SIGTERM, SIGINT or SIGHUP handler. */
+int  eb_cleanup_add (const char *path);
+void eb_cleanup_remove (int slot);
+void eb_cleanup_run (void);
+
+/* Remove what a run killed outright (SIGKILL, power loss) left beside the mbox
+ * @path: its ".NAME.extbody-XXXXXX" files. Only for a caller holding the lock,
+ * since only a lock holder writes them. */
+void eb_mbox_remove_stale (const char *path);
+
 typedef struct _EbMboxLock EbMboxLock;
 /* Lock @path (dot-lock, then fcntl on @fd), waiting at most @timeout_s seconds.
  * Returns: (transfer full) (nullable): NULL with an error. */

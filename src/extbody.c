@@ -220,6 +220,7 @@ typedef struct {
   guint       n_refs, n_resolved;
   GHashTable *left;       /* token -> count (shared, locked) */
   gboolean    failed;
+  const char *skipped;    /* why a Maildir entry is not processed, or NULL */
   gboolean    finished;   /* set (under the batch lock) when processed */
   GMappedFile *map;       /* a Maildir file, mapped by the worker */
   gboolean    changed;    /* kept after the output is written and freed */
@@ -235,20 +236,11 @@ typedef struct {
   GHashTable     *left;   /* reason token -> count */
 } Batch;
 
+/* Plan @it and, when it changes, write the new message in memory; count the
+ * references left by reason. */
 static void
-batch_work (gpointer data, gpointer user)
+plan_item (Item *it, Batch *b)
 {
-  Item *it = data;
-  Batch *b = user;
-  if (!it->buf) {   /* a Maildir file: mapped here, released by the writer */
-    it->map = g_mapped_file_new (it->label, FALSE, NULL);
-    it->buf = it->map ? g_mapped_file_get_contents (it->map) : NULL;
-    it->len = it->map ? g_mapped_file_get_length (it->map) : 0;
-    if (!it->map)
-      it->failed = TRUE;
-    if (!it->buf)
-      it->buf = "";
-  }
   /* plan first: only a message that changes is written out (in memory) */
   g_autoptr (EbRewriteResult) r = eb_rewrite_plan (it->buf, it->len, b->config, b->fetcher,
                                                    EB_REWRITE_DEFAULT);
@@ -272,6 +264,36 @@ batch_work (gpointer data, gpointer user)
                            GUINT_TO_POINTER (GPOINTER_TO_UINT (g_hash_table_lookup (b->left, t)) + 1));
     }
   }
+  g_mutex_unlock (&b->lock);
+}
+
+static void
+batch_work (gpointer data, gpointer user)
+{
+  Item *it = data;
+  Batch *b = user;
+  if (!it->buf) {   /* a Maildir file: mapped here, released by the writer */
+    /* only a regular file, not through a symbolic link, and never waiting on a
+     * FIFO: anything else in cur/ or new/ is not a message and is skipped */
+    int fd = open (it->label, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st;
+    if ((fd < 0 && errno == ELOOP) || (fd >= 0 && (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode))))
+      it->skipped = "not a regular file";
+    else if (fd < 0 && errno == ENOENT)   /* a mail reader moved or deleted it meanwhile */
+      it->skipped = "gone since the folder was listed";
+    it->map = fd >= 0 && !it->skipped ? g_mapped_file_new_from_fd (fd, FALSE, NULL) : NULL;
+    if (fd >= 0)
+      close (fd);
+    it->buf = it->map ? g_mapped_file_get_contents (it->map) : NULL;
+    it->len = it->map ? g_mapped_file_get_length (it->map) : 0;
+    if (!it->map && !it->skipped)
+      it->failed = TRUE;
+    if (!it->buf)
+      it->buf = "";
+  }
+  if (!it->skipped)
+    plan_item (it, b);
+  g_mutex_lock (&b->lock);
   it->changed = it->out != NULL;
   it->finished = TRUE;
   b->done++;
@@ -302,9 +324,10 @@ progress_line (Batch *b, guint total, guint64 total_bytes, gint64 t0, gboolean f
 static void
 batch_summary (Batch *b, GPtrArray *items, gboolean dry_run)
 {
-  guint refs = 0, resolved = 0, changed = 0;
+  guint refs = 0, resolved = 0, changed = 0, skipped = 0;
   for (guint i = 0; i < items->len; i++) {
     Item *it = g_ptr_array_index (items, i);
+    skipped += it->skipped != NULL;
     refs += it->n_refs;
     resolved += it->n_resolved;
     changed += it->changed;
@@ -315,8 +338,9 @@ batch_summary (Batch *b, GPtrArray *items, gboolean dry_run)
   g_hash_table_iter_init (&hi, b->left);
   while (g_hash_table_iter_next (&hi, &k, &v))
     g_string_append_printf (left, "%s%s %u", left->len ? ", " : "", (char *) k, GPOINTER_TO_UINT (v));
-  fprintf (stderr, "%s: %u messages scanned, %u references, %u resolved, %u messages %s%s%s\n", prog,
-           items->len, refs, resolved, changed, dry_run ? "would change" : "changed",
+  g_autofree char *skips = skipped ? g_strdup_printf (" (%u entries skipped)", skipped) : g_strdup ("");
+  fprintf (stderr, "%s: %u messages scanned%s, %u references, %u resolved, %u messages %s%s%s\n", prog,
+           items->len - skipped, skips, refs, resolved, changed, dry_run ? "would change" : "changed",
            left->len ? "; left: " : "", left->str);
   g_string_free (left, TRUE);
 }
@@ -463,17 +487,30 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
   g_autoptr (GError) error = NULL;
 
   if (kind == BOX_MBOX) {
-    int fd = open (path, dry_run ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CLOEXEC);
+    /* not through a symbolic link: the rename would replace the link, not the
+     * mailbox; and never a FIFO or a device (O_NONBLOCK: open does not wait) */
+    int fd = open (path, (dry_run ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
-      die_line ("cannot open %s: %s", path, g_strerror (errno));
+      if (errno == ELOOP)
+        die_line ("cannot open %s: a symbolic link, not followed (name the mailbox itself)", path);
+      else
+        die_line ("cannot open %s: %s", path, g_strerror (errno));
       return EX_NOINPUT;
     }
-    EbMboxLock *lock = dry_run ? NULL : eb_mbox_lock (path, fd, 60, &error);
+    struct stat st;
+    if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode)) {
+      die_line ("cannot open %s: not a regular file", path);
+      close (fd);
+      return EX_NOINPUT;
+    }
+    EbMboxLock *lock = dry_run ? NULL : eb_mbox_lock (path, fd, config->lock_timeout, &error);
     if (!dry_run && !lock) {
-      die_line ("%s", error->message);
+      die_line ("%s (the mailbox is unchanged)", error->message);
       close (fd);
       return EX_TEMPFAIL;
     }
+    if (lock)
+      eb_mbox_remove_stale (path);
     g_autoptr (GMappedFile) mf = g_mapped_file_new_from_fd (fd, FALSE, &error);
     if (!mf) {
       die_line ("cannot read %s: %s", path, error->message);
@@ -483,6 +520,12 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
     }
     const char *buf = g_mapped_file_get_contents (mf);
     gsize len = g_mapped_file_get_length (mf);
+    if (len > 0 && (len < 5 || memcmp (buf, "From ", 5) != 0)) {
+      die_line ("%s: not an mbox (it does not start with a From_ line); unchanged", path);
+      eb_mbox_unlock (lock);
+      close (fd);
+      return EX_DATAERR;
+    }
     g_autoptr (GArray) msgs = buf ? eb_mbox_split_mapped (buf, len) : eb_mbox_split ("", 0);
     if (buf)
       release_pages (buf, 0, len);   /* what the split touched last comes back on demand */
@@ -499,8 +542,13 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
       gboolean changed = FALSE;
       mbox_stream (-1, &w, &changed, NULL);
     } else if (!eb_replace_file (path, fd, backup, mbox_stream, &w, &error)) {
-      die_line ("%s: %s (the mailbox is unchanged)", path, error->message);
-      status = EX_IOERR;
+      if (g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_AGAIN)) {
+        die_line ("%s (the mailbox is as that writer left it; run again)", error->message);
+        status = EX_TEMPFAIL;
+      } else {
+        die_line ("%s: %s (the mailbox is unchanged)", path, error->message);
+        status = EX_IOERR;
+      }
     }
     eb_mbox_unlock (lock);
     close (fd);
@@ -533,6 +581,8 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
         die_line ("cannot read %s", it->label);
         status = EX_IOERR;
       }
+      if (it->skipped)
+        die_line ("skipped %s: %s", it->label, it->skipped);
       total_bytes += it->len;
       if (it->out && !dry_run) {
         gsize len = 0;
@@ -564,6 +614,14 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
   g_mutex_clear (&b.lock);
   g_cond_clear (&b.cond);
   return status;
+}
+
+static void
+on_stop_signal (int sig)
+{
+  eb_cleanup_run ();
+  signal (sig, SIG_DFL);
+  raise (sig);
 }
 
 /* ---- rewrite ---------------------------------------------------------- */
@@ -965,6 +1023,12 @@ main (int argc, char **argv)
 
   /* a write past RLIMIT_FSIZE must fail with EFBIG, not kill the process */
   signal (SIGXFSZ, SIG_IGN);
+  /* stopped by a signal: no half-written mailbox or dot-lock stays behind */
+  struct sigaction sa = { .sa_handler = on_stop_signal };
+  sigemptyset (&sa.sa_mask);
+  sigaction (SIGTERM, &sa, NULL);
+  sigaction (SIGINT, &sa, NULL);
+  sigaction (SIGHUP, &sa, NULL);
   signal (SIGPIPE, SIG_IGN);
   g_mime_init ();
   curl_global_init (CURL_GLOBAL_DEFAULT);
