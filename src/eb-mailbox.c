@@ -411,7 +411,6 @@ eb_maildir_replace (const char *path, const char *data, gsize len, char **new_pa
       int e = n < 0 ? errno : ENOSPC;
       close (fd);
       unlink (tmp);
-    eb_cleanup_remove (cleanup);
       eb_cleanup_remove (cleanup);
       g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot write %s: %s", tmp,
                    g_strerror (e));
@@ -427,6 +426,17 @@ eb_maildir_replace (const char *path, const char *data, gsize len, char **new_pa
     eb_cleanup_remove (cleanup);
     g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot write %s: %s", tmp,
                  g_strerror (e));
+    return FALSE;
+  }
+  /* A mail reader moved (new/ to cur/, a flag changed) or deleted the message
+   * while it was being resolved: renaming now would bring back a deleted
+   * message or make a second copy of a moved one. The check and the rename
+   * are not atomic; Maildir has no lock to close that gap. */
+  if (lstat (path, &st) != 0 || !S_ISREG (st.st_mode)) {
+    unlink (tmp);
+    eb_cleanup_remove (cleanup);
+    g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_AGAIN,
+                 "%s was moved or deleted during the run", path);
     return FALSE;
   }
   /* over the old name: at every moment the message exists exactly once */

@@ -256,6 +256,11 @@ plan_item (Item *it, Batch *b)
     }
   }
   g_mutex_lock (&b->lock);
+  if (!r->scan && r->reason != EB_REASON_RESOLVED) {   /* not even parsed: too large */
+    const char *t = eb_reason_token (r->reason);
+    g_hash_table_insert (b->left, (gpointer) t,
+                         GUINT_TO_POINTER (GPOINTER_TO_UINT (g_hash_table_lookup (b->left, t)) + 1));
+  }
   for (guint i = 0; r && r->scan && i < r->scan->refs->len; i++) {
     const EbResolution *res = g_ptr_array_index (r->resolutions, i);
     if (res->reason != EB_REASON_RESOLVED) {
@@ -416,6 +421,41 @@ release_pages (const char *base, gsize from, gsize to)
     madvise ((void *) (base + a), z - a, MADV_DONTNEED);
 }
 
+/* The line ends that close @d: how many ("\n" or "\r\n" each, a run of them
+ * making blank lines) and whether the last is CRLF. */
+static guint
+trailing_eols (const char *d, gsize len, gboolean *crlf)
+{
+  guint n = 0;
+  *crlf = FALSE;
+  while (len > 0 && d[len - 1] == '\n') {
+    len--;
+    gboolean cr = len > 0 && d[len - 1] == '\r';
+    if (n == 0)
+      *crlf = cr;
+    len -= cr;
+    n++;
+  }
+  return n;
+}
+
+/* A rewritten message ends with at least the line ends its original ended with:
+ * in an mbox the blank line before the next From_ line is part of the framing,
+ * and a top-level body replaced by data without a final newline would glue the
+ * next message onto this one. */
+static gboolean
+write_eols_after (int fd, const char *orig, gsize orig_len, const char *out, gsize out_len,
+                  GError **error)
+{
+  gboolean crlf = FALSE, out_crlf = FALSE;
+  guint want = MIN (trailing_eols (orig, orig_len, &crlf), 2);   /* a line end, a blank line */
+  guint have = trailing_eols (out, out_len, &out_crlf);
+  for (; have < want; have++)
+    if (!write_all_fd (fd, crlf ? "\r\n" : "\n", crlf ? 2 : 1, error))
+      return FALSE;
+  return TRUE;
+}
+
 /* Process the messages in order through the worker threads, at most a window
  * of them in flight, and write each one (or its original bytes) as soon as it
  * is the next; in a dry run nothing is written. */
@@ -446,7 +486,8 @@ mbox_stream (int fd, gpointer data, gboolean *changed, GError **error)
         gsize len = 0;
         const char *d = g_bytes_get_data (it->out, &len);
         ok = copy_range (w->in_fd, w->buf, prev, m->start - prev, fd, error)
-             && write_all_fd (fd, d, len, error);
+             && write_all_fd (fd, d, len, error)
+             && write_eols_after (fd, w->buf + m->start, m->end - m->start, d, len, error);
       }
       prev = m->end;
       g_clear_pointer (&it->out, g_bytes_unref);
@@ -549,6 +590,8 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
         die_line ("%s: %s (the mailbox is unchanged)", path, error->message);
         status = EX_IOERR;
       }
+      for (guint i = 0; i < items->len; i++)   /* for the summary: nothing was */
+        ((Item *) g_ptr_array_index (items, i))->changed = FALSE;
     }
     eb_mbox_unlock (lock);
     close (fd);
@@ -590,8 +633,14 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
         g_autofree char *np = NULL;
         g_autoptr (GError) e = NULL;
         if (!eb_maildir_replace (it->label, d, len, &np, &e)) {
-          die_line ("%s (the message is unchanged)", e->message);
-          status = EX_IOERR;
+          it->changed = FALSE;
+          if (g_error_matches (e, G_FILE_ERROR, G_FILE_ERROR_AGAIN)) {
+            die_line ("%s (left as the mail reader left it; run again)", e->message);
+            status = MAX (status, EX_TEMPFAIL);
+          } else {
+            die_line ("%s (the message is unchanged)", e->message);
+            status = EX_IOERR;
+          }
         }
       }
       g_clear_pointer (&it->out, g_bytes_unref);
