@@ -46,6 +46,14 @@ fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
 
+if [ "$mode" = test ]; then
+  # the second data: URL implementation for test-diff-dataurl (exact version,
+  # from package-lock.json); the test skips itself if this fails (no registry)
+  echo "==> npm ci --prefix tests/conformance/differential"
+  npm ci --prefix tests/conformance/differential --no-audit --no-fund --loglevel=error \
+    || echo "==> npm ci failed: test-diff-dataurl will skip"
+fi
+
 build() {  # build DIR [cmake options...]
   dir=$1; shift
   echo "==> configuring and building in $dir"
