@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sysexits.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -65,7 +66,8 @@ typedef struct {
 } Msg;
 
 typedef struct {
-  Msg *msg;
+  Msg     *msg;
+  gboolean read_only;   /* the MTA did not offer every change a rewrite needs */
 } Conn;
 
 static void
@@ -150,6 +152,9 @@ cb_negotiate (SMFICTX *ctx, unsigned long f0, unsigned long f1, unsigned long f2
   const unsigned long actions = SMFIF_CHGBODY | SMFIF_CHGHDRS | SMFIF_ADDHDRS;
   if ((f0 & actions) != actions) {
     log_line (LOG_ERR, "the MTA does not offer body and header changes; every message passes unchanged");
+    /* what it does offer (adding a header, say) must not be used either: a
+     * message is changed whole or not at all */
+    conn_of (ctx)->read_only = TRUE;
     return SMFIS_ALL_OPTS;
   }
   *pf0 = actions;
@@ -166,6 +171,9 @@ cb_envfrom (SMFICTX *ctx, char **argv)
 {
   Conn *c = conn_of (ctx);
   msg_free (c->msg);
+  c->msg = NULL;
+  if (c->read_only)
+    return SMFIS_ACCEPT;
   c->msg = g_new0 (Msg, 1);
   c->msg->mem = g_byte_array_new ();
   c->msg->fd = -1;
@@ -444,6 +452,38 @@ static struct smfiDesc desc = {
 
 /* ---- main ------------------------------------------------------------------ */
 
+/* The file of a unix socket spec ("unix:PATH", "local:PATH" or a bare
+ * "/PATH"), or NULL for an inet one. */
+static const char *
+unix_socket_path (const char *spec)
+{
+  if (g_str_has_prefix (spec, "unix:"))
+    return spec + 5;
+  if (g_str_has_prefix (spec, "local:"))
+    return spec + 6;
+  return spec[0] == '/' ? spec : NULL;
+}
+
+/* libmilter removes whatever socket is at the path before it binds its own:
+ * a second daemon started by mistake would take the socket of a running one
+ * and leave it serving nobody. A socket that answers is in use; one that
+ * refuses is stale and may go. */
+static gboolean
+unix_socket_in_use (const char *path)
+{
+  struct stat st;
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  if (lstat (path, &st) != 0 || !S_ISSOCK (st.st_mode) || strlen (path) >= sizeof sa.sun_path)
+    return FALSE;
+  memcpy (sa.sun_path, path, strlen (path) + 1);
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return FALSE;
+  gboolean live = connect (fd, (struct sockaddr *) &sa, sizeof sa) == 0 || errno == EAGAIN;
+  close (fd);
+  return live;
+}
+
 /* libmilter offers no way to set TCP_NODELAY on the sockets it accepts; on
  * Linux an accepted socket inherits it from the listening one, which is found
  * among the open descriptors. */
@@ -484,11 +524,14 @@ drop_privileges (const char *user)
   return 0;
 }
 
-int
-main (int argc, char **argv)
+/* main without the globals' release, so that every return leaves nothing
+ * behind (LeakSanitizer runs over the daemon in the tests) */
+static int
+run (int argc, char **argv)
 {
-  char *opt_config = NULL, *opt_socket = NULL, *opt_user = NULL, *opt_pidfile = NULL;
-  char **opt_set = NULL, **opt_allow = NULL;
+  g_autofree char *opt_config = NULL, *opt_socket = NULL, *opt_user = NULL, *opt_pidfile = NULL;
+  g_auto (GStrv) opt_set = NULL;
+  g_auto (GStrv) opt_allow = NULL;
   gboolean opt_daemon = FALSE, opt_version = FALSE, opt_no_nodelay = FALSE;
   GOptionEntry entries[] = {
     { "socket", 'p', 0, G_OPTION_ARG_STRING, &opt_socket,
@@ -558,6 +601,16 @@ main (int argc, char **argv)
     fprintf (stderr, "extbody-milter: cannot use socket %s\n", sock);
     return EX_USAGE;
   }
+  const char *upath = unix_socket_path (sock);
+  struct stat st;
+  if (upath && lstat (upath, &st) == 0 && !S_ISSOCK (st.st_mode)) {
+    fprintf (stderr, "extbody-milter: %s exists and is not a socket (left alone)\n", upath);
+    return EX_UNAVAILABLE;
+  }
+  if (upath && unix_socket_in_use (upath)) {
+    fprintf (stderr, "extbody-milter: socket %s is in use by a running daemon\n", upath);
+    return EX_UNAVAILABLE;
+  }
   /* the MTA's user must be able to connect: a socket made under umask 022 is
    * refused by Postfix. Access is controlled by the socket's directory. */
   mode_t old = umask (0);
@@ -571,8 +624,6 @@ main (int argc, char **argv)
     set_nodelay_on_listener ();
   if (opt_user) {
     struct passwd *pw = getpwnam (opt_user);
-    const char *upath = g_str_has_prefix (sock, "unix:") ? sock + 5
-                        : g_str_has_prefix (sock, "local:") ? sock + 6 : NULL;
     if (pw && upath && chown (upath, pw->pw_uid, pw->pw_gid) != 0)
       fprintf (stderr, "extbody-milter: cannot chown %s: %s\n", upath, g_strerror (errno));
     int s = drop_privileges (opt_user);
@@ -595,7 +646,14 @@ main (int argc, char **argv)
   log_line (LOG_INFO, "listening on %s%s", sock, config->fetch ? "" : " (fetch = off)");
   signal (SIGPIPE, SIG_IGN);
   r = smfi_main ();
-  eb_fetcher_free (fetcher);
-  eb_config_free (config);
   return r == MI_SUCCESS ? 0 : EX_SOFTWARE;
+}
+
+int
+main (int argc, char **argv)
+{
+  int status = run (argc, argv);
+  g_clear_pointer (&fetcher, eb_fetcher_free);
+  g_clear_pointer (&config, eb_config_free);
+  return status;
 }
