@@ -1,5 +1,62 @@
-/* fuzz-params: RFC 2045/2231 parameters as read for every access-type. */
+/* fuzz-params: RFC 2045/2231 parameters as read for every access-type: the
+ * input is the raw value of a Content-Type field, read by the parameter parser
+ * for every RFC 2046 / RFC 2017 parameter name, then as the Content-Type of an
+ * external-body entity with a phantom header, read the way the rewriter reads
+ * every reference (eb_ref_read). Properties: the access-type comes out
+ * lowercase and without surrounding white space; only access-type=URL gets a
+ * URL, and a readable URL reference always has one; the phantom header of
+ * an external-body is read from its own bytes only, whatever the outer field
+ * holds. */
+#include <string.h>
+#include "eb-extref.h"
 #include "eb-params.h"
+
+#define PHANTOM "Content-Type: text/plain\nContent-Transfer-Encoding: 7bit\n\n"
+
+static void
+read_as_reference (const guint8 *data, size_t size)
+{
+  GString *e = g_string_new ("Content-Type:");
+  g_string_append_len (e, (const char *) data, (gssize) size);
+  g_string_append (e, "\n\n");
+  gsize content = e->len;
+  g_string_append (e, PHANTOM);
+
+  EbRef *ref = eb_ref_new ();
+  ref->block_start = 0;
+  ref->content_start = content;
+  ref->end = e->len;
+  eb_ref_read (ref, e->str, e->len);
+
+  if (ref->access_type) {
+    for (const char *c = ref->access_type; *c; c++)
+      if (g_ascii_isupper (*c))
+        __builtin_trap ();
+    gsize n = strlen (ref->access_type);
+    if (n && (g_ascii_isspace (ref->access_type[0]) || g_ascii_isspace (ref->access_type[n - 1])))
+      __builtin_trap ();
+  }
+  /* the reference's Content-Type is the first field of its header, which ends
+   * where the input's bytes stop being a field value (a line break not
+   * followed by white space) */
+  const EbHeaderField *ct = &g_array_index (ref->outer->fields, EbHeaderField, 0);
+  EbParams *ctp = eb_params_parse (e->str + ct->value, ct->value_end - ct->value);
+  gboolean external_body = g_strcmp0 (eb_params_get_media_type (ctp), "message/external-body") == 0;
+  eb_params_free (ctp);
+
+  gboolean is_url = ref->access_type && strcmp (ref->access_type, "url") == 0;
+  if (ref->url && !is_url)
+    __builtin_trap ();
+  if (is_url && ref->read_reason == EB_REASON_RESOLVED && !ref->url)
+    __builtin_trap ();
+  if (external_body
+      && (g_strcmp0 (ref->inner_type, "text/plain") != 0 || ref->inner_type_bad
+          || g_strcmp0 (ref->inner_cte, "7bit") != 0))
+    __builtin_trap ();
+
+  eb_ref_free (ref);
+  g_string_free (e, TRUE);
+}
 
 int
 LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
@@ -16,5 +73,7 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
   for (guint i = 0; i < eb_params_get_n (p); i++)
     eb_params_get_name_at (p, i);
   eb_params_free (p);
+
+  read_as_reference (data, size);
   return 0;
 }
