@@ -441,8 +441,15 @@ typedef struct {
   gboolean    budget;    /* three references of 1000, 1000 and n - 2000 bytes */
   gint64      step;      /* the distance below and above; 0: 1 */
   gboolean    no_at;     /* time limits have no exact "at" */
+  gboolean    floor;     /* a lower bound: at and above pass, below is refused */
+  enum { CHECK_LEFT,     /* past the limit one reference is left with @reason */
+         CHECK_PEAK,     /* a bound on concurrency: everything is resolved, and the
+                            server never sees more than the limit at once */
+         CHECK_CACHE     /* a bound on the cache: everything is resolved, and the same
+                            message again costs no request up to the limit, some above */
+  } check;
   EbReason    reason;    /* above: the reason of the one reference left */
-  const char *extra[4];  /* more key, value pairs */
+  const char *extra[6];  /* more key, value pairs */
 } FetchLimit;
 
 typedef struct {
@@ -470,6 +477,31 @@ httpd_start (void)
   httpd_port = (guint) atoi (line + 5);
 }
 
+/* GET @path from the test server directly (not through the fetcher): the
+ * number its body holds (/hits, /peak). */
+static gint64
+httpd_number (const char *path)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSocketClient) client = g_socket_client_new ();
+  g_autoptr (GSocketConnection) c = g_socket_client_connect_to_host (client, "127.0.0.1", httpd_port, NULL, &error);
+  g_assert_no_error (error);
+  g_autofree char *req = g_strdup_printf ("GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+  GOutputStream *os = g_io_stream_get_output_stream (G_IO_STREAM (c));
+  g_assert_true (g_output_stream_write_all (os, req, strlen (req), NULL, NULL, &error));
+  GString *resp = g_string_new (NULL);
+  char buf[4096];
+  gssize got;
+  while ((got = g_input_stream_read (g_io_stream_get_input_stream (G_IO_STREAM (c)), buf, sizeof buf, NULL, &error)) > 0)
+    g_string_append_len (resp, buf, got);
+  g_assert_no_error (error);
+  const char *body = strstr (resp->str, "\r\n\r\n");
+  g_assert_nonnull (body);
+  gint64 v = g_ascii_strtoll (body + 4, NULL, 10);
+  g_string_free (resp, TRUE);
+  return v;
+}
+
 static void
 append_http_ref (GString *s, const char *path, const char *type)
 {
@@ -492,6 +524,16 @@ static const FetchLimit fetch_limits[] = {
     .reason = EB_REASON_TIMED_OUT },
   { "message_deadline", "2", 2000, "/slow?ms=%" G_GINT64_FORMAT, .step = 1200, .no_at = TRUE,
     .reason = EB_REASON_TIMED_OUT },
+  /* bytes a second, over low_speed_time = 1 s: a steady 300 B/s is cut, 1700 B/s
+   * for 2.5 s comes through */
+  { "low_speed_limit", "1000", 1000, "/rate?bps=%" G_GINT64_FORMAT "&ms=2500", .step = 700,
+    .no_at = TRUE, .floor = TRUE, .reason = EB_REASON_TIMED_OUT,
+    .extra = { "low_speed_time", "1" } },
+  { "max_concurrent_fetches", "3", 3, "/slow?ms=600&i=%" G_GINT64_FORMAT, .refs = TRUE,
+    .check = CHECK_PEAK, .extra = { "cache_ttl", "0" } },
+  { "max_concurrent_fetches", NULL, 8, "/slow?ms=600&i=%" G_GINT64_FORMAT, .refs = TRUE,
+    .check = CHECK_PEAK, .extra = { "cache_ttl", "0" } },
+  { "cache_entries", "3", 3, "/text?c=%" G_GINT64_FORMAT, .refs = TRUE, .check = CHECK_CACHE },
 };
 
 static void
@@ -558,7 +600,30 @@ run_fetch_limit (gconstpointer data)
                   l->key, l->limit, fc->n, nrefs, r->n_resolved, secs);
   /* no limit lets a fetch run far past it: the time limits end within a margin */
   g_assert_cmpfloat (secs, <, 30);
-  if (fc->n <= l->limit) {
+  if (l->check != CHECK_LEFT) {
+    /* bounds on how, not whether: every reference is resolved */
+    g_assert_cmpuint (left, ==, 0);
+    g_assert_cmpuint (r->n_resolved, ==, nrefs);
+    if (l->check == CHECK_PEAK) {
+      gint64 peak = httpd_number ("/peak?reset=1");
+      g_test_message ("at most %" G_GINT64_FORMAT " requests at once", peak);
+      g_assert_cmpint (peak, ==, MIN (fc->n, l->limit));
+    } else {
+      /* the same message again, through the same fetcher */
+      gint64 before = httpd_number ("/hits");
+      g_autoptr (GOutputStream) out2 = g_memory_output_stream_new_resizable ();
+      g_autoptr (EbRewriteResult) r2 = NULL;
+      g_assert_true (eb_rewrite (m->str, m->len, config, fetcher, EB_REWRITE_DEFAULT, out2, &r2, &error));
+      g_assert_no_error (error);
+      g_assert_cmpuint (r2->n_resolved, ==, nrefs);
+      gint64 fetched = httpd_number ("/hits") - before - 1;   /* not the /hits request itself */
+      g_test_message ("the same message again: %" G_GINT64_FORMAT " requests", fetched);
+      if (fc->n <= l->limit)
+        g_assert_cmpint (fetched, ==, 0);
+      else
+        g_assert_cmpint (fetched, >, 0);
+    }
+  } else if (l->floor ? fc->n >= l->limit : fc->n <= l->limit) {
     g_assert_cmpuint (left, ==, 0);
     g_assert_true (r->changed);
     g_assert_false (same);
@@ -569,10 +634,74 @@ run_fetch_limit (gconstpointer data)
       g_assert_true (same);
     else
       g_assert_true (r->changed);
-    if (l->no_at)
+    if (l->no_at && !l->floor)
       g_assert_cmpfloat (secs, <, l->limit / 1000.0 + 3);
   }
   g_string_free (m, TRUE);
+}
+
+/* connect_timeout: a listener whose accept queue is full drops every new SYN,
+ * so a connection to it never completes (what a firewall that drops does). A
+ * reference to it is left timed out within connect_timeout and a margin -
+ * fetch_timeout is far away - while one to a server that answers is resolved. */
+static void
+test_connect_timeout (gconstpointer data)
+{
+  gboolean never = GPOINTER_TO_INT (data);
+  httpd_start ();
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSocket) hole = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, 0, &error);
+  g_assert_no_error (error);
+  g_autoptr (GInetAddress) lo = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr (GSocketAddress) any = g_inet_socket_address_new (lo, 0);
+  g_assert_true (g_socket_bind (hole, any, FALSE, &error));
+  g_socket_set_listen_backlog (hole, 0);
+  g_assert_true (g_socket_listen (hole, &error));
+  g_autoptr (GSocketAddress) where = g_socket_get_local_address (hole, &error);
+  g_assert_no_error (error);
+  guint hole_port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (where));
+  g_autoptr (GPtrArray) fill = g_ptr_array_new_with_free_func (g_object_unref);
+  for (int i = 0; i < 3; i++) {
+    GSocket *f = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, 0, &error);
+    g_assert_no_error (error);
+    g_socket_set_blocking (f, FALSE);
+    g_socket_connect (f, where, NULL, NULL);   /* in progress, or queued: either fills */
+    g_ptr_array_add (fill, f);
+  }
+  g_usleep (200000);
+
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_assert_true (eb_config_set (config, "allow_networks", "127.0.0.1/32", &error));
+  g_assert_true (eb_config_set (config, "connect_timeout", "1", &error));
+  g_assert_true (eb_config_set (config, "fetch_timeout", "20", &error));
+  g_autoptr (EbFetcher) fetcher = eb_fetcher_new (config, &error);
+  g_assert_no_error (error);
+  g_autoptr (GString) m = g_string_new (NULL);
+  g_string_printf (m, "MIME-Version: 1.0\nContent-Type: message/external-body; access-type=URL;\n"
+                      " URL=\"http://127.0.0.1:%u/text\"\n\nContent-Type: text/plain\n\n",
+                   never ? hole_port : httpd_port);
+  gint64 t0 = g_get_monotonic_time ();
+  g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
+  g_autoptr (EbRewriteResult) r = NULL;
+  g_assert_true (eb_rewrite (m->str, m->len, config, fetcher, EB_REWRITE_DEFAULT, out, &r, &error));
+  g_assert_no_error (error);
+  double secs = (g_get_monotonic_time () - t0) / 1e6;
+  g_output_stream_close (out, NULL, NULL);
+  const EbResolution *res = g_ptr_array_index (r->resolutions, 0);
+  g_test_message ("%s: %s (%s), %.2f s", never ? "never connects" : "connects",
+                  eb_reason_token (res->reason), res->detail ? res->detail : "", secs);
+  if (never) {
+    g_assert_cmpint (res->reason, ==, EB_REASON_TIMED_OUT);
+    g_assert_false (r->changed);
+    gsize n = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (out));
+    g_assert_cmpuint (n, ==, m->len);
+    g_assert_true (memcmp (g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (out)), m->str, n) == 0);
+    g_assert_cmpfloat (secs, >=, 0.9);
+    g_assert_cmpfloat (secs, <, 1 + 3);
+  } else {
+    g_assert_cmpint (res->reason, ==, EB_REASON_RESOLVED);
+    g_assert_true (r->changed);
+  }
 }
 
 static void
@@ -657,6 +786,10 @@ main (int argc, char **argv)
                                             d < 0 ? "below" : d == 0 ? "at" : "above");
       g_test_add_data_func (p, fc, run_fetch_limit);
     }
+  g_test_add_data_func ("/hostile/fetch-limits/connect_timeout=1/connects", GINT_TO_POINTER (FALSE),
+                        test_connect_timeout);
+  g_test_add_data_func ("/hostile/fetch-limits/connect_timeout=1/never-connects", GINT_TO_POINTER (TRUE),
+                        test_connect_timeout);
   int status = g_test_run ();
   if (httpd) {
     g_output_stream_close (g_subprocess_get_stdin_pipe (httpd), NULL, NULL);

@@ -15,6 +15,9 @@ Paths:
   /loop                 a redirect to itself
   /chain/N              N redirects in a row, then /text
   /slow?ms=N            wait N ms, then /text
+  /peak?reset=1         the most /slow requests ever in progress at once (text);
+                        reset=1 starts counting again
+  /rate?bps=N&ms=M      N*M/1000 bytes at a steady N bytes a second (tenths)
   /stall                send the header, then nothing for 30 s
   /short                Content-Length 100, 10 bytes, then close
   /long                 Content-Length 5, 50 bytes
@@ -36,6 +39,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HITS = 0
 LOCK = threading.Lock()
+INFLIGHT = 0   # /slow requests in progress
+PEAK = 0       # the most of them at once
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -57,7 +62,7 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def do_GET(self):
-        global HITS
+        global HITS, INFLIGHT, PEAK
         with LOCK:
             HITS += 1
         u = urllib.parse.urlsplit(self.path)
@@ -85,8 +90,41 @@ class Handler(BaseHTTPRequestHandler):
             loc = "/text" if n <= 1 else "/chain/%d" % (n - 1)
             return self.send(302, b"", extra={"Location": loc})
         if p == "/slow":
-            time.sleep(int(q.get("ms", ["100"])[0]) / 1000.0)
+            with LOCK:
+                INFLIGHT += 1
+                PEAK = max(PEAK, INFLIGHT)
+            try:
+                time.sleep(int(q.get("ms", ["100"])[0]) / 1000.0)
+            finally:
+                with LOCK:
+                    INFLIGHT -= 1
             return self.send(200, b"hello from the test server\n")
+        if p == "/peak":
+            with LOCK:
+                peak = PEAK
+                if q.get("reset"):
+                    PEAK = INFLIGHT
+            return self.send(200, b"%d\n" % peak)
+        if p == "/rate":
+            bps = int(q["bps"][0])
+            ms = int(q.get("ms", ["1000"])[0])
+            tenth = max(1, bps // 10)
+            chunks = max(1, ms // 100)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(tenth * chunks))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.flush()
+            try:
+                for _ in range(chunks):
+                    time.sleep(0.1)
+                    self.wfile.write(b"r" * tenth)
+                    self.wfile.flush()
+            except OSError:
+                pass
+            self.close_connection = True
+            return
         if p == "/stall":
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")
