@@ -1,5 +1,10 @@
-/* fuzz-inspect: what inspect prints for any message (JSON and table). */
+/* fuzz-inspect: what inspect prints for any message (JSON and table), with the
+ * properties that make it safe to read: every JSON record parses as one JSON
+ * object on one line; the --report line and every table line are valid UTF-8
+ * without control characters (whatever bytes the message held). */
 #include <gmime/gmime.h>
+#include <json-glib/json-glib.h>
+#include <string.h>
 #include "eb-inspect.h"
 
 static EbConfig *config;
@@ -12,17 +17,40 @@ LLVMFuzzerInitialize (int *argc, char ***argv)
   return 0;
 }
 
+/* valid UTF-8, no C0 control or DEL, except @allow */
+static void
+check_printable (const char *s, char allow)
+{
+  if (!g_utf8_validate (s, -1, NULL))
+    __builtin_trap ();
+  for (const char *c = s; *c; c++)
+    if (((guchar) *c < 0x20 || *c == 0x7f) && *c != allow)
+      __builtin_trap ();
+}
+
 int
 LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
 {
   EbRewriteResult *r = eb_rewrite_plan ((const char *) data, size, config, NULL, EB_REWRITE_NO_PRECHECK);
   EbTable *t = eb_table_new (TRUE);
   for (guint i = 0; r->scan && i < r->scan->refs->len; i++) {
-    g_free (eb_inspect_json ("fuzz", -1, NULL, r, i));
-    g_free (eb_inspect_report_line (r, i));
+    char *json = eb_inspect_json ("fuzz", -1, NULL, r, i);
+    if (strchr (json, '\n'))
+      __builtin_trap ();
+    JsonParser *p = json_parser_new ();
+    if (!json_parser_load_from_data (p, json, -1, NULL)
+        || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (p)))
+      __builtin_trap ();
+    g_object_unref (p);
+    g_free (json);
+    char *line = eb_inspect_report_line (r, i);
+    check_printable (line, 0);
+    g_free (line);
     eb_table_add (t, "fuzz", r, i);
   }
-  g_free (eb_table_finish (t));
+  char *table = eb_table_finish (t);
+  check_printable (table, '\n');
+  g_free (table);
   eb_table_free (t);
   eb_rewrite_result_free (r);
   return 0;
