@@ -1,5 +1,8 @@
 /* fuzz-rewrite: a whole message through rewrite with fetching off; the
- * property: a message in which nothing is resolved comes out byte-identical. */
+ * properties: a message in which nothing is resolved comes out byte-identical;
+ * in one that changed, every byte before the first resolved reference's
+ * header and after the last one's end is the input's own (the splice never
+ * touches what it does not replace). */
 #include <gio/gio.h>
 #include <gmime/gmime.h>
 #include <string.h>
@@ -27,6 +30,23 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
   const void *o = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (out));
   if (!r->changed && (n != size || (size && memcmp (o, data, size) != 0)))
     __builtin_trap ();
+  if (r->changed) {
+    const EbRef *first = NULL, *last = NULL;
+    for (guint i = 0; r->scan && i < r->scan->refs->len; i++)
+      if (((const EbResolution *) g_ptr_array_index (r->resolutions, i))->reason == EB_REASON_RESOLVED) {
+        const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
+        if (!first || ref->block_start < first->block_start)
+          first = ref;
+        if (!last || ref->end > last->end)
+          last = ref;
+      }
+    if (!first)
+      __builtin_trap ();   /* changed, but nothing resolved */
+    gsize tail = size - last->end;
+    if (n < first->block_start + tail || memcmp (o, data, first->block_start) != 0
+        || memcmp ((const char *) o + n - tail, data + last->end, tail) != 0)
+      __builtin_trap ();
+  }
   eb_rewrite_result_free (r);
   g_object_unref (out);
   return 0;
