@@ -1,6 +1,8 @@
 /* fuzz-urlparam: URL reassembly from any header value; and the property that
- * a URL split into 40-character words in any folding style reassembles to itself. */
+ * a URL split into 40-character words in any folding style reassembles to
+ * itself (or, holding an RFC 2047 encoded-word, is refused as one). */
 #include <string.h>
+#include "eb-error.h"
 #include "eb-urlparam.h"
 
 int
@@ -20,9 +22,15 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
     const char *eol = data[0] & 0x80 ? "\r\n" : "\n";
     char *param = eb_urlparam_format (u->str, 40, style, eol);
     char *raw = g_strconcat (" message/external-body; access-type=URL;", eol, "\t", param, NULL);
-    char *back = eb_urlparam_reassemble (raw, strlen (raw), NULL);
-    if (!back || strcmp (back, u->str) != 0)
+    GError *error = NULL;
+    char *back = eb_urlparam_reassemble (raw, strlen (raw), &error);
+    /* the one URL refused by design: one that holds an RFC 2047 encoded-word
+     * (=?charset?Q?text?=), which is taken as a sender's encoding, never guessed at */
+    gboolean encoded_word = !back && g_error_matches (error, EB_ERROR, EB_ERROR_ENCODED_WORD)
+                            && strstr (u->str, "=?") && strstr (u->str, "?=");
+    if (!encoded_word && (!back || strcmp (back, u->str) != 0))
       __builtin_trap ();
+    g_clear_error (&error);
     g_free (back);
     g_free (raw);
     g_free (param);
