@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include "eb-fetch.h"
 #include "eb-rewrite.h"
+#include "test-server.h"
 
 /* the suite's time limits: every stall must end within these plus a margin */
 #define FETCH_TIMEOUT   "2"
@@ -120,51 +121,24 @@ static const Fault faults[] = {
   { "ftp/no-226", FTP, "/no-226/f.txt", TEXT, EB_REASON_TIMED_OUT },
 };
 
-static GSubprocess *faultd, *httpd;
+static TestServer *faultd, *httpd;
 static guint http_port, ftp_port, closed_port, httpd_port;
-
-static GSubprocess *
-server_start (const char *script_name, const char *const *want, guint *ports)
-{
-  g_autofree char *script = g_test_build_filename (G_TEST_DIST, "servers", script_name, NULL);
-  g_autoptr (GError) error = NULL;
-  const char *argv[] = { "python3", script, "--lifetime", "300", NULL };
-  GSubprocess *p = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error);
-  g_assert_no_error (error);
-  g_autoptr (GDataInputStream) in = g_data_input_stream_new (g_subprocess_get_stdout_pipe (p));
-  for (guint i = 0; want[i]; i++) {
-    g_autofree char *line = g_data_input_stream_read_line (in, NULL, NULL, &error);
-    g_assert_no_error (error);
-    g_assert_nonnull (line);
-    g_assert_true (g_str_has_prefix (line, want[i]));
-    ports[i] = (guint) atoi (line + strlen (want[i]));
-    g_assert_cmpuint (ports[i], >, 0);
-  }
-  return p;
-}
-
-static void
-server_stop (GSubprocess **p)
-{
-  if (!*p)
-    return;
-  g_output_stream_close (g_subprocess_get_stdin_pipe (*p), NULL, NULL);
-  g_subprocess_wait (*p, NULL, NULL);
-  g_clear_object (p);
-}
 
 static void
 servers_start (void)
 {
   if (faultd)
     return;
-  guint p[3];
-  faultd = server_start ("faultd.py", (const char *[]) { "HTTP ", "FTP ", "CLOSED ", NULL }, p);
-  http_port = p[0];
-  ftp_port = p[1];
-  closed_port = p[2];
-  httpd = server_start ("httpd.py", (const char *[]) { "PORT ", NULL }, p);
-  httpd_port = p[0];
+  g_autoptr (GError) error = NULL;
+  faultd = test_server_start ("faultd.py", NULL, (const char *[]) { "HTTP ", "FTP ", "CLOSED ", NULL },
+                              FALSE, &error);
+  g_assert_no_error (error);
+  http_port = faultd->ports[0];
+  ftp_port = faultd->ports[1];
+  closed_port = faultd->ports[2];
+  httpd = test_server_start ("httpd.py", NULL, NULL, FALSE, &error);
+  g_assert_no_error (error);
+  httpd_port = httpd->port;
 }
 
 static char *
@@ -254,7 +228,7 @@ main (int argc, char **argv)
     g_test_add_data_func (p, &faults[i], run_fault);
   }
   int status = g_test_run ();
-  server_stop (&faultd);
-  server_stop (&httpd);
+  g_clear_pointer (&faultd, test_server_stop);
+  g_clear_pointer (&httpd, test_server_stop);
   return status;
 }

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include "eb-mailbox.h"
 #include "../integration/run-command.h"
+#include "test-server.h"
 
 static char *work;
 static char *conf;
@@ -537,48 +538,25 @@ test_stale_temp (void)
 
 /* ---- during a run: the run is kept busy by a slow server ------------------ */
 
-typedef struct {
-  GSubprocess      *proc;
-  GDataInputStream *out;
-  guint             port;
-} Server;
-
-static void
-server_start (Server *s)
+static TestServer *
+server_start (void)
 {
-  g_autofree char *httpd = g_test_build_filename (G_TEST_DIST, "servers", "httpd.py", NULL);
   g_autoptr (GError) error = NULL;
-  s->proc = g_subprocess_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error,
-                              "python3", httpd, "--lifetime", "120", NULL);
+  TestServer *s = test_server_start ("httpd.py", NULL, NULL, FALSE, &error);
   g_assert_no_error (error);
-  s->out = g_data_input_stream_new (g_subprocess_get_stdout_pipe (s->proc));
-  g_autofree char *line = g_data_input_stream_read_line (s->out, NULL, NULL, NULL);
-  g_assert_nonnull (line);
-  s->port = (guint) atoi (line + 5);
-}
-
-static void
-server_stop (Server *s)
-{
-  g_output_stream_close (g_subprocess_get_stdin_pipe (s->proc), NULL, NULL);
-  g_subprocess_wait (s->proc, NULL, NULL);
-  g_clear_object (&s->out);
-  g_clear_object (&s->proc);
+  return s;
 }
 
 static int
-server_hits (Server *s)
+server_hits (TestServer *s)
 {
-  g_autofree char *cmd = g_strdup_printf ("curl -s --noproxy '*' http://127.0.0.1:%u/hits", s->port);
-  g_autofree char *out = NULL;
-  sh (cmd, &out);
-  return out ? atoi (out) : -1;
+  return (int) test_http_get_number (s->port, "/hits");
 }
 
 /* An mbox whose first message refers to the slow server, which answers
  * after @ms; the second is plain. */
 static char *
-slow_box (const char *name, Server *s, guint ms)
+slow_box (const char *name, TestServer *s, guint ms)
 {
   g_autofree char *m = g_strdup_printf (
     FROM ("a") "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
@@ -590,9 +568,9 @@ slow_box (const char *name, Server *s, guint ms)
 }
 
 /* Start a rewrite of @target (an mbox, or a Maildir with @maildir) and
- * return when its fetch has reached the server (hits counted before + 1). */
+ * return when its fetch has reached the server. */
 static GSubprocess *
-start_busy_run (Server *s, const char *target, gboolean maildir)
+start_busy_run (TestServer *s, const char *target, gboolean maildir)
 {
   int hits0 = server_hits (s);
   g_autoptr (GError) error = NULL;
@@ -600,8 +578,15 @@ start_busy_run (Server *s, const char *target, gboolean maildir)
                                      "-c", conf, "--allow-network", "127.0.0.1/32",
                                      maildir ? "--maildir" : "--mbox", target, NULL);
   g_assert_no_error (error);
-  for (int i = 0; i < 200 && server_hits (s) < hits0 + 2; i++)   /* its fetch, and our /hits */
-    g_usleep (25000);
+  /* every /hits request counts itself: after the i-th one more, the run's fetch
+   * has arrived when the count passes hits0 + i */
+  gboolean arrived = FALSE;
+  for (int i = 1; i <= 200 && !arrived; i++) {
+    arrived = server_hits (s) >= hits0 + i + 1;
+    if (!arrived)
+      g_usleep (25000);
+  }
+  g_assert_true (arrived);
   return p;
 }
 
@@ -620,11 +605,10 @@ finish_run (GSubprocess *p, int *status)
 static void
 test_unlocked_writer (void)
 {
-  Server s = { 0 };
-  server_start (&s);
-  g_autofree char *box = slow_box ("unlocked.mbox", &s, 2500);
+  g_autoptr (TestServer) s = server_start ();
+  g_autofree char *box = slow_box ("unlocked.mbox", s, 2500);
   g_autoptr (GBytes) orig = read_all (box);
-  g_autoptr (GSubprocess) p = start_busy_run (&s, box, FALSE);
+  g_autoptr (GSubprocess) p = start_busy_run (s, box, FALSE);
   const char add[] = "\n" PLAIN ("late", "appended without a lock\n");
   g_autofree char *cmd = g_strdup_printf ("printf '%%s' '%s' >> '%s'", add, box);
   g_assert_cmpint (sh (cmd, NULL), ==, 0);
@@ -639,7 +623,6 @@ test_unlocked_writer (void)
   g_assert_cmpuint (leftovers (work, ".unlocked.mbox.extbody-"), ==, 0);
   g_autofree char *lock = g_strconcat (box, ".lock", NULL);
   g_assert_false (g_file_test (lock, G_FILE_TEST_EXISTS));
-  server_stop (&s);
 }
 
 /* A signal in the middle of a run: the mailbox as it was, no temporary file,
@@ -650,12 +633,11 @@ static void
 test_signal (gconstpointer data)
 {
   int sig = *(const int *) data;
-  Server s = { 0 };
-  server_start (&s);
+  g_autoptr (TestServer) s = server_start ();
   g_autofree char *name = g_strdup_printf ("signal-%d.mbox", sig);
-  g_autofree char *box = slow_box (name, &s, 3000);
+  g_autofree char *box = slow_box (name, s, 3000);
   g_autoptr (GBytes) orig = read_all (box);
-  g_autoptr (GSubprocess) p = start_busy_run (&s, box, FALSE);
+  g_autoptr (GSubprocess) p = start_busy_run (s, box, FALSE);
   g_autofree char *lock = g_strconcat (box, ".lock", NULL);
   g_assert_true (g_file_test (lock, G_FILE_TEST_EXISTS));   /* it holds the mailbox now */
   g_autofree char *tmpname = g_strdup_printf (".%s.extbody-", name);
@@ -668,7 +650,6 @@ test_signal (gconstpointer data)
   g_assert_true (g_bytes_equal (orig, now));
   g_assert_false (g_file_test (lock, G_FILE_TEST_EXISTS));
   g_assert_cmpuint (leftovers (work, tmpname), ==, 0);
-  server_stop (&s);
 }
 
 /* ---- Maildir -------------------------------------------------------------- */
@@ -742,17 +723,16 @@ test_maildir_entries (void)
 static void
 test_maildir_moved (void)
 {
-  Server s = { 0 };
-  server_start (&s);
+  g_autoptr (TestServer) s = server_start ();
   g_autofree char *md = make_maildir ("md-moved");
   g_autofree char *m = g_strdup_printf (
     "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
     "Content-Type: message/external-body; access-type=URL; URL=\"http://127.0.0.1:%u/slow?ms=2500\"\n\n"
-    "Content-Type: text/plain\n\n--b--\n", s.port);
+    "Content-Type: text/plain\n\n--b--\n", s->port);
   g_autofree char *in_new = g_build_filename (md, "new", "7.moved.host", NULL);
   g_autofree char *in_cur = g_build_filename (md, "cur", "7.moved.host:2,S", NULL);
   put (in_new, m, strlen (m));
-  g_autoptr (GSubprocess) p = start_busy_run (&s, md, TRUE);
+  g_autoptr (GSubprocess) p = start_busy_run (s, md, TRUE);
   g_assert_cmpint (g_rename (in_new, in_cur), ==, 0);
   int status = 0;
   g_autofree char *err = finish_run (p, &status);
@@ -766,7 +746,6 @@ test_maildir_moved (void)
   g_autofree char *count = NULL;
   sh (cmd, &count);
   g_assert_cmpint (atoi (count), ==, 1);
-  server_stop (&s);
 }
 
 /* ---- a pipe --------------------------------------------------------------- */

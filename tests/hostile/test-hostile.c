@@ -7,6 +7,7 @@
 #include <string.h>
 #include <stdlib.h>
 #include "eb-rewrite.h"
+#include "test-server.h"
 
 typedef enum { UNCHANGED, LEFT, RESOLVED } Want;
 
@@ -457,7 +458,7 @@ typedef struct {
   gint64            n;
 } FetchLimitCase;
 
-static GSubprocess *httpd;
+static TestServer *httpd;
 static guint httpd_port;
 
 static void
@@ -465,41 +466,10 @@ httpd_start (void)
 {
   if (httpd)
     return;
-  g_autofree char *script = g_test_build_filename (G_TEST_DIST, "servers", "httpd.py", NULL);
   g_autoptr (GError) error = NULL;
-  const char *argv[] = { "python3", script, "--bind", "127.0.0.1", "--lifetime", "300", NULL };
-  httpd = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error);
+  httpd = test_server_start ("httpd.py", NULL, NULL, FALSE, &error);
   g_assert_no_error (error);
-  g_autoptr (GDataInputStream) in = g_data_input_stream_new (g_subprocess_get_stdout_pipe (httpd));
-  g_autofree char *line = g_data_input_stream_read_line (in, NULL, NULL, &error);
-  g_assert_no_error (error);
-  g_assert_true (line && g_str_has_prefix (line, "PORT "));
-  httpd_port = (guint) atoi (line + 5);
-}
-
-/* GET @path from the test server directly (not through the fetcher): the
- * number its body holds (/hits, /peak). */
-static gint64
-httpd_number (const char *path)
-{
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GSocketClient) client = g_socket_client_new ();
-  g_autoptr (GSocketConnection) c = g_socket_client_connect_to_host (client, "127.0.0.1", httpd_port, NULL, &error);
-  g_assert_no_error (error);
-  g_autofree char *req = g_strdup_printf ("GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
-  GOutputStream *os = g_io_stream_get_output_stream (G_IO_STREAM (c));
-  g_assert_true (g_output_stream_write_all (os, req, strlen (req), NULL, NULL, &error));
-  GString *resp = g_string_new (NULL);
-  char buf[4096];
-  gssize got;
-  while ((got = g_input_stream_read (g_io_stream_get_input_stream (G_IO_STREAM (c)), buf, sizeof buf, NULL, &error)) > 0)
-    g_string_append_len (resp, buf, got);
-  g_assert_no_error (error);
-  const char *body = strstr (resp->str, "\r\n\r\n");
-  g_assert_nonnull (body);
-  gint64 v = g_ascii_strtoll (body + 4, NULL, 10);
-  g_string_free (resp, TRUE);
-  return v;
+  httpd_port = httpd->port;
 }
 
 /* Rewrite @m through @fetcher: the result; whether the output is @m byte for
@@ -542,11 +512,11 @@ static const FetchLimit fetch_limits[] = {
     .reason = EB_REASON_TIMED_OUT },
   { "message_deadline", "2", 2000, "/slow?ms=%" G_GINT64_FORMAT, .step = 1200, .no_at = TRUE,
     .reason = EB_REASON_TIMED_OUT },
-  /* bytes a second, over low_speed_time = 1 s: a steady 300 B/s is cut, 1700 B/s
-   * for 2.5 s comes through */
-  { "low_speed_limit", "1000", 1000, "/rate?bps=%" G_GINT64_FORMAT "&ms=2500", .step = 700,
+  /* bytes a second, over low_speed_time = 2 s: a steady 200 B/s is cut, 1800 B/s
+   * for 3.5 s comes through */
+  { "low_speed_limit", "1000", 1000, "/rate?bps=%" G_GINT64_FORMAT "&ms=3500", .step = 800,
     .no_at = TRUE, .floor = TRUE, .reason = EB_REASON_TIMED_OUT,
-    .extra = { "low_speed_time", "1" } },
+    .extra = { "low_speed_time", "2" } },
   { "max_concurrent_fetches", "3", 3, "/slow?ms=600&i=%" G_GINT64_FORMAT, .refs = TRUE,
     .check = CHECK_PEAK, .extra = { "cache_ttl", "0" } },
   { "max_concurrent_fetches", NULL, 8, "/slow?ms=600&i=%" G_GINT64_FORMAT, .refs = TRUE,
@@ -616,17 +586,17 @@ run_fetch_limit (gconstpointer data)
     g_assert_cmpuint (left, ==, 0);
     g_assert_cmpuint (r->n_resolved, ==, nrefs);
     if (l->check == CHECK_PEAK) {
-      gint64 peak = httpd_number ("/peak?reset=1");
+      gint64 peak = test_http_get_number (httpd_port, "/peak?reset=1");
       g_test_message ("at most %" G_GINT64_FORMAT " requests at once", peak);
       g_assert_cmpint (peak, ==, MIN (fc->n, l->limit));
     } else {
       /* the same message again, through the same fetcher */
-      gint64 before = httpd_number ("/hits");
+      gint64 before = test_http_get_number (httpd_port, "/hits");
       gboolean same2;
       double secs2;
       g_autoptr (EbRewriteResult) r2 = rewrite_timed (m, config, fetcher, &same2, &secs2);
       g_assert_cmpuint (r2->n_resolved, ==, nrefs);
-      gint64 fetched = httpd_number ("/hits") - before - 1;   /* not the /hits request itself */
+      gint64 fetched = test_http_get_number (httpd_port, "/hits") - before - 1;   /* not the /hits request itself */
       g_test_message ("the same message again: %" G_GINT64_FORMAT " requests", fetched);
       if (fc->n <= l->limit)
         g_assert_cmpint (fetched, ==, 0);
@@ -795,10 +765,6 @@ main (int argc, char **argv)
   g_test_add_data_func ("/hostile/fetch-limits/connect_timeout=1/never-connects", GINT_TO_POINTER (TRUE),
                         test_connect_timeout);
   int status = g_test_run ();
-  if (httpd) {
-    g_output_stream_close (g_subprocess_get_stdin_pipe (httpd), NULL, NULL);
-    g_subprocess_wait (httpd, NULL, NULL);
-    g_clear_object (&httpd);
-  }
+  g_clear_pointer (&httpd, test_server_stop);
   return status;
 }

@@ -10,6 +10,7 @@
 #include <sysexits.h>
 #include <unistd.h>
 #include "run-command.h"
+#include "test-server.h"
 
 static char *work;
 static char *conf;
@@ -277,14 +278,10 @@ test_write_error (void)
 static void
 test_delivery_during_run (void)
 {
-  g_autofree char *httpd = g_test_build_filename (G_TEST_DIST, "servers", "httpd.py", NULL);
   g_autoptr (GError) error = NULL;
-  g_autoptr (GSubprocess) srv = g_subprocess_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE,
-                                                  &error, "python3", httpd, "--lifetime", "120", NULL);
+  g_autoptr (TestServer) srv = test_server_start ("httpd.py", NULL, NULL, FALSE, &error);
   g_assert_no_error (error);
-  g_autoptr (GDataInputStream) in = g_data_input_stream_new (g_subprocess_get_stdout_pipe (srv));
-  g_autofree char *line = g_data_input_stream_read_line (in, NULL, NULL, NULL);
-  guint port = (guint) atoi (line + 5);
+  guint port = srv->port;
   g_autofree char *m = g_strdup_printf (
     "From a@example.org Sat Nov 21 10:00:00 2026\n"
     "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
@@ -302,32 +299,17 @@ test_delivery_during_run (void)
   g_file_get_contents (box, &out, NULL, NULL);
   g_assert_nonnull (strstr (out, "<delivered-1@test.example>"));
   g_assert_nonnull (strstr (out, "hello from the test server"));
-  g_output_stream_close (g_subprocess_get_stdin_pipe (srv), NULL, NULL);
-  g_subprocess_wait (srv, NULL, NULL);
 }
 
 /* A URL that many messages reference is fetched once in a run, even with
  * several workers asking for it at the same moment. */
-static int
-hits (guint port)
-{
-  g_autofree char *cmd = g_strdup_printf ("curl -s --noproxy '*' http://127.0.0.1:%u/hits", port);
-  g_autofree char *out = NULL;
-  sh (cmd, &out);
-  return out ? atoi (out) : -1;
-}
-
 static void
 test_fetch_once (void)
 {
-  g_autofree char *httpd = g_test_build_filename (G_TEST_DIST, "servers", "httpd.py", NULL);
   g_autoptr (GError) error = NULL;
-  g_autoptr (GSubprocess) srv = g_subprocess_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE,
-                                                  &error, "python3", httpd, "--lifetime", "120", NULL);
+  g_autoptr (TestServer) srv = test_server_start ("httpd.py", NULL, NULL, FALSE, &error);
   g_assert_no_error (error);
-  g_autoptr (GDataInputStream) in = g_data_input_stream_new (g_subprocess_get_stdout_pipe (srv));
-  g_autofree char *line = g_data_input_stream_read_line (in, NULL, NULL, NULL);
-  guint port = (guint) atoi (line + 5);
+  guint port = srv->port;
   GString *m = g_string_new (NULL);
   for (int i = 0; i < 40; i++)
     g_string_append_printf (m,
@@ -338,17 +320,15 @@ test_fetch_once (void)
   g_autofree char *box = g_build_filename (work, "list.mbox", NULL);
   g_file_set_contents (box, m->str, (gssize) m->len, NULL);
   g_string_free (m, TRUE);
-  int before = hits (port);
+  gint64 before = test_http_get_number (port, "/hits");
   g_auto (CmdResult) r = { 0 };
   RUN (&r, NULL, "rewrite", "-c", conf, "--allow-network", "127.0.0.1/32", "-j", "4", box);
   g_autofree char *err = bytes_str (r.err);
   g_test_message ("%s", err);
   g_assert_cmpint (r.status, ==, 0);
   g_assert_nonnull (strstr (err, "40 references, 40 resolved"));
-  int after = hits (port);
+  gint64 after = test_http_get_number (port, "/hits");
   g_assert_cmpint (after - before, ==, 2);   /* one fetch, plus the /hits request itself */
-  g_output_stream_close (g_subprocess_get_stdin_pipe (srv), NULL, NULL);
-  g_subprocess_wait (srv, NULL, NULL);
 }
 
 /* inspect streams one JSON object per reference with the message's identity. */

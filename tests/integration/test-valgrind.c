@@ -8,6 +8,7 @@
  * cannot run an AddressSanitizer build). */
 #include <glib/gstdio.h>
 #include "run-command.h"
+#include "test-server.h"
 
 static char *empty_conf;
 
@@ -172,17 +173,10 @@ test_data_url (void)
 static void
 test_fetch (void)
 {
-  g_autofree char *script = g_test_build_filename (G_TEST_DIST, "servers", "httpd.py", NULL);
   g_autoptr (GError) error = NULL;
-  const char *argv[] = { "python3", script, "--bind", "127.0.0.1", "--lifetime", "120", NULL };
-  g_autoptr (GSubprocess) srv = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE,
-                                                   &error);
+  g_autoptr (TestServer) srv = test_server_start ("httpd.py", NULL, NULL, FALSE, &error);
   g_assert_no_error (error);
-  g_autoptr (GDataInputStream) in = g_data_input_stream_new (g_subprocess_get_stdout_pipe (srv));
-  g_autofree char *line = g_data_input_stream_read_line (in, NULL, NULL, &error);
-  g_assert_no_error (error);
-  g_assert_true (line && g_str_has_prefix (line, "PORT "));
-  guint port = (guint) atoi (line + 5);
+  guint port = srv->port;
 
   g_autoptr (GString) msg = g_string_new ("From: a@example.org\nMIME-Version: 1.0\n"
                                           "Content-Type: multipart/mixed; boundary=b\n\n");
@@ -215,8 +209,6 @@ test_fetch (void)
     g_autofree char *w = g_strdup_printf (want[i], port);
     g_assert_nonnull (strstr (err, w));
   }
-  g_output_stream_close (g_subprocess_get_stdin_pipe (srv), NULL, NULL);
-  g_subprocess_wait (srv, NULL, NULL);
 }
 
 int

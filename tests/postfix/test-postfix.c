@@ -12,12 +12,14 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <unistd.h>
+#include "test-server.h"
 
 static char *dir;          /* everything lives here */
 static char *pfdir;        /* the Postfix instance */
 static char *maildir_new;
 static guint smtp_port;
-static GSubprocess *milter, *httpd;
+static GSubprocess *milter;
+static TestServer *httpd;
 static guint http_port;
 
 static char *
@@ -336,13 +338,9 @@ main (int argc, char **argv)
   maildir_new = g_build_filename (pfdir, "mail", "Maildir", "new", NULL);
   g_autoptr (GError) error = NULL;
 
-  g_autofree char *httpd_py = g_test_build_filename (G_TEST_DIST, "servers", "httpd.py", NULL);
-  httpd = g_subprocess_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error,
-                            "python3", httpd_py, "--lifetime", "600", NULL);
+  httpd = test_server_start ("httpd.py", NULL, NULL, FALSE, &error);
   g_assert_no_error (error);
-  g_autoptr (GDataInputStream) hin = g_data_input_stream_new (g_subprocess_get_stdout_pipe (httpd));
-  g_autofree char *line = g_data_input_stream_read_line (hin, NULL, NULL, NULL);
-  http_port = (guint) atoi (line + 5);
+  http_port = httpd->port;
 
   g_autofree char *sock = g_build_filename (dir, "milter.sock", NULL);
   g_autofree char *spec = g_strdup_printf ("unix:%s", sock);
@@ -375,8 +373,7 @@ main (int argc, char **argv)
     g_subprocess_send_signal (milter, SIGTERM);
     g_subprocess_wait (milter, NULL, NULL);
   }
-  g_output_stream_close (g_subprocess_get_stdin_pipe (httpd), NULL, NULL);
-  g_subprocess_wait (httpd, NULL, NULL);
+  g_clear_pointer (&httpd, test_server_stop);
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
   sh (rm, NULL);
   return rc;

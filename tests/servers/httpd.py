@@ -17,7 +17,8 @@ Paths:
   /slow?ms=N            wait N ms, then /text
   /peak?reset=1         the most /slow requests ever in progress at once (text);
                         reset=1 starts counting again
-  /rate?bps=N&ms=M      N*M/1000 bytes at a steady N bytes a second (tenths)
+  /rate?bps=N&ms=M      N*M/1000 bytes at a steady N bytes a second, a tenth
+                        with the header and one each 0.1 s
   /stall                send the header, then nothing for 30 s
   /short                Content-Length 100, 10 bytes, then close
   /long                 Content-Length 5, 50 bytes
@@ -115,10 +116,12 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(tenth * chunks))
             self.send_header("Connection", "close")
             self.end_headers()
-            self.wfile.flush()
             try:
-                for _ in range(chunks):
-                    time.sleep(0.1)
+                # the first tenth with the header, then one each 0.1 s: the
+                # rate holds from the first byte on
+                for i in range(chunks):
+                    if i:
+                        time.sleep(0.1)
                     self.wfile.write(b"r" * tenth)
                     self.wfile.flush()
             except OSError:
