@@ -50,6 +50,7 @@ typedef struct {
   /* the milter */
   char    *milter_socket;      /* libmilter socket spec */
   char    *on_error;           /* accept | tempfail */
+  gboolean strip_trace_fields; /* remove incoming X-Extbody, X-Extbody-Resolved */
   guint64  milter_spill_size;  /* message bytes kept in memory before spilling to a file */
 } EbConfig;
 

@@ -41,6 +41,12 @@ static const struct {
   { EB_REASON_SIZE_PARAM,        "size-too-large",    "size parameter above max_part_bytes" },
   { EB_REASON_WOULD_FETCH,       "would-fetch",       "rewrite would fetch it; not fetched by inspect" },
   { EB_REASON_REFUSED_PATH,      "refused-path",      "local file outside local_file_dirs" },
+  { EB_REASON_FETCH_OFF,         "fetch-off",         "fetching is off (fetch = off)" },
+  { EB_REASON_LOCAL_FILE_DIRS,   "local-file-dirs",   "local-file references not enabled (local_file_dirs is empty)" },
+  { EB_REASON_PARAM_MISSING,     "param-missing",     "a parameter the access-type needs is missing" },
+  { EB_REASON_SIGNED,            "signed",            "inside a signed or encrypted part" },
+  { EB_REASON_OUTER_CTE,         "outer-encoding",    "external-body part with a transfer encoding other than 7bit, 8bit or binary" },
+  { EB_REASON_NESTED_REF,        "nested-reference",  "inner header is message/external-body again" },
 };
 
 G_STATIC_ASSERT (G_N_ELEMENTS (reasons) == EB_REASON_N);

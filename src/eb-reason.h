@@ -46,6 +46,12 @@ typedef enum {
   EB_REASON_SIZE_PARAM,        /* the size parameter announces more than max_part_bytes */
   EB_REASON_WOULD_FETCH,       /* inspect: rewrite would fetch it (inspect --fetch does) */
   EB_REASON_REFUSED_PATH,      /* local-file outside local_file_dirs, or not a regular file */
+  EB_REASON_FETCH_OFF,         /* a reference that would be fetched, with fetch = off */
+  EB_REASON_LOCAL_FILE_DIRS,   /* access-type=local-file, with local_file_dirs empty */
+  EB_REASON_PARAM_MISSING,     /* a parameter the access-type needs is missing (site, name) */
+  EB_REASON_SIGNED,            /* inside a signed or encrypted entity: resolving would break it */
+  EB_REASON_OUTER_CTE,         /* the external-body entity has a transfer encoding RFC 2046 forbids */
+  EB_REASON_NESTED_REF,        /* the phantom header's type is message/external-body again */
   EB_REASON_N
 } EbReason;
 

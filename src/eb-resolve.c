@@ -209,6 +209,36 @@ server_essence (const char *ct)
   return mt ? eb_mime_type_get_essence (mt) : NULL;
 }
 
+gboolean
+eb_resolve_scheme_fetchable (const char *scheme)
+{
+  return !g_ascii_strcasecmp (scheme, "http") || !g_ascii_strcasecmp (scheme, "https")
+         || !g_ascii_strcasecmp (scheme, "ftp");
+}
+
+/* Why a reference that is not a URL and was not read or fetched is left:
+ * the four causes apart. */
+static EbResolution *
+leave_unacted (EbResolution *res, const EbRef *ref, const EbConfig *config)
+{
+  const char *at = ref->access_type ? ref->access_type : "";
+  if (strcmp (at, "anon-ftp") == 0) {
+    if (!ref->site || !ref->name)
+      return leave (res, EB_REASON_PARAM_MISSING,
+                    g_strdup_printf ("access-type=anon-ftp without %s", ref->site ? "name" : "site"));
+    if (!config->fetch)
+      return leave (res, EB_REASON_FETCH_OFF, g_strdup ("access-type=anon-ftp"));
+    return leave (res, EB_REASON_SCHEME_DISABLED, g_strdup ("access-type=anon-ftp: scheme \"ftp\""));
+  }
+  if (strcmp (at, "local-file") == 0) {
+    if (!ref->name)
+      return leave (res, EB_REASON_PARAM_MISSING, g_strdup ("access-type=local-file without name"));
+    return leave (res, EB_REASON_LOCAL_FILE_DIRS, g_strdup ("access-type=local-file"));
+  }
+  g_autofree char *shown = g_strndup (at, 60);
+  return leave (res, EB_REASON_ACCESS_TYPE, g_strdup_printf ("access-type=%s", shown));
+}
+
 EbResolution *
 eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
             const EbConfig *config, const EbFetchResult *fetched, guint64 *budget)
@@ -273,12 +303,13 @@ eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
       source = g_strdup_printf ("access-type=%s;%s\t%s", is_url ? "URL" : ref->access_type, eol, param);
     }
   } else if (!is_url) {
-    return leave (res, EB_REASON_ACCESS_TYPE,
-                  g_strdup_printf ("access-type=%s", ref->access_type ? ref->access_type : ""));
+    return leave_unacted (res, ref, config);
   } else {
     const char *colon = strchr (ref->url, ':');
     gsize sl = colon ? (gsize) (colon - ref->url) : 0;
     g_autofree char *scheme = g_ascii_strdown (ref->url, (gssize) MIN (sl, 32));
+    if (!config->fetch && sl && eb_resolve_scheme_fetchable (scheme))
+      return leave (res, EB_REASON_FETCH_OFF, g_strdup_printf ("scheme \"%s\"", scheme));
     return leave (res, EB_REASON_SCHEME_DISABLED,
                   g_strdup_printf ("scheme \"%s\"", sl ? scheme : ""));
   }

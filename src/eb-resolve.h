@@ -57,4 +57,7 @@ EbResolution *eb_resolve (const EbRef *ref, const char *buf, gsize len, const ch
 char *eb_resolve_fetch_url (const EbRef *ref, const EbConfig *config, EbReason *reason,
                             char **detail);
 
+/* Is @scheme (lowercase or not) one extbody can fetch (http, https, ftp)? */
+gboolean eb_resolve_scheme_fetchable (const char *scheme);
+
 G_END_DECLS

@@ -37,7 +37,7 @@ eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config, EbFetcher *
   guint nrefs = r->scan->refs->len;
   g_autoptr (GPtrArray) fetched = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_fetch_result_free);
   g_ptr_array_set_size (fetched, (gint) nrefs);
-  if (fetcher) {
+  {
     g_autoptr (GPtrArray) urls = g_ptr_array_new_with_free_func (g_free);
     g_autoptr (GArray) which = g_array_new (FALSE, FALSE, sizeof (guint));
     for (guint i = 0; i < nrefs; i++) {
@@ -45,6 +45,11 @@ eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config, EbFetcher *
       EbReason why = EB_REASON_RESOLVED;
       char *detail = NULL;
       char *url = eb_resolve_fetch_url (ref, config, &why, &detail);
+      if (!fetcher) {
+        g_clear_pointer (&url, g_free);
+        if (why != EB_REASON_EXPIRED && why != EB_REASON_SIZE_PARAM)
+          why = EB_REASON_RESOLVED;
+      }
       if (why == EB_REASON_RESOLVED && !url && ref->access_type && ref->name
           && strcmp (ref->access_type, "local-file") == 0 && ref->walk_reason == EB_REASON_RESOLVED
           && ref->located && ref->read_reason == EB_REASON_RESOLVED && config->local_file_dirs
@@ -56,6 +61,8 @@ eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config, EbFetcher *
         pre->reason = why;
         pre->detail = detail;
         g_ptr_array_index (fetched, i) = pre;
+      } else if (!fetcher) {
+        /* nothing to fetch with: eb_resolve says why */
       } else if (url && eb_fetcher_scheme_allowed (fetcher, url) && (flags & EB_REWRITE_NO_FETCH)) {
         EbFetchResult *pre = g_new0 (EbFetchResult, 1);
         pre->reason = EB_REASON_WOULD_FETCH;
@@ -68,7 +75,7 @@ eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config, EbFetcher *
       }
       g_free (url);
     }
-    if (urls->len) {
+    if (fetcher && urls->len) {
       g_autoptr (GPtrArray) got = eb_fetcher_fetch_all (fetcher, (const char *const *) urls->pdata,
                                                         urls->len, config->max_part_bytes);
       for (guint k = 0; k < got->len; k++)

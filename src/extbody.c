@@ -122,6 +122,7 @@ static char *opt_config = NULL;
 static char **opt_set = NULL;
 static char **opt_allow_network = NULL;
 static gboolean opt_no_precheck = FALSE;
+static gboolean opt_fetch = FALSE;
 
 static GOptionEntry config_entries[] = {
   { "config", 'c', 0, G_OPTION_ARG_FILENAME, &opt_config,
@@ -130,6 +131,8 @@ static GOptionEntry config_entries[] = {
     "Override one configuration key (repeatable)", "KEY=VALUE" },
   { "allow-network", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_allow_network,
     "Add a CIDR block to allow_networks (repeatable)", "CIDR" },
+  { "fetch", 0, 0, G_OPTION_ARG_NONE, &opt_fetch,
+    "Fetch http, https and ftp references (fetch = on; off by default: a fetch tells the URL's owner)", NULL },
   { NULL }
 };
 
@@ -164,6 +167,8 @@ load_config (int *status)
       ? g_strconcat (config->allow_networks, ", ", joined, NULL) : g_strdup (joined);
     eb_config_set (config, "allow_networks", all, NULL);
   }
+  if (opt_fetch)
+    config->fetch = TRUE;
   return g_steal_pointer (&config);
 }
 
@@ -846,13 +851,11 @@ inspect_mailbox (const char *path, const EbConfig *config, EbFetcher *fetcher,
 static int
 cmd_inspect (int argc, char **argv)
 {
-  gboolean json = FALSE, fetch = FALSE, recursive = FALSE;
+  gboolean json = FALSE, recursive = FALSE;
   GOptionEntry entries[] = {
     { "recursive", 'r', 0, G_OPTION_ARG_NONE, &recursive, "With a Maildir, its Maildir++ subfolders too", NULL },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json,
       "One JSON object per reference per line (fields in extbody(1))", NULL },
-    { "fetch", 0, 0, G_OPTION_ARG_NONE, &fetch,
-      "Fetch http, https and ftp references to tell what rewrite would do", NULL },
     { NULL }
   };
   g_autoptr (GOptionContext) ctx = new_context ("FILE...",
@@ -869,6 +872,8 @@ cmd_inspect (int argc, char **argv)
   g_autoptr (EbConfig) config = load_config (&status);
   if (!config)
     return status;
+  /* --fetch: really fetch, to tell what rewrite would do */
+  gboolean fetch = opt_fetch;
 
   g_autoptr (EbFetcher) fetcher = make_fetcher (config, &status);
   if (status)

@@ -65,12 +65,12 @@ if [ "$mode" = demo ]; then
   build build
   eb=build/src/extbody
   echo
-  # fetch=off: the samples point at example.com, and the demo stays on this machine
-  echo "==> extbody inspect -o fetch=off data/samples/*.eml"
-  "$eb" inspect -o fetch=off data/samples/*.eml
+  # fetching is off by default: the demo resolves data: URLs and stays on this machine
+  echo "==> extbody inspect data/samples/*.eml"
+  "$eb" inspect data/samples/*.eml
   echo
-  echo "==> extbody rewrite -o fetch=off --report data/samples/references.eml"
-  "$eb" rewrite -o fetch=off --report data/samples/references.eml > build/references.out.eml
+  echo "==> extbody rewrite --report data/samples/references.eml"
+  "$eb" rewrite --report data/samples/references.eml > build/references.out.eml
   echo
   echo "==> the rewritten message (build/references.out.eml), long lines cut:"
   cut -c1-100 build/references.out.eml

@@ -48,7 +48,7 @@ def main():
             "Content-Type: text/plain\n\n" % u for u in refs)
         msg = ("From: bench@example.org\nMIME-Version: 1.0\n"
                "Content-Type: multipart/mixed; boundary=b\n\n" + parts + "--b--\n").encode()
-        base = [extbody, "rewrite", "--report", "--allow-network", "127.0.0.1/32",
+        base = [extbody, "rewrite", "--report", "--fetch", "--allow-network", "127.0.0.1/32",
                 "-o", "max_requests_per_host=100000"]
         t_eb, rep = timed(base, msg, a.runs)
         resolved = rep.count("resolved")

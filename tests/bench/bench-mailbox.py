@@ -55,7 +55,7 @@ def rewrite(extbody, src, work, jobs):
     subprocess.run(["cat", dst], stdout=subprocess.DEVNULL)   # warm the page cache
     t0 = time.perf_counter()
     p = subprocess.run(["/usr/bin/time", "-v", extbody, "rewrite", "-c", os.path.join(work, "empty.conf"),
-                        "--allow-network", "127.0.0.1/32", "-o", "allow_domains=127.0.0.1",
+                        "--fetch", "--allow-network", "127.0.0.1/32", "-o", "allow_domains=127.0.0.1",
                         "-o", "max_requests_per_host=100000",
                         "-j", str(jobs), dst], stderr=subprocess.PIPE, text=True, check=True)
     dt = time.perf_counter() - t0

@@ -162,6 +162,7 @@ run_fault (gconstpointer data)
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (GError) error = NULL;
   const char *settings[] = {
+    "fetch", "on",
     "allow_networks", "127.0.0.1/32",
     "fetch_timeout", FETCH_TIMEOUT,
     "connect_timeout", FETCH_TIMEOUT,

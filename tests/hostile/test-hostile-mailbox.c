@@ -575,7 +575,7 @@ start_busy_run (TestServer *s, const char *target, gboolean maildir)
   int hits0 = server_hits (s);
   g_autoptr (GError) error = NULL;
   GSubprocess *p = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_PIPE, &error, extbody_path (), "rewrite",
-                                     "-c", conf, "--allow-network", "127.0.0.1/32",
+                                     "-c", conf, "--fetch", "--allow-network", "127.0.0.1/32",
                                      maildir ? "--maildir" : "--mbox", target, NULL);
   g_assert_no_error (error);
   /* every /hits request counts itself: after the i-th one more, the run's fetch

@@ -532,6 +532,7 @@ run_fetch_limit (gconstpointer data)
   httpd_start ();
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (GError) error = NULL;
+  g_assert_true (eb_config_set (config, "fetch", "on", &error));
   g_assert_true (eb_config_set (config, "allow_networks", "127.0.0.1/32", &error));
   if (l->value)
     g_assert_true (eb_config_set (config, l->key, l->value, &error));
@@ -651,6 +652,7 @@ test_connect_timeout (gconstpointer data)
   g_usleep (200000);
 
   g_autoptr (EbConfig) config = eb_config_new ();
+  g_assert_true (eb_config_set (config, "fetch", "on", &error));
   g_assert_true (eb_config_set (config, "allow_networks", "127.0.0.1/32", &error));
   g_assert_true (eb_config_set (config, "connect_timeout", "1", &error));
   g_assert_true (eb_config_set (config, "fetch_timeout", "20", &error));

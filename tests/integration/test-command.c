@@ -135,8 +135,8 @@ test_samples (void)
     "extbody: part 3: access-type=url data:text/plain;charset=us-ascii,Minutes",
     "resolved (text/plain, 85 bytes, 7bit)",
     "extbody: part 4: access-type=url data:application/pdf;base64,JVBERi0xLjQK: left: type-mismatch: content type disagrees (data: URL is application/pdf, inner header says image/jpeg)",
-    "extbody: part 5: access-type=url http://www.example.com/reports/2026/annual-report.pdf: left: scheme-disabled: scheme not enabled (scheme \"http\")",
-    "extbody: part 6: access-type=anon-ftp site=ftp.example.com directory=pub/minutes name=2026-11.txt mode=ascii: left: access-type: access-type not acted on (access-type=anon-ftp)",
+    "extbody: part 5: access-type=url http://www.example.com/reports/2026/annual-report.pdf: left: fetch-off: fetching is off (fetch = off) (scheme \"http\")",
+    "extbody: part 6: access-type=anon-ftp site=ftp.example.com directory=pub/minutes name=2026-11.txt mode=ascii: left: fetch-off: fetching is off (fetch = off) (access-type=anon-ftp)",
     "extbody: part 7.2: access-type=url data:,name%2Camount%0Aalice%2C10%0Abob%2C20%0A: resolved (text/csv, 28 bytes, 7bit)",
   };
   for (guint i = 0; i < G_N_ELEMENTS (want); i++)
@@ -177,7 +177,7 @@ test_inspect_json (void)
   g_assert_cmpuint (g_strv_length (lines), ==, 6);
   const char *parts[] = { "2", "3", "4", "5", "6", "7.2" };
   const char *actions[] = { "resolve", "resolve", "leave", "leave", "leave", "resolve" };
-  const char *reasons[] = { "resolved", "resolved", "type-mismatch", "scheme-disabled", "access-type", "resolved" };
+  const char *reasons[] = { "resolved", "resolved", "type-mismatch", "fetch-off", "fetch-off", "resolved" };
   for (guint i = 0; lines[i]; i++) {
     g_autoptr (JsonParser) p = json_parser_new ();
     g_autoptr (GError) error = NULL;

@@ -24,7 +24,7 @@ server_start (const char *bind, const char *cert, const char *key)
   return s;
 }
 
-static char *empty_conf;   /* an empty configuration: no /etc/extbody/extbody.conf */
+static char *empty_conf;   /* only fetch = on: no /etc/extbody/extbody.conf */
 static TestServer *srv;    /* 127.0.0.1 */
 static TestServer *srv2;   /* 127.0.0.2 */
 
@@ -73,7 +73,7 @@ rewrite (GBytes *msg, const char *want, const char *const *extra)
   return bytes_str (r.out);
 }
 
-#define ALLOW "--allow-network", "127.0.0.1/32"
+#define ALLOW "--fetch", "--allow-network", "127.0.0.1/32"
 
 static void
 test_resolved (void)
@@ -201,7 +201,8 @@ test_policy_other (void)
 {
   g_autofree char *u = url ("/text");
   g_autoptr (GBytes) m = message (u, NULL, "Content-Type: text/plain\r\n");
-  g_autofree char *o1 = rewrite (m, "left: scheme-disabled", (const char *[]) { ALLOW, "-o", "fetch=off", NULL });
+  g_autofree char *o1 = rewrite (m, "left: fetch-off: fetching is off (fetch = off) (scheme \"http\")",
+                                 (const char *[]) { "--allow-network", "127.0.0.1/32", "-o", "fetch=off", NULL });
   g_autofree char *o2 = rewrite (m, "left: scheme-disabled", (const char *[]) { ALLOW, "-o", "allow_schemes=https", NULL });
   g_autofree char *cred = g_strdup_printf ("http://u:p@127.0.0.1:%u/text", srv->port);
   g_autoptr (GBytes) m3 = message (cred, NULL, "Content-Type: text/plain\r\n");
@@ -269,7 +270,7 @@ test_inspect (void)
   g_autofree char *u = url ("/text");
   g_autoptr (GBytes) m = message (u, NULL, "Content-Type: text/plain\r\n");
   g_auto (CmdResult) r = { 0 };
-  RUN (&r, m, "inspect", "--json", "-c", empty_conf, ALLOW, "-");
+  RUN (&r, m, "inspect", "--json", "-c", empty_conf, "-o", "fetch=on", "--allow-network", "127.0.0.1/32", "-");
   g_autofree char *out = bytes_str (r.out);
   g_assert_nonnull (strstr (out, "\"action\":\"fetch\",\"reason\":\"would-fetch\""));
   g_auto (CmdResult) r2 = { 0 };
@@ -456,7 +457,7 @@ test_anon_ftp (void)
   g_assert_nonnull (strstr (t, "TYPE I\n"));
   g_assert_nonnull (strstr (t, "RETR bin.dat\n"));
   /* fetch = off: the same reference is only reported */
-  g_autofree char *o2 = rewrite (msg, "left: access-type", (const char *[]) { ALLOW, "-o", "fetch=off", NULL });
+  g_autofree char *o2 = rewrite (msg, "left: fetch-off", (const char *[]) { "--allow-network", "127.0.0.1/32", "-o", "fetch=off", NULL });
   ftp_stop (f);
 }
 
@@ -494,7 +495,7 @@ test_local_file (void)
   g_autofree char *dirs = g_strdup_printf ("local_file_dirs=%s", dir);
 
   g_autoptr (GBytes) m1 = local_message (ok);
-  g_autofree char *o0 = rewrite (m1, "left: access-type: access-type not acted on (access-type=local-file)", NULL);
+  g_autofree char *o0 = rewrite (m1, "left: local-file-dirs: local-file references not enabled (local_file_dirs is empty) (access-type=local-file)", NULL);
   g_autofree char *o1 = rewrite (m1, "resolved (text/plain, 11 bytes, 7bit)", (const char *[]) { "-o", dirs, NULL });
   g_autofree char *trace = g_strdup_printf ("X-Extbody-Resolved: access-type=local-file;\n\tname=\"%s\";", ok);
   g_assert_nonnull (strstr (o1, trace));
@@ -543,6 +544,7 @@ test_cache (void)
     return;
   }
   g_autoptr (EbConfig) config = eb_config_new ();
+  g_assert_true (eb_config_set (config, "fetch", "on", NULL));
   g_assert_true (eb_config_set (config, "allow_networks", "127.0.0.1/32", NULL));
   g_autoptr (GError) error = NULL;
   g_autoptr (EbFetcher) f = eb_fetcher_new (config, &error);
@@ -592,7 +594,8 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   empty_conf = g_build_filename (g_get_tmp_dir (), "extbody-test-fetch-empty.conf", NULL);
-  g_file_set_contents (empty_conf, "", 0, NULL);
+  /* fetching is off by default; these tests are about fetching */
+  g_file_set_contents (empty_conf, "[extbody]\nfetch = on\n", -1, NULL);
   srv = server_start ("127.0.0.1", NULL, NULL);
   srv2 = server_start ("127.0.0.2", NULL, NULL);
   g_test_add_func ("/fetch/http/resolved", test_resolved);

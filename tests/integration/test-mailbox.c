@@ -291,7 +291,7 @@ test_delivery_during_run (void)
   g_file_set_contents (box, m, -1, NULL);
   g_autofree char *deliver = g_test_build_filename (G_TEST_DIST, "integration", "deliver.py", NULL);
   g_autofree char *cmd = g_strdup_printf (
-    "'%s' rewrite -c '%s' --allow-network 127.0.0.1/32 '%s' 2>/dev/null & p=$!; sleep 0.5; "
+    "'%s' rewrite -c '%s' --fetch --allow-network 127.0.0.1/32 '%s' 2>/dev/null & p=$!; sleep 0.5; "
     "python3 '%s' '%s' '<delivered-1@test.example>'; wait $p",
     g_getenv ("EXTBODY"), conf, box, deliver, box);
   g_assert_cmpint (sh (cmd, NULL), ==, 0);
@@ -322,7 +322,7 @@ test_fetch_once (void)
   g_string_free (m, TRUE);
   gint64 before = test_http_get_number (port, "/hits");
   g_auto (CmdResult) r = { 0 };
-  RUN (&r, NULL, "rewrite", "-c", conf, "--allow-network", "127.0.0.1/32", "-j", "4", box);
+  RUN (&r, NULL, "rewrite", "-c", conf, "--fetch", "--allow-network", "127.0.0.1/32", "-j", "4", box);
   g_autofree char *err = bytes_str (r.err);
   g_test_message ("%s", err);
   g_assert_cmpint (r.status, ==, 0);

@@ -190,7 +190,7 @@ test_fetch (void)
   g_autoptr (GBytes) input = g_bytes_new (msg->str, msg->len);
   g_auto (CmdResult) r = { 0 };
   g_autofree char *port_s = g_strdup_printf ("allow_ports=%u", port);
-  MEMCHECK (&r, input, "rewrite", "--report", "--allow-network", "127.0.0.1/32", "-o", port_s,
+  MEMCHECK (&r, input, "rewrite", "--report", "--fetch", "--allow-network", "127.0.0.1/32", "-o", port_s,
             "-o", "max_part_bytes=4000");
   g_assert_cmpint (r.status, ==, 0);
   gsize n;

@@ -347,7 +347,7 @@ main (int argc, char **argv)
   g_autofree char *conf = g_build_filename (dir, "empty.conf", NULL);
   g_file_set_contents (conf, "", 0, NULL);
   milter = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error, g_getenv ("EXTBODY_MILTER"),
-                             "-p", spec, "-c", conf, "--allow-network", "127.0.0.1/32",
+                             "-p", spec, "-c", conf, "--allow-network", "127.0.0.1/32", "-o", "fetch=on",
                              "-o", "fetch_timeout=2", "-o", "message_deadline=4", NULL);
   g_assert_no_error (error);
   for (int i = 0; i < 200 && !g_file_test (sock, G_FILE_TEST_EXISTS); i++)

@@ -29,7 +29,7 @@ test_defaults (void)
   g_assert_cmpuint (c->max_references, ==, 64);
   g_assert_cmpuint (c->max_part_bytes, ==, 32 * 1024 * 1024);
   g_assert_cmpuint (c->max_message_bytes, ==, 64 * 1024 * 1024);
-  g_assert_true (c->fetch);
+  g_assert_false (c->fetch);   /* private by default */
   g_assert_cmpstr (c->allow_schemes, ==, "http, https, ftp");
   g_assert_cmpuint (c->max_redirects, ==, 3);
   g_assert_cmpstr (c->allow_networks, ==, "");
