@@ -67,20 +67,21 @@ eb_mbox_split_mapped (const char *buf, gsize len)
   return split (buf, len, TRUE);
 }
 
-gboolean
-eb_mbox_sniff (const char *path)
+GMappedFile *
+eb_maildir_map_entry (const char *path, const char **skipped)
 {
-  /* only a regular file: a pipe (a FIFO, /dev/fd/N) is one message, and reading
-   * its head here would consume it */
+  *skipped = NULL;
+  int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  int e = errno;
   struct stat st;
-  if (stat (path, &st) != 0 || !S_ISREG (st.st_mode))
-    return FALSE;
-  FILE *f = fopen (path, "rb");
-  char head[5] = { 0 };
-  gboolean yes = f && fread (head, 1, 5, f) == 5 && memcmp (head, "From ", 5) == 0;
-  if (f)
-    fclose (f);
-  return yes;
+  if ((fd < 0 && e == ELOOP) || (fd >= 0 && (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode))))
+    *skipped = "not a regular file";
+  else if (fd < 0 && e == ENOENT)   /* a mail reader moved or deleted it meanwhile */
+    *skipped = "gone since the folder was listed";
+  GMappedFile *map = fd >= 0 && !*skipped ? g_mapped_file_new_from_fd (fd, FALSE, NULL) : NULL;
+  if (fd >= 0)
+    close (fd);
+  return map;
 }
 
 gboolean

@@ -33,8 +33,6 @@ GArray *eb_mbox_split (const char *buf, gsize len);
  * resident; the pages come back on demand. */
 GArray *eb_mbox_split_mapped (const char *buf, gsize len);
 
-/* Does the file start like an mbox ("From ")? */
-gboolean eb_mbox_sniff (const char *path);
 /* Is @path a Maildir (cur/, new/ and tmp/)? */
 gboolean eb_maildir_sniff (const char *path);
 
@@ -70,6 +68,13 @@ gboolean eb_replace_file (const char *path, int old_fd, const char *backup,
 /* Maildir: the message files under @dir (cur/ and new/; with @recursive the
  * Maildir++ subfolders ".NAME" too), sorted. Returns: (transfer full). */
 GPtrArray *eb_maildir_list (const char *dir, gboolean recursive, GError **error);
+
+/* Map the Maildir message file @path for reading: only a regular file, not
+ * through a symbolic link, and never waiting on a FIFO. Anything else in cur/ or
+ * new/ is not a message: NULL with *@skipped saying why ("not a regular file",
+ * "gone since the folder was listed"); NULL with *@skipped NULL is a read error.
+ * Returns: (transfer full) (nullable). */
+GMappedFile *eb_maildir_map_entry (const char *path, const char **skipped);
 
 /* Rewrite one Maildir message file @path (in DIR/cur or DIR/new) with @len new
  * bytes: tmp/ file, fsync, rename over, then rename to the name with an updated

@@ -13,13 +13,32 @@ eb_rewrite_result_free (EbRewriteResult *result)
   g_free (result);
 }
 
+gsize
+eb_rewrite_from_line_len (const char *buf, gsize len)
+{
+  if (len < 5 || memcmp (buf, "From ", 5) != 0)
+    return 0;
+  const char *nl = memchr (buf, '\n', len);
+  gsize end = nl ? (gsize) (nl - buf) + 1 : len;
+  /* "From :" is a header field (obsolete white space before the colon) */
+  gsize p = 5;
+  while (p < end && (buf[p] == ' ' || buf[p] == '\t'))
+    p++;
+  if (p < end && buf[p] == ':')
+    return 0;
+  return end;
+}
+
 EbRewriteResult *
-eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config, EbFetcher *fetcher,
+eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher *fetcher,
                  EbRewriteFlags flags)
 {
   EbRewriteResult *r = g_new0 (EbRewriteResult, 1);
   r->reason = EB_REASON_RESOLVED;
   r->resolutions = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_resolution_free);
+  r->skip = eb_rewrite_from_line_len (buf0, len0);
+  const char *buf = buf0 + r->skip;
+  gsize len = len0 - r->skip;
 
   if (!(flags & EB_REWRITE_NO_PRECHECK) && !eb_message_may_hold_external_body (buf, len))
     return r;
@@ -112,13 +131,17 @@ eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config, EbFetcher *
 }
 
 gboolean
-eb_rewrite_write (const EbRewriteResult *r, const char *buf, gsize len, GOutputStream *out,
+eb_rewrite_write (const EbRewriteResult *r, const char *buf0, gsize len0, GOutputStream *out,
                   GError **error)
 {
   gboolean ok = TRUE;
   if (!r->changed) {
-    ok = g_output_stream_write_all (out, buf, len, NULL, NULL, error);
+    ok = g_output_stream_write_all (out, buf0, len0, NULL, NULL, error);
   } else {
+    g_return_val_if_fail (r->skip <= len0, FALSE);
+    const char *buf = buf0 + r->skip;
+    gsize len = len0 - r->skip;
+    ok = g_output_stream_write_all (out, buf0, r->skip, NULL, NULL, error);
     gsize pos = 0;
     for (guint i = 0; ok && i < r->scan->refs->len; i++) {
       const EbRef *ref = g_ptr_array_index (r->scan->refs, i);

@@ -23,6 +23,9 @@ typedef enum {
 } EbRewriteFlags;
 
 typedef struct {
+  gsize          skip;         /* bytes of a leading mbox From_ line: kept as they
+                                  are, not parsed; every offset in scan is from
+                                  the byte after it */
   gboolean       parsed;       /* a MIME parse was done */
   EbReason       reason;       /* RESOLVED, or why the whole message was left alone */
   EbMessageScan *scan;         /* (nullable) when parsed */
@@ -34,8 +37,13 @@ typedef struct {
 void eb_rewrite_result_free (EbRewriteResult *result);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbRewriteResult, eb_rewrite_result_free)
 
+/* The length of a leading mbox From_ line ("From sender date", as mail readers
+ * save single messages and pipe(8) with flags=F passes them), line break
+ * included, or 0. */
+gsize eb_rewrite_from_line_len (const char *buf, gsize len);
+
 /* Decide about every reference of the message in @buf (@len bytes) without
- * writing anything. @buf must stay unchanged while the result is used.
+ * writing anything. A leading From_ line is kept as it is and not parsed. @buf must stay unchanged while the result is used.
  * @fetcher (nullable): fetches http, https and ftp references, all of the
  * message's at once; without one only data: URLs are resolved.
  * Returns: (transfer full): never NULL. */

@@ -283,17 +283,7 @@ batch_work (gpointer data, gpointer user)
   Item *it = data;
   Batch *b = user;
   if (!it->buf) {   /* a Maildir file: mapped here, released by the writer */
-    /* only a regular file, not through a symbolic link, and never waiting on a
-     * FIFO: anything else in cur/ or new/ is not a message and is skipped */
-    int fd = open (it->label, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    struct stat st;
-    if ((fd < 0 && errno == ELOOP) || (fd >= 0 && (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode))))
-      it->skipped = "not a regular file";
-    else if (fd < 0 && errno == ENOENT)   /* a mail reader moved or deleted it meanwhile */
-      it->skipped = "gone since the folder was listed";
-    it->map = fd >= 0 && !it->skipped ? g_mapped_file_new_from_fd (fd, FALSE, NULL) : NULL;
-    if (fd >= 0)
-      close (fd);
+    it->map = eb_maildir_map_entry (it->label, &it->skipped);
     it->buf = it->map ? g_mapped_file_get_contents (it->map) : NULL;
     it->len = it->map ? g_mapped_file_get_length (it->map) : 0;
     if (!it->map && !it->skipped)
@@ -702,8 +692,9 @@ cmd_rewrite (int argc, char **argv)
   g_autoptr (GOptionContext) ctx = new_context ("[FILE]",
       "Resolve the external-body references of one message read from FILE (or standard\n"
       "input) and write the message to standard output. A message with nothing to\n"
-      "resolve is written byte for byte as it was read. A FILE that is a Maildir or an\n"
-      "mbox (it starts with \"From \"), or --maildir / --mbox, is rewritten in place.", entries, TRUE);
+      "resolve is written byte for byte as it was read; FILE itself is never changed,\n"
+      "even when it starts with a \"From \" line. A mailbox is rewritten in place only\n"
+      "when named with --mbox FILE or --maildir DIR.", entries, TRUE);
   int status = 0;
   if (!parse_options (ctx, &argc, &argv, &status))
     return status;
@@ -727,10 +718,11 @@ cmd_rewrite (int argc, char **argv)
     }
     kind = mbox ? BOX_MBOX : BOX_MAILDIR;
     path = mbox ? mbox : maildir;
-  } else if (path && eb_maildir_sniff (path)) {
-    kind = BOX_MAILDIR;
-  } else if (path && strcmp (path, "-") != 0 && eb_mbox_sniff (path)) {
-    kind = BOX_MBOX;
+  }
+  if (kind == BOX_NONE && (backup || recursive || dry_run)) {
+    die_line ("--%s goes with --mbox or --maildir (try --help)",
+              backup ? "backup" : recursive ? "recursive" : "dry-run");
+    return EX_USAGE;
   }
   if (kind != BOX_NONE) {
     if (backup && kind != BOX_MBOX) {
@@ -748,7 +740,9 @@ cmd_rewrite (int argc, char **argv)
   g_autoptr (GError) error = NULL;
   g_autoptr (GBytes) input = read_all (path, &error);
   if (!input) {
-    die_line ("%s", error->message);
+    die_line ("%s%s", error->message,
+              g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_ISDIR)
+                ? " (a Maildir is rewritten with --maildir DIR)" : "");
     return exit_for_read_error (error);
   }
   gsize in_len = 0;
@@ -809,37 +803,83 @@ inspect_one (const char *source, gint64 offset, const char *buf, gsize len,
   }
 }
 
+/* Every message of the Maildir @path, walked as rewrite walks it: only regular
+ * files, never through a symbolic link, never waiting on a FIFO. */
 static guint
-inspect_mailbox (const char *path, const EbConfig *config, EbFetcher *fetcher,
+inspect_maildir (const char *path, const EbConfig *config, EbFetcher *fetcher,
                  EbRewriteFlags flags, gboolean recursive, gboolean json, EbTable *table,
                  int *status)
 {
   guint n = 0;
   g_autoptr (GError) error = NULL;
-  if (eb_maildir_sniff (path)) {
-    g_autoptr (GPtrArray) files = eb_maildir_list (path, recursive, &error);
-    if (!files) {
-      die_line ("%s", error->message);
-      *status = MAX (*status, EX_NOINPUT);
-      return 0;
-    }
-    for (guint i = 0; i < files->len; i++) {
-      g_autoptr (GMappedFile) mf = g_mapped_file_new (g_ptr_array_index (files, i), FALSE, NULL);
-      if (mf && g_mapped_file_get_contents (mf))
-        inspect_one (g_ptr_array_index (files, i), -1, g_mapped_file_get_contents (mf),
-                     g_mapped_file_get_length (mf), config, fetcher, flags, json, table, &n);
-    }
-    return n;
-  }
-  g_autoptr (GMappedFile) mf = g_mapped_file_new (path, FALSE, &error);
-  if (!mf) {
-    die_line ("cannot read %s: %s", path, error->message);
+  if (!eb_maildir_sniff (path)) {
+    die_line ("%s: not a Maildir (no cur/, new/ and tmp/)", path);
     *status = MAX (*status, EX_NOINPUT);
     return 0;
   }
-  const char *buf = g_mapped_file_get_contents (mf);
-  gsize len = g_mapped_file_get_length (mf);
-  g_autoptr (GArray) msgs = eb_mbox_split (buf ? buf : "", len);
+  g_autoptr (GPtrArray) files = eb_maildir_list (path, recursive, &error);
+  if (!files) {
+    die_line ("%s", error->message);
+    *status = MAX (*status, EX_NOINPUT);
+    return 0;
+  }
+  for (guint i = 0; i < files->len; i++) {
+    const char *file = g_ptr_array_index (files, i);
+    const char *skipped = NULL;
+    g_autoptr (GMappedFile) mf = eb_maildir_map_entry (file, &skipped);
+    if (skipped) {
+      die_line ("skipped %s: %s", file, skipped);
+      continue;
+    }
+    if (!mf) {
+      die_line ("cannot read %s", file);
+      *status = MAX (*status, EX_IOERR);
+      continue;
+    }
+    const char *buf = g_mapped_file_get_contents (mf);
+    inspect_one (file, -1, buf ? buf : "", g_mapped_file_get_length (mf), config, fetcher, flags,
+                 json, table, &n);
+  }
+  return n;
+}
+
+/* Every message of the mbox @path: a regular file, not through a symbolic link. */
+static guint
+inspect_mbox (const char *path, const EbConfig *config, EbFetcher *fetcher,
+              EbRewriteFlags flags, gboolean json, EbTable *table, int *status)
+{
+  guint n = 0;
+  int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  struct stat st;
+  if (fd < 0 || fstat (fd, &st) != 0 || !S_ISREG (st.st_mode)) {
+    int e = errno;
+    if (fd < 0 && e == ELOOP)
+      die_line ("cannot open %s: a symbolic link, not followed (name the mailbox itself)", path);
+    else if (fd < 0)
+      die_line ("cannot open %s: %s", path, g_strerror (e));
+    else
+      die_line ("cannot open %s: not a regular file", path);
+    if (fd >= 0)
+      close (fd);
+    *status = MAX (*status, EX_NOINPUT);
+    return 0;
+  }
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GMappedFile) mf = st.st_size > 0 ? g_mapped_file_new_from_fd (fd, FALSE, &error) : NULL;
+  close (fd);
+  if (st.st_size > 0 && !mf) {
+    die_line ("cannot read %s: %s", path, error->message);
+    *status = MAX (*status, EX_IOERR);
+    return 0;
+  }
+  const char *buf = mf ? g_mapped_file_get_contents (mf) : "";
+  gsize len = mf ? g_mapped_file_get_length (mf) : 0;
+  if (len > 0 && (len < 5 || memcmp (buf, "From ", 5) != 0)) {
+    die_line ("%s: not an mbox (it does not start with a From_ line)", path);
+    *status = MAX (*status, EX_DATAERR);
+    return 0;
+  }
+  g_autoptr (GArray) msgs = eb_mbox_split (buf, len);
   for (guint i = 0; i < msgs->len; i++) {
     const EbMboxMsg *m = &g_array_index (msgs, EbMboxMsg, i);
     inspect_one (path, (gint64) m->from, buf + m->start, m->end - m->start, config, fetcher, flags,
@@ -852,52 +892,56 @@ static int
 cmd_inspect (int argc, char **argv)
 {
   gboolean json = FALSE, recursive = FALSE;
+  char **mboxes = NULL, **maildirs = NULL;
   GOptionEntry entries[] = {
+    { "mbox", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &mboxes, "Every message of the mbox FILE (repeatable)", "FILE" },
+    { "maildir", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &maildirs, "Every message of the Maildir DIR (repeatable)", "DIR" },
     { "recursive", 'r', 0, G_OPTION_ARG_NONE, &recursive, "With a Maildir, its Maildir++ subfolders too", NULL },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json,
       "One JSON object per reference per line (fields in extbody(1))", NULL },
     { NULL }
   };
-  g_autoptr (GOptionContext) ctx = new_context ("FILE...",
+  g_autoptr (GOptionContext) ctx = new_context ("[FILE...]",
       "List every message/external-body reference of each message FILE (\"-\": standard\n"
-      "input), mbox or Maildir, of every access-type, and what rewrite would do with\n"
-      "it. Nothing is changed.", entries, TRUE);
+      "input; each FILE is one message), of every mbox named with --mbox and Maildir\n"
+      "named with --maildir, of every access-type, and what rewrite would do with it.\n"
+      "Nothing is changed.", entries, TRUE);
   int status = 0;
   if (!parse_options (ctx, &argc, &argv, &status))
     return status;
-  if (argc < 2) {
-    die_line ("inspect needs at least one FILE (try --help)");
+  g_auto (GStrv) mb = mboxes, md = maildirs;
+  if (argc < 2 && !mb && !md) {
+    die_line ("inspect needs a FILE, --mbox FILE or --maildir DIR (try --help)");
     return EX_USAGE;
   }
   g_autoptr (EbConfig) config = load_config (&status);
   if (!config)
     return status;
   /* --fetch: really fetch, to tell what rewrite would do */
-  gboolean fetch = opt_fetch;
+  EbRewriteFlags flags = opt_no_precheck ? EB_REWRITE_NO_PRECHECK : EB_REWRITE_DEFAULT;
+  if (!opt_fetch)
+    flags |= EB_REWRITE_NO_FETCH;
 
   g_autoptr (EbFetcher) fetcher = make_fetcher (config, &status);
   if (status)
     return status;
-  gboolean several = argc > 2 || eb_maildir_sniff (argv[1])
-                     || (strcmp (argv[1], "-") != 0 && eb_mbox_sniff (argv[1]));
+  gboolean several = argc > 2 || mb || md;
   g_autoptr (EbTable) table = eb_table_new (several);
   guint n_refs = 0;
+  for (guint i = 0; mb && mb[i]; i++)
+    n_refs += inspect_mbox (mb[i], config, fetcher, flags, json, table, &status);
+  for (guint i = 0; md && md[i]; i++)
+    n_refs += inspect_maildir (md[i], config, fetcher, flags, recursive, json, table, &status);
   for (int a = 1; a < argc; a++) {
     g_autoptr (GError) error = NULL;
-    if (eb_maildir_sniff (argv[a]) || (strcmp (argv[a], "-") != 0 && eb_mbox_sniff (argv[a]))) {
-      EbRewriteFlags mflags = fetch ? EB_REWRITE_DEFAULT : EB_REWRITE_NO_FETCH;
-      n_refs += inspect_mailbox (argv[a], config, fetcher, mflags, recursive, json, table, &status);
-      continue;
-    }
     g_autoptr (GBytes) input = read_all (argv[a], &error);
     if (!input) {
-      die_line ("%s", error->message);
+      die_line ("%s%s", error->message,
+                g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_ISDIR)
+                  ? " (a Maildir is inspected with --maildir DIR)" : "");
       status = MAX (status, exit_for_read_error (error));
       continue;
     }
-    EbRewriteFlags flags = opt_no_precheck ? EB_REWRITE_NO_PRECHECK : EB_REWRITE_DEFAULT;
-    if (!fetch)
-      flags |= EB_REWRITE_NO_FETCH;
     gsize in_len = 0;
     const char *in_buf = g_bytes_get_data (input, &in_len);
     g_autoptr (EbRewriteResult) result = eb_rewrite_plan (in_buf ? in_buf : "", in_len, config,

@@ -57,7 +57,7 @@ def rewrite(extbody, src, work, jobs):
     p = subprocess.run(["/usr/bin/time", "-v", extbody, "rewrite", "-c", os.path.join(work, "empty.conf"),
                         "--fetch", "--allow-network", "127.0.0.1/32", "-o", "allow_domains=127.0.0.1",
                         "-o", "max_requests_per_host=100000",
-                        "-j", str(jobs), dst], stderr=subprocess.PIPE, text=True, check=True)
+                        "-j", str(jobs), "--mbox", dst], stderr=subprocess.PIPE, text=True, check=True)
     dt = time.perf_counter() - t0
     rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr).group(1))
     summary = [l for l in p.stderr.splitlines() if "messages scanned" in l]

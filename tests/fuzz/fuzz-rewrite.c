@@ -42,9 +42,11 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
       }
     if (!first)
       __builtin_trap ();   /* changed, but nothing resolved */
-    gsize tail = size - last->end;
-    if (n < first->block_start + tail || memcmp (o, data, first->block_start) != 0
-        || memcmp ((const char *) o + n - tail, data + last->end, tail) != 0)
+    /* offsets count from after a leading From_ line, which is kept as it is */
+    gsize head = r->skip + first->block_start, end = r->skip + last->end;
+    gsize tail = size - end;
+    if (n < head + tail || memcmp (o, data, head) != 0
+        || memcmp ((const char *) o + n - tail, data + end, tail) != 0)
       __builtin_trap ();
   }
   eb_rewrite_result_free (r);

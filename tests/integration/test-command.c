@@ -50,7 +50,7 @@ test_errors (void)
     { { "rewrite", "a", "b" }, EX_USAGE, "at most one FILE" },
     { { "rewrite", "/nonexistent/message.eml" }, EX_NOINPUT, "cannot open /nonexistent/message.eml" },
     { { "rewrite", "/" }, EX_NOINPUT, "cannot read /" },
-    { { "inspect" }, EX_USAGE, "at least one FILE" },
+    { { "inspect" }, EX_USAGE, "needs a FILE, --mbox FILE or --maildir DIR" },
     { { "inspect", "/nonexistent" }, EX_NOINPUT, "cannot open /nonexistent" },
     { { "data-url" }, EX_USAGE, "exactly one URL" },
     { { "data-url", "data:text/plain" }, EX_DATAERR, "comma" },

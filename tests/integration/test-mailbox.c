@@ -75,7 +75,7 @@ test_mbox_roundtrip (void)
   g_autofree char *box = g_build_filename (work, "box.mbox", NULL);
   copy (orig, box);
   g_auto (CmdResult) r = { 0 };
-  RUN (&r, NULL, "rewrite", "-c", conf, "-o", "fetch=off", "--backup", ".bak", "-j", "2", box);
+  RUN (&r, NULL, "rewrite", "-c", conf, "-o", "fetch=off", "--backup", ".bak", "-j", "2", "--mbox", box);
   g_autofree char *err = bytes_str (r.err);
   g_test_message ("%s", err);
   g_assert_cmpint (r.status, ==, 0);
@@ -104,7 +104,7 @@ test_mbox_roundtrip (void)
   struct stat s1, s2;
   g_stat (box, &s1);
   g_auto (CmdResult) r2 = { 0 };
-  RUN (&r2, NULL, "rewrite", "-c", conf, "-o", "fetch=off", box);
+  RUN (&r2, NULL, "rewrite", "-c", conf, "-o", "fetch=off", "--mbox", box);
   g_stat (box, &s2);
   g_assert_cmpint (s1.st_ino, ==, s2.st_ino);
   g_assert_cmpint (s1.st_mtime, ==, s2.st_mtime);
@@ -161,7 +161,7 @@ test_maildir (void)
   sh (ls, &untouched_before);
 
   g_auto (CmdResult) dry = { 0 };
-  RUN (&dry, NULL, "rewrite", "-c", conf, "-o", "fetch=off", "--dry-run", md);
+  RUN (&dry, NULL, "rewrite", "-c", conf, "-o", "fetch=off", "--dry-run", "--maildir", md);
   g_autofree char *after_dry = NULL;
   sh (ls, &after_dry);
   g_assert_cmpstr (after_dry, ==, untouched_before);
@@ -204,7 +204,7 @@ test_kill (void)
   g_autofree char *final = g_build_filename (work, "final.mbox", NULL);
   copy (orig, final);
   g_auto (CmdResult) r0 = { 0 };
-  RUN (&r0, NULL, "rewrite", "-c", conf, "-o", "fetch=off", final);
+  RUN (&r0, NULL, "rewrite", "-c", conf, "-o", "fetch=off", "--mbox", final);
   g_assert_cmpint (r0.status, ==, 0);
   g_autoptr (GHashTable) old = mbox_messages (orig);
   g_autoptr (GHashTable) neu = mbox_messages (final);
@@ -215,8 +215,8 @@ test_kill (void)
     copy (maildir ? mdorig : orig, target);
     guint delay_ms = (guint) g_rand_int_range (rnd, 0, 1200);
     g_autofree char *cmd = g_strdup_printf (
-      "'%s' rewrite -c '%s' -o fetch=off '%s' 2>/dev/null & p=$!; sleep %u.%03u; kill -9 $p 2>/dev/null; wait $p 2>/dev/null; true",
-      g_getenv ("EXTBODY"), conf, target, delay_ms / 1000, delay_ms % 1000);
+      "'%s' rewrite -c '%s' -o fetch=off %s '%s' 2>/dev/null & p=$!; sleep %u.%03u; kill -9 $p 2>/dev/null; wait $p 2>/dev/null; true",
+      g_getenv ("EXTBODY"), conf, maildir ? "--maildir" : "--mbox", target, delay_ms / 1000, delay_ms % 1000);
     sh (cmd, NULL);
     if (!maildir) {
       g_autoptr (GHashTable) now = mbox_messages (target);
@@ -239,7 +239,7 @@ test_kill (void)
     }
     /* a clean run after the kill finishes the work (a stale dot-lock is removed) */
     g_auto (CmdResult) r = { 0 };
-    RUN (&r, NULL, "rewrite", "-c", conf, "-o", "fetch=off", target);
+    RUN (&r, NULL, "rewrite", "-c", conf, "-o", "fetch=off", maildir ? "--maildir" : "--mbox", target);
     g_assert_cmpint (r.status, ==, 0);
     if (!maildir) {
       g_autofree char *cmp = g_strdup_printf ("cmp -s '%s' '%s'", target, final);
@@ -257,7 +257,7 @@ test_write_error (void)
   g_autofree char *orig = gen ("fsize-orig.mbox", 200, "mbox");
   g_autofree char *box = g_build_filename (work, "fsize.mbox", NULL);
   copy (orig, box);
-  g_autofree char *cmd = g_strdup_printf ("ulimit -f 1000; '%s' rewrite -c '%s' -o fetch=off '%s' 2>'%s/fsize.err'",
+  g_autofree char *cmd = g_strdup_printf ("ulimit -f 1000; '%s' rewrite -c '%s' -o fetch=off --mbox '%s' 2>'%s/fsize.err'",
                                           g_getenv ("EXTBODY"), conf, box, work);
   g_assert_cmpint (sh (cmd, NULL), ==, EX_IOERR);
   g_autofree char *err = NULL;
@@ -291,7 +291,7 @@ test_delivery_during_run (void)
   g_file_set_contents (box, m, -1, NULL);
   g_autofree char *deliver = g_test_build_filename (G_TEST_DIST, "integration", "deliver.py", NULL);
   g_autofree char *cmd = g_strdup_printf (
-    "'%s' rewrite -c '%s' --fetch --allow-network 127.0.0.1/32 '%s' 2>/dev/null & p=$!; sleep 0.5; "
+    "'%s' rewrite -c '%s' --fetch --allow-network 127.0.0.1/32 --mbox '%s' 2>/dev/null & p=$!; sleep 0.5; "
     "python3 '%s' '%s' '<delivered-1@test.example>'; wait $p",
     g_getenv ("EXTBODY"), conf, box, deliver, box);
   g_assert_cmpint (sh (cmd, NULL), ==, 0);
@@ -322,7 +322,7 @@ test_fetch_once (void)
   g_string_free (m, TRUE);
   gint64 before = test_http_get_number (port, "/hits");
   g_auto (CmdResult) r = { 0 };
-  RUN (&r, NULL, "rewrite", "-c", conf, "--fetch", "--allow-network", "127.0.0.1/32", "-j", "4", box);
+  RUN (&r, NULL, "rewrite", "-c", conf, "--fetch", "--allow-network", "127.0.0.1/32", "-j", "4", "--mbox", box);
   g_autofree char *err = bytes_str (r.err);
   g_test_message ("%s", err);
   g_assert_cmpint (r.status, ==, 0);
@@ -337,7 +337,7 @@ test_inspect (void)
 {
   g_autofree char *box = gen ("inspect.mbox", 200, "mbox");
   g_auto (CmdResult) r = { 0 };
-  RUN (&r, NULL, "inspect", "-c", conf, "--json", box);
+  RUN (&r, NULL, "inspect", "-c", conf, "--json", "--mbox", box);
   g_assert_cmpint (r.status, ==, 0);
   g_autofree char *out = bytes_str (r.out);
   g_auto (GStrv) lines = g_strsplit (g_strstrip (out), "\n", -1);
@@ -348,7 +348,7 @@ test_inspect (void)
   }
   g_autofree char *md = gen ("inspect-md", 200, "maildir");
   g_auto (CmdResult) r2 = { 0 };
-  RUN (&r2, NULL, "inspect", "-c", conf, "--json", md);
+  RUN (&r2, NULL, "inspect", "-c", conf, "--json", "--maildir", md);
   g_autofree char *out2 = bytes_str (r2.out);
   g_assert_cmpuint (n_lines (r2.out), ==, 25);
   g_assert_nonnull (strstr (out2, "/cur/"));
