@@ -114,8 +114,8 @@ eb_ref_read (EbRef *ref, const char *buf, gsize len)
     g_autoptr (GError) err = NULL;
     const char *at = eb_params_get (params, "access-type", &err);
     if (at) {
+      /* case-insensitive and exact (RFC 2046 5.2.3): "URL " is not URL */
       ref->access_type = g_ascii_strdown (at, -1);
-      g_strstrip (ref->access_type);
     } else if (g_error_matches (err, EB_ERROR, EB_ERROR_MISSING)) {
       set_reason (ref, EB_REASON_NO_ACCESS_TYPE, NULL);
     } else {
@@ -141,6 +141,20 @@ eb_ref_read (EbRef *ref, const char *buf, gsize len)
         set_reason (ref, EB_REASON_URL_MISSING, uerr->message);
       else
         set_reason (ref, EB_REASON_URL_INVALID, uerr->message);
+    }
+  }
+
+  /* RFC 2046 5.2.3: the external-body entity itself is 7bit, 8bit or binary;
+   * a reader that decodes any other encoding sees another inner header. */
+  gint octe = eb_header_block_find (ref->outer, buf, "Content-Transfer-Encoding");
+  if (octe >= 0) {
+    g_autofree char *v = eb_header_field_unfold (&g_array_index (ref->outer->fields, EbHeaderField,
+                                                                 octe), buf);
+    g_strstrip (v);
+    if (g_ascii_strcasecmp (v, "7bit") && g_ascii_strcasecmp (v, "8bit")
+        && g_ascii_strcasecmp (v, "binary")) {
+      g_autofree char *shown = g_strdup_printf ("Content-Transfer-Encoding: %.60s", v);
+      set_reason (ref, EB_REASON_OUTER_CTE, shown);
     }
   }
 

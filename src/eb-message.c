@@ -137,7 +137,34 @@ typedef struct {
   char         *path;    /* the entity's path; "" for a top-level multipart */
   guint         depth;
   GPtrArray    *bounds;  /* enclosing boundaries, nearest first (shared) */
+  gboolean      sealed;  /* inside a signed or encrypted entity */
 } Item;
+
+/* RFC 2046 5.1.1: boundary := 0*69<bchars> bcharsnospace */
+static gboolean
+boundary_valid (const char *b)
+{
+  gsize n = b ? strlen (b) : 0;
+  if (n < 1 || n > 70 || b[n - 1] == ' ')
+    return FALSE;
+  for (gsize i = 0; i < n; i++)
+    if (!g_ascii_isalnum (b[i]) && !strchr ("'()+_,-./:=? ", b[i]))
+      return FALSE;
+  return TRUE;
+}
+
+/* Signed or encrypted: changing anything inside breaks the signature or the
+ * encryption (RFC 1847, RFC 3156, RFC 8551). */
+static gboolean
+is_sealed (GMimeObject *obj)
+{
+  GMimeContentType *ct = g_mime_object_get_content_type (obj);
+  return ct && (g_mime_content_type_is_type (ct, "multipart", "signed")
+                || g_mime_content_type_is_type (ct, "multipart", "encrypted")
+                || g_mime_content_type_is_type (ct, "application", "pkcs7-mime")
+                || g_mime_content_type_is_type (ct, "application", "x-pkcs7-mime")
+                || g_mime_content_type_is_type (ct, "application", "pgp-encrypted"));
+}
 
 static gint64
 min_header_offset (GMimeObject *obj, gint64 best)
@@ -281,7 +308,8 @@ eb_message_scan (const char *buf, gsize len, const EbConfig *config)
   GPtrArray *top_bounds = g_ptr_array_new_with_free_func (g_free);
   g_ptr_array_add (all_bounds, top_bounds);
   GMimeObject *body = g_mime_message_get_mime_part (message);
-  Item root = { body, message, g_strdup (GMIME_IS_MULTIPART (body) ? "" : "1"), 0, top_bounds };
+  Item root = { body, message, g_strdup (GMIME_IS_MULTIPART (body) ? "" : "1"), 0, top_bounds,
+                is_sealed (body) };
   g_array_append_val (stack, root);
 
   while (stack->len > 0) {
@@ -298,23 +326,26 @@ eb_message_scan (const char *buf, gsize len, const EbConfig *config)
       break;
     }
 
-    if (GMIME_IS_MULTIPART (it.obj)) {
+    /* Not g_mime_multipart_get_boundary: on a multipart without a boundary
+     * parameter it invents one and re-encodes the Content-Type header, and
+     * GMime 3.2's parameter encoder never ends on some parameter names (found
+     * by fuzz-rewrite).  This is a plain lookup.  A multipart whose boundary is
+     * missing, empty or not RFC 2046 syntax is a leaf: readers disagree on
+     * where its parts are. */
+    const char *b = GMIME_IS_MULTIPART (it.obj)
+                    ? g_mime_object_get_content_type_parameter (it.obj, "boundary") : NULL;
+    if (GMIME_IS_MULTIPART (it.obj) && boundary_valid (b)) {
       GMimeMultipart *mp = GMIME_MULTIPART (it.obj);
       GPtrArray *bounds = g_ptr_array_new_with_free_func (g_free);
-      /* Not g_mime_multipart_get_boundary: on a multipart without a
-       * boundary parameter it invents one and re-encodes the Content-Type
-       * header, and GMime 3.2's parameter encoder never ends on some
-       * parameter names (found by fuzz-rewrite).  This is a plain lookup. */
-      const char *b = g_mime_object_get_content_type_parameter (it.obj, "boundary");
-      if (b)
-        g_ptr_array_add (bounds, g_strdup (b));
+      g_ptr_array_add (bounds, g_strdup (b));
       for (guint i = 0; i < it.bounds->len; i++)
         g_ptr_array_add (bounds, g_strdup (g_ptr_array_index (it.bounds, i)));
       g_ptr_array_add (all_bounds, bounds);
       int n = g_mime_multipart_get_count (mp);
       for (int i = n - 1; i >= 0; i--) {   /* pushed in reverse: walked in order */
-        Item child = { g_mime_multipart_get_part (mp, i), NULL, child_path (it.path, i),
-                       it.depth + 1, bounds };
+        GMimeObject *c = g_mime_multipart_get_part (mp, i);
+        Item child = { c, NULL, child_path (it.path, i), it.depth + 1, bounds,
+                       it.sealed || is_sealed (c) };
         g_array_append_val (stack, child);
       }
     } else if (GMIME_IS_MESSAGE_PART (it.obj)) {
@@ -322,7 +353,7 @@ eb_message_scan (const char *buf, gsize len, const EbConfig *config)
       GMimeObject *ib = inner ? g_mime_message_get_mime_part (inner) : NULL;
       if (ib) {
         char *p = GMIME_IS_MULTIPART (ib) ? g_strdup (it.path) : child_path (it.path, 0);
-        Item child = { ib, inner, p, it.depth + 1, it.bounds };
+        Item child = { ib, inner, p, it.depth + 1, it.bounds, it.sealed || is_sealed (ib) };
         g_array_append_val (stack, child);
       }
     } else if (GMIME_IS_PART (it.obj) && is_external_body (it.obj)) {
@@ -333,7 +364,9 @@ eb_message_scan (const char *buf, gsize len, const EbConfig *config)
       for (guint i = 0; i < it.bounds->len; i++)
         g_ptr_array_add (ref->boundaries, g_strdup (g_ptr_array_index (it.bounds, i)));
       ref->walk_reason = EB_REASON_RESOLVED;
-      if (it.depth > config->max_nesting_depth)
+      if (it.sealed)
+        ref->walk_reason = EB_REASON_SIGNED;
+      else if (it.depth > config->max_nesting_depth)
         ref->walk_reason = EB_REASON_TOO_DEEP;
       else if (scan->refs->len >= config->max_references)
         ref->walk_reason = EB_REASON_TOO_MANY_REFS;

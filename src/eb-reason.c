@@ -36,7 +36,7 @@ static const struct {
   { EB_REASON_HTTP_STATUS,       "http-status",       "server answered with an error status" },
   { EB_REASON_TOO_MANY_REDIRECTS,"too-many-redirects","too many redirects" },
   { EB_REASON_FETCH_FAILED,      "fetch-failed",      "fetch failed" },
-  { EB_REASON_EXPIRED,           "expired",           "reference expired" },
+  { EB_REASON_EXPIRED,           "expired",           "reference expired and its data is gone" },
   { EB_REASON_CHECKSUM,          "checksum-mismatch", "data does not match Content-MD5" },
   { EB_REASON_SIZE_PARAM,        "size-too-large",    "size parameter above max_part_bytes" },
   { EB_REASON_WOULD_FETCH,       "would-fetch",       "rewrite would fetch it; not fetched by inspect" },

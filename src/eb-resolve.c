@@ -160,16 +160,6 @@ eb_resolve_fetch_url (const EbRef *ref, const EbConfig *config, EbReason *reason
   } else {
     return NULL;
   }
-  if (ref->expiration) {
-    g_autoptr (GDateTime) exp = g_mime_utils_header_decode_date (ref->expiration);
-    g_autoptr (GDateTime) now = g_date_time_new_now_utc ();
-    if (exp && g_date_time_compare (exp, now) < 0) {
-      *reason = EB_REASON_EXPIRED;
-      *detail = g_strdup_printf ("expiration=%.60s", ref->expiration);
-      g_free (url);
-      return NULL;
-    }
-  }
   if (ref->size) {
     guint64 sz = g_ascii_strtoull (ref->size, NULL, 10);
     if (sz > config->max_part_bytes) {
@@ -180,6 +170,16 @@ eb_resolve_fetch_url (const EbRef *ref, const EbConfig *config, EbReason *reason
     }
   }
   return url;
+}
+
+gboolean
+eb_resolve_expired (const EbRef *ref)
+{
+  if (!ref->expiration)
+    return FALSE;
+  g_autoptr (GDateTime) exp = g_mime_utils_header_decode_date (ref->expiration);
+  g_autoptr (GDateTime) now = g_date_time_new_now_utc ();
+  return exp && g_date_time_compare (exp, now) < 0;
 }
 
 /* Base64 of the MD5 of @data (RFC 1864). */
@@ -253,6 +253,8 @@ eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
   if (ref->inner_type_bad)
     return leave (res, EB_REASON_BAD_INNER_HEADER,
                   g_strdup ("inner Content-Type unreadable or repeated"));
+  if (ref->inner_type && strcmp (ref->inner_type, "message/external-body") == 0)
+    return leave (res, EB_REASON_NESTED_REF, NULL);
 
   g_autoptr (GError) err = NULL;
   g_autoptr (EbDataUrl) du = NULL;
@@ -278,6 +280,14 @@ eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
     g_autofree char *st = short_type (data_essence);
     source = g_strdup_printf ("access-type=URL; scheme=data; type=\"%s\"", st);
   } else if (fetched) {
+    if (fetched->reason != EB_REASON_RESOLVED && fetched->reason != EB_REASON_WOULD_FETCH
+        && eb_resolve_expired (ref))
+      /* RFC 2046 5.2.3.1: past its expiration the data is no longer
+       * guaranteed to exist; it was tried all the same, and is gone */
+      return leave (res, EB_REASON_EXPIRED,
+                    g_strdup_printf ("expiration=%.60s; %s: %s", ref->expiration,
+                                     eb_reason_token (fetched->reason),
+                                     fetched->detail ? fetched->detail : eb_reason_text (fetched->reason)));
     if (fetched->reason != EB_REASON_RESOLVED)
       return leave (res, fetched->reason, g_strdup (fetched->detail));
     data_essence = server_essence (fetched->content_type);
@@ -286,6 +296,10 @@ eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
       /* a type the server names but that is no MIME type does not agree */
       return leave (res, EB_REASON_TYPE_MISMATCH,
                     g_strdup ("the server's Content-Type is not a MIME type"));
+    if (data_essence && strcmp (data_essence, "application/octet-stream") == 0 && ref->inner_type)
+      /* what many servers say of any file they cannot name: no assertion,
+       * the inner header's type governs as when the server names none */
+      g_clear_pointer (&data_essence, g_free);
     if (data_essence && ref->inner_type && strcmp (data_essence, ref->inner_type) != 0
         && strcmp (config->content_type_mismatch, "accept") != 0) {
       g_autofree char *a = short_type (data_essence);

@@ -51,11 +51,17 @@ EbResolution *eb_resolve (const EbRef *ref, const char *buf, gsize len, const ch
 /* The URL to fetch for @ref, or NULL when there is nothing to fetch: access-type
  * URL with a scheme other than data:, or anon-ftp (RFC 2046 site, directory,
  * name, mode made into an RFC 1738 ftp URL). When the reference may not be
- * fetched for a reason known before any fetch (expired, a size parameter over
- * max_part_bytes), NULL is returned and *@reason and *@detail are set.
+ * fetched for a reason known before any fetch (a size parameter over
+ * max_part_bytes), NULL is returned and *@reason and *@detail are set. An
+ * expiration in the past is no such reason (RFC 2046 5.2.3.1: the data is no
+ * longer guaranteed, not forbidden): it is fetched, and a failed fetch of it is
+ * reported as expired.
  * Returns: (transfer full) (nullable). */
 char *eb_resolve_fetch_url (const EbRef *ref, const EbConfig *config, EbReason *reason,
                             char **detail);
+
+/* Does @ref carry an expiration parameter that lies in the past? */
+gboolean eb_resolve_expired (const EbRef *ref);
 
 /* Is @scheme (lowercase or not) one extbody can fetch (http, https, ftp)? */
 gboolean eb_resolve_scheme_fetchable (const char *scheme);

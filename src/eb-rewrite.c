@@ -64,10 +64,10 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
       EbReason why = EB_REASON_RESOLVED;
       char *detail = NULL;
       char *url = eb_resolve_fetch_url (ref, config, &why, &detail);
-      if (!fetcher) {
+      if (!fetcher) {   /* fetching is off: that is why, whatever else */
         g_clear_pointer (&url, g_free);
-        if (why != EB_REASON_EXPIRED && why != EB_REASON_SIZE_PARAM)
-          why = EB_REASON_RESOLVED;
+        g_clear_pointer (&detail, g_free);
+        why = EB_REASON_RESOLVED;
       }
       if (why == EB_REASON_RESOLVED && !url && ref->access_type && ref->name
           && strcmp (ref->access_type, "local-file") == 0 && ref->walk_reason == EB_REASON_RESOLVED

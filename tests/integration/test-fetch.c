@@ -106,6 +106,21 @@ test_types (void)
   g_autofree char *none = url ("/type");
   g_autoptr (GBytes) m4 = message (none, NULL, "Content-Type: image/gif\r\n");
   g_autofree char *o4 = rewrite (m4, "resolved (image/gif, 1 bytes, base64)", (const char *[]) { ALLOW, NULL });
+  /* application/octet-stream from a server asserts nothing: the inner type governs */
+  g_autofree char *octet = url ("/type?t=application/octet-stream");
+  g_autoptr (GBytes) m5 = message (octet, NULL, "Content-Type: text/x-log\r\n");
+  g_autofree char *o5 = rewrite (m5, "resolved (text/x-log, 1 bytes", (const char *[]) { ALLOW, NULL });
+  g_assert_nonnull (strstr (o5, "Content-Type: text/x-log\r\n"));
+  g_autofree char *octet2 = url ("/type?t=Application/Octet-Stream;%20name=x.log");
+  g_autoptr (GBytes) m6 = message (octet2, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *o6 = rewrite (m6, "resolved (text/plain, 1 bytes", (const char *[]) { ALLOW, NULL });
+  /* with no inner type, it is the type written */
+  g_autoptr (GBytes) m7 = message (octet, NULL, "Content-ID: <n@x>\r\n");
+  g_autofree char *o7 = rewrite (m7, "resolved (application/octet-stream, 1 bytes", (const char *[]) { ALLOW, NULL });
+  /* any other disagreement is still one */
+  g_autofree char *js = url ("/type?t=application/javascript");
+  g_autoptr (GBytes) m8 = message (js, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *o8 = rewrite (m8, "left: type-mismatch", (const char *[]) { ALLOW, NULL });
 }
 
 static void
@@ -147,8 +162,17 @@ test_limits (void)
   g_autoptr (GBytes) m5 = message (big, "\r\n\tsize=999999999;", "Content-Type: application/octet-stream\r\n");
   g_autofree char *o5 = rewrite (m5, "left: size-too-large", (const char *[]) { ALLOW, NULL });
   g_autofree char *txt = url ("/text");
+  /* RFC 2046 5.2.3.1: past its expiration the data is not guaranteed, not
+   * forbidden: still there, it resolves; gone, the reason is expired */
   g_autoptr (GBytes) m6 = message (txt, "\r\n\texpiration=\"Fri, 14 Jun 1991 19:13:14 -0400\";", "Content-Type: text/plain\r\n");
-  g_autofree char *o6 = rewrite (m6, "left: expired", (const char *[]) { ALLOW, NULL });
+  g_autofree char *o6 = rewrite (m6, "resolved (text/plain, 27 bytes", (const char *[]) { ALLOW, NULL });
+  g_autofree char *gone = url ("/status/404");
+  g_autoptr (GBytes) m6b = message (gone, "\r\n\texpiration=\"Fri, 14 Jun 1991 19:13:14 -0400\";", "Content-Type: text/plain\r\n");
+  g_autofree char *o6b = rewrite (m6b, "left: expired: reference expired and its data is gone (expiration=Fri, 14 Jun 1991 19:13:14 -0400; http-status: ",
+                                  (const char *[]) { ALLOW, NULL });
+  /* not expired: the fetch's own reason */
+  g_autoptr (GBytes) m6c = message (gone, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *o6c = rewrite (m6c, "left: http-status", (const char *[]) { ALLOW, NULL });
   g_autoptr (GBytes) m7 = message (txt, "\r\n\texpiration=\"Fri, 14 Jun 2999 19:13:14 -0400\";", "Content-Type: text/plain\r\n");
   g_autofree char *o7 = rewrite (m7, "resolved", (const char *[]) { ALLOW, NULL });
 }

@@ -404,6 +404,88 @@ test_reason (gconstpointer data)
   }
 }
 
+/* Leave alone what must not change: each message holds one data: reference
+ * that would resolve but for the shape around it; -1 means the walk must not
+ * see the reference at all (a leaf). Each must come out byte for byte. */
+#define REF(ct_extra) \
+  "Content-Type: message/external-body; access-type=URL; URL=\"data:,hello\"" ct_extra "\n\n" \
+  "Content-Type: text/plain\n\n"
+typedef struct {
+  const char *name;
+  const char *message;
+  int         reason;   /* EbReason of the first reference, or -1: no reference */
+} KeepCase;
+
+static const KeepCase keep_cases[] = {
+  { "signed", "MIME-Version: 1.0\nContent-Type: multipart/signed; boundary=s; protocol=\"application/pgp-signature\"; micalg=pgp-sha256\n\n"
+    "--s\n" REF ("") "\n--s\nContent-Type: application/pgp-signature\n\nsig\n--s--\n", EB_REASON_SIGNED },
+  { "signed-nested", "MIME-Version: 1.0\nContent-Type: multipart/signed; boundary=s; protocol=\"application/pkcs7-signature\"\n\n"
+    "--s\nContent-Type: multipart/mixed; boundary=m\n\n--m\nContent-Type: message/rfc822\n\n"
+    "Subject: inner\nMIME-Version: 1.0\n" REF ("") "\n--m--\n\n--s\nContent-Type: application/pkcs7-signature\n\nsig\n--s--\n", EB_REASON_SIGNED },
+  { "encrypted", "MIME-Version: 1.0\nContent-Type: multipart/encrypted; boundary=e; protocol=\"application/pgp-encrypted\"\n\n"
+    "--e\nContent-Type: application/pgp-encrypted\n\nVersion: 1\n\n--e\n" REF ("") "\n--e--\n", EB_REASON_SIGNED },
+  { "signed-case", "MIME-Version: 1.0\nContent-Type: Multipart/Signed; boundary=s; protocol=\"application/pgp-signature\"\n\n"
+    "--s\n" REF ("") "\n--s--\n", EB_REASON_SIGNED },
+  { "beside-signed", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=m\n\n"
+    "--m\nContent-Type: multipart/signed; boundary=s; protocol=\"application/pgp-signature\"\n\n--s\nContent-Type: text/plain\n\nx\n--s--\n\n"
+    "--m\n" REF ("") "\n--m--\n", EB_REASON_RESOLVED },
+  { "outer-base64", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+    "Content-Transfer-Encoding: base64\n" REF ("") "\n--b--\n", EB_REASON_OUTER_CTE },
+  { "outer-qp", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+    "Content-Transfer-Encoding: Quoted-Printable\n" REF ("") "\n--b--\n", EB_REASON_OUTER_CTE },
+  { "outer-toplevel-base64", "MIME-Version: 1.0\nContent-Transfer-Encoding: base64\n" REF (""), EB_REASON_OUTER_CTE },
+  { "outer-7bit", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+    "Content-Transfer-Encoding: 7bit\n" REF ("") "\n--b--\n", EB_REASON_RESOLVED },
+  { "outer-8BIT", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+    "Content-Transfer-Encoding:  8BIT \n" REF ("") "\n--b--\n", EB_REASON_RESOLVED },
+  { "outer-binary", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+    "Content-Transfer-Encoding: binary\n" REF ("") "\n--b--\n", EB_REASON_RESOLVED },
+  { "nested-reference", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:,hello\"\n\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:,x\"\n\n\n--b--\n", EB_REASON_NESTED_REF },
+  { "boundary-empty", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"\"\n\n--\n" REF ("") "\n----\n", -1 },
+  { "boundary-71", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"\n\n"
+    "--aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n" REF ("")
+    "\n--aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa--\n", -1 },
+  { "boundary-70", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"\n\n"
+    "--aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n" REF ("")
+    "\n--aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa--\n", EB_REASON_RESOLVED },
+  { "boundary-bad-char", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"a;b\"\n\n--a;b\n" REF ("") "\n--a;b--\n", -1 },
+  { "boundary-trailing-space", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"ab \"\n\n--ab \n" REF ("") "\n--ab --\n", -1 },
+  { "boundary-bchars", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"'()+_,-./:=? x\"\n\n--'()+_,-./:=? x\n" REF ("") "\n--'()+_,-./:=? x--\n", EB_REASON_RESOLVED },
+  { "access-type-space", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+    "Content-Type: message/external-body; access-type=\"URL \"; URL=\"data:,hello\"\n\nContent-Type: text/plain\n\n\n--b--\n", EB_REASON_ACCESS_TYPE },
+  { "access-type-case", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+    "Content-Type: message/external-body; access-type=\"uRl\"; URL=\"data:,hello\"\n\nContent-Type: text/plain\n\n\n--b--\n", EB_REASON_RESOLVED },
+};
+
+static void
+test_keep (gconstpointer data)
+{
+  const KeepCase *c = data;
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_autoptr (GByteArray) in = bytes_of (c->message);
+  g_auto (Run) r = { 0 };
+  do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
+  g_assert_nonnull (r.result->scan);
+  if (c->reason < 0) {
+    g_assert_cmpuint (r.result->scan->refs->len, ==, 0);
+  } else {
+    g_assert_cmpuint (r.result->scan->refs->len, ==, 1);
+    const EbResolution *res = g_ptr_array_index (r.result->resolutions, 0);
+    if ((int) res->reason != c->reason)
+      g_test_message ("%s: got %s (%s)", c->name, eb_reason_token (res->reason), res->detail);
+    g_assert_cmpint (res->reason, ==, c->reason);
+  }
+  if (c->reason != EB_REASON_RESOLVED) {
+    g_assert_false (r.result->changed);
+    g_assert_cmpmem (r.out->data, r.out->len, in->data, in->len);
+  } else {
+    g_assert_true (r.result->changed);
+    g_assert_nonnull (g_strstr_len ((char *) r.out->data, r.out->len, "\n\nhello"));
+  }
+}
+
 /* An external-body with no inner header at all: the blank line after its
  * header is also the line break of the next delimiter. */
 static void
@@ -654,6 +736,10 @@ main (int argc, char **argv)
   for (guint i = 0; i < G_N_ELEMENTS (reason_cases); i++) {
     g_autofree char *path = g_strdup_printf ("/rewrite/reason/%s", reason_cases[i].name);
     g_test_add_data_func (path, &reason_cases[i], test_reason);
+  }
+  for (guint i = 0; i < G_N_ELEMENTS (keep_cases); i++) {
+    g_autofree char *path = g_strdup_printf ("/rewrite/keep/%s", keep_cases[i].name);
+    g_test_add_data_func (path, &keep_cases[i], test_keep);
   }
   g_test_add_func ("/rewrite/limits/each", test_limits);
   g_test_add_func ("/rewrite/limits/depth", test_depth_limit);
