@@ -8,6 +8,8 @@ eb_rewrite_result_free (EbRewriteResult *result)
   if (!result)
     return;
   eb_message_scan_free (result->scan);
+  if (result->removed)
+    g_array_unref (result->removed);
   if (result->resolutions)
     g_ptr_array_unref (result->resolutions);
   g_free (result);
@@ -39,6 +41,20 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
   r->skip = eb_rewrite_from_line_len (buf0, len0);
   const char *buf = buf0 + r->skip;
   gsize len = len0 - r->skip;
+  r->removed = g_array_new (FALSE, FALSE, sizeof (EbRange));
+  g_autoptr (EbHeaderBlock) top = NULL;
+  if (flags & EB_REWRITE_STRIP_TRACE) {
+    top = eb_header_block_scan (buf, 0, MIN (len, config->max_message_size));
+    for (guint i = 0; i < top->fields->len; i++) {
+      const EbHeaderField *f = &g_array_index (top->fields, EbHeaderField, i);
+      if (eb_header_field_is (f, buf, EB_FILTER_FIELD) || eb_header_field_is (f, buf, EB_TRACE_FIELD)) {
+        EbRange rg = { f->start, f->end };
+        g_array_append_val (r->removed, rg);
+      }
+    }
+  }
+  if (r->removed->len)
+    r->changed = TRUE;
 
   if (!(flags & EB_REWRITE_NO_PRECHECK) && !eb_message_may_hold_external_body (buf, len))
     return r;
@@ -104,7 +120,16 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
 
   guint64 budget = 0;
   for (guint i = 0; i < nrefs; i++) {
-    const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
+    EbRef *ref = g_ptr_array_index (r->scan->refs, i);
+    if (r->removed->len && ref->is_root && ref->block_start == 0 && ref->outer) {
+      /* the body of the message itself: its new header is built from the
+       * message header, less the fields removed */
+      for (guint k = ref->outer->fields->len; k-- > 0;) {
+        const EbHeaderField *f = &g_array_index (ref->outer->fields, EbHeaderField, k);
+        if (eb_header_field_is (f, buf, EB_FILTER_FIELD) || eb_header_field_is (f, buf, EB_TRACE_FIELD))
+          g_array_remove_index (ref->outer->fields, k);
+      }
+    }
     EbResolution *res = eb_resolve (ref, buf, len, r->scan->eol, config,
                                     g_ptr_array_index (fetched, i), &budget);
     if (res->reason == EB_REASON_RESOLVED)
@@ -126,7 +151,7 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
     }
     last_end = ref->end;
   }
-  r->changed = r->n_resolved > 0;
+  r->changed = r->n_resolved > 0 || r->removed->len > 0;
   return r;
 }
 
@@ -143,7 +168,22 @@ eb_rewrite_write (const EbRewriteResult *r, const char *buf0, gsize len0, GOutpu
     gsize len = len0 - r->skip;
     ok = g_output_stream_write_all (out, buf0, r->skip, NULL, NULL, error);
     gsize pos = 0;
-    for (guint i = 0; ok && i < r->scan->refs->len; i++) {
+    /* the fields removed from the message header come first: they lie before
+     * every reference, or inside the message's own (then rebuilt without them) */
+    for (guint k = 0; ok && r->removed && k < r->removed->len; k++) {
+      const EbRange *rg = &g_array_index (r->removed, EbRange, k);
+      if (rg->start < pos)
+        continue;
+      const EbRef *first = NULL;
+      for (guint i = 0; !first && r->scan && i < r->scan->refs->len; i++)
+        if (((const EbResolution *) g_ptr_array_index (r->resolutions, i))->reason == EB_REASON_RESOLVED)
+          first = g_ptr_array_index (r->scan->refs, i);
+      if (first && first->block_start <= rg->start)
+        break;   /* inside a replaced entity */
+      ok = g_output_stream_write_all (out, buf + pos, rg->start - pos, NULL, NULL, error);
+      pos = rg->end;
+    }
+    for (guint i = 0; ok && r->scan && i < r->scan->refs->len; i++) {
       const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
       const EbResolution *res = g_ptr_array_index (r->resolutions, i);
       if (res->reason != EB_REASON_RESOLVED)

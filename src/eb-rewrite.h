@@ -20,7 +20,16 @@ typedef enum {
   EB_REWRITE_DEFAULT      = 0,
   EB_REWRITE_NO_PRECHECK  = 1 << 0,  /* parse even when the pre-check says no */
   EB_REWRITE_NO_FETCH     = 1 << 1,  /* report what would be fetched, fetch nothing */
+  EB_REWRITE_STRIP_TRACE  = 1 << 2,  /* a mail filter's pass: remove the X-Extbody and
+                                        X-Extbody-Resolved fields of the message header
+                                        (a sender can forge them) */
 } EbRewriteFlags;
+
+#define EB_FILTER_FIELD "X-Extbody"
+
+typedef struct {
+  gsize start, end;   /* bytes [start, end) */
+} EbRange;
 
 typedef struct {
   gsize          skip;         /* bytes of a leading mbox From_ line: kept as they
@@ -31,6 +40,9 @@ typedef struct {
   EbMessageScan *scan;         /* (nullable) when parsed */
   GPtrArray     *resolutions;  /* (element-type EbResolution) one per scan->refs */
   guint          n_resolved;
+  GArray        *removed;      /* (element-type EbRange) with EB_REWRITE_STRIP_TRACE:
+                                  the message header's trace fields removed, in
+                                  order (offsets as in scan) */
   gboolean       changed;      /* the output differs from the input */
 } EbRewriteResult;
 

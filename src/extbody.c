@@ -673,7 +673,7 @@ on_stop_signal (int sig)
 static int
 cmd_rewrite (int argc, char **argv)
 {
-  gboolean report = FALSE, recursive = FALSE, dry_run = FALSE;
+  gboolean report = FALSE, recursive = FALSE, dry_run = FALSE, filter = FALSE;
   char *mbox = NULL, *maildir = NULL, *backup = NULL;
   int jobs = (int) g_get_num_processors ();
   GOptionEntry entries[] = {
@@ -685,6 +685,8 @@ cmd_rewrite (int argc, char **argv)
     { "dry-run", 'n', 0, G_OPTION_ARG_NONE, &dry_run, "Report what would change; change nothing", NULL },
     { "backup", 0, 0, G_OPTION_ARG_STRING, &backup, "Keep the original mbox as FILE+SUFFIX", "SUFFIX" },
     { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs, "Messages processed at once (default: the number of cores)", "N" },
+    { "filter", 0, 0, G_OPTION_ARG_NONE, &filter,
+      "The message is mail in transit (extbody-pipe): with strip_trace_fields, remove the X-Extbody and X-Extbody-Resolved fields of its header", NULL },
     { "no-precheck", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &opt_no_precheck,
       "Always do the MIME parse (for testing)", NULL },
     { NULL }
@@ -718,6 +720,10 @@ cmd_rewrite (int argc, char **argv)
     }
     kind = mbox ? BOX_MBOX : BOX_MAILDIR;
     path = mbox ? mbox : maildir;
+  }
+  if (filter && kind != BOX_NONE) {
+    die_line ("--filter goes with one message, not a mailbox (try --help)");
+    return EX_USAGE;
   }
   if (kind == BOX_NONE && (backup || recursive || dry_run)) {
     die_line ("--%s goes with --mbox or --maildir (try --help)",
@@ -755,6 +761,8 @@ cmd_rewrite (int argc, char **argv)
   g_autoptr (GOutputStream) out = g_unix_output_stream_new (STDOUT_FILENO, FALSE);
   g_autoptr (EbRewriteResult) result = NULL;
   EbRewriteFlags flags = opt_no_precheck ? EB_REWRITE_NO_PRECHECK : EB_REWRITE_DEFAULT;
+  if (filter && config->strip_trace_fields)
+    flags |= EB_REWRITE_STRIP_TRACE;
   if (!eb_rewrite (in_buf, in_len, config, fetcher, flags, out, &result, &error)) {
     die_line ("cannot write the message: %s", error->message);
     return EX_IOERR;
@@ -767,6 +775,9 @@ cmd_rewrite (int argc, char **argv)
       g_autofree char *line = eb_inspect_report_line (result, i);
       fprintf (stderr, "%s: %s\n", prog, line);
     }
+    if (result->removed && result->removed->len)
+      fprintf (stderr, "%s: removed %u X-Extbody trace field%s that came with the message\n", prog,
+               result->removed->len, result->removed->len == 1 ? "" : "s");
   }
   return 0;
 }

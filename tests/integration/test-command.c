@@ -4,6 +4,8 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <sysexits.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include "run-command.h"
 
 static char *
@@ -294,6 +296,176 @@ test_bad_input (void)
   }
 }
 
+#define FROM_LINE "From alice@example.org Tue Nov 24 10:00:00 2026\n"
+#define FROM_MSG FROM_LINE \
+  "From: alice@example.org\nSubject: saved by a mail reader\nMIME-Version: 1.0\n" \
+  "Content-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: text/plain\n\nsee below\n" \
+  "--b\nContent-Type: message/external-body; access-type=URL; URL=\"data:,hello%20from%20data\"\n\n" \
+  "Content-Type: text/plain\n\n\n--b--\n"
+
+/* A FILE is always one message, written to standard output, even when it
+ * starts with a From_ line as saved messages do; the file is never changed. */
+static void
+test_from_line_message (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("extbody-cmd-XXXXXX", NULL);
+  g_autofree char *file = g_build_filename (dir, "saved.eml", NULL);
+  g_assert_true (g_file_set_contents (file, FROM_MSG, -1, NULL));
+  GStatBuf before;
+  g_assert_cmpint (g_stat (file, &before), ==, 0);
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, NULL, "rewrite", "--report", file);
+  g_autofree char *out = bytes_str (r.out);
+  g_autofree char *err = bytes_str (r.err);
+  g_test_message ("%s", err);
+  g_assert_cmpint (r.status, ==, 0);
+  g_assert_true (g_str_has_prefix (out, FROM_LINE "From: alice@example.org\n"));
+  g_assert_nonnull (strstr (out, "\n\nhello from data\n--b--\n"));
+  g_assert_null (strstr (out, "external-body"));
+  g_assert_nonnull (strstr (err, "extbody: part 2: access-type=url data:,hello%20from%20data: resolved (text/plain, 15 bytes, 7bit)"));
+  g_autofree char *after = NULL;
+  g_assert_true (g_file_get_contents (file, &after, NULL, NULL));
+  g_assert_cmpstr (after, ==, FROM_MSG);
+  GStatBuf st;
+  g_assert_cmpint (g_stat (file, &st), ==, 0);
+  g_assert_cmpint (st.st_ino, ==, before.st_ino);
+  g_assert_cmpint (st.st_mtime, ==, before.st_mtime);
+  /* inspect reads it as one message too */
+  g_auto (CmdResult) i = { 0 };
+  RUN (&i, NULL, "inspect", "--json", file);
+  g_assert_cmpint (i.status, ==, 0);
+  g_assert_cmpuint (n_lines (i.out), ==, 1);
+  g_autofree char *iout = bytes_str (i.out);
+  g_assert_nonnull (strstr (iout, "\"action\":\"resolve\""));
+  /* a directory is not a Maildir unless named as one */
+  g_auto (CmdResult) d = { 0 };
+  RUN (&d, NULL, "rewrite", dir);
+  g_assert_cmpint (d.status, ==, EX_NOINPUT);
+  g_autofree char *derr = bytes_str (d.err);
+  g_assert_nonnull (strstr (derr, "--maildir"));
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
+  g_assert_cmpint (system (rm), ==, 0);
+}
+
+static char *
+run_sh (const char *cmd, int *status)
+{
+  g_autofree char *out = NULL;
+  g_autoptr (GError) error = NULL;
+  int wait = 0;
+  g_assert_true (g_spawn_command_line_sync (cmd, &out, NULL, &wait, &error));
+  *status = WIFEXITED (wait) ? WEXITSTATUS (wait) : -1;
+  return g_steal_pointer (&out);
+}
+
+/* The pipe filter hands the message to extbody on standard input: a message
+ * that reaches it starting with a From_ line (pipe(8) flags=F) is resolved and
+ * re-injected whole, never rewritten in place and re-injected empty; forged
+ * X-Extbody fields are removed (strip_trace_fields). The re-injection command
+ * is a script that records what it was given (the real Postfix round trip is
+ * in test-postfix). */
+static void
+test_pipe_filter (void)
+{
+  g_autofree char *pipe = g_test_build_filename (G_TEST_DIST, "..", "filters", "pipe", "extbody-pipe", NULL);
+  g_autofree char *dir = g_dir_make_tmp ("extbody-pipe-XXXXXX", NULL);
+  g_autofree char *capture = g_build_filename (dir, "sendmail", NULL);
+  g_autofree char *script = g_strdup_printf ("#!/bin/sh\necho \"$@\" > '%s/args'\ncat > '%s/msg'\n", dir, dir);
+  g_assert_true (g_file_set_contents (capture, script, -1, NULL));
+  g_assert_cmpint (g_chmod (capture, 0755), ==, 0);
+  g_autofree char *conf = g_build_filename (dir, "empty.conf", NULL);
+  g_assert_true (g_file_set_contents (conf, "", 0, NULL));
+  const char *forged = FROM_LINE "X-Extbody: resolved 1 of 1 external-body references\n"
+                       "X-Extbody-Resolved: access-type=URL; scheme=data\n";
+  g_autofree char *input = g_strconcat (forged, FROM_MSG + strlen (FROM_LINE), NULL);
+  g_autofree char *in = g_build_filename (dir, "in.eml", NULL);
+  g_assert_true (g_file_set_contents (in, input, -1, NULL));
+  g_autofree char *cmd = g_strdup_printf ("sh -c \"EXTBODY='%s' SENDMAIL='%s' sh '%s' -c '%s' -f alice@example.org -- bob@example.org < '%s'\"",
+                                          extbody_path (), capture, pipe, conf, in);
+  int status = -1;
+  g_autofree char *out = run_sh (cmd, &status);
+  g_assert_cmpint (status, ==, 0);
+  g_autofree char *msgf = g_build_filename (dir, "msg", NULL);
+  g_autofree char *got = NULL;
+  g_assert_true (g_file_get_contents (msgf, &got, NULL, NULL));
+  g_test_message ("re-injected:\n%s", got);
+  g_assert_true (g_str_has_prefix (got, FROM_LINE "From: alice@example.org\n"));
+  g_assert_nonnull (strstr (got, "\n\nhello from data\n--b--\n"));
+  g_assert_null (strstr (got, "external-body"));
+  g_assert_null (strstr (got, "X-Extbody: "));
+  g_assert_null (strstr (got, "access-type=URL; scheme=data\n"));
+  /* strip_trace_fields = off keeps them */
+  g_assert_true (g_file_set_contents (conf, "[extbody]\nstrip_trace_fields = off\n", -1, NULL));
+  g_autofree char *out2 = run_sh (cmd, &status);
+  g_assert_cmpint (status, ==, 0);
+  g_autofree char *got2 = NULL;
+  g_assert_true (g_file_get_contents (msgf, &got2, NULL, NULL));
+  g_assert_nonnull (strstr (got2, "X-Extbody: resolved 1 of 1"));
+  g_assert_nonnull (strstr (got2, "\n\nhello from data\n--b--\n"));
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
+  g_assert_cmpint (system (rm), ==, 0);
+}
+
+/* Private by default: a first rewrite --report of the sample mail, with no
+ * configuration, opens no network socket at all (so makes no DNS query). */
+static void
+test_private_by_default (void)
+{
+  if (!g_find_program_in_path ("strace")) {
+    g_test_skip ("no strace");
+    return;
+  }
+  g_autofree char *dir = g_dir_make_tmp ("extbody-private-XXXXXX", NULL);
+  g_autofree char *conf = g_build_filename (dir, "empty.conf", NULL);
+  g_assert_true (g_file_set_contents (conf, "", 0, NULL));
+  g_autofree char *trace = g_build_filename (dir, "trace", NULL);
+  g_autofree char *refs = sample ("references.eml");
+  g_autofree char *cmd = g_strdup_printf ("strace -f -qq -o '%s' -e trace=socket,connect,sendto,sendmsg '%s' rewrite -c '%s' --report '%s'",
+                                          trace, extbody_path (), conf, refs);
+  int status = -1;
+  g_autofree char *out = run_sh (cmd, &status);
+  g_assert_cmpint (status, ==, 0);
+  g_assert_nonnull (strstr (out, "X-Extbody-Resolved"));
+  g_autofree char *t = NULL;
+  g_assert_true (g_file_get_contents (trace, &t, NULL, NULL));
+  g_test_message ("trace:\n%s", t);
+  g_assert_null (strstr (t, "AF_INET"));
+  g_assert_null (strstr (t, "AF_INET6"));
+  g_assert_null (strstr (t, "htons(53)"));
+  /* --fetch does try (the samples name example.com): the check above can fail */
+  g_autofree char *cmd2 = g_strdup_printf ("strace -f -qq -o '%s' -e trace=socket,connect '%s' rewrite -c '%s' --fetch -o connect_timeout=1 -o message_deadline=2 '%s'",
+                                           trace, extbody_path (), conf, refs);
+  g_autofree char *out2 = run_sh (cmd2, &status);
+  g_autofree char *t2 = NULL;
+  g_assert_true (g_file_get_contents (trace, &t2, NULL, NULL));
+  g_assert_nonnull (strstr (t2, "socket("));
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
+  g_assert_cmpint (system (rm), ==, 0);
+}
+
+/* inspect walks a Maildir as rewrite does: a FIFO in cur/ is skipped, not
+ * waited on. */
+static void
+test_inspect_maildir_fifo (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("extbody-md-XXXXXX", NULL);
+  for (guint i = 0; i < 3; i++) {
+    g_autofree char *sub = g_build_filename (dir, (const char *[]) { "cur", "new", "tmp" }[i], NULL);
+    g_assert_cmpint (g_mkdir (sub, 0700), ==, 0);
+  }
+  g_autofree char *fifo = g_build_filename (dir, "cur", "1.fifo:2,", NULL);
+  g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
+  g_autofree char *msg = g_build_filename (dir, "cur", "2.msg:2,S", NULL);
+  g_assert_true (g_file_set_contents (msg, FROM_MSG + strlen (FROM_LINE), -1, NULL));
+  g_autofree char *cmd = g_strdup_printf ("timeout 20 '%s' inspect --json --maildir '%s'", extbody_path (), dir);
+  int status = -1;
+  g_autofree char *out = run_sh (cmd, &status);
+  g_assert_cmpint (status, ==, 0);   /* 124 would be the timeout */
+  g_assert_nonnull (strstr (out, "\"action\":\"resolve\""));
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
+  g_assert_cmpint (system (rm), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -307,5 +479,9 @@ main (int argc, char **argv)
   g_test_add_func ("/command/data-url", test_data_url);
   g_test_add_func ("/command/config", test_config);
   g_test_add_func ("/command/bad-input", test_bad_input);
+  g_test_add_func ("/command/from-line-message", test_from_line_message);
+  g_test_add_func ("/command/pipe-filter", test_pipe_filter);
+  g_test_add_func ("/command/private-by-default", test_private_by_default);
+  g_test_add_func ("/command/inspect-maildir-fifo", test_inspect_maildir_fifo);
   return g_test_run ();
 }
