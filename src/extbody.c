@@ -890,11 +890,15 @@ inspect_mbox (const char *path, const EbConfig *config, EbFetcher *fetcher,
     *status = MAX (*status, EX_DATAERR);
     return 0;
   }
-  g_autoptr (GArray) msgs = eb_mbox_split (buf, len);
+  /* memory stays flat however large the mailbox: the split and each message
+   * give their pages back once passed */
+  g_autoptr (GArray) msgs = len ? eb_mbox_split_mapped (buf, len) : eb_mbox_split ("", 0);
   for (guint i = 0; i < msgs->len; i++) {
     const EbMboxMsg *m = &g_array_index (msgs, EbMboxMsg, i);
     inspect_one (path, (gint64) m->from, buf + m->start, m->end - m->start, config, fetcher, flags,
                  json, table, &n);
+    if (len)
+      release_pages (buf, 0, m->end);
   }
   return n;
 }
