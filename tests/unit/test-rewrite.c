@@ -455,6 +455,13 @@ static const KeepCase keep_cases[] = {
   { "boundary-bchars", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"'()+_,-./:=? x\"\n\n--'()+_,-./:=? x\n" REF ("") "\n--'()+_,-./:=? x--\n", EB_REASON_RESOLVED },
   { "access-type-space", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
     "Content-Type: message/external-body; access-type=\"URL \"; URL=\"data:,hello\"\n\nContent-Type: text/plain\n\n\n--b--\n", EB_REASON_ACCESS_TYPE },
+  { "duplicate-field", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:,hello\"\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:,other\"\n\nContent-Type: text/plain\n\n\n--b--\n", EB_REASON_DUPLICATE_FIELD },
+  { "bad-access-type", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+    "Content-Type: message/external-body; access-type=URL; access-type=anon-ftp; URL=\"data:,hello\"\n\nContent-Type: text/plain\n\n\n--b--\n", EB_REASON_BAD_ACCESS_TYPE },
+  { "unlocatable", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+    "a line that is no header field\n" REF ("") "\n--b--\n", EB_REASON_UNLOCATABLE },
   { "access-type-case", "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
     "Content-Type: message/external-body; access-type=\"uRl\"; URL=\"data:,hello\"\n\nContent-Type: text/plain\n\n\n--b--\n", EB_REASON_RESOLVED },
 };
