@@ -1,12 +1,190 @@
 /* eb-config.c - the configuration table and key-file loading (see eb-config.h). */
 #include "eb-config.h"
 #include "eb-error.h"
+#include "eb-policy.h"
 #include <stddef.h>
 #include <string.h>
 
-#define KEY(n, t, d, lo, hi, doc) { #n, t, d, lo, hi, offsetof (EbConfig, n), doc, NULL }
-#define STR(n, d, doc, ch) { #n, EB_CONFIG_STRING, d, 0, 0, offsetof (EbConfig, n), doc, ch }
-#define BOOL(n, d, doc) { #n, EB_CONFIG_BOOL, d, 0, 1, offsetof (EbConfig, n), doc, NULL }
+#define KEY(n, t, d, lo, hi, doc) { #n, t, d, lo, hi, offsetof (EbConfig, n), doc, NULL, NULL, NULL }
+#define STR(n, d, doc, ch) { #n, EB_CONFIG_STRING, d, 0, 0, offsetof (EbConfig, n), doc, ch, NULL, NULL }
+#define LIST(n, d, doc, chk, what) { #n, EB_CONFIG_STRING, d, 0, 0, offsetof (EbConfig, n), doc, NULL, chk, what }
+#define BOOL(n, d, doc) { #n, EB_CONFIG_BOOL, d, 0, 1, offsetof (EbConfig, n), doc, NULL, NULL, NULL }
+
+/* ---- lists and typed values ---------------------------------------------- */
+
+static gboolean
+is_space (char ch)
+{
+  return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n' || ch == '\f' || ch == '\v';
+}
+
+GPtrArray *
+eb_config_split_list (const char *text, GError **error)
+{
+  g_autoptr (GPtrArray) items = g_ptr_array_new_with_free_func (g_free);
+  const char *p = text ? text : "";
+  while (is_space (*p))
+    p++;
+  if (*p == '\0')
+    return g_steal_pointer (&items);
+  for (;;) {
+    const char *start = p;
+    while (*p && *p != ',' && !is_space (*p))
+      p++;
+    if (p == start) {
+      g_set_error (error, EB_ERROR, EB_ERROR_EMPTY, "item %u of the list is empty", items->len + 1);
+      return NULL;
+    }
+    g_ptr_array_add (items, g_strndup (start, (gsize) (p - start)));
+    while (is_space (*p))
+      p++;
+    if (*p == '\0')
+      break;
+    if (*p == ',') {
+      p++;
+      while (is_space (*p))
+        p++;
+      if (*p == '\0') {
+        g_set_error (error, EB_ERROR, EB_ERROR_EMPTY, "item %u of the list is empty (trailing comma)",
+                     items->len + 1);
+        return NULL;
+      }
+    }
+  }
+  return g_steal_pointer (&items);
+}
+
+static gboolean
+check_cidrs (const char *value, GError **error)
+{
+  g_autoptr (GPtrArray) list = NULL;
+  return eb_policy_parse_cidr_list (value, &list, error);
+}
+
+static gboolean
+check_ports (const char *value, GError **error)
+{
+  g_autoptr (GArray) list = NULL;
+  return eb_policy_parse_port_list (value, &list, error);
+}
+
+static gboolean
+check_schemes (const char *value, GError **error)
+{
+  g_autoptr (GPtrArray) items = eb_config_split_list (value, error);
+  if (!items)
+    return FALSE;
+  for (guint i = 0; i < items->len; i++) {
+    const char *v = items->pdata[i];
+    if (g_ascii_strcasecmp (v, "http") && g_ascii_strcasecmp (v, "https") && g_ascii_strcasecmp (v, "ftp")) {
+      g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
+                   "\"%s\" is not a scheme extbody fetches (http, https, ftp)", v);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* A domain as the fetch policy compares it: a host name (letters, digits,
+ * hyphens, dots; labels of 1 to 63 characters), or an IPv4 or IPv6 address.
+ * A domain covers its subdomains, so a wildcard is refused, with the hint. */
+static gboolean
+check_domains (const char *value, GError **error)
+{
+  g_autoptr (GPtrArray) items = eb_config_split_list (value, error);
+  if (!items)
+    return FALSE;
+  for (guint i = 0; i < items->len; i++) {
+    const char *v = items->pdata[i];
+    const char *d = v;
+    while (*d == '.')
+      d++;
+    if (g_str_has_prefix (d, "*.")) {
+      g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
+                   "\"%s\": write %s (a domain always covers its subdomains; wildcards are not used)",
+                   v, d + 2);
+      return FALSE;
+    }
+    if (g_hostname_is_ip_address (d) || (*d == '[' && d[strlen (d) - 1] == ']'))
+      continue;
+    gboolean ok = *d != '\0' && strlen (d) <= 253;
+    gsize label = 0;
+    for (const char *c = d; ok && *c; c++) {
+      if (*c == '.') {
+        ok = label > 0 || c[1] == '\0';
+        label = 0;
+      } else {
+        ok = (g_ascii_isalnum (*c) || *c == '-' || *c == '_') && ++label <= 63;
+      }
+    }
+    if (!ok) {
+      g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\" is not a domain name", v);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+static gboolean
+check_dirs (const char *value, GError **error)
+{
+  g_autoptr (GPtrArray) items = eb_config_split_list (value, error);
+  if (!items)
+    return FALSE;
+  for (guint i = 0; i < items->len; i++)
+    if (!g_path_is_absolute (items->pdata[i])) {
+      g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\" is not an absolute path",
+                   (char *) items->pdata[i]);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* libmilter's socket: unix:PATH or local:PATH (absolute), inet:PORT[@ADDRESS],
+ * inet6:PORT[@ADDRESS], with PORT 1 to 65535. */
+static gboolean
+check_socket (const char *value, GError **error)
+{
+  const char *v = value;
+  if (g_str_has_prefix (v, "unix:") || g_str_has_prefix (v, "local:")) {
+    const char *path = strchr (v, ':') + 1;
+    if (g_path_is_absolute (path))
+      return TRUE;
+    g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\": the socket path must be absolute", v);
+    return FALSE;
+  }
+  gboolean v6 = g_str_has_prefix (v, "inet6:");
+  if (v6 || g_str_has_prefix (v, "inet:")) {
+    const char *p = strchr (v, ':') + 1;
+    const char *at = strchr (p, '@');
+    g_autofree char *port = at ? g_strndup (p, (gsize) (at - p)) : g_strdup (p);
+    gboolean ok = *port && strlen (port) <= 5 && port[0] != '0';
+    for (const char *c = port; ok && *c; c++)
+      ok = g_ascii_isdigit (*c);
+    guint64 n = ok ? g_ascii_strtoull (port, NULL, 10) : 0;
+    if (!ok || n < 1 || n > 65535) {
+      g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\": \"%s\" is not a port (1 to 65535)", v, port);
+      return FALSE;
+    }
+    if (at && !at[1]) {
+      g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\": no address after '@'", v);
+      return FALSE;
+    }
+    return TRUE;
+  }
+  g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
+               "\"%s\" is not unix:PATH, inet:PORT@ADDRESS or inet6:PORT@ADDRESS", v);
+  return FALSE;
+}
+
+static gboolean
+check_proxy (const char *value, GError **error)
+{
+  if (!*value || strstr (value, "://"))
+    return TRUE;
+  g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\" is not a proxy URL (SCHEME://HOST:PORT)", value);
+  return FALSE;
+}
 
 static const EbConfigKey keys[] = {
   KEY (max_message_size, EB_CONFIG_SIZE, "64M", 1024, G_GUINT64_CONSTANT (1) << 40,
@@ -23,20 +201,20 @@ static const EbConfigKey keys[] = {
        "Decoded bytes resolved per message; references past it are left alone."),
   BOOL (fetch, "off",
         "Fetch http, https and ftp URLs (on), or resolve data: URLs only, with no network at all (off). A fetch tells the URL's owner that the mail was processed, and from where, like a remote image in a mail reader: turn it on deliberately, usually with allow_domains."),
-  STR (allow_schemes, "http, https, ftp",
-       "URL schemes that may be fetched, for the URL and for every redirect (http, https, ftp).", NULL),
+  LIST (allow_schemes, "http, https, ftp",
+       "URL schemes that may be fetched, for the URL and for every redirect (http, https, ftp).", check_schemes, "scheme list"),
   KEY (max_redirects, EB_CONFIG_UINT, "3", 0, 20,
        "Redirects followed per fetch; each must pass the same checks as the URL."),
-  STR (allow_networks, "",
-       "CIDR blocks that may be connected to on any port, even when private or loopback.", NULL),
-  STR (deny_networks, "",
-       "CIDR blocks never connected to; deny wins over allow.", NULL),
-  STR (allow_ports, "80, 443, 21",
-       "Ports that may be connected to outside allow_networks.", NULL),
-  STR (allow_domains, "",
-       "When set, only these domains and their subdomains are fetched from: the way most sites will want to turn fetching on (their own file-sharing and archive hosts).", NULL),
-  STR (deny_domains, "",
-       "Domains, and their subdomains, never fetched from.", NULL),
+  LIST (allow_networks, "",
+       "CIDR blocks that may be connected to on any port, even when private or loopback.", check_cidrs, "CIDR list"),
+  LIST (deny_networks, "",
+       "CIDR blocks never connected to; deny wins over allow.", check_cidrs, "CIDR list"),
+  LIST (allow_ports, "80, 443, 21",
+       "Ports that may be connected to outside allow_networks.", check_ports, "port list"),
+  LIST (allow_domains, "",
+       "When set, only these domains and their subdomains are fetched from: the way most sites will want to turn fetching on (their own file-sharing and archive hosts).", check_domains, "domain list"),
+  LIST (deny_domains, "",
+       "Domains, and their subdomains, never fetched from.", check_domains, "domain list"),
   KEY (max_requests_per_host, EB_CONFIG_UINT, "60", 1, 1000000,
        "Requests per minute to one destination host; more are refused."),
   KEY (connect_timeout, EB_CONFIG_UINT, "10", 1, 3600,
@@ -57,20 +235,20 @@ static const EbConfigKey keys[] = {
        "Seconds a fetched URL is remembered and not fetched again; 0 caches nothing."),
   KEY (cache_entries, EB_CONFIG_UINT, "256", 0, 1000000,
        "URLs remembered at most."),
-  STR (proxy, "",
-       "Proxy URL for every fetch; empty means none, whatever the environment says.", NULL),
+  LIST (proxy, "",
+       "Proxy URL for every fetch; empty means none, whatever the environment says.", check_proxy, "URL"),
   STR (ca_file, "",
        "File of CA certificates for https; empty means the system's.", NULL),
   STR (content_type_mismatch, "keep",
        "When the server's media type disagrees with the inner header: keep the reference, or accept the data.", "keep|accept"),
   BOOL (allow_credentials, "off",
         "Fetch URLs that carry a user name or password."),
-  STR (local_file_dirs, "",
-       "Directories whose files access-type=local-file references may be read from; empty reads none.", NULL),
+  LIST (local_file_dirs, "",
+       "Directories whose files access-type=local-file references may be read from; empty reads none.", check_dirs, "directory list"),
   KEY (lock_timeout, EB_CONFIG_UINT, "60", 0, 3600,
        "Seconds to wait for an mbox that another program has locked (dot-lock or fcntl); then the run ends with a temporary failure, the mailbox unchanged."),
-  STR (milter_socket, "unix:/run/extbody/milter.sock",
-       "extbody-milter's socket: unix:PATH, inet:PORT@ADDRESS or inet6:PORT@ADDRESS.", NULL),
+  LIST (milter_socket, "unix:/run/extbody/milter.sock",
+       "extbody-milter's socket: unix:PATH, inet:PORT@ADDRESS or inet6:PORT@ADDRESS.", check_socket, "socket"),
   STR (on_error, "accept",
        "What extbody-milter answers when it fails inside: accept the message unchanged, or tempfail it.", "accept|tempfail"),
   BOOL (strip_trace_fields, "on",
@@ -137,6 +315,13 @@ set_key (EbConfig *config, const EbConfigKey *k, const char *value, const char *
   char *field = (char *) config + k->offset;
   if (k->type == EB_CONFIG_STRING) {
     g_autofree char *t = g_strstrip (g_strdup (value));
+    if (k->check) {
+      g_autoptr (GError) local = NULL;
+      if (!k->check (t, &local)) {
+        g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "%s%s: %s", where, k->name, local->message);
+        return FALSE;
+      }
+    }
     if (k->choices) {
       g_auto (GStrv) ch = g_strsplit (k->choices, "|", -1);
       if (!g_strv_contains ((const char *const *) ch, t)) {
@@ -251,6 +436,40 @@ eb_config_set (EbConfig *config, const char *key, const char *value, GError **er
     return FALSE;
   }
   return set_key (config, k, value, "", error);
+}
+
+gboolean
+eb_config_apply_option (EbConfig *config, const char *option, GError **error)
+{
+  const char *eq = strchr (option, '=');
+  if (!eq) {
+    g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "-o %s: expected KEY=VALUE", option);
+    return FALSE;
+  }
+  g_autofree char *key = g_strstrip (g_strndup (option, (gsize) (eq - option)));
+  if (!eb_config_set (config, key, eq + 1, error)) {
+    g_prefix_error (error, "-o: ");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+eb_config_add_networks (EbConfig *config, const char *const *cidrs, GError **error)
+{
+  for (guint i = 0; cidrs && cidrs[i]; i++) {
+    g_autoptr (GError) local = NULL;
+    if (!check_cidrs (cidrs[i], &local)) {
+      g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "--allow-network %s: %s", cidrs[i], local->message);
+      return FALSE;
+    }
+  }
+  if (!cidrs || !cidrs[0])
+    return TRUE;
+  g_autofree char *joined = g_strjoinv (", ", (char **) cidrs);
+  g_autofree char *all = *config->allow_networks
+    ? g_strconcat (config->allow_networks, ", ", joined, NULL) : g_strdup (joined);
+  return eb_config_set (config, "allow_networks", all, error);
 }
 
 gboolean

@@ -64,6 +64,10 @@ typedef struct {
   gsize        offset;         /* into EbConfig */
   const char  *doc;            /* one sentence */
   const char  *choices;        /* STRING: "a|b" when only these are valid, else NULL */
+  /* STRING: checks the value as the code that uses it will read it (a CIDR
+   * list, a port list, ...); NULL when any text goes */
+  gboolean   (*check) (const char *value, GError **error);
+  const char  *what;           /* STRING with a check: what the value is, for --help and errors */
 } EbConfigKey;
 
 /* Returns: (transfer full): a configuration holding every default. */
@@ -87,6 +91,19 @@ const EbConfigKey *eb_config_get_key (guint i);
 
 /* "key = value" lines for every key (current values). Returns: (transfer full). */
 char *eb_config_dump (const EbConfig *config);
+
+/* Apply one "KEY=VALUE" option (-o) to @config. A missing '=' is an error with
+ * EB_ERROR_SYNTAX; an unknown key or a bad value one with EB_ERROR_CONFIG. */
+gboolean eb_config_apply_option (EbConfig *config, const char *option, GError **error);
+
+/* Add CIDR blocks to allow_networks (--allow-network), each checked. */
+gboolean eb_config_add_networks (EbConfig *config, const char *const *cidrs, GError **error);
+
+/* The one list syntax of every list key: items separated by a comma, white
+ * space, or both; an empty or all-white-space value is an empty list; an empty
+ * item (",a", "a,,b", "a,") is an error (EB_ERROR_EMPTY).
+ * Returns: (transfer full) (element-type utf8) (nullable): NULL on error. */
+GPtrArray *eb_config_split_list (const char *text, GError **error);
 
 /* Parse a size such as "64M". */
 gboolean eb_config_parse_size (const char *text, guint64 *out);

@@ -1,5 +1,6 @@
 /* eb-policy.c - address classes, CIDR blocks and the connect policy (see eb-policy.h). */
 #include "eb-policy.h"
+#include "eb-config.h"
 #include "eb-error.h"
 #include <arpa/inet.h>
 #include <errno.h>
@@ -355,48 +356,11 @@ eb_cidr_parse (const char *text, EbCidr *out, GError **error)
 
 /* ---- Lists --------------------------------------------------------------------- */
 
-static gboolean
-is_space (char ch)
-{
-  return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n' || ch == '\f' || ch == '\v';
-}
-
-/* Split @text into items separated by ',' or white space (or both); an empty
- * item (two commas, a leading or trailing comma) is an error. */
+/* One list syntax for every key (eb_config_split_list). */
 static GPtrArray *
 split_list (const char *text, GError **error)
 {
-  g_autoptr (GPtrArray) items = g_ptr_array_new_with_free_func (g_free);
-  const char *p = text ? text : "";
-  while (is_space (*p))
-    p++;
-  if (*p == '\0')
-    return g_steal_pointer (&items);
-  for (;;) {
-    const char *start = p;
-    while (*p && *p != ',' && !is_space (*p))
-      p++;
-    if (p == start) {
-      g_set_error (error, EB_ERROR, EB_ERROR_EMPTY, "item %u of the list is empty", items->len + 1);
-      return NULL;
-    }
-    g_ptr_array_add (items, g_strndup (start, (gsize) (p - start)));
-    while (is_space (*p))
-      p++;
-    if (*p == '\0')
-      break;
-    if (*p == ',') {
-      p++;
-      while (is_space (*p))
-        p++;
-      if (*p == '\0') {
-        g_set_error (error, EB_ERROR, EB_ERROR_EMPTY, "item %u of the list is empty (trailing comma)",
-                     items->len + 1);
-        return NULL;
-      }
-    }
-  }
-  return g_steal_pointer (&items);
+  return eb_config_split_list (text, error);
 }
 
 gboolean

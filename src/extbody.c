@@ -148,24 +148,16 @@ load_config (int *status)
     return NULL;
   }
   for (guint i = 0; opt_set && opt_set[i]; i++) {
-    const char *eq = strchr (opt_set[i], '=');
-    if (!eq) {
-      die_line ("-o %s: expected KEY=VALUE", opt_set[i]);
-      *status = EX_USAGE;
-      return NULL;
-    }
-    g_autofree char *key = g_strstrip (g_strndup (opt_set[i], (gsize) (eq - opt_set[i])));
-    if (!eb_config_set (config, key, eq + 1, &error)) {
-      die_line ("-o: %s", error->message);
-      *status = EX_CONFIG;
+    if (!eb_config_apply_option (config, opt_set[i], &error)) {
+      die_line ("%s", error->message);
+      *status = g_error_matches (error, EB_ERROR, EB_ERROR_SYNTAX) ? EX_USAGE : EX_CONFIG;
       return NULL;
     }
   }
-  if (opt_allow_network) {
-    g_autofree char *joined = g_strjoinv (", ", opt_allow_network);
-    g_autofree char *all = *config->allow_networks
-      ? g_strconcat (config->allow_networks, ", ", joined, NULL) : g_strdup (joined);
-    eb_config_set (config, "allow_networks", all, NULL);
+  if (!eb_config_add_networks (config, (const char *const *) opt_allow_network, &error)) {
+    die_line ("%s", error->message);
+    *status = EX_CONFIG;
+    return NULL;
   }
   if (opt_fetch)
     config->fetch = TRUE;
@@ -1068,9 +1060,11 @@ cmd_data_url (int argc, char **argv)
 static int
 cmd_config (int argc, char **argv)
 {
-  gboolean defaults = FALSE;
+  gboolean defaults = FALSE, check = FALSE;
   GOptionEntry entries[] = {
     { "defaults", 'd', 0, G_OPTION_ARG_NONE, &defaults, "Print the built-in defaults", NULL },
+    { "check", 'n', 0, G_OPTION_ARG_NONE, &check,
+      "Only check the configuration, as the runtime reads it: print nothing when it is valid, one line naming the key and exit 78 when not", NULL },
     { NULL }
   };
   g_autoptr (GOptionContext) ctx = new_context ("",
@@ -1085,6 +1079,15 @@ cmd_config (int argc, char **argv)
   g_autoptr (EbConfig) config = defaults ? eb_config_new () : load_config (&status);
   if (!config)
     return status;
+  /* what the runtime builds from it, whether fetching is on or not */
+  g_autoptr (GError) error = NULL;
+  g_autoptr (EbFetcher) fetcher = eb_fetcher_new (config, &error);
+  if (!fetcher) {
+    die_line ("%s", error->message);
+    return EX_CONFIG;
+  }
+  if (check)
+    return 0;
   g_autofree char *text = eb_config_dump (config);
   fputs (text, stdout);
   return 0;

@@ -165,6 +165,91 @@ test_documented_reasons (void)
   }
 }
 
+/* One list syntax for every list key. */
+static void
+test_split_list (void)
+{
+  struct { const char *in; int n; } ok[] = {
+    { "", 0 }, { "  \t", 0 }, { "a", 1 }, { "a,b", 2 }, { "a, b", 2 }, { "a b", 2 },
+    { " a ,\tb  c ", 3 }, { "a , b", 2 },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (ok); i++) {
+    g_autoptr (GError) e = NULL;
+    g_autoptr (GPtrArray) l = eb_config_split_list (ok[i].in, &e);
+    g_assert_no_error (e);
+    g_assert_cmpint ((int) l->len, ==, ok[i].n);
+  }
+  const char *bad[] = { ",a", "a,,b", "a,", "a, ,b" };
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
+    g_autoptr (GError) e = NULL;
+    g_assert_null (eb_config_split_list (bad[i], &e));
+    g_assert_error (e, EB_ERROR, EB_ERROR_EMPTY);
+  }
+}
+
+/* Typed keys refuse what the runtime could not use, naming the key. */
+static void
+test_typed_keys (void)
+{
+  struct { const char *key, *value; gboolean ok; } cases[] = {
+    { "allow_networks", "10.0.0.0/8, ::1/128 192.168.0.1", TRUE },
+    { "allow_networks", "10.0.0.0/33", FALSE },
+    { "deny_networks", "banana", FALSE },
+    { "allow_ports", "80 443, 8080", TRUE },
+    { "allow_ports", "0", FALSE },
+    { "allow_ports", "65536", FALSE },
+    { "allow_schemes", "HTTPS, ftp", TRUE },
+    { "allow_schemes", "http, gopher", FALSE },
+    { "allow_schemes", "file", FALSE },
+    { "allow_domains", "example.org, files.example.net 127.0.0.1 ::1", TRUE },
+    { "allow_domains", ".example.org", TRUE },
+    { "deny_domains", "*.example.com", FALSE },
+    { "deny_domains", "exa mple", TRUE },          /* two items */
+    { "deny_domains", "ex!ample.com", FALSE },
+    { "local_file_dirs", "/srv/files, /var/spool/x", TRUE },
+    { "local_file_dirs", "files", FALSE },
+    { "milter_socket", "unix:/run/extbody/milter.sock", TRUE },
+    { "milter_socket", "local:/tmp/m.sock", TRUE },
+    { "milter_socket", "inet:8891@127.0.0.1", TRUE },
+    { "milter_socket", "inet6:8891@[::1]", TRUE },
+    { "milter_socket", "inet:8891", TRUE },
+    { "milter_socket", "inet:99999@127.0.0.1", FALSE },
+    { "milter_socket", "inet:0@127.0.0.1", FALSE },
+    { "milter_socket", "inet:@127.0.0.1", FALSE },
+    { "milter_socket", "unix:relative.sock", FALSE },
+    { "milter_socket", "bogus", FALSE },
+    { "proxy", "http://127.0.0.1:3128", TRUE },
+    { "proxy", "127.0.0.1:3128", FALSE },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autoptr (EbConfig) c = eb_config_new ();
+    g_autoptr (GError) e = NULL;
+    gboolean ok = eb_config_set (c, cases[i].key, cases[i].value, &e);
+    g_test_message ("%s = %s: %s", cases[i].key, cases[i].value, e ? e->message : "ok");
+    g_assert_cmpint (ok, ==, cases[i].ok);
+    if (!ok) {
+      g_assert_error (e, EB_ERROR, EB_ERROR_CONFIG);
+      g_assert_true (g_str_has_prefix (e->message, cases[i].key));
+    }
+  }
+  /* -o: a missing '=' is a usage error, unlike a bad value */
+  g_autoptr (EbConfig) c = eb_config_new ();
+  g_autoptr (GError) e1 = NULL, e2 = NULL, e3 = NULL;
+  g_assert_false (eb_config_apply_option (c, "max_parts", &e1));
+  g_assert_error (e1, EB_ERROR, EB_ERROR_SYNTAX);
+  g_assert_false (eb_config_apply_option (c, "max_parts=x", &e2));
+  g_assert_error (e2, EB_ERROR, EB_ERROR_CONFIG);
+  g_assert_true (eb_config_apply_option (c, " max_parts = 9", NULL));
+  g_assert_cmpuint (c->max_parts, ==, 9);
+  const char *nets[] = { "127.0.0.1/32", "banana", NULL };
+  g_assert_false (eb_config_add_networks (c, nets, &e3));
+  g_assert_nonnull (strstr (e3->message, "--allow-network banana"));
+  g_assert_cmpstr (c->allow_networks, ==, "");
+  const char *good[] = { "127.0.0.1/32", "::1", NULL };
+  g_assert_true (eb_config_add_networks (c, good, NULL));
+  g_assert_cmpstr (c->allow_networks, ==, "127.0.0.1/32, ::1");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -173,6 +258,8 @@ main (int argc, char **argv)
   g_test_add_func ("/config/sizes", test_sizes);
   g_test_add_func ("/config/set-and-bounds", test_set_and_bounds);
   g_test_add_func ("/config/load", test_load);
+  g_test_add_func ("/config/split-list", test_split_list);
+  g_test_add_func ("/config/typed-keys", test_typed_keys);
   g_test_add_func ("/config/documented/keys", test_documented_keys);
   g_test_add_func ("/config/documented/reasons", test_documented_reasons);
   return g_test_run ();
