@@ -477,9 +477,33 @@ eb_config_load_file (EbConfig *config, const char *path, gboolean missing_ok, GE
 {
   g_autoptr (GKeyFile) kf = g_key_file_new ();
   g_autoptr (GError) local = NULL;
-  if (!g_key_file_load_from_file (kf, path, G_KEY_FILE_NONE, &local)) {
+  g_autofree char *text = NULL;
+  gsize text_len = 0;
+  if (!g_file_get_contents (path, &text, &text_len, &local)) {
     if (missing_ok && g_error_matches (local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
       return TRUE;
+    g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "%s: %s", path, local->message);
+    return FALSE;
+  }
+  if (memchr (text, '\0', text_len)) {
+    g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "%s: holds a NUL byte: not a configuration file", path);
+    return FALSE;
+  }
+  /* Keys before any group line are extbody's: "max_parts = 5" alone is a
+   * valid file (the [extbody] line is optional, as in postconf files). */
+  const char *p = text;
+  while (*p) {
+    const char *nl = strchr (p, '\n');
+    const char *q = p;
+    while (*q == ' ' || *q == '\t')
+      q++;
+    if (*q != '#' && *q != ';' && *q != '\n' && *q != '\r' && *q != '\0')
+      break;
+    p = nl ? nl + 1 : p + strlen (p);
+  }
+  gboolean grouped = *p == '[';
+  g_autofree char *data = grouped ? NULL : g_strconcat ("[" EB_CONFIG_GROUP "]\n", text, NULL);
+  if (!g_key_file_load_from_data (kf, grouped ? text : data, (gsize) -1, G_KEY_FILE_NONE, &local)) {
     g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "%s: %s", path, local->message);
     return FALSE;
   }

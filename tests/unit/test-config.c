@@ -165,6 +165,35 @@ test_documented_reasons (void)
   }
 }
 
+/* The [extbody] line is optional: keys before any group are extbody's. */
+static void
+test_no_group_line (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("extbody-conf-XXXXXX", NULL);
+  g_autofree char *f = g_build_filename (dir, "a.conf", NULL);
+  g_assert_true (g_file_set_contents (f, "# site settings\n\nmax_parts = 5\nfetch = on\n", -1, NULL));
+  g_autoptr (EbConfig) c = eb_config_new ();
+  g_autoptr (GError) e = NULL;
+  g_assert_true (eb_config_load_file (c, f, FALSE, &e));
+  g_assert_no_error (e);
+  g_assert_cmpuint (c->max_parts, ==, 5);
+  g_assert_true (c->fetch);
+  g_assert_true (g_file_set_contents (f, "max_parts = 6\n[extbody]\nmax_references = 7\n", -1, NULL));
+  g_assert_true (eb_config_load_file (c, f, FALSE, &e));
+  g_assert_cmpuint (c->max_parts, ==, 6);
+  g_assert_cmpuint (c->max_references, ==, 7);
+  g_assert_true (g_file_set_contents (f, "max_parts = 5\nnot a key\n", -1, NULL));
+  g_assert_false (eb_config_load_file (c, f, FALSE, &e));
+  g_assert_error (e, EB_ERROR, EB_ERROR_CONFIG);
+  g_assert_cmpuint (c->max_parts, ==, 6);   /* unchanged on failure */
+  g_clear_error (&e);
+  g_assert_true (g_file_set_contents (f, "max_parts = 5\n\0junk\n", 16, NULL));
+  g_assert_false (eb_config_load_file (c, f, FALSE, &e));
+  g_assert_nonnull (strstr (e->message, "NUL"));
+  g_unlink (f);
+  g_rmdir (dir);
+}
+
 /* One list syntax for every list key. */
 static void
 test_split_list (void)
@@ -259,6 +288,7 @@ main (int argc, char **argv)
   g_test_add_func ("/config/set-and-bounds", test_set_and_bounds);
   g_test_add_func ("/config/load", test_load);
   g_test_add_func ("/config/split-list", test_split_list);
+  g_test_add_func ("/config/no-group-line", test_no_group_line);
   g_test_add_func ("/config/typed-keys", test_typed_keys);
   g_test_add_func ("/config/documented/keys", test_documented_keys);
   g_test_add_func ("/config/documented/reasons", test_documented_reasons);
