@@ -140,10 +140,10 @@ eb_inspect_json (const char *source, gint64 mbox_offset, const char *message_id,
 
 /* What the table shows in its URL / PARAMETERS column. */
 static char *
-target_of (const EbRef *ref)
+target_of (const EbRef *ref, gsize max)
 {
   if (ref->url)
-    return eb_inspect_printable (ref->url, URL_SHOW_MAX);
+    return eb_inspect_printable (ref->url, max);
   GString *s = g_string_new (NULL);
   const struct { const char *n; const char *v; } kv[] = {
     { "site", ref->site }, { "directory", ref->directory }, { "name", ref->name },
@@ -160,11 +160,19 @@ target_of (const EbRef *ref)
   return g_string_free (s, FALSE);
 }
 
-#define N_COLS 9
+/* The table fits an 80-column terminal: PART, ACCESS, URL / PARAMETERS,
+ * ACTION and the reason token; when several messages are listed, each
+ * message's rows follow a line naming it (the file, or the message's number
+ * and Message-ID in a mailbox). The URL column takes what the others leave,
+ * and long values are shortened in the middle. Everything else is in --json
+ * and --report. */
+#define TABLE_WIDTH 80
+#define N_COLS 6
+enum { COL_SOURCE, COL_PART, COL_ACCESS, COL_TARGET, COL_ACTION, COL_REASON };
 static const char *headings[N_COLS] = {
-  "PART", "ACCESS-TYPE", "URL / PARAMETERS", "EXPIRATION", "SIZE", "PERMISSION",
-  "INNER-TYPE", "ACTION", "REASON",
+  "SOURCE", "PART", "ACCESS", "URL / PARAMETERS", "ACTION", "REASON",
 };
+static const gsize col_max[N_COLS] = { 0, 9, 11, 0, 7, 18 };
 
 struct _EbTable {
   gboolean   with_source;
@@ -194,59 +202,74 @@ eb_table_add (EbTable *t, const char *source, const EbRewriteResult *result, gui
 {
   const EbRef *ref = g_ptr_array_index (result->scan->refs, i);
   const EbResolution *res = g_ptr_array_index (result->resolutions, i);
-  char **row = g_new0 (char *, N_COLS + 2);
-  guint c = 0;
-  row[c++] = eb_inspect_printable (source ? source : "-", 60);
-  row[c++] = g_strdup (ref->path);
-  row[c++] = eb_inspect_printable (ref->access_type, 20);
-  row[c++] = target_of (ref);
-  row[c++] = eb_inspect_printable (ref->expiration, 40);
-  row[c++] = eb_inspect_printable (ref->size, 20);
-  row[c++] = eb_inspect_printable (ref->permission, 20);
-  row[c++] = eb_inspect_printable (ref->inner_type, 40);
-  row[c++] = g_strdup (action_of (res));
-  if (res->detail) {
-    g_autofree char *d = eb_inspect_printable (res->detail, 80);
-    row[c++] = g_strdup_printf ("%s (%s)", eb_reason_text (res->reason), d);
-  } else {
-    row[c++] = g_strdup (eb_reason_text (res->reason));
-  }
+  char **row = g_new0 (char *, N_COLS + 1);
+  row[COL_SOURCE] = eb_inspect_printable (source ? source : "-", 200);
+  row[COL_PART] = eb_inspect_printable (ref->path, 40);
+  row[COL_ACCESS] = eb_inspect_printable (ref->access_type, 40);
+  row[COL_TARGET] = target_of (ref, 400);
+  row[COL_ACTION] = g_strdup (action_of (res));
+  row[COL_REASON] = g_strdup (eb_reason_token (res->reason));
   g_ptr_array_add (t->rows, row);
+}
+
+/* @s (printable UTF-8) in at most @w characters: the middle replaced by "...". */
+static char *
+shorten (const char *s, gsize w)
+{
+  glong n = g_utf8_strlen (s, -1);
+  if ((gsize) n <= w)
+    return g_strdup (s);
+  if (w <= 3)
+    return g_strndup ("...", w);
+  gsize head = (w - 3) * 2 / 3, tail = w - 3 - head;
+  const char *h_end = g_utf8_offset_to_pointer (s, (glong) head);
+  const char *t_start = g_utf8_offset_to_pointer (s, n - (glong) tail);
+  GString *o = g_string_new_len (s, h_end - s);
+  g_string_append (o, "...");
+  g_string_append (o, t_start);
+  return g_string_free (o, FALSE);
 }
 
 char *
 eb_table_finish (EbTable *t)
 {
-  guint first = t->with_source ? 0 : 1;
-  gsize width[N_COLS + 1] = { 0 };
-  width[0] = strlen ("SOURCE");
-  for (guint c = 1; c <= N_COLS; c++)
-    width[c] = strlen (headings[c - 1]);
+  gsize width[N_COLS] = { 0 };
+  for (guint c = COL_PART; c < N_COLS; c++)
+    width[c] = strlen (headings[c]);
   for (guint r = 0; r < t->rows->len; r++) {
     char **row = g_ptr_array_index (t->rows, r);
-    for (guint c = 0; c <= N_COLS; c++)
+    for (guint c = COL_PART; c < N_COLS; c++)
       width[c] = MAX (width[c], (gsize) g_utf8_strlen (row[c], -1));
   }
-  GString *out = g_string_new (NULL);
-  for (guint c = first; c <= N_COLS; c++) {
-    const char *h = c == 0 ? "SOURCE" : headings[c - 1];
-    if (c == N_COLS)
-      g_string_append_printf (out, "%s\n", h);
-    else
-      g_string_append_printf (out, "%-*s  ", (int) width[c], h);
+  /* the fixed columns at their widths (capped); the URL takes the rest */
+  gsize fixed = 0;
+  for (guint c = COL_PART; c < N_COLS; c++) {
+    if (col_max[c])
+      width[c] = MIN (width[c], col_max[c]);
+    if (c != COL_TARGET)
+      fixed += width[c] + (c == N_COLS - 1 ? 0 : 2);
   }
-  for (guint r = 0; r < t->rows->len; r++) {
-    char **row = g_ptr_array_index (t->rows, r);
-    for (guint c = first; c <= N_COLS; c++) {
-      if (c == N_COLS) {
-        g_string_append_printf (out, "%s\n", row[c]);
-      } else {
-        g_string_append (out, row[c]);
-        gsize pad = width[c] - (gsize) g_utf8_strlen (row[c], -1) + 2;
-        for (gsize k = 0; k < pad; k++)
-          g_string_append_c (out, ' ');
-      }
+  gsize room = TABLE_WIDTH > fixed + 2 + 16 ? TABLE_WIDTH - fixed - 2 : 16;
+  width[COL_TARGET] = MIN (width[COL_TARGET], room);
+  GString *out = g_string_new (NULL);
+  const char *last_source = NULL;
+  for (gint r = -1; r < (gint) t->rows->len; r++) {
+    char **row = r < 0 ? NULL : g_ptr_array_index (t->rows, r);
+    if (row && t->with_source && (!last_source || strcmp (last_source, row[COL_SOURCE]) != 0)) {
+      g_autofree char *src = shorten (row[COL_SOURCE], TABLE_WIDTH - 3);
+      g_string_append_printf (out, "== %s\n", src);
+      last_source = row[COL_SOURCE];
     }
+    for (guint c = COL_PART; c < N_COLS; c++) {
+      g_autofree char *cell = shorten (row ? row[c] : headings[c], width[c]);
+      g_string_append (out, cell);
+      if (c == N_COLS - 1)
+        break;
+      gsize pad = width[c] - (gsize) g_utf8_strlen (cell, -1) + 2;
+      for (gsize k = 0; k < pad; k++)
+        g_string_append_c (out, ' ');
+    }
+    g_string_append_c (out, '\n');
   }
   return g_string_free (out, FALSE);
 }
@@ -257,7 +280,7 @@ eb_inspect_report_line (const EbRewriteResult *result, guint i)
   const EbRef *ref = g_ptr_array_index (result->scan->refs, i);
   const EbResolution *res = g_ptr_array_index (result->resolutions, i);
   g_autofree char *at = eb_inspect_printable (ref->access_type, 20);
-  g_autofree char *target = target_of (ref);
+  g_autofree char *target = target_of (ref, URL_SHOW_MAX);
   GString *s = g_string_new (NULL);
   g_string_append_printf (s, "part %s: access-type=%s %s: ", ref->path, at, target);
   if (res->reason == EB_REASON_RESOLVED) {

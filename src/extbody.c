@@ -785,16 +785,16 @@ message_id_of (const char *buf, gsize len)
 }
 
 static void
-inspect_one (const char *source, gint64 offset, const char *buf, gsize len,
-             const EbConfig *config, EbFetcher *fetcher, EbRewriteFlags flags, gboolean json,
-             EbTable *table, guint *n)
+inspect_one (const char *box, guint number, const char *source, gint64 offset, const char *buf,
+             gsize len, const EbConfig *config, EbFetcher *fetcher, EbRewriteFlags flags,
+             gboolean json, EbTable *table, guint *n)
 {
   g_autoptr (EbRewriteResult) result = eb_rewrite_plan (buf, len, config, fetcher, flags);
   if (!result->scan || !result->scan->refs->len)
     return;
   g_autofree char *mid = message_id_of (buf, len);
-  g_autofree char *label = offset >= 0 ? g_strdup_printf ("%s@%" G_GINT64_FORMAT, source, offset)
-                                       : g_strdup (source);
+  /* in the table, a mailbox's message by its number and Message-ID */
+  g_autofree char *label = g_strdup_printf ("%s #%u %s", box, number, mid ? mid : "(no Message-ID)");
   for (guint i = 0; i < result->scan->refs->len; i++) {
     (*n)++;
     if (json) {
@@ -840,8 +840,8 @@ inspect_maildir (const char *path, const EbConfig *config, EbFetcher *fetcher,
       continue;
     }
     const char *buf = g_mapped_file_get_contents (mf);
-    inspect_one (file, -1, buf ? buf : "", g_mapped_file_get_length (mf), config, fetcher, flags,
-                 json, table, &n);
+    inspect_one (path, i + 1, file, -1, buf ? buf : "", g_mapped_file_get_length (mf), config,
+                 fetcher, flags, json, table, &n);
   }
   return n;
 }
@@ -887,8 +887,8 @@ inspect_mbox (const char *path, const EbConfig *config, EbFetcher *fetcher,
   g_autoptr (GArray) msgs = len ? eb_mbox_split_mapped (buf, len) : eb_mbox_split ("", 0);
   for (guint i = 0; i < msgs->len; i++) {
     const EbMboxMsg *m = &g_array_index (msgs, EbMboxMsg, i);
-    inspect_one (path, (gint64) m->from, buf + m->start, m->end - m->start, config, fetcher, flags,
-                 json, table, &n);
+    inspect_one (path, i + 1, path, (gint64) m->from, buf + m->start, m->end - m->start, config,
+                 fetcher, flags, json, table, &n);
     if (len)
       release_pages (buf, 0, m->end);
   }

@@ -211,8 +211,13 @@ test_inspect_json (void)
   RUN (&t, NULL, "inspect", "-o", "fetch=off", refs);
   g_assert_cmpint (t.status, ==, 0);
   g_autofree char *tout = bytes_str (t.out);
-  g_assert_true (g_str_has_prefix (tout, "PART  ACCESS-TYPE  URL / PARAMETERS"));
+  g_assert_true (g_str_has_prefix (tout, "PART  ACCESS    URL / PARAMETERS"));
   g_assert_cmpuint (n_lines (t.out), ==, 7);
+  /* it fits an 80-column terminal, URLs shortened */
+  g_auto (GStrv) tl = g_strsplit (tout, "\n", -1);
+  for (guint i = 0; tl[i]; i++)
+    g_assert_cmpint (g_utf8_strlen (tl[i], -1), <=, 80);
+  g_assert_nonnull (strstr (tout, "http://www.example.com/r...al-report.pdf  leave    fetch-off\n"));
 }
 
 static void
