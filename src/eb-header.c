@@ -137,3 +137,18 @@ eb_header_eol_at (const char *buf, gsize len, gsize pos)
     return "\r\n";
   return "\n";
 }
+
+char *
+eb_header_quote (const char *s)
+{
+  GString *q = g_string_new ("\"");
+  for (const char *p = s; p && *p; p++) {
+    if ((guchar) *p < 0x20 || *p == 0x7f)
+      continue;
+    if (*p == '"' || *p == '\\')
+      g_string_append_c (q, '\\');
+    g_string_append_c (q, *p);
+  }
+  g_string_append_c (q, '"');
+  return g_string_free (q, FALSE);
+}

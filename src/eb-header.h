@@ -48,6 +48,10 @@ gboolean eb_header_field_is_content (const EbHeaderField *f, const char *buf);
  * the white space after them kept). Returns: (transfer full). */
 char *eb_header_field_unfold (const EbHeaderField *f, const char *buf);
 
+/* A quoted-string for a header parameter value: "..." with '"' and '\\'
+ * escaped and control characters dropped. Returns: (transfer full). */
+char *eb_header_quote (const char *s);
+
 /* The line ending used by the line that contains @pos ("\r\n" or "\n"); "\n"
  * when no line ending follows. */
 const char *eb_header_eol_at (const char *buf, gsize len, gsize pos);

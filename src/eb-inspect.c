@@ -44,20 +44,6 @@ eb_inspect_printable (const char *s, gsize max)
   return g_string_free (out, FALSE);
 }
 
-char *
-eb_inspect_quote (const char *s)
-{
-  GString *q = g_string_new ("\"");
-  for (const char *p = s; p && *p; p++) {
-    if ((guchar) *p < 0x20 || *p == 0x7f)
-      continue;
-    if (*p == '"' || *p == '\\')
-      g_string_append_c (q, '\\');
-    g_string_append_c (q, *p);
-  }
-  g_string_append_c (q, '"');
-  return g_string_free (q, FALSE);
-}
 
 static const char *
 action_of (const EbResolution *res)

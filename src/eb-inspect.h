@@ -11,10 +11,6 @@ G_BEGIN_DECLS
  * invalid UTF-8 escaped; cut to @max bytes (0: no cut) with "..." and the length. */
 char *eb_inspect_printable (const char *s, gsize max);
 
-/* A quoted-string for a header parameter: "..." with '"' and '\\' escaped and
- * control characters dropped. Returns: (transfer full). */
-char *eb_inspect_quote (const char *s);
-
 /* One JSON object (no newline) for reference @i of @result in message @source
  * (nullable); in a mailbox, @mbox_offset (the From_ line's byte offset, or -1)
  * and @message_id (nullable) identify the message. Returns: (transfer full). */

@@ -3,7 +3,6 @@
 #include "eb-dataurl.h"
 #include "eb-urlparam.h"
 #include "eb-gmime.h"
-#include "eb-inspect.h"
 #include "eb-error.h"
 #include <string.h>
 
@@ -118,58 +117,141 @@ escape_segment (const char *s)
   return g_uri_escape_string (s, "!$&'()*+,=:@-._~", FALSE);
 }
 
-char *
-eb_resolve_fetch_url (const EbRef *ref, const EbConfig *config, EbReason *reason, char **detail)
+void
+eb_action_free (EbAction *action)
 {
-  *detail = NULL;
-  *reason = EB_REASON_RESOLVED;
-  if (ref->walk_reason != EB_REASON_RESOLVED || !ref->located
-      || ref->read_reason != EB_REASON_RESOLVED || !ref->access_type || ref->inner_type_bad)
-    return NULL;
-  char *url = NULL;
-  if (strcmp (ref->access_type, "url") == 0) {
-    if (!ref->url || is_data_url (ref->url))
-      return NULL;
-    url = g_strdup (ref->url);
-  } else if (strcmp (ref->access_type, "anon-ftp") == 0) {
-    if (!ref->site || !ref->name)
-      return NULL;
-    GString *u = g_string_new ("ftp://");
-    g_autofree char *site = escape_segment (ref->site);
-    g_string_append (u, site);
-    g_string_append_c (u, '/');
-    if (ref->directory && *ref->directory) {
-      /* each directory level its own CWD; a leading '/' is an absolute path: %2F */
-      const char *d = ref->directory;
-      if (*d == '/')
-        g_string_append (u, "%2F");
-      g_auto (GStrv) segs = g_strsplit (d, "/", -1);
-      for (guint i = 0; segs[i]; i++) {
-        if (!*segs[i])
-          continue;
-        g_autofree char *e = escape_segment (segs[i]);
-        g_string_append_printf (u, "%s/", e);
-      }
-    }
-    g_autofree char *name = escape_segment (ref->name);
-    g_string_append (u, name);
-    const char *tc = ftp_typecode (ref->mode);
-    if (tc)
-      g_string_append_printf (u, ";type=%s", tc);
-    url = g_string_free (u, FALSE);
-  } else {
-    return NULL;
+  if (!action)
+    return;
+  g_free (action->detail);
+  g_free (action->target);
+  g_free (action);
+}
+
+static EbAction *
+act (EbActionKind kind, EbReason reason, char *detail /* (transfer full) */,
+     char *target /* (transfer full) */)
+{
+  EbAction *a = g_new0 (EbAction, 1);
+  a->kind = kind;
+  a->reason = reason;
+  a->detail = detail;
+  a->target = target;
+  return a;
+}
+
+static EbAction *
+decide_leave (EbReason reason, char *detail)
+{
+  return act (EB_ACTION_LEAVE, reason, detail, NULL);
+}
+
+gboolean
+eb_resolve_scheme_allowed (const EbConfig *config, const char *scheme)
+{
+  g_autoptr (GPtrArray) list = eb_config_split_list (config->allow_schemes, NULL);
+  for (guint i = 0; list && i < list->len; i++)
+    if (g_ascii_strcasecmp (list->pdata[i], scheme) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* A reference to be fetched from @url (scheme @scheme): fetching on, the
+ * scheme allowed, the announced size within max_part_bytes. */
+static EbAction *
+decide_fetch (const EbRef *ref, const EbConfig *config, char *url /* (transfer full) */,
+              const char *scheme, const char *what)
+{
+  if (!config->fetch) {
+    g_free (url);
+    return decide_leave (EB_REASON_FETCH_OFF, g_strdup (what));
+  }
+  if (!eb_resolve_scheme_allowed (config, scheme)) {
+    g_free (url);
+    return decide_leave (EB_REASON_SCHEME_DISABLED, g_strdup (what));
   }
   if (ref->size) {
     guint64 sz = g_ascii_strtoull (ref->size, NULL, 10);
     if (sz > config->max_part_bytes) {
-      *reason = EB_REASON_SIZE_PARAM;
-      *detail = g_strdup_printf ("size=%" G_GUINT64_FORMAT, sz);
       g_free (url);
-      return NULL;
+      return decide_leave (EB_REASON_SIZE_PARAM, g_strdup_printf ("size=%" G_GUINT64_FORMAT, sz));
     }
   }
-  return url;
+  return act (EB_ACTION_FETCH, EB_REASON_RESOLVED, NULL, url);
+}
+
+/* The RFC 1738 ftp URL of an anon-ftp reference (RFC 2046 site, directory,
+ * name, mode). */
+static char *
+anon_ftp_url (const EbRef *ref)
+{
+  GString *u = g_string_new ("ftp://");
+  g_autofree char *site = escape_segment (ref->site);
+  g_string_append (u, site);
+  g_string_append_c (u, '/');
+  if (ref->directory && *ref->directory) {
+    /* each directory level its own CWD; a leading '/' is an absolute path: %2F */
+    const char *d = ref->directory;
+    if (*d == '/')
+      g_string_append (u, "%2F");
+    g_auto (GStrv) segs = g_strsplit (d, "/", -1);
+    for (guint i = 0; segs[i]; i++) {
+      if (!*segs[i])
+        continue;
+      g_autofree char *e = escape_segment (segs[i]);
+      g_string_append_printf (u, "%s/", e);
+    }
+  }
+  g_autofree char *name = escape_segment (ref->name);
+  g_string_append (u, name);
+  const char *tc = ftp_typecode (ref->mode);
+  if (tc)
+    g_string_append_printf (u, ";type=%s", tc);
+  return g_string_free (u, FALSE);
+}
+
+EbAction *
+eb_resolve_decide (const EbRef *ref, const EbConfig *config)
+{
+  if (ref->walk_reason != EB_REASON_RESOLVED)
+    return decide_leave (ref->walk_reason, NULL);
+  if (!ref->located || ref->read_reason != EB_REASON_RESOLVED)
+    return decide_leave (ref->located ? ref->read_reason : EB_REASON_UNLOCATABLE,
+                         g_strdup (ref->read_detail));
+  if (ref->inner_type_bad)
+    return decide_leave (EB_REASON_BAD_INNER_HEADER,
+                         g_strdup ("inner Content-Type unreadable or repeated"));
+  if (ref->inner_type && strcmp (ref->inner_type, "message/external-body") == 0)
+    return decide_leave (EB_REASON_NESTED_REF, NULL);
+
+  const char *at = ref->access_type ? ref->access_type : "";
+  if (strcmp (at, "url") == 0) {
+    if (is_data_url (ref->url))
+      return act (EB_ACTION_DATA, EB_REASON_RESOLVED, NULL, NULL);
+    const char *colon = strchr (ref->url, ':');
+    gsize sl = colon ? (gsize) (colon - ref->url) : 0;
+    g_autofree char *scheme = g_ascii_strdown (ref->url, (gssize) MIN (sl, 32));
+    g_autofree char *what = g_strdup_printf ("scheme \"%s\"", sl ? scheme : "");
+    if (!sl || !eb_resolve_scheme_fetchable (scheme))
+      return decide_leave (EB_REASON_SCHEME_DISABLED, g_steal_pointer (&what));
+    return decide_fetch (ref, config, g_strdup (ref->url), scheme, what);
+  }
+  if (strcmp (at, "anon-ftp") == 0) {
+    if (!ref->site || !ref->name)
+      return decide_leave (EB_REASON_PARAM_MISSING,
+                           g_strdup_printf ("access-type=anon-ftp without %s", ref->site ? "name" : "site"));
+    return decide_fetch (ref, config, anon_ftp_url (ref), "ftp",
+                         config->fetch ? "access-type=anon-ftp: scheme \"ftp\"" : "access-type=anon-ftp");
+  }
+  if (strcmp (at, "local-file") == 0) {
+    if (!ref->name)
+      return decide_leave (EB_REASON_PARAM_MISSING, g_strdup ("access-type=local-file without name"));
+    g_autoptr (GPtrArray) dirs = eb_config_split_list (config->local_file_dirs, NULL);
+    if (!dirs || dirs->len == 0)
+      return decide_leave (EB_REASON_LOCAL_FILE_DIRS, g_strdup ("access-type=local-file"));
+    return act (EB_ACTION_LOCAL_FILE, EB_REASON_RESOLVED, NULL, g_strdup (ref->name));
+  }
+  g_autofree char *shown = g_strndup (at, 60);
+  return decide_leave (EB_REASON_ACCESS_TYPE, g_strdup_printf ("access-type=%s", shown));
 }
 
 gboolean
@@ -216,45 +298,17 @@ eb_resolve_scheme_fetchable (const char *scheme)
          || !g_ascii_strcasecmp (scheme, "ftp");
 }
 
-/* Why a reference that is not a URL and was not read or fetched is left:
- * the four causes apart. */
-static EbResolution *
-leave_unacted (EbResolution *res, const EbRef *ref, const EbConfig *config)
-{
-  const char *at = ref->access_type ? ref->access_type : "";
-  if (strcmp (at, "anon-ftp") == 0) {
-    if (!ref->site || !ref->name)
-      return leave (res, EB_REASON_PARAM_MISSING,
-                    g_strdup_printf ("access-type=anon-ftp without %s", ref->site ? "name" : "site"));
-    if (!config->fetch)
-      return leave (res, EB_REASON_FETCH_OFF, g_strdup ("access-type=anon-ftp"));
-    return leave (res, EB_REASON_SCHEME_DISABLED, g_strdup ("access-type=anon-ftp: scheme \"ftp\""));
-  }
-  if (strcmp (at, "local-file") == 0) {
-    if (!ref->name)
-      return leave (res, EB_REASON_PARAM_MISSING, g_strdup ("access-type=local-file without name"));
-    return leave (res, EB_REASON_LOCAL_FILE_DIRS, g_strdup ("access-type=local-file"));
-  }
-  g_autofree char *shown = g_strndup (at, 60);
-  return leave (res, EB_REASON_ACCESS_TYPE, g_strdup_printf ("access-type=%s", shown));
-}
-
 EbResolution *
-eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
+eb_resolve (const EbRef *ref, const EbAction *action, const char *buf, gsize len, const char *eol,
             const EbConfig *config, const EbFetchResult *fetched, guint64 *budget)
 {
   EbResolution *res = g_new0 (EbResolution, 1);
 
-  if (ref->walk_reason != EB_REASON_RESOLVED)
-    return leave (res, ref->walk_reason, NULL);
-  if (!ref->located || ref->read_reason != EB_REASON_RESOLVED)
-    return leave (res, ref->located ? ref->read_reason : EB_REASON_UNLOCATABLE,
-                  g_strdup (ref->read_detail));
-  if (ref->inner_type_bad)
-    return leave (res, EB_REASON_BAD_INNER_HEADER,
-                  g_strdup ("inner Content-Type unreadable or repeated"));
-  if (ref->inner_type && strcmp (ref->inner_type, "message/external-body") == 0)
-    return leave (res, EB_REASON_NESTED_REF, NULL);
+  if (action->kind == EB_ACTION_LEAVE)
+    return leave (res, action->reason, g_strdup (action->detail));
+  if (action->kind != EB_ACTION_DATA && !fetched)
+    /* inspect without --fetch: the decision itself */
+    return leave (res, EB_REASON_WOULD_FETCH, g_strdup_printf ("%.200s", action->target));
 
   g_autoptr (GError) err = NULL;
   g_autoptr (EbDataUrl) du = NULL;
@@ -262,9 +316,9 @@ eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
   g_autofree char *data_essence = NULL;  /* what the data says it is, if anything */
   g_autofree char *default_type = NULL;  /* written when the inner header has no type */
   g_autofree char *source = NULL;        /* for the trace field */
-  gboolean is_url = ref->access_type && strcmp (ref->access_type, "url") == 0;
+  gboolean is_url = strcmp (ref->access_type, "url") == 0;
 
-  if (is_url && is_data_url (ref->url)) {
+  if (action->kind == EB_ACTION_DATA) {
     du = eb_data_url_process (ref->url, (gssize) strlen (ref->url), &err);
     if (!du)
       return leave (res, EB_REASON_DATA_URL_INVALID, g_strdup (err->message));
@@ -279,9 +333,8 @@ eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
     raw = g_bytes_ref (du->body);
     g_autofree char *st = short_type (data_essence);
     source = g_strdup_printf ("access-type=URL; scheme=data; type=\"%s\"", st);
-  } else if (fetched) {
-    if (fetched->reason != EB_REASON_RESOLVED && fetched->reason != EB_REASON_WOULD_FETCH
-        && eb_resolve_expired (ref))
+  } else {
+    if (fetched->reason != EB_REASON_RESOLVED && eb_resolve_expired (ref))
       /* RFC 2046 5.2.3.1: past its expiration the data is no longer
        * guaranteed to exist; it was tried all the same, and is gone */
       return leave (res, EB_REASON_EXPIRED,
@@ -309,23 +362,13 @@ eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
     }
     default_type = g_strdup (data_essence ? data_essence : "application/octet-stream");
     raw = g_bytes_ref (fetched->body);
-    if (ref->access_type && strcmp (ref->access_type, "local-file") == 0) {
-      g_autofree char *name = eb_inspect_quote (fetched->final_url);
+    if (action->kind == EB_ACTION_LOCAL_FILE) {
+      g_autofree char *name = eb_header_quote (fetched->final_url);
       source = g_strdup_printf ("access-type=local-file;%s\tname=%s", eol, name);
     } else {
       g_autofree char *param = eb_urlparam_format (fetched->final_url, 40, EB_FOLD_LINES, eol);
       source = g_strdup_printf ("access-type=%s;%s\t%s", is_url ? "URL" : ref->access_type, eol, param);
     }
-  } else if (!is_url) {
-    return leave_unacted (res, ref, config);
-  } else {
-    const char *colon = strchr (ref->url, ':');
-    gsize sl = colon ? (gsize) (colon - ref->url) : 0;
-    g_autofree char *scheme = g_ascii_strdown (ref->url, (gssize) MIN (sl, 32));
-    if (!config->fetch && sl && eb_resolve_scheme_fetchable (scheme))
-      return leave (res, EB_REASON_FETCH_OFF, g_strdup_printf ("scheme \"%s\"", scheme));
-    return leave (res, EB_REASON_SCHEME_DISABLED,
-                  g_strdup_printf ("scheme \"%s\"", sl ? scheme : ""));
   }
 
   EbCte cte = eb_transfer_parse_cte (ref->inner_cte);

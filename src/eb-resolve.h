@@ -39,26 +39,48 @@ typedef struct {
 void eb_resolution_free (EbResolution *res);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbResolution, eb_resolution_free)
 
-/* Resolve @ref, a reference in @buf (@len bytes) whose line ending is @eol.
- * @fetched is the result of fetching eb_resolve_fetch_url(@ref), or NULL when
- * nothing was fetched for it. @budget counts the decoded bytes resolved so far in
- * this message and is increased when this one is resolved.
- * Returns: (transfer full): never NULL. */
-EbResolution *eb_resolve (const EbRef *ref, const char *buf, gsize len, const char *eol,
-                          const EbConfig *config, const EbFetchResult *fetched,
-                          guint64 *budget);
+/* What becomes of one reference: decided once, from the reference and the
+ * configuration alone (no I/O). The fetcher executes FETCH actions, the local
+ * reader LOCAL_FILE ones; eb_resolve() builds the new part from the data. */
+typedef enum {
+  EB_ACTION_LEAVE,       /* left alone; reason and detail say why */
+  EB_ACTION_DATA,        /* a data: URL: the data is in the reference */
+  EB_ACTION_FETCH,       /* fetch target, an http, https or ftp URL (anon-ftp made into one) */
+  EB_ACTION_LOCAL_FILE,  /* read target, a local-file name, inside local_file_dirs */
+} EbActionKind;
 
-/* The URL to fetch for @ref, or NULL when there is nothing to fetch: access-type
- * URL with a scheme other than data:, or anon-ftp (RFC 2046 site, directory,
- * name, mode made into an RFC 1738 ftp URL). When the reference may not be
- * fetched for a reason known before any fetch (a size parameter over
- * max_part_bytes), NULL is returned and *@reason and *@detail are set. An
- * expiration in the past is no such reason (RFC 2046 5.2.3.1: the data is no
- * longer guaranteed, not forbidden): it is fetched, and a failed fetch of it is
- * reported as expired.
- * Returns: (transfer full) (nullable). */
-char *eb_resolve_fetch_url (const EbRef *ref, const EbConfig *config, EbReason *reason,
-                            char **detail);
+typedef struct {
+  EbActionKind kind;
+  EbReason     reason;   /* LEAVE: why; otherwise RESOLVED */
+  char        *detail;   /* LEAVE: (nullable) one line */
+  char        *target;   /* FETCH: the URL; LOCAL_FILE: the path; otherwise NULL */
+} EbAction;
+
+void eb_action_free (EbAction *action);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbAction, eb_action_free)
+
+/* Decide about @ref: leave it (a walk limit, an unreadable reference, fetching
+ * off, a scheme not allowed, a size parameter over max_part_bytes, an
+ * access-type never acted on, ...), take a data: URL's data, fetch a URL, or
+ * read a local file. An expiration in the past is no reason to leave (RFC 2046
+ * 5.2.3.1: the data is no longer guaranteed, not forbidden): a failed fetch of
+ * such a reference is reported as expired by eb_resolve().
+ * Returns: (transfer full): never NULL. */
+EbAction *eb_resolve_decide (const EbRef *ref, const EbConfig *config);
+
+/* Build the replacement of @ref, a reference in @buf (@len bytes) whose line
+ * ending is @eol, as decided by @action (from eb_resolve_decide). @fetched is
+ * the result of executing a FETCH or LOCAL_FILE action, or NULL when it was not
+ * executed (inspect without fetching: the reference is left would-fetch).
+ * @budget counts the decoded bytes resolved so far in this message and is
+ * increased when this one is resolved.
+ * Returns: (transfer full): never NULL. */
+EbResolution *eb_resolve (const EbRef *ref, const EbAction *action, const char *buf, gsize len,
+                          const char *eol, const EbConfig *config,
+                          const EbFetchResult *fetched, guint64 *budget);
+
+/* Is @scheme in allow_schemes? */
+gboolean eb_resolve_scheme_allowed (const EbConfig *config, const char *scheme);
 
 /* Does @ref carry an expiration parameter that lies in the past? */
 gboolean eb_resolve_expired (const EbRef *ref);

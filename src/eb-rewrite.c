@@ -12,6 +12,8 @@ eb_rewrite_result_free (EbRewriteResult *result)
     g_array_unref (result->removed);
   if (result->resolutions)
     g_ptr_array_unref (result->resolutions);
+  if (result->actions)
+    g_ptr_array_unref (result->actions);
   g_free (result);
 }
 
@@ -38,6 +40,7 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
   EbRewriteResult *r = g_new0 (EbRewriteResult, 1);
   r->reason = EB_REASON_RESOLVED;
   r->resolutions = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_resolution_free);
+  r->actions = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_action_free);
   r->skip = eb_rewrite_from_line_len (buf0, len0);
   const char *buf = buf0 + r->skip;
   gsize len = len0 - r->skip;
@@ -68,49 +71,27 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
   if (r->scan->reason != EB_REASON_RESOLVED)
     r->reason = r->scan->reason;
 
-  /* Fetch what is to be fetched, all at once. */
+  /* One decision per reference; then the fetches, all at once, and the
+   * local files; then each new part is built. */
   guint nrefs = r->scan->refs->len;
+  for (guint i = 0; i < nrefs; i++)
+    g_ptr_array_add (r->actions, eb_resolve_decide (g_ptr_array_index (r->scan->refs, i), config));
   g_autoptr (GPtrArray) fetched = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_fetch_result_free);
   g_ptr_array_set_size (fetched, (gint) nrefs);
   {
-    g_autoptr (GPtrArray) urls = g_ptr_array_new_with_free_func (g_free);
+    g_autoptr (GPtrArray) urls = g_ptr_array_new ();
     g_autoptr (GArray) which = g_array_new (FALSE, FALSE, sizeof (guint));
     for (guint i = 0; i < nrefs; i++) {
-      const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
-      EbReason why = EB_REASON_RESOLVED;
-      char *detail = NULL;
-      char *url = eb_resolve_fetch_url (ref, config, &why, &detail);
-      if (!fetcher) {   /* fetching is off: that is why, whatever else */
-        g_clear_pointer (&url, g_free);
-        g_clear_pointer (&detail, g_free);
-        why = EB_REASON_RESOLVED;
-      }
-      if (why == EB_REASON_RESOLVED && !url && ref->access_type && ref->name
-          && strcmp (ref->access_type, "local-file") == 0 && ref->walk_reason == EB_REASON_RESOLVED
-          && ref->located && ref->read_reason == EB_REASON_RESOLVED && config->local_file_dirs
-          && *config->local_file_dirs && !ref->inner_type_bad) {
-        g_ptr_array_index (fetched, i) = eb_fetch_local_file (ref->name, config->local_file_dirs,
+      const EbAction *a = g_ptr_array_index (r->actions, i);
+      if (a->kind == EB_ACTION_LOCAL_FILE) {
+        g_ptr_array_index (fetched, i) = eb_fetch_local_file (a->target, config->local_file_dirs,
                                                               config->max_part_bytes);
-      } else if (why != EB_REASON_RESOLVED) {
-        EbFetchResult *pre = g_new0 (EbFetchResult, 1);
-        pre->reason = why;
-        pre->detail = detail;
-        g_ptr_array_index (fetched, i) = pre;
-      } else if (!fetcher) {
-        /* nothing to fetch with: eb_resolve says why */
-      } else if (url && eb_fetcher_scheme_allowed (fetcher, url) && (flags & EB_REWRITE_NO_FETCH)) {
-        EbFetchResult *pre = g_new0 (EbFetchResult, 1);
-        pre->reason = EB_REASON_WOULD_FETCH;
-        pre->detail = g_strdup_printf ("%.200s", url);
-        g_ptr_array_index (fetched, i) = pre;
-      } else if (url && eb_fetcher_scheme_allowed (fetcher, url)) {
-        g_ptr_array_add (urls, url);
+      } else if (a->kind == EB_ACTION_FETCH && fetcher && !(flags & EB_REWRITE_NO_FETCH)) {
+        g_ptr_array_add (urls, a->target);
         g_array_append_val (which, i);
-        url = NULL;
       }
-      g_free (url);
     }
-    if (fetcher && urls->len) {
+    if (urls->len) {
       g_autoptr (GPtrArray) got = eb_fetcher_fetch_all (fetcher, (const char *const *) urls->pdata,
                                                         urls->len, config->max_part_bytes);
       for (guint k = 0; k < got->len; k++)
@@ -130,8 +111,8 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
           g_array_remove_index (ref->outer->fields, k);
       }
     }
-    EbResolution *res = eb_resolve (ref, buf, len, r->scan->eol, config,
-                                    g_ptr_array_index (fetched, i), &budget);
+    EbResolution *res = eb_resolve (ref, g_ptr_array_index (r->actions, i), buf, len, r->scan->eol,
+                                    config, g_ptr_array_index (fetched, i), &budget);
     if (res->reason == EB_REASON_RESOLVED)
       r->n_resolved++;
     g_ptr_array_add (r->resolutions, res);

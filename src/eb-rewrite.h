@@ -38,6 +38,7 @@ typedef struct {
   gboolean       parsed;       /* a MIME parse was done */
   EbReason       reason;       /* RESOLVED, or why the whole message was left alone */
   EbMessageScan *scan;         /* (nullable) when parsed */
+  GPtrArray     *actions;      /* (element-type EbAction) the decision for each of scan->refs */
   GPtrArray     *resolutions;  /* (element-type EbResolution) one per scan->refs */
   guint          n_resolved;
   GArray        *removed;      /* (element-type EbRange) with EB_REWRITE_STRIP_TRACE:
