@@ -2,7 +2,10 @@
  * properties: a message in which nothing is resolved comes out byte-identical;
  * in one that changed, every byte before the first resolved reference's
  * header and after the last one's end is the input's own (the splice never
- * touches what it does not replace). */
+ * touches what it does not replace). Then again as a mail filter
+ * (EB_REWRITE_STRIP_TRACE): the same decisions, and when nothing is resolved
+ * the output is the input less exactly the removed header fields, each of
+ * which is an X-Extbody or X-Extbody-Resolved field of the message header. */
 #include <gio/gio.h>
 #include <gmime/gmime.h>
 #include <string.h>
@@ -49,6 +52,37 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
         || memcmp ((const char *) o + n - tail, data + end, tail) != 0)
       __builtin_trap ();
   }
+  /* as a mail filter */
+  GOutputStream *out2 = g_memory_output_stream_new_resizable ();
+  EbRewriteResult *r2 = NULL;
+  if (!eb_rewrite ((const char *) data, size, config, NULL, EB_REWRITE_STRIP_TRACE, out2, &r2, NULL))
+    __builtin_trap ();
+  g_output_stream_close (out2, NULL, NULL);
+  if (r2->n_resolved != r->n_resolved)
+    __builtin_trap ();
+  if (r2->n_resolved == 0) {
+    gsize n2 = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (out2));
+    const char *o2 = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (out2));
+    GString *want = g_string_new_len ((const char *) data, (gssize) r2->skip);
+    gsize pos = r2->skip, removed = 0;
+    for (guint k = 0; k < r2->removed->len; k++) {
+      const EbRange *rg = &g_array_index (r2->removed, EbRange, k);
+      gsize a = r2->skip + rg->start, b = r2->skip + rg->end;
+      if (a < pos || b > size || b <= a)
+        __builtin_trap ();
+      if (g_ascii_strncasecmp ((const char *) data + a, "X-Extbody", 9) != 0)
+        __builtin_trap ();
+      g_string_append_len (want, (const char *) data + pos, (gssize) (a - pos));
+      pos = b;
+      removed++;
+    }
+    g_string_append_len (want, (const char *) data + pos, (gssize) (size - pos));
+    if ((removed == 0) != !r2->changed || n2 != want->len || (n2 && memcmp (o2, want->str, n2) != 0))
+      __builtin_trap ();
+    g_string_free (want, TRUE);
+  }
+  eb_rewrite_result_free (r2);
+  g_object_unref (out2);
   eb_rewrite_result_free (r);
   g_object_unref (out);
   return 0;
