@@ -932,7 +932,8 @@ cmd_inspect (int argc, char **argv)
   g_autoptr (EbFetcher) fetcher = make_fetcher (config, &status);
   if (status)
     return status;
-  gboolean several = argc > 2 || mb || md;
+  gboolean several = argc > 2 || mb || md
+                     || (argc == 2 && g_file_test (argv[1], G_FILE_TEST_IS_DIR));
   g_autoptr (EbTable) table = eb_table_new (several);
   guint n_refs = 0;
   for (guint i = 0; mb && mb[i]; i++)
@@ -941,6 +942,13 @@ cmd_inspect (int argc, char **argv)
     n_refs += inspect_maildir (md[i], config, fetcher, flags, recursive, json, table, &status);
   for (int a = 1; a < argc; a++) {
     g_autoptr (GError) error = NULL;
+    /* a directory is no message: a Maildir named without --maildir is read as
+     * one (nothing is changed, and no content is sniffed) */
+    if (strcmp (argv[a], "-") != 0 && g_file_test (argv[a], G_FILE_TEST_IS_DIR)
+        && eb_maildir_sniff (argv[a])) {
+      n_refs += inspect_maildir (argv[a], config, fetcher, flags, recursive, json, table, &status);
+      continue;
+    }
     g_autoptr (GBytes) input = read_all (argv[a], &error);
     if (!input) {
       die_line ("%s%s", error->message,

@@ -493,6 +493,11 @@ test_inspect_maildir_fifo (void)
   g_autofree char *out = run_sh (cmd, &status);
   g_assert_cmpint (status, ==, 0);   /* 124 would be the timeout */
   g_assert_nonnull (strstr (out, "\"action\":\"resolve\""));
+  /* a Maildir directory given as FILE is read as one too (a directory is no message) */
+  g_autofree char *cmd2 = g_strdup_printf ("timeout 20 '%s' inspect --json '%s'", extbody_path (), dir);
+  g_autofree char *out2 = run_sh (cmd2, &status);
+  g_assert_cmpint (status, ==, 0);
+  g_assert_nonnull (strstr (out2, "\"action\":\"resolve\""));
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
   g_assert_cmpint (system (rm), ==, 0);
 }
