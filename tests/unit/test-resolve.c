@@ -872,10 +872,10 @@ static const ReasonCase reason_cases[] = {
   { EB_REASON_SIZE_PARAM, PART ("access-type=URL; URL=\"http://h.example/x\"; size=2000", "\n"),
     { FETCH_ON, "max_part_bytes=1999", NULL } },
   { EB_REASON_WOULD_FETCH, HTTP_REF, { FETCH_ON, NULL } },
-  { EB_REASON_REFUSED_PATH, PART ("access-type=local-file; name=\"/etc/hostname\"", "\n"),
+  { EB_REASON_REFUSED_PATH, PART ("access-type=local-file; name=\"/etc/passwd\"", "\n"),
     { NULL }, 0, FALSE, FALSE, TRUE },
   { EB_REASON_FETCH_OFF, HTTP_REF, { NULL } },
-  { EB_REASON_LOCAL_FILE_DIRS, PART ("access-type=local-file; name=\"/etc/hostname\"", "\n"), { NULL } },
+  { EB_REASON_LOCAL_FILE_DIRS, PART ("access-type=local-file; name=\"/etc/passwd\"", "\n"), { NULL } },
   { EB_REASON_PARAM_MISSING, PART ("access-type=anon-ftp; name=f", "\n"), { FETCH_ON, NULL } },
   { EB_REASON_SIGNED,
     "MIME-Version: 1.0\nContent-Type: multipart/signed; boundary=s; protocol=\"application/pgp-signature\"\n\n"
