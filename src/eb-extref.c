@@ -80,8 +80,15 @@ eb_ref_read (EbRef *ref, const char *buf, gsize len)
   g_return_if_fail (ref->block_start <= ref->content_start && ref->content_start <= ref->end
                     && ref->end <= len);
 
+  /* read afresh: what an earlier reading found goes */
   eb_header_block_free (ref->outer);
   eb_header_block_free (ref->inner);
+  char **strings[] = { &ref->read_detail, &ref->access_type, &ref->url, &ref->name, &ref->site,
+                       &ref->directory, &ref->mode, &ref->server, &ref->subject, &ref->expiration,
+                       &ref->size, &ref->permission, &ref->inner_type, &ref->inner_cte };
+  for (guint i = 0; i < G_N_ELEMENTS (strings); i++)
+    g_clear_pointer (strings[i], g_free);
+  ref->inner_type_bad = FALSE;
   ref->outer = eb_header_block_scan (buf, ref->block_start, ref->content_start);
   ref->inner = eb_header_block_scan (buf, ref->content_start, ref->end);
   ref->read_reason = EB_REASON_RESOLVED;

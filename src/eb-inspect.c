@@ -16,29 +16,25 @@ eb_inspect_printable (const char *s, gsize max)
   const char *p = s;
   const char *end = s + len;
   while (p < end) {
-    if (max && out->len >= max) {
+    /* the next piece: an escape, an ASCII character or a whole UTF-8 character */
+    char piece[8];
+    gsize n;
+    const char *next;
+    guchar c = (guchar) *p;
+    gunichar u = c < 0x80 ? c : g_utf8_get_char_validated (p, end - p);
+    if (c < 0x20 || c == 0x7f || c == '\\' || u == (gunichar) -1 || u == (gunichar) -2) {
+      n = (gsize) g_snprintf (piece, sizeof piece, "\\x%02x", c);
+      next = p + 1;
+    } else {
+      next = c < 0x80 ? p + 1 : g_utf8_next_char (p);
+      n = (gsize) (next - p);
+      memcpy (piece, p, n);
+    }
+    if (max && out->len + n > max) {   /* at most @max bytes, then the length */
       g_string_append_printf (out, "...[%" G_GSIZE_FORMAT " bytes]", len);
       break;
     }
-    guchar c = (guchar) *p;
-    if (c < 0x20 || c == 0x7f || c == '\\') {
-      g_string_append_printf (out, "\\x%02x", c);
-      p++;
-      continue;
-    }
-    if (c < 0x80) {
-      g_string_append_c (out, (char) c);
-      p++;
-      continue;
-    }
-    gunichar u = g_utf8_get_char_validated (p, end - p);
-    if (u == (gunichar) -1 || u == (gunichar) -2) {
-      g_string_append_printf (out, "\\x%02x", c);
-      p++;
-      continue;
-    }
-    const char *next = g_utf8_next_char (p);
-    g_string_append_len (out, p, next - p);
+    g_string_append_len (out, piece, (gssize) n);
     p = next;
   }
   return g_string_free (out, FALSE);
@@ -189,7 +185,7 @@ eb_table_add (EbTable *t, const char *source, const EbRewriteResult *result, gui
   const EbRef *ref = g_ptr_array_index (result->scan->refs, i);
   const EbResolution *res = g_ptr_array_index (result->resolutions, i);
   char **row = g_new0 (char *, N_COLS + 1);
-  row[COL_SOURCE] = eb_inspect_printable (source ? source : "-", 200);
+  row[COL_SOURCE] = eb_inspect_printable (source ? source : "-", 4096);
   row[COL_PART] = eb_inspect_printable (ref->path, 40);
   row[COL_ACCESS] = eb_inspect_printable (ref->access_type, 40);
   row[COL_TARGET] = target_of (ref, 400);

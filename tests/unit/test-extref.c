@@ -27,6 +27,8 @@ read_ref (Read *r, const char *outer, const char *inner)
   r->ref->content_start = strlen (outer) + 1;
   r->ref->end = strlen (r->buf);
   r->ref->located = TRUE;
+  /* read twice: a second reading replaces the first (no leak, no stale value) */
+  eb_ref_read (r->ref, r->buf, strlen (r->buf));
   eb_ref_read (r->ref, r->buf, strlen (r->buf));
 }
 
