@@ -136,52 +136,210 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
   return r;
 }
 
+/* The first resolved reference, or NULL. */
+static const EbRef *
+first_resolved (const EbRewriteResult *r)
+{
+  for (guint i = 0; r->scan && i < r->scan->refs->len; i++)
+    if (((const EbResolution *) g_ptr_array_index (r->resolutions, i))->reason == EB_REASON_RESOLVED)
+      return g_ptr_array_index (r->scan->refs, i);
+  return NULL;
+}
+
+/* A resolved reference that is the body of the message itself (its new header
+ * replaces the message header), or NULL. */
+static const EbResolution *
+root_resolution (const EbRewriteResult *r)
+{
+  const EbRef *first = first_resolved (r);
+  if (!first || !first->is_root || first->block_start != 0)
+    return NULL;
+  for (guint i = 0; i < r->scan->refs->len; i++)
+    if (g_ptr_array_index (r->scan->refs, i) == first)
+      return g_ptr_array_index (r->resolutions, i);
+  return NULL;
+}
+
+/* Splice the new message (with @body_only: only what follows its header and
+ * the blank line) to @out. */
+static gboolean
+splice (const EbRewriteResult *r, const char *buf0, gsize len0, GOutputStream *out,
+        gboolean body_only, GError **error)
+{
+  gboolean ok = TRUE;
+  g_return_val_if_fail (r->skip <= len0, FALSE);
+  const char *buf = buf0 + r->skip;
+  gsize len = len0 - r->skip;
+  gsize pos = 0;
+  const EbResolution *root = root_resolution (r);
+  if (body_only && !root) {
+    g_autoptr (EbHeaderBlock) top = eb_header_block_scan (buf, 0, len);
+    pos = top->body;
+  } else if (!body_only) {
+    ok = g_output_stream_write_all (out, buf0, r->skip, NULL, NULL, error);
+  }
+  /* the fields removed from the message header: they lie before every
+   * reference, or inside the message's own (then rebuilt without them) */
+  const EbRef *first = first_resolved (r);
+  for (guint k = 0; ok && r->changed && r->removed && k < r->removed->len; k++) {
+    const EbRange *rg = &g_array_index (r->removed, EbRange, k);
+    if (rg->start < pos)
+      continue;
+    if (first && first->block_start <= rg->start)
+      break;
+    ok = g_output_stream_write_all (out, buf + pos, rg->start - pos, NULL, NULL, error);
+    pos = rg->end;
+  }
+  for (guint i = 0; ok && r->changed && r->scan && i < r->scan->refs->len; i++) {
+    const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
+    const EbResolution *res = g_ptr_array_index (r->resolutions, i);
+    if (res->reason != EB_REASON_RESOLVED)
+      continue;
+    gsize dlen = 0;
+    const guint8 *d = g_bytes_get_data (res->data, &dlen);
+    ok = g_output_stream_write_all (out, buf + pos, ref->block_start - pos, NULL, NULL, error)
+         && (res == root && body_only
+             ? TRUE : g_output_stream_write_all (out, res->header->str, res->header->len, NULL, NULL, error))
+         && eb_transfer_write (res->encoding, d, dlen, r->scan->eol, out, error);
+    pos = ref->end;
+  }
+  if (ok)
+    ok = g_output_stream_write_all (out, buf + pos, len - pos, NULL, NULL, error);
+  if (ok)
+    ok = g_output_stream_flush (out, NULL, error);
+  return ok;
+}
+
 gboolean
 eb_rewrite_write (const EbRewriteResult *r, const char *buf0, gsize len0, GOutputStream *out,
                   GError **error)
 {
-  gboolean ok = TRUE;
   if (!r->changed) {
-    ok = g_output_stream_write_all (out, buf0, len0, NULL, NULL, error);
-  } else {
-    g_return_val_if_fail (r->skip <= len0, FALSE);
-    const char *buf = buf0 + r->skip;
-    gsize len = len0 - r->skip;
-    ok = g_output_stream_write_all (out, buf0, r->skip, NULL, NULL, error);
-    gsize pos = 0;
-    /* the fields removed from the message header come first: they lie before
-     * every reference, or inside the message's own (then rebuilt without them) */
-    for (guint k = 0; ok && r->removed && k < r->removed->len; k++) {
-      const EbRange *rg = &g_array_index (r->removed, EbRange, k);
-      if (rg->start < pos)
-        continue;
-      const EbRef *first = NULL;
-      for (guint i = 0; !first && r->scan && i < r->scan->refs->len; i++)
-        if (((const EbResolution *) g_ptr_array_index (r->resolutions, i))->reason == EB_REASON_RESOLVED)
-          first = g_ptr_array_index (r->scan->refs, i);
-      if (first && first->block_start <= rg->start)
-        break;   /* inside a replaced entity */
-      ok = g_output_stream_write_all (out, buf + pos, rg->start - pos, NULL, NULL, error);
-      pos = rg->end;
-    }
-    for (guint i = 0; ok && r->scan && i < r->scan->refs->len; i++) {
-      const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
-      const EbResolution *res = g_ptr_array_index (r->resolutions, i);
-      if (res->reason != EB_REASON_RESOLVED)
-        continue;
-      gsize dlen = 0;
-      const guint8 *d = g_bytes_get_data (res->data, &dlen);
-      ok = g_output_stream_write_all (out, buf + pos, ref->block_start - pos, NULL, NULL, error)
-           && g_output_stream_write_all (out, res->header->str, res->header->len, NULL, NULL, error)
-           && eb_transfer_write (res->encoding, d, dlen, r->scan->eol, out, error);
-      pos = ref->end;
-    }
-    if (ok)
-      ok = g_output_stream_write_all (out, buf + pos, len - pos, NULL, NULL, error);
+    gboolean ok = g_output_stream_write_all (out, buf0, len0, NULL, NULL, error);
+    return ok && g_output_stream_flush (out, NULL, error);
   }
-  if (ok)
-    ok = g_output_stream_flush (out, NULL, error);
-  return ok;
+  return splice (r, buf0, len0, out, FALSE, error);
+}
+
+gboolean
+eb_rewrite_write_body (const EbRewriteResult *r, const char *buf, gsize len, GOutputStream *out,
+                       GError **error)
+{
+  return splice (r, buf, len, out, TRUE, error);
+}
+
+void
+eb_header_edit_free (EbHeaderEdit *edit)
+{
+  if (!edit)
+    return;
+  g_free (edit->name);
+  g_free (edit->value);
+  g_free (edit);
+}
+
+typedef struct {
+  char *name;
+  char *value;   /* after the colon, line breaks as "\n" */
+} Field;
+
+static void
+field_clear (Field *f)
+{
+  g_free (f->name);
+  g_free (f->value);
+}
+
+/* The fields of the header block of @buf ending at @end, less those starting
+ * at one of @removed. */
+static GArray *
+fields_of (const char *buf, gsize end, const GArray *removed)
+{
+  GArray *a = g_array_new (FALSE, FALSE, sizeof (Field));
+  g_array_set_clear_func (a, (GDestroyNotify) field_clear);
+  g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf, 0, end);
+  for (guint i = 0; i < blk->fields->len; i++) {
+    const EbHeaderField *f = &g_array_index (blk->fields, EbHeaderField, i);
+    gboolean gone = FALSE;
+    for (guint k = 0; removed && k < removed->len; k++)
+      gone |= g_array_index (removed, EbRange, k).start == f->start;
+    if (gone)
+      continue;
+    Field x = { g_strndup (buf + f->start, f->name_len), NULL };
+    GString *v = g_string_new (NULL);
+    for (gsize p = f->value; p < f->value_end; p++)
+      if (buf[p] != '\r')
+        g_string_append_c (v, buf[p]);
+    x.value = g_string_free (v, FALSE);
+    g_array_append_val (a, x);
+  }
+  return a;
+}
+
+static GPtrArray *
+values_of (GArray *fields, const char *name)
+{
+  GPtrArray *v = g_ptr_array_new ();
+  for (guint i = 0; i < fields->len; i++)
+    if (g_ascii_strcasecmp (g_array_index (fields, Field, i).name, name) == 0)
+      g_ptr_array_add (v, g_array_index (fields, Field, i).value);
+  return v;
+}
+
+static void
+add_edit (GPtrArray *edits, EbHeaderEditKind kind, const char *name, guint index, const char *value)
+{
+  EbHeaderEdit *e = g_new0 (EbHeaderEdit, 1);
+  e->kind = kind;
+  e->name = g_strdup (name);
+  e->index = index;
+  e->value = g_strdup (value);
+  g_ptr_array_add (edits, e);
+}
+
+GPtrArray *
+eb_rewrite_header_edits (const EbRewriteResult *r, const char *buf0, gsize len0)
+{
+  GPtrArray *edits = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_header_edit_free);
+  if (!r->changed)
+    return edits;
+  const char *buf = buf0 + r->skip;
+  gsize len = len0 - r->skip;
+  g_autoptr (EbHeaderBlock) top = eb_header_block_scan (buf, 0, len);
+  g_autoptr (GArray) old = fields_of (buf, top->end, NULL);
+  const EbResolution *root = root_resolution (r);
+  g_autoptr (GArray) neu = root ? fields_of (root->header->str, root->header->len, NULL)
+                                : fields_of (buf, top->end, r->removed);
+  /* name by name: changed values in place, new ones added, missing ones
+   * deleted (from the last, so that the indices stay valid) */
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr (GPtrArray) adds = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_header_edit_free);
+  g_autoptr (GPtrArray) dels = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_header_edit_free);
+  for (int pass = 0; pass < 2; pass++) {
+    GArray *src = pass == 0 ? old : neu;
+    for (guint i = 0; i < src->len; i++) {
+      const char *name = g_array_index (src, Field, i).name;
+      g_autofree char *key = g_ascii_strdown (name, -1);
+      if (g_hash_table_contains (seen, key))
+        continue;
+      g_hash_table_add (seen, g_steal_pointer (&key));
+      g_autoptr (GPtrArray) ov = values_of (old, name);
+      g_autoptr (GPtrArray) nv = values_of (neu, name);
+      guint common = MIN (ov->len, nv->len);
+      for (guint k = 0; k < common; k++)
+        if (strcmp (ov->pdata[k], nv->pdata[k]) != 0)
+          add_edit (edits, EB_HEADER_CHANGE, name, k + 1, nv->pdata[k]);
+      for (guint k = common; k < nv->len; k++)
+        add_edit (adds, EB_HEADER_ADD, name, 0, nv->pdata[k]);
+      for (guint k = ov->len; k > common; k--)
+        add_edit (dels, EB_HEADER_DELETE, name, k, NULL);
+    }
+  }
+  for (guint i = 0; i < adds->len; i++)
+    g_ptr_array_add (edits, g_steal_pointer (&adds->pdata[i]));
+  for (guint i = 0; i < dels->len; i++)
+    g_ptr_array_add (edits, g_steal_pointer (&dels->pdata[i]));
+  return edits;
 }
 
 gboolean

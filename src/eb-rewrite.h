@@ -68,6 +68,37 @@ EbRewriteResult *eb_rewrite_plan (const char *buf, gsize len, const EbConfig *co
 gboolean eb_rewrite_write (const EbRewriteResult *result, const char *buf, gsize len,
                            GOutputStream *out, GError **error);
 
+/* Write only the body of the message planned in @result (what follows its
+ * header and the blank line), for a front end that changes the header itself
+ * (the milter): with eb_rewrite_header_edits() it makes the message that
+ * eb_rewrite_write() writes. */
+gboolean eb_rewrite_write_body (const EbRewriteResult *result, const char *buf, gsize len,
+                                GOutputStream *out, GError **error);
+
+typedef enum {
+  EB_HEADER_CHANGE,   /* the @index-th field named @name gets @value */
+  EB_HEADER_ADD,      /* a field @name: @value is added */
+  EB_HEADER_DELETE,   /* the @index-th field named @name goes */
+} EbHeaderEditKind;
+
+typedef struct {
+  EbHeaderEditKind kind;
+  char            *name;
+  guint            index;   /* CHANGE, DELETE: 1-based among the fields of that name
+                               in the message header as it came */
+  char            *value;   /* CHANGE, ADD: the value after the colon, its folds as
+                               "\n" and white space (as a milter passes values) */
+} EbHeaderEdit;
+
+void eb_header_edit_free (EbHeaderEdit *edit);
+
+/* The edits of the message header that @result implies (trace fields removed;
+ * a resolved top-level reference's merged header), in an order they can be
+ * applied one after another: changes, additions, then deletions, each name's
+ * from its last field. None when nothing changed.
+ * Returns: (transfer full) (element-type EbHeaderEdit). */
+GPtrArray *eb_rewrite_header_edits (const EbRewriteResult *result, const char *buf, gsize len);
+
 /* Plan, then write the message to @out. Returns FALSE with a GIOError when
  * writing fails (nothing else fails: a message that cannot be changed is copied).
  * @result: (out) (optional) (transfer full): what was done. */

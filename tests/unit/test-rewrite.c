@@ -493,6 +493,107 @@ test_keep (gconstpointer data)
   }
 }
 
+/* A milter applies the header edits and the body writer; the result must be
+ * the message eb_rewrite_write writes: the same fields (name and value, in
+ * the order a milter leaves them: changed in place, added at the end) and the
+ * same body bytes. */
+typedef struct { char *name, *value; } TField;
+
+static GPtrArray *
+tfields (const char *buf, gsize len, gsize *body)
+{
+  GPtrArray *a = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf, 0, len);
+  for (guint i = 0; i < blk->fields->len; i++) {
+    const EbHeaderField *f = &g_array_index (blk->fields, EbHeaderField, i);
+    GString *v = g_string_new (NULL);
+    for (gsize p = f->value; p < f->value_end; p++)
+      if (buf[p] != '\r')
+        g_string_append_c (v, buf[p]);
+    g_autofree char *val = g_string_free (v, FALSE);
+    g_ptr_array_add (a, g_strdup_printf ("%.*s:%s", (int) f->name_len, buf + f->start, val));
+  }
+  *body = blk->body;
+  return a;
+}
+
+static gint
+cmp_strp (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+static void
+test_header_edits (gconstpointer data)
+{
+  const char *m = data;
+  g_autoptr (EbConfig) config = eb_config_new ();
+  gsize len = strlen (m);
+  g_autoptr (EbRewriteResult) r = eb_rewrite_plan (m, len, config, NULL, EB_REWRITE_STRIP_TRACE);
+  g_assert_true (r->changed);
+  g_autoptr (GOutputStream) o = g_memory_output_stream_new_resizable ();
+  g_assert_true (eb_rewrite_write (r, m, len, o, NULL));
+  g_output_stream_close (o, NULL, NULL);
+  const char *want = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (o));
+  gsize want_len = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (o));
+  gsize want_body = 0, old_body = 0;
+  g_autoptr (GPtrArray) want_fields = tfields (want, want_len, &want_body);
+  g_autoptr (GPtrArray) fields = tfields (m, len, &old_body);
+  /* apply the edits as a milter does */
+  g_autoptr (GPtrArray) edits = eb_rewrite_header_edits (r, m, len);
+  g_assert_cmpuint (edits->len, >, 0);
+  for (guint e = 0; e < edits->len; e++) {
+    const EbHeaderEdit *ed = g_ptr_array_index (edits, e);
+    g_autofree char *prefix = g_strdup_printf ("%s:", ed->name);
+    if (ed->kind == EB_HEADER_ADD) {
+      g_ptr_array_add (fields, g_strconcat (prefix, ed->value, NULL));
+      continue;
+    }
+    guint seen = 0;
+    for (guint i = 0; i < fields->len; i++) {
+      const char *f = g_ptr_array_index (fields, i);
+      if (g_ascii_strncasecmp (f, prefix, strlen (prefix)) != 0 || ++seen != ed->index)
+        continue;
+      if (ed->kind == EB_HEADER_DELETE) {
+        g_ptr_array_remove_index (fields, i);
+      } else {
+        g_free (fields->pdata[i]);
+        fields->pdata[i] = g_strconcat (prefix, ed->value, NULL);
+      }
+      break;
+    }
+    g_assert_cmpuint (seen, ==, ed->index);
+  }
+  /* the same fields (sorted: a milter cannot reorder them) */
+  g_ptr_array_sort (fields, cmp_strp);
+  g_ptr_array_sort (want_fields, cmp_strp);
+  g_assert_cmpuint (fields->len, ==, want_fields->len);
+  for (guint i = 0; i < fields->len; i++)
+    g_assert_cmpstr (g_ptr_array_index (fields, i), ==, g_ptr_array_index (want_fields, i));
+  /* and the same body */
+  g_autoptr (GOutputStream) ob = g_memory_output_stream_new_resizable ();
+  g_assert_true (eb_rewrite_write_body (r, m, len, ob, NULL));
+  g_output_stream_close (ob, NULL, NULL);
+  g_assert_cmpmem (g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (ob)),
+                   g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (ob)),
+                   want + want_body, want_len - want_body);
+}
+
+static const char *edit_cases[] = {
+  /* a top-level reference, forged trace fields, a folded Content-ID */
+  "X-Extbody: resolved 9 of 9\r\nFrom: a@x\r\nX-Extbody-Resolved: forged\r\nMIME-Version: 1.0\r\n"
+  "Content-ID: <outer@x>\r\nContent-Description: the\r\n outer one\r\n"
+  "Content-Type: message/external-body; access-type=URL; URL=\"data:,hello\"\r\n\r\n"
+  "Content-Type: text/plain; charset=us-ascii\r\nContent-ID: <inner@x>\r\n\r\n",
+  /* a part inside a multipart, and forged trace fields */
+  "From: a@x\nX-Extbody: forged\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n"
+  "--b\nContent-Type: message/external-body; access-type=URL; URL=\"data:,hello\"\n\nContent-Type: text/plain\n\n\n--b--\n",
+  /* only forged fields, nothing to resolve */
+  "From: a@x\nx-extbody-resolved: one\nX-EXTBODY: two\nSubject: s\n\nbody\n",
+  /* a top-level reference, no trace fields, no inner type */
+  "From: a@x\nMIME-Version: 1.0\nContent-Type: message/external-body; access-type=URL;\n URL=\"data:text/html,<p>x</p>\"\n\n",
+};
+
 /* An external-body with no inner header at all: the blank line after its
  * header is also the line break of the next delimiter. */
 static void
@@ -747,6 +848,10 @@ main (int argc, char **argv)
   for (guint i = 0; i < G_N_ELEMENTS (keep_cases); i++) {
     g_autofree char *path = g_strdup_printf ("/rewrite/keep/%s", keep_cases[i].name);
     g_test_add_data_func (path, &keep_cases[i], test_keep);
+  }
+  for (guint i = 0; i < G_N_ELEMENTS (edit_cases); i++) {
+    g_autofree char *path = g_strdup_printf ("/rewrite/header-edits/%u", i);
+    g_test_add_data_func (path, edit_cases[i], test_header_edits);
   }
   g_test_add_func ("/rewrite/limits/each", test_limits);
   g_test_add_func ("/rewrite/limits/depth", test_depth_limit);
