@@ -168,7 +168,7 @@ main (int argc, char **argv)
     g_autoptr (GError) error = NULL;
     g_autoptr (TestServer) s = test_server_start ("httpd.py", NULL, NULL, TRUE, &error);
     g_assert_no_error (error);
-    g_printerr ("EXTBODY_TEST_ABORT_AFTER_START was not honoured\n");
+    g_printerr ("EXTBODY_TEST_ABORT_AFTER_START was not honoured (server on port %u)\n", s->port);
     return 1;
   }
   g_test_init (&argc, &argv, NULL);
