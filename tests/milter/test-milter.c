@@ -45,7 +45,9 @@ milter_start_in (const char *const *extra, const char *tmpdir)
     g_subprocess_launcher_setenv (l, "TMPDIR", tmpdir, TRUE);
   m->proc = g_subprocess_launcher_spawnv (l, (const char *const *) argv->pdata, &error);
   g_assert_no_error (error);
-  g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (m->proc));
+  /* a test that fails leaves neither the daemon nor its directory */
+  g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %s; rm -rf '%s'", g_subprocess_get_identifier (m->proc),
+                                               m->dir);
   m->watchdog = test_watchdog_add (kill_cmd);
   for (int i = 0; i < 200 && !g_file_test (path, G_FILE_TEST_EXISTS); i++)
     g_usleep (20000);
@@ -122,6 +124,8 @@ spool_files_created (const char *const *extra, const char *const *scripts)
   int in = inotify_init1 (IN_NONBLOCK | IN_CLOEXEC);
   g_assert_cmpint (in, >=, 0);
   g_assert_cmpint (inotify_add_watch (in, spool, IN_CREATE | IN_DELETE), >=, 0);
+  g_autofree char *rm_spool = g_strdup_printf ("rm -rf '%s'", spool);
+  guint wd = test_watchdog_add (rm_spool);
   Milter *m = milter_start_in (extra, spool);
   for (guint i = 0; scripts[i]; i++)
     run_script (m, scripts[i]);
@@ -145,6 +149,7 @@ spool_files_created (const char *const *extra, const char *const *scripts)
   close (in);
   g_assert_cmpuint (deleted, ==, created);
   g_assert_cmpint (g_rmdir (spool), ==, 0);   /* and nothing left in it */
+  test_watchdog_remove (wd);
   return created;
 }
 
@@ -221,7 +226,7 @@ test_daemon (void)
   g_assert_true (g_file_get_contents (pidfile, &pid, NULL, NULL));
   pid_t p = (pid_t) atoi (pid);
   g_assert_cmpint (p, >, 1);
-  g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %d", (int) p);
+  g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %d; rm -rf '%s'", (int) p, d);
   guint wd = test_watchdog_add (kill_cmd);
   g_assert_false (process_gone (p));
   Milter fake = { NULL, d, spec, 0 };
