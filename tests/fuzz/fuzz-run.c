@@ -10,7 +10,8 @@
  * crash, a leak, undefined behaviour, a time-out or a broken property: the
  * input is kept in fuzz-artifacts/ of the build directory, to be turned into a
  * regression test (copy it into tests/fuzz/regressions/NAME/). The number of
- * inputs executed is printed; a run that executed nothing fails too. */
+ * inputs executed is printed; a run that executed nothing fails too, and so
+ * does one that finds neither seeds nor regression inputs (whatever messages). */
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <stdlib.h>
@@ -66,6 +67,12 @@ test_run (void)
   g_autofree char *seeds = g_test_build_filename (G_TEST_DIST, "fuzz", "seeds", name, NULL);
   g_autofree char *regr = g_test_build_filename (G_TEST_DIST, "fuzz", "regressions", name, NULL);
   guint n = copy_dir (seeds, corpus, NULL) + copy_dir (regr, corpus, NULL);
+  /* the test messages are extra inputs, never a stand-in for the target's own */
+  if (n == 0) {
+    g_printerr ("fuzz-%s: no seed or regression input in %s or %s\n", name, seeds, regr);
+    rm_tree (corpus);
+  }
+  g_assert_cmpuint (n, >, 0);
   if (strcmp (name, "rewrite") == 0 || strcmp (name, "inspect") == 0) {
     g_autofree char *msgs = g_test_build_filename (G_TEST_DIST, "corpus", NULL);
     n += copy_dir (msgs, corpus, ".eml");

@@ -3,19 +3,26 @@
  * daemon is started by the test on a unix socket in a temporary directory. */
 #include <gio/gio.h>
 #include <glib/gstdio.h>
+#include <errno.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <unistd.h>
+#include "test-server.h"
 
 typedef struct {
   GSubprocess *proc;
   char        *dir;
   char        *sock;   /* unix:PATH */
+  guint        watchdog;
 } Milter;
 
+/* The daemon with @extra options and, if @tmpdir is set, TMPDIR=@tmpdir (where
+ * it spools a large message). */
 static Milter *
-milter_start (const char *const *extra)
+milter_start_in (const char *const *extra, const char *tmpdir)
 {
   Milter *m = g_new0 (Milter, 1);
   m->dir = g_dir_make_tmp ("extbody-milter-XXXXXX", NULL);
@@ -33,8 +40,15 @@ milter_start (const char *const *extra)
     g_ptr_array_add (argv, (gpointer) extra[i]);
   g_ptr_array_add (argv, NULL);
   g_autoptr (GError) error = NULL;
-  m->proc = g_subprocess_newv ((const char *const *) argv->pdata, G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error);
+  g_autoptr (GSubprocessLauncher) l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+  if (tmpdir)
+    g_subprocess_launcher_setenv (l, "TMPDIR", tmpdir, TRUE);
+  m->proc = g_subprocess_launcher_spawnv (l, (const char *const *) argv->pdata, &error);
   g_assert_no_error (error);
+  /* a test that fails leaves neither the daemon nor its directory */
+  g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %s; rm -rf '%s'", g_subprocess_get_identifier (m->proc),
+                                               m->dir);
+  m->watchdog = test_watchdog_add (kill_cmd);
   for (int i = 0; i < 200 && !g_file_test (path, G_FILE_TEST_EXISTS); i++)
     g_usleep (20000);
   g_assert_true (g_file_test (path, G_FILE_TEST_EXISTS));
@@ -45,11 +59,18 @@ milter_start (const char *const *extra)
   return m;
 }
 
+static Milter *
+milter_start (const char *const *extra)
+{
+  return milter_start_in (extra, NULL);
+}
+
 static void
 milter_stop (Milter *m)
 {
   g_subprocess_send_signal (m->proc, SIGTERM);
   g_subprocess_wait (m->proc, NULL, NULL);
+  test_watchdog_remove (m->watchdog);
   g_object_unref (m->proc);
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", m->dir);
   g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL);
@@ -79,12 +100,6 @@ run_script (Milter *m, const char *script)
 static Milter *milter;
 
 static void
-test_unavailable (void)
-{
-  g_test_skip ("miltertest or extbody-milter not available");
-}
-
-static void
 test_script (gconstpointer data)
 {
   run_script (milter, data);
@@ -98,14 +113,72 @@ test_too_large (void)
   milter_stop (small);
 }
 
-/* A message larger than milter_spill_size goes through the spool file. */
+/* Runs @scripts through a daemon with @extra options whose TMPDIR is a fresh
+ * directory watched with inotify; how many spool files (extbody-milter-*) the
+ * daemon created there. Each one must also be gone again (unlinked). */
+static guint
+spool_files_created (const char *const *extra, const char *const *scripts)
+{
+  g_autofree char *spool = g_dir_make_tmp ("extbody-milter-spool-XXXXXX", NULL);
+  g_assert_nonnull (spool);
+  int in = inotify_init1 (IN_NONBLOCK | IN_CLOEXEC);
+  g_assert_cmpint (in, >=, 0);
+  g_assert_cmpint (inotify_add_watch (in, spool, IN_CREATE | IN_DELETE), >=, 0);
+  g_autofree char *rm_spool = g_strdup_printf ("rm -rf '%s'", spool);
+  guint wd = test_watchdog_add (rm_spool);
+  Milter *m = milter_start_in (extra, spool);
+  for (guint i = 0; scripts[i]; i++)
+    run_script (m, scripts[i]);
+  milter_stop (m);   /* the daemon has ended: every event is queued */
+  guint created = 0, deleted = 0;
+  char buf[4096] __attribute__ ((aligned (__alignof__ (struct inotify_event))));
+  ssize_t got;
+  while ((got = read (in, buf, sizeof buf)) > 0) {
+    for (char *p = buf; p < buf + got;) {
+      struct inotify_event *e = (struct inotify_event *) p;
+      if (e->len && g_str_has_prefix (e->name, "extbody-milter-")) {
+        if (e->mask & IN_CREATE)
+          created++;
+        if (e->mask & IN_DELETE)
+          deleted++;
+      }
+      p += sizeof *e + e->len;
+    }
+  }
+  g_assert_true (got < 0 && errno == EAGAIN);
+  close (in);
+  g_assert_cmpuint (deleted, ==, created);
+  g_assert_cmpint (g_rmdir (spool), ==, 0);   /* and nothing left in it */
+  test_watchdog_remove (wd);
+  return created;
+}
+
+/* A message larger than milter_spill_size goes through the spool file: the
+ * daemon creates (and unlinks) one in its TMPDIR for each such message, and
+ * none for the same messages under the default limit. */
 static void
 test_spill (void)
 {
-  Milter *m = milter_start ((const char *[]) { "-o", "fetch=off", "-o", "milter_spill_size=64", NULL });
-  run_script (m, "data-reference.lua");
-  run_script (m, "top-level.lua");
-  milter_stop (m);
+  const char *const scripts[] = { "data-reference.lua", "top-level.lua", NULL };
+  guint spilled = spool_files_created ((const char *[]) { "-o", "fetch=off", "-o", "milter_spill_size=64", NULL },
+                                       scripts);
+  g_test_message ("spool files with milter_spill_size=64: %u", spilled);
+  g_assert_cmpuint (spilled, ==, 2);
+  g_assert_cmpuint (spool_files_created ((const char *[]) { "-o", "fetch=off", NULL }, scripts), ==, 0);
+}
+
+/* @pid has ended: no such process, or a zombie not yet reaped by init. */
+static gboolean
+process_gone (pid_t pid)
+{
+  if (kill (pid, 0) != 0)
+    return errno == ESRCH;
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int) pid);
+  g_autofree char *stat = NULL;
+  if (!g_file_get_contents (path, &stat, NULL, NULL))
+    return TRUE;
+  const char *paren = strrchr (stat, ')');
+  return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
 }
 
 /* Bound as root, then running as nobody: the socket is handed over and the
@@ -152,12 +225,18 @@ test_daemon (void)
   g_autofree char *pid = NULL;
   g_assert_true (g_file_get_contents (pidfile, &pid, NULL, NULL));
   pid_t p = (pid_t) atoi (pid);
-  g_assert_cmpint (kill (p, 0), ==, 0);
-  Milter fake = { NULL, d, spec };
+  g_assert_cmpint (p, >, 1);
+  g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %d; rm -rf '%s'", (int) p, d);
+  guint wd = test_watchdog_add (kill_cmd);
+  g_assert_false (process_gone (p));
+  Milter fake = { NULL, d, spec, 0 };
   run_script (&fake, "no-reference.lua");
-  kill (p, SIGTERM);
-  for (int i = 0; i < 400 && kill (p, 0) == 0; i++)
+  g_assert_cmpint (kill (p, SIGTERM), ==, 0);
+  /* it ends on SIGTERM, within libmilter's shutdown delay and a margin */
+  for (int i = 0; i < 600 && !process_gone (p); i++)
     g_usleep (25000);
+  g_assert_true (process_gone (p));
+  test_watchdog_remove (wd);
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", d);
   g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL);
 }
@@ -167,10 +246,10 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_autofree char *mt = g_find_program_in_path ("miltertest");
-  if (!mt || !g_getenv ("EXTBODY_MILTER")) {
-    g_test_add_func ("/milter/unavailable", test_unavailable);
-    return g_test_run ();
-  }
+  if (!mt)
+    test_skip_all ("miltertest is not installed (apt-get install miltertest)");
+  if (!g_getenv ("EXTBODY_MILTER"))
+    test_skip_all ("EXTBODY_MILTER is not set (run through ctest)");
   milter = milter_start ((const char *[]) { "-o", "fetch=off", NULL });
   g_test_add_data_func ("/milter/no-reference", "no-reference.lua", test_script);
   g_test_add_data_func ("/milter/data-reference", "data-reference.lua", test_script);

@@ -5,9 +5,12 @@
  * still arrives (unchanged) within the MTA's timeouts, 200 messages from 10
  * concurrent SMTP sessions each arrive exactly once, and with the milter
  * stopped milter_default_action applies. Needs root (Postfix refuses
- * otherwise): skipped when not root or when Postfix is not installed. */
+ * otherwise): skipped (exit 77) when not root or when Postfix is not
+ * installed. Every server and Postfix instance it starts is registered with
+ * the watchdog (test-server.h), so a failed assertion leaves none running. */
 #include <gio/gio.h>
 #include <glib/gstdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -21,6 +24,7 @@ static guint smtp_port;
 static GSubprocess *milter;
 static TestServer *httpd;
 static guint http_port;
+static guint wd_milter;   /* the watchdog's kill of the milter */
 
 static char *
 script (const char *name)
@@ -219,6 +223,8 @@ test_milter_stopped (void)
   g_subprocess_send_signal (milter, SIGTERM);
   g_subprocess_wait (milter, NULL, NULL);
   g_clear_object (&milter);
+  test_watchdog_remove (wd_milter);
+  wd_milter = 0;
   g_autofree char *peer = script ("pf-peer.sh");
   g_autofree char *cmd = g_strdup_printf ("sh '%s' set '%s' milter_default_action=accept", peer, pfdir);
   g_assert_cmpint (sh (cmd, NULL), ==, 0);
@@ -236,6 +242,24 @@ test_milter_stopped (void)
   g_assert_cmpstr (after_trace (got), ==, want);
 }
 
+/* A copy of @src in @to (its base name), mode @mode, owned by root. */
+static char *
+copy_for_everyone (const char *src, const char *to, int mode)
+{
+  g_assert_nonnull (src);
+  g_autofree char *base = g_path_get_basename (src);
+  char *dst = g_build_filename (to, base, NULL);
+  g_autofree char *data = NULL;
+  gsize len = 0;
+  g_autoptr (GError) error = NULL;
+  g_file_get_contents (src, &data, &len, &error);
+  g_assert_no_error (error);
+  g_file_set_contents (dst, data, (gssize) len, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (g_chmod (dst, mode), ==, 0);
+  return dst;
+}
+
 /* The after-queue alternative: a second instance whose smtpd has
  * content_filter=extbody:dummy, a pipe(8) service running extbody-pipe as
  * nobody, re-injection through sendmail -G -i and pickup (not filtered again). */
@@ -246,16 +270,37 @@ test_pipe (void)
   guint port2 = free_port ();
   g_autofree char *peer = script ("pf-peer.sh");
   g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u '' accept", peer, pf2, port2);
+  g_autofree char *stop2 = g_strdup_printf ("postfix -c '%s/etc' stop", pf2);
+  guint wd = test_watchdog_add (stop2);
   g_assert_cmpint (sh (up, NULL), ==, 0);
-  g_autofree char *pipe = g_test_build_filename (G_TEST_DIST, "..", "filters", "pipe", "extbody-pipe", NULL);
-  g_autofree char *conf = g_build_filename (dir, "pipe.conf", NULL);
-  g_file_set_contents (conf, "[extbody]\nfetch = off\n", -1, NULL);
+  /* pipe(8) runs the filter as nobody, who may not reach the checkout (root's
+   * 0700 home) nor the build tree: what it runs and reads is copied into a
+   * directory of the test's own that everyone can read */
+  g_autofree char *run = g_build_filename (dir, "pipe-run", NULL);
+  g_assert_cmpint (g_mkdir (run, 0755), ==, 0);
+  g_chmod (run, 0755);
+  g_autofree char *pipe_src = g_test_build_filename (G_TEST_DIST, "..", "filters", "pipe", "extbody-pipe", NULL);
+  g_autofree char *pipe = copy_for_everyone (pipe_src, run, 0755);
+  g_autofree char *extbody = copy_for_everyone (g_getenv ("EXTBODY"), run, 0755);
+  g_autofree char *conf = g_build_filename (run, "pipe.conf", NULL);
+  g_assert_true (g_file_set_contents (conf, "[extbody]\nfetch = off\n", -1, NULL));
   g_chmod (conf, 0644);
+  /* the copy stands alone (no library from the build tree) and nobody can run it */
+  g_autofree char *check = g_strdup_printf (
+    "setpriv --reuid=nobody --regid=nogroup --clear-groups -- '%s' --version >/dev/null && "
+    "setpriv --reuid=nobody --regid=nogroup --clear-groups -- test -r '%s' -a -x '%s'",
+    extbody, conf, pipe);
+  g_assert_cmpint (sh (check, NULL), ==, 0);
+  g_autofree char *ldd = g_strdup_printf ("ldd '%s'", extbody);
+  g_autofree char *libs = NULL;
+  sh (ldd, &libs);
+  g_assert_nonnull (libs);
+  g_assert_null (strstr (libs, g_getenv ("G_TEST_BUILDDIR") ? g_getenv ("G_TEST_BUILDDIR") : "/nonexistent/"));
   g_autofree char *svc = g_strdup_printf (
     "sh '%s' service '%s' 'pickup unix n - n 1 1 pickup' "
     "'extbody unix - n n - 10 pipe flags=Rq user=nobody null_sender= "
     "argv=%s -c %s -e %s -f ${sender} -- ${recipient}'",
-    peer, pf2, pipe, conf, g_getenv ("EXTBODY"));
+    peer, pf2, pipe, conf, extbody);
   g_assert_cmpint (sh (svc, NULL), ==, 0);
   /* sendmail hands the message to postdrop, which is setgid and so ignores
    * MAIL_CONFIG unless the system's main.cf lists the directory: this instance
@@ -312,13 +357,9 @@ test_pipe (void)
   smtp_port = saved;
   g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pf2);
   sh (down, NULL);
+  test_watchdog_remove (wd);
 }
 
-static void
-test_unavailable (void)
-{
-  g_test_skip ("needs root, Postfix and extbody-milter");
-}
 
 int
 main (int argc, char **argv)
@@ -327,13 +368,19 @@ main (int argc, char **argv)
   g_autofree char *postfix = g_find_program_in_path ("postfix");
   if (!postfix && g_file_test ("/usr/sbin/postfix", G_FILE_TEST_IS_EXECUTABLE))
     postfix = g_strdup ("/usr/sbin/postfix");
-  if (geteuid () != 0 || !postfix || !g_getenv ("EXTBODY_MILTER")) {
-    g_test_add_func ("/postfix/unavailable", test_unavailable);
-    return g_test_run ();
-  }
+  if (geteuid () != 0)
+    test_skip_all ("needs root (Postfix refuses to run otherwise)");
+  if (!postfix)
+    test_skip_all ("Postfix is not installed (apt-get install postfix)");
+  if (!g_getenv ("EXTBODY_MILTER") || !g_getenv ("EXTBODY"))
+    test_skip_all ("EXTBODY_MILTER and EXTBODY are not set (run through ctest)");
   g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);
   dir = g_dir_make_tmp ("extbody-pf-XXXXXX", NULL);
+  g_assert_nonnull (dir);
   g_chmod (dir, 0755);
+  /* whatever way this program ends, the watchdog removes the directory last */
+  g_autofree char *rm_dir = g_strdup_printf ("rm -rf '%s'", dir);
+  guint wd_dir = test_watchdog_add (rm_dir);
   pfdir = g_build_filename (dir, "pf", NULL);
   maildir_new = g_build_filename (pfdir, "mail", "Maildir", "new", NULL);
   g_autoptr (GError) error = NULL;
@@ -350,13 +397,26 @@ main (int argc, char **argv)
                              "-p", spec, "-c", conf, "--allow-network", "127.0.0.1/32", "-o", "fetch=on",
                              "-o", "fetch_timeout=2", "-o", "message_deadline=4", NULL);
   g_assert_no_error (error);
+  g_autofree char *kill_milter = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (milter));
+  wd_milter = test_watchdog_add (kill_milter);
   for (int i = 0; i < 200 && !g_file_test (sock, G_FILE_TEST_EXISTS); i++)
     g_usleep (20000);
 
   smtp_port = free_port ();
   g_autofree char *peer = script ("pf-peer.sh");
   g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u '%s' tempfail", peer, pfdir, smtp_port, spec);
+  g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);
+  guint wd_pf = test_watchdog_add (stop);
   g_assert_cmpint (sh (up, NULL), ==, 0);
+  {
+    g_autofree char *pidfile = g_build_filename (pfdir, "spool", "pid", "master.pid", NULL);
+    g_autofree char *master = NULL;
+    g_file_get_contents (pidfile, &master, NULL, NULL);
+    g_autofree char *info = g_strdup_printf ("master=%d milter=%s httpd=%s smtp=%u http=%u",
+                                             master ? atoi (master) : 0, g_subprocess_get_identifier (milter),
+                                             g_subprocess_get_identifier (httpd->proc), smtp_port, http_port);
+    test_abort_point ("postfix", info);
+  }
 
   g_test_add_func ("/postfix/1-data-reference", test_data_reference);
   g_test_add_func ("/postfix/2-http-reference", test_http_reference);
@@ -369,12 +429,15 @@ main (int argc, char **argv)
 
   g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
   sh (down, NULL);
+  test_watchdog_remove (wd_pf);
   if (milter) {
     g_subprocess_send_signal (milter, SIGTERM);
     g_subprocess_wait (milter, NULL, NULL);
   }
+  test_watchdog_remove (wd_milter);
   g_clear_pointer (&httpd, test_server_stop);
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
   sh (rm, NULL);
+  test_watchdog_remove (wd_dir);
   return rc;
 }

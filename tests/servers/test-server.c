@@ -1,8 +1,107 @@
 /* test-server.c - the tests' loopback servers as child processes (see
  * test-server.h). */
 #include "test-server.h"
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+void
+test_skip_all (const char *reason)
+{
+  g_print ("SKIP: %s\n", reason);
+  exit (77);
+}
+
+/* ---- the watchdog ------------------------------------------------------- */
+
+/* Reads "+ID COMMAND" and "-ID" lines until its standard input closes, then
+ * runs the commands still registered, newest first. It ignores the signals a
+ * terminal or ctest sends the test's process group. */
+static const char watchdog_script[] =
+  "trap '' HUP INT TERM PIPE\n"
+  "f=$(mktemp) || exit 1\n"
+  "while IFS= read -r l; do printf '%s\\n' \"$l\" >> \"$f\"; done\n"
+  "awk '/^-/ { gone[substr($1, 2)] = 1; next }\n"
+  "     /^\\+/ { id = substr($1, 2); c = $0; sub(/^[^ ]* /, \"\", c); ids[++n] = id; cmd[id] = c }\n"
+  "     END { for (i = n; i > 0; i--) if (!(ids[i] in gone)) print cmd[ids[i]] }' \"$f\" > \"$f.sh\"\n"
+  "sh \"$f.sh\" >/dev/null 2>&1 </dev/null\n"
+  "rm -f \"$f\" \"$f.sh\"\n";
+
+static int watchdog_fd = -1;
+static guint watchdog_next = 1;
+
+static void
+watchdog_child_setup (gpointer data)
+{
+  (void) data;
+  setsid ();
+}
+
+static void
+watchdog_write (const char *line)
+{
+  if (watchdog_fd < 0) {
+    char *argv[] = { "/bin/sh", "-c", (char *) watchdog_script, NULL };
+    g_autoptr (GError) error = NULL;
+    /* stdout and stderr are the test's: whoever reads the test's output to its
+     * end (ctest, the meta-test) also waits for the watchdog's clean-up */
+    g_assert_true (g_spawn_async_with_pipes (NULL, argv, NULL, G_SPAWN_DEFAULT, watchdog_child_setup, NULL,
+                                             NULL, &watchdog_fd, NULL, NULL, &error));
+    g_assert_no_error (error);
+  }
+  gsize len = strlen (line), done = 0;
+  while (done < len) {
+    ssize_t w = write (watchdog_fd, line + done, len - done);
+    if (w < 0 && errno == EINTR)
+      continue;
+    g_assert_cmpint (w, >, 0);
+    done += (gsize) w;
+  }
+}
+
+guint
+test_watchdog_add (const char *shell_command)
+{
+  g_assert_null (strchr (shell_command, '\n'));
+  guint id = watchdog_next++;
+  g_autofree char *line = g_strdup_printf ("+%u %s\n", id, shell_command);
+  watchdog_write (line);
+  return id;
+}
+
+void
+test_watchdog_remove (guint id)
+{
+  if (id == 0 || watchdog_fd < 0)
+    return;
+  g_autofree char *line = g_strdup_printf ("-%u\n", id);
+  watchdog_write (line);
+}
+
+void
+test_abort_point (const char *where, const char *info)
+{
+  const char *want = g_getenv ("EXTBODY_TEST_ABORT_AFTER_START");
+  if (!want || strcmp (want, where) != 0)
+    return;
+  printf ("ABORT %s: %s\n", where, info);
+  fflush (stdout);
+  abort ();
+}
+
+/* ---- the servers -------------------------------------------------------- */
+
+static void
+server_child_setup (gpointer data)
+{
+  (void) data;
+  /* the test died: so does the server (GSubprocess forks from this thread) */
+  prctl (PR_SET_PDEATHSIG, SIGTERM);
+}
 
 TestServer *
 test_server_start (const char *script, const char *const *args, const char *const *announce,
@@ -26,11 +125,15 @@ test_server_start (const char *script, const char *const *args, const char *cons
   if (quiet)
     flags |= G_SUBPROCESS_FLAGS_STDERR_SILENCE;
   TestServer *s = g_new0 (TestServer, 1);
-  s->proc = g_subprocess_newv ((const char *const *) argv->pdata, flags, error);
+  g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (flags);
+  g_subprocess_launcher_set_child_setup (launcher, server_child_setup, NULL, NULL);
+  s->proc = g_subprocess_launcher_spawnv (launcher, (const char *const *) argv->pdata, error);
   if (!s->proc) {
     g_free (s);
     return NULL;
   }
+  g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (s->proc));
+  s->watchdog = test_watchdog_add (kill_cmd);
   g_autoptr (GDataInputStream) in = g_data_input_stream_new (g_subprocess_get_stdout_pipe (s->proc));
   for (guint i = 0; announce[i]; i++) {
     g_assert_cmpuint (i, <, G_N_ELEMENTS (s->ports));
@@ -45,6 +148,8 @@ test_server_start (const char *script, const char *const *args, const char *cons
     s->ports[i] = (guint) atoi (line + strlen (announce[i]));
   }
   s->port = s->ports[0];
+  g_autofree char *info = g_strdup_printf ("pid=%s port=%u", g_subprocess_get_identifier (s->proc), s->port);
+  test_abort_point ("server", info);
   return s;
 }
 
@@ -55,6 +160,7 @@ test_server_stop (TestServer *server)
     return;
   g_output_stream_close (g_subprocess_get_stdin_pipe (server->proc), NULL, NULL);
   g_subprocess_wait (server->proc, NULL, NULL);
+  test_watchdog_remove (server->watchdog);
   g_object_unref (server->proc);
   g_free (server);
 }

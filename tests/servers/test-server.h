@@ -1,7 +1,9 @@
 /* test-server.h - the tests' servers on 127.0.0.1 (tests/servers/NAME.py) as
  * child processes. A server prints one "NAME <port>" line for each port it
  * listens on, then serves until its standard input closes (which also happens
- * when the test dies) or --lifetime seconds pass: no test leaves one running. */
+ * when the test dies) or --lifetime seconds pass; it also gets SIGTERM when
+ * the test dies (PR_SET_PDEATHSIG) and the watchdog below kills it: no test
+ * leaves one running. */
 #pragma once
 #include <gio/gio.h>
 
@@ -9,6 +11,7 @@ G_BEGIN_DECLS
 
 typedef struct {
   GSubprocess *proc;
+  guint        watchdog;   /* its kill command's test_watchdog_add id */
   guint        port;       /* the first port announced */
   guint        ports[4];   /* every port announced, in order */
 } TestServer;
@@ -30,5 +33,28 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (TestServer, test_server_stop)
 /* GET @path from http://127.0.0.1:@port directly (HTTP/1.0, not through
  * extbody): the number its body starts with (httpd.py's /hits, /peak). */
 gint64 test_http_get_number (guint port, const char *path);
+
+/* The whole program cannot run here (no root, no Postfix, no Node, ...): print
+ * "SKIP: @reason" and exit 77, which ctest reports as skipped (every test has
+ * SKIP_RETURN_CODE 77). Call it before g_test_run (): GLib's g_test_run exits
+ * 0 when every case called g_test_skip, which ctest would count as passed. */
+G_GNUC_NORETURN void test_skip_all (const char *reason);
+
+/* The watchdog: a process of its own (own session, so a signal to the test's
+ * process group spares it) that the test feeds over a pipe. When the pipe
+ * closes - the test ended, failed an assertion, crashed or was killed - it runs,
+ * newest first, every shell command still registered, so that whatever way a
+ * test ends it leaves no server, Postfix instance or daemon behind.
+ * test_watchdog_add returns an id for test_watchdog_remove (a clean teardown
+ * that did the stopping itself). Servers from test_server_start are
+ * registered already. */
+guint test_watchdog_add (const char *shell_command);
+void test_watchdog_remove (guint id);
+
+/* For the meta-test tests/meta/test-teardown.c only: when the environment's
+ * EXTBODY_TEST_ABORT_AFTER_START equals @where, print "ABORT @where: @info"
+ * to standard output and abort () as a failed assertion would. test_server_start
+ * calls it with "server" (@info "pid=PID port=PORT"). */
+void test_abort_point (const char *where, const char *info);
 
 G_END_DECLS
