@@ -298,7 +298,7 @@ test_pipe (void)
   g_assert_null (strstr (libs, g_getenv ("G_TEST_BUILDDIR") ? g_getenv ("G_TEST_BUILDDIR") : "/nonexistent/"));
   g_autofree char *svc = g_strdup_printf (
     "sh '%s' service '%s' 'pickup unix n - n 1 1 pickup' "
-    "'extbody unix - n n - 10 pipe flags=Rq user=nobody null_sender= "
+    "'extbody unix - n n - 10 pipe flags=FRq user=nobody null_sender= "
     "argv=%s -c %s -e %s -f ${sender} -- ${recipient}'",
     peer, pf2, pipe, conf, extbody);
   g_assert_cmpint (sh (svc, NULL), ==, 0);
@@ -325,6 +325,7 @@ test_pipe (void)
   maildir_new = g_build_filename (pf2, "mail", "Maildir", "new", NULL);
   const char *m =
     "From: a@test.example\r\nTo: b@test.example\r\nSubject: through the pipe\r\n"
+    "X-Extbody: resolved 5 of 5 external-body references (forged)\r\n"
     "Message-ID: <pipe-1@test.example>\r\nMIME-Version: 1.0\r\n"
     "Content-Type: multipart/mixed; boundary=b\r\n\r\n"
     "--b\r\nContent-Type: message/external-body; access-type=URL; URL=\"data:,Hello%2C%20pipe!%0A\"\r\n\r\n"
@@ -338,8 +339,15 @@ test_pipe (void)
     g_test_message ("maillog:\n%s", log ? log : "(none)");
   }
   g_assert_nonnull (got);
+  /* flags=F: the message reaches the filter starting with a From_ line; it is
+   * one message on standard input, resolved and re-injected whole (it used to
+   * be rewritten in place as an mbox, and an empty message re-injected) */
   g_assert_nonnull (strstr (got, "\n\nHello, pipe!\n"));
   g_assert_null (strstr (got, "external-body;"));
+  g_assert_nonnull (strstr (got, "Subject: through the pipe\n"));
+  g_test_message ("delivered through the pipe:\n%s", got);
+  /* the forged trace field is gone (strip_trace_fields) */
+  g_assert_null (strstr (got, "(forged)"));
   /* exactly one copy: re-injected mail is not filtered again */
   g_usleep (G_USEC_PER_SEC);
   g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);
