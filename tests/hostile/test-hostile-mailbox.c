@@ -665,6 +665,27 @@ make_maildir (const char *name)
   return md;
 }
 
+/* The one regular file in @dir that is not @old: a rewritten message's new
+ * name. */
+static char *
+only_new_file (const char *dir, const char *old)
+{
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  g_assert_nonnull (d);
+  char *found = NULL;
+  const char *n;
+  while ((n = g_dir_read_name (d))) {
+    g_autofree char *p = g_build_filename (dir, n, NULL);
+    struct stat st;
+    if (strcmp (n, old) == 0 || lstat (p, &st) != 0 || !S_ISREG (st.st_mode))
+      continue;
+    g_assert_null (found);
+    found = g_steal_pointer (&p);
+  }
+  g_assert_nonnull (found);
+  return found;
+}
+
 #define MD_REF "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n" \
   "Content-Type: message/external-body; access-type=URL; URL=\"data:,resolved%20text\"\n\n" \
   "Content-Type: text/plain\n\n--b--\n"
@@ -700,7 +721,11 @@ test_maildir_entries (void)
   g_assert_nonnull (strstr (out, "3.link.host: not a regular file"));
   g_assert_nonnull (strstr (out, "4.dir.host:2,S: not a regular file"));
   g_assert_nonnull (strstr (out, "3 messages scanned (3 entries skipped), 1 references, 1 resolved"));
-  g_autoptr (GBytes) r = read_all (ref);
+  /* the resolved message is delivered under a new name, the old one gone */
+  g_assert_false (g_file_test (ref, G_FILE_TEST_EXISTS));
+  g_autofree char *newdir = g_build_filename (md, "new", NULL);
+  g_autofree char *resolved = only_new_file (newdir, "1.ref.host");
+  g_autoptr (GBytes) r = read_all (resolved);
   g_assert_true (contains (r, "resolved text", 13));
   struct stat st;
   g_assert_cmpint (lstat (link, &st), ==, 0);
