@@ -672,7 +672,10 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
     if (!dry_run && !lock) {
       die_line ("%s (the mailbox is unchanged)", error->message);
       close (fd);
-      return EX_TEMPFAIL;
+      /* a lock file that cannot be created beside it: neither could the new mbox */
+      return g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_ACCES)
+             || g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_PERM)
+             || g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_ROFS) ? EX_CANTCREAT : EX_TEMPFAIL;
     }
     if (lock)
       eb_mbox_remove_stale (path);
