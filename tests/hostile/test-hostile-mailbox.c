@@ -646,6 +646,7 @@ test_signal (gconstpointer data)
   g_subprocess_send_signal (p, sig);
   int status = 0;
   g_autofree char *err = finish_run (p, &status);
+  g_test_message ("status %d: %s", status, err);
   g_assert_cmpint (status, ==, -sig);
   g_autoptr (GBytes) now = read_all (box);
   g_assert_true (g_bytes_equal (orig, now));
