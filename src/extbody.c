@@ -254,29 +254,29 @@ drop_content_length (GBytes *msg)
 {
   gsize len = 0;
   const char *d = g_bytes_get_data (msg, &len);
-  gsize p = 0;
+  GByteArray *a = NULL;   /* made at the first such field: one pass, however many */
+  gsize p = 0, kept = 0;
   while (p < len) {
     const char *nl = memchr (d + p, '\n', len - p);
     gsize e = nl ? (gsize) (nl - d) + 1 : len;
     if (e - p <= 2 && (d[p] == '\n' || (d[p] == '\r' && e - p == 2)))
       break;   /* the end of the header */
     if (e - p >= 15 && g_ascii_strncasecmp (d + p, "Content-Length:", 15) == 0) {
-      gsize f = e;   /* and its continuation lines */
-      while (f < len && (d[f] == ' ' || d[f] == '\t')) {
-        const char *n2 = memchr (d + f, '\n', len - f);
-        f = n2 ? (gsize) (n2 - d) + 1 : len;
+      while (e < len && (d[e] == ' ' || d[e] == '\t')) {   /* and its continuation lines */
+        const char *n2 = memchr (d + e, '\n', len - e);
+        e = n2 ? (gsize) (n2 - d) + 1 : len;
       }
-      GByteArray *a = g_byte_array_sized_new ((guint) (len - (f - p)));
-      g_byte_array_append (a, (const guint8 *) d, (guint) p);
-      g_byte_array_append (a, (const guint8 *) d + f, (guint) (len - f));
-      GBytes *out = g_byte_array_free_to_bytes (a);
-      GBytes *again = drop_content_length (out);   /* a second one: as bad */
-      g_bytes_unref (out);
-      return again;
+      if (!a)
+        a = g_byte_array_sized_new ((guint) MIN (len, G_MAXUINT));
+      g_byte_array_append (a, (const guint8 *) d + kept, (guint) (p - kept));
+      kept = e;
     }
     p = e;
   }
-  return g_bytes_ref (msg);
+  if (!a)
+    return g_bytes_ref (msg);
+  g_byte_array_append (a, (const guint8 *) d + kept, (guint) (len - kept));
+  return g_byte_array_free_to_bytes (a);
 }
 
 /* Write @len bytes of new unencoded body text into an mbox, mboxrd-quoted: a

@@ -1084,6 +1084,21 @@ test_content_length (void)
   g_assert_true (g_str_has_prefix (s, FROM ("c") "From: c@example.org\nMIME-Version: 1.0\n"));
   g_assert_nonnull (strstr (s, "\nContent-Length: 1\n"));   /* a body line, not a field */
   g_assert_true (g_str_has_suffix (s, kept));
+  /* 100000 of them: all gone, in one pass */
+  GString *many = g_string_new (FROM ("m") "From: m@example.org\n");
+  for (int i = 0; i < 100000; i++)
+    g_string_append (many, "Content-Length: 5\n");
+  g_string_append (many, "MIME-Version: 1.0\nContent-Type: message/external-body; access-type=URL; "
+                         "URL=\"data:,many\"\n\nContent-Type: text/plain\n\n");
+  g_autofree char *box2 = path_in_work ("content-length-many.mbox");
+  put (box2, many->str, many->len);
+  g_string_free (many, TRUE);
+  g_auto (CmdResult) r2 = { 0 };
+  RUN (&r2, NULL, "rewrite", "-c", conf, "--mbox", box2);
+  g_assert_cmpint (r2.status, ==, 0);
+  g_autoptr (GBytes) out2 = read_all (box2);
+  g_assert_true (contains (out2, "many", 4));
+  g_assert_false (contains (out2, "Content-Length", 14));
 }
 
 /* ---- From_ lines -------------------------------------------------------- */
