@@ -62,6 +62,7 @@ free_port (void)
 typedef struct {
   guint  uid;
   char  *flags;   /* "\Flagged \Seen", sorted; \Recent (per session) left out */
+  guint64 size;   /* RFC822.SIZE: Dovecot takes it from ",W=" when the name has one */
   GBytes *body;
 } ImapMsg;
 
@@ -84,7 +85,7 @@ imap_fetch_all (void)
     "c = imaplib.IMAP4('127.0.0.1', %u)\n"
     "c.login('tester', 'secret')\n"
     "c.select('INBOX', readonly=True)\n"
-    "typ, data = c.uid('FETCH', '1:*', '(UID FLAGS BODY.PEEK[])')\n"
+    "typ, data = c.uid('FETCH', '1:*', '(UID FLAGS RFC822.SIZE BODY.PEEK[])')\n"
     "for item in data:\n"
     "    if not isinstance(item, tuple):\n"
     "        continue\n"
@@ -92,7 +93,8 @@ imap_fetch_all (void)
     "    uid = re.search(r'UID (\\d+)', head).group(1)\n"
     "    flags = re.search(r'FLAGS \\(([^)]*)\\)', head).group(1).split()\n"
     "    flags = ' '.join(sorted(f for f in flags if f != '\\\\Recent'))\n"
-    "    print(uid + '|' + flags + '|' + base64.b64encode(item[1]).decode())\n"
+    "    size = re.search(r'RFC822.SIZE (\\d+)', head).group(1)\n"
+    "    print(uid + '|' + flags + '|' + size + '|' + base64.b64encode(item[1]).decode())\n"
     "c.logout()\n", port);
   g_autofree char *out = NULL, *err = NULL;
   int status = 0;
@@ -108,13 +110,14 @@ imap_fetch_all (void)
   for (guint i = 0; lines[i]; i++) {
     if (!*lines[i])
       continue;
-    g_auto (GStrv) f = g_strsplit (lines[i], "|", 3);
-    g_assert_cmpuint (g_strv_length (f), ==, 3);
+    g_auto (GStrv) f = g_strsplit (lines[i], "|", 4);
+    g_assert_cmpuint (g_strv_length (f), ==, 4);
     ImapMsg *m = g_new0 (ImapMsg, 1);
     m->uid = (guint) atoi (f[0]);
     m->flags = g_strdup (f[1]);
+    m->size = g_ascii_strtoull (f[2], NULL, 10);
     gsize n = 0;
-    guchar *b = g_base64_decode (f[2], &n);
+    guchar *b = g_base64_decode (f[3], &n);
     m->body = g_bytes_new_take (b, n);
     g_ptr_array_add (msgs, m);
   }
@@ -194,6 +197,9 @@ test_new_uid (void)
   gsize n = 0;
   const char *d = g_bytes_get_data (r1->body, &n);
   g_assert_nonnull (g_strstr_len (d, (gssize) n, "resolved by extbody"));
+  /* the size Dovecot reports (from the new ",W=") is the real one */
+  g_assert_cmpuint (r1->size, ==, eb_maildir_virtual_size (d, n));
+  g_assert_cmpuint (r1->size, !=, r0->size);
   g_assert_null (g_strstr_len (d, (gssize) n, "external-body"));
   /* the untouched message: same UID, same bytes */
   g_assert_cmpuint (p1->uid, ==, p0->uid);
