@@ -7,7 +7,12 @@
  * an fcntl lock, a stale dot-lock, a stale temporary file), writers that do
  * not lock, signals in the middle of a run, Maildir folders holding FIFOs,
  * symbolic links, directories and empty files, a Maildir message moved by a
- * mail reader during the run, and input from a pipe.
+ * mail reader during the run, input from a pipe; files of another user (owner,
+ * mode, user.* xattrs kept), symbolic links below a Maildir (cur/, .Folder to
+ * another user's Maildir), hard-linked messages and mboxes, Maildir++ ",S="
+ * and ",W=" names, mboxrd quoting of new text, a stale Content-Length, From_
+ * lines and look-alikes ("From the desk of the editor"), and an mbox that
+ * cannot be written (exit 73).
  *
  * Every case states its outcome: the exit status (sysexits), a line on
  * standard error, and what the mailbox holds afterwards - every message that
