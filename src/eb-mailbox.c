@@ -1,6 +1,7 @@
 /* eb-mailbox.c - mbox and Maildir (see eb-mailbox.h). */
 #include "eb-mailbox.h"
 #include "eb-error.h"
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -8,12 +9,135 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
+/* ---- From_ lines ---------------------------------------------------------- */
+
+#define FROM_LINE_MAX 1024   /* a From_ line longer than this is body text */
+
+static gboolean
+word_in (const char *w, gsize n, const char *list)
+{
+  /* @list: three-letter words one after another, e.g. "MonTue" */
+  if (n != 3)
+    return FALSE;
+  for (const char *l = list; *l; l += 3)
+    if (g_ascii_strncasecmp (w, l, 3) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+static gboolean
+all_digits (const char *w, gsize n, gsize min, gsize max)
+{
+  if (n < min || n > max)
+    return FALSE;
+  for (gsize i = 0; i < n; i++)
+    if (!g_ascii_isdigit (w[i]))
+      return FALSE;
+  return TRUE;
+}
+
+/* hh:mm or hh:mm:ss */
+static gboolean
+is_time (const char *w, gsize n)
+{
+  if ((n != 5 && n != 8) || !all_digits (w, 2, 2, 2) || w[2] != ':' || !all_digits (w + 3, 2, 2, 2))
+    return FALSE;
+  return n == 5 || (w[5] == ':' && all_digits (w + 6, 2, 2, 2));
+}
+
+/* A time zone: "+0100", "-0800", or a name of letters ("PST", "MET", "GMT+1"). */
+static gboolean
+is_zone (const char *w, gsize n)
+{
+  if (n == 5 && (w[0] == '+' || w[0] == '-') && all_digits (w + 1, 4, 4, 4))
+    return TRUE;
+  if (n < 1 || n > 8 || !g_ascii_isalpha (w[0]))
+    return FALSE;
+  for (gsize i = 0; i < n; i++)
+    if (!g_ascii_isalnum (w[i]) && w[i] != '+' && w[i] != '-')
+      return FALSE;
+  return TRUE;
+}
+
+typedef struct { const char *p; gsize n; } Word;
+
+/* Do @w[@i...] read as a ctime date: [Wday] Mon DD hh:mm[:ss] [ZONE] YYYY
+ * [ZONE] [remote from HOST]? */
+static gboolean
+date_at (const Word *w, guint n, guint i)
+{
+  if (i < n && word_in (w[i].p, w[i].n, "MonTueWedThuFriSatSun"))
+    i++;
+  if (i >= n || !word_in (w[i].p, w[i].n, "JanFebMarAprMayJunJulAugSepOctNovDec"))
+    return FALSE;
+  if (++i >= n || !all_digits (w[i].p, w[i].n, 1, 2))
+    return FALSE;
+  if (++i >= n || !is_time (w[i].p, w[i].n))
+    return FALSE;
+  i++;
+  for (guint z = 0; z < 2 && i < n && !all_digits (w[i].p, w[i].n, 2, 4) && is_zone (w[i].p, w[i].n); z++)
+    i++;
+  if (i >= n || !all_digits (w[i].p, w[i].n, 2, 4))
+    return FALSE;
+  i++;
+  if (i < n && is_zone (w[i].p, w[i].n) && !(w[i].n == 6 && g_ascii_strncasecmp (w[i].p, "remote", 6) == 0))
+    i++;
+  if (i == n)
+    return TRUE;
+  /* UUCP: "remote from HOST" */
+  return i + 3 == n && w[i].n == 6 && g_ascii_strncasecmp (w[i].p, "remote", 6) == 0
+         && w[i + 1].n == 4 && g_ascii_strncasecmp (w[i + 1].p, "from", 4) == 0;
+}
+
+gboolean
+eb_mbox_is_from_line (const char *line, gsize len)
+{
+  if (len < 5 || memcmp (line, "From ", 5) != 0)
+    return FALSE;
+  const char *nl = memchr (line, '\n', len);
+  gsize end = nl ? (gsize) (nl - line) : len;
+  if (end > 5 && line[end - 1] == '\r')
+    end--;
+  if (end > FROM_LINE_MAX)
+    return FALSE;
+  Word w[16];
+  guint n = 0;
+  gsize p = 5;
+  while (p < end) {
+    while (p < end && (line[p] == ' ' || line[p] == '\t'))
+      p++;
+    if (p == end)
+      break;
+    gsize s = p;
+    if (n == 0 && line[p] == '"') {   /* a quoted sender may hold spaces */
+      p++;
+      while (p < end && line[p] != '"')
+        p += line[p] == '\\' && p + 1 < end ? 2 : 1;
+      p += p < end;
+    }
+    while (p < end && line[p] != ' ' && line[p] != '\t')
+      p++;
+    if (n == G_N_ELEMENTS (w))
+      return FALSE;
+    w[n++] = (Word) { line + s, p - s };
+  }
+  /* the sender is the first word (it may be missing: "From Sat Nov ..."),
+   * the date follows it */
+  return (n >= 1 && date_at (w, n, 1)) || date_at (w, n, 0);
+}
+
+/* A separator at @p (after a blank line): a real From_ line, or any line
+ * starting "From " at the very start of the file, which the caller has
+ * already taken for an mbox. */
 static gboolean
 is_from_line (const char *buf, gsize len, gsize p)
 {
-  return len - p >= 5 && memcmp (buf + p, "From ", 5) == 0;
+  if (len - p < 5 || memcmp (buf + p, "From ", 5) != 0)
+    return FALSE;
+  return p == 0 || eb_mbox_is_from_line (buf + p, len - p);
 }
 
 static GArray *
@@ -252,6 +376,58 @@ fsync_dir (const char *path, GError **error)
   return TRUE;
 }
 
+#define XATTR_LIST_MAX_BYTES 65536   /* the kernel's own limit (XATTR_LIST_MAX) */
+#define XATTR_VALUE_MAX_BYTES 65536  /* and per value (XATTR_SIZE_MAX) */
+
+/* Copy the user.* extended attributes of @from to @to. Where the file system
+ * has none (ENOTSUP) there is nothing to copy; any other failure is returned. */
+static gboolean
+copy_xattrs (int from, int to, int *err)
+{
+  g_autofree char *names = g_malloc (XATTR_LIST_MAX_BYTES);
+  ssize_t n = flistxattr (from, names, XATTR_LIST_MAX_BYTES);
+  if (n < 0) {
+    if (errno == ENOTSUP)
+      return TRUE;
+    *err = errno;
+    return FALSE;
+  }
+  g_autofree char *value = g_malloc (XATTR_VALUE_MAX_BYTES);
+  for (const char *name = names; name < names + n; name += strlen (name) + 1) {
+    if (!g_str_has_prefix (name, "user."))
+      continue;
+    ssize_t v = fgetxattr (from, name, value, XATTR_VALUE_MAX_BYTES);
+    if (v < 0 || fsetxattr (to, name, value, (size_t) v, 0) != 0) {
+      if (errno == ENOTSUP || errno == ENODATA)   /* the target cannot hold it; gone meanwhile */
+        continue;
+      *err = errno;
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+gboolean
+eb_copy_file_attributes (int from, int to, GError **error)
+{
+  struct stat st;
+  int e = 0;
+  if (fstat (from, &st) != 0)
+    e = errno;
+  else if (fchown (to, st.st_uid, st.st_gid) != 0 && geteuid () == 0)
+    e = errno;   /* not root: a file of our own, and it stays ours */
+  else if (fchmod (to, st.st_mode & 07777) != 0)
+    e = errno;
+  else
+    copy_xattrs (from, to, &e);
+  if (e) {
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e),
+                 "cannot copy owner, mode and attributes: %s", g_strerror (e));
+    return FALSE;
+  }
+  return TRUE;
+}
+
 gboolean
 eb_replace_file (const char *path, int old_fd, const char *backup, EbWriteFunc write_fn,
                  gpointer data, GError **error)
@@ -266,7 +442,7 @@ eb_replace_file (const char *path, int old_fd, const char *backup, EbWriteFunc w
     return FALSE;
   }
   int cleanup = eb_cleanup_add (tmpl);
-  struct stat st, before;
+  struct stat before;
   gboolean have_before = fstat (old_fd, &before) == 0;
   gboolean changed = TRUE;
   gboolean ok = write_fn (fd, data, &changed, error);
@@ -281,12 +457,9 @@ eb_replace_file (const char *path, int old_fd, const char *backup, EbWriteFunc w
                  g_strerror (errno));
     ok = FALSE;
   }
-  if (ok && fstat (old_fd, &st) == 0) {
-    if (fchmod (fd, st.st_mode & 07777) != 0 || (fchown (fd, st.st_uid, st.st_gid) != 0 && geteuid () == 0)) {
-      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno),
-                   "cannot give %s the mode and owner of %s: %s", tmpl, path, g_strerror (errno));
-      ok = FALSE;
-    }
+  if (ok && !eb_copy_file_attributes (old_fd, fd, error)) {
+    g_prefix_error (error, "%s from %s: ", tmpl, path);
+    ok = FALSE;
   }
   if (close (fd) != 0 && ok) {
     g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno), "cannot write %s: %s", tmpl,
@@ -332,58 +505,189 @@ cmp_str (gconstpointer a, gconstpointer b)
   return strcmp (*(char *const *) a, *(char *const *) b);
 }
 
-static gboolean
-list_one (const char *dir, GPtrArray *out, GError **error)
+/* Open the directory @name under @dirfd, never through a symbolic link. */
+static int
+open_subdir (int dirfd, const char *name)
 {
-  const char *subs[] = { "new", "cur" };
-  for (guint i = 0; i < 2; i++) {
+  return openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* A symbolic link where a directory is expected: the reason it is skipped. */
+static const char *
+subdir_problem (int dirfd, const char *name, int *err)
+{
+  struct stat st;
+  *err = 0;
+  if (fstatat (dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    *err = errno;
+    return NULL;
+  }
+  if (S_ISLNK (st.st_mode))
+    return "a symbolic link, not followed";
+  if (!S_ISDIR (st.st_mode))
+    return "not a directory";
+  return NULL;
+}
+
+static void
+add_skip (GPtrArray *skipped, const char *path, const char *why)
+{
+  if (skipped)
+    g_ptr_array_add (skipped, g_strdup_printf ("%s: %s", path, why));
+}
+
+/* The messages of the Maildir open as @mdfd (named @dir). Its cur/, new/ and
+ * tmp/ must be directories of their own, not symbolic links. */
+static gboolean
+list_one (int mdfd, const char *dir, GPtrArray *out, GPtrArray *skipped, GError **error)
+{
+  const char *subs[] = { "tmp", "new", "cur" };
+  for (guint i = 0; i < 3; i++) {
     g_autofree char *d = g_build_filename (dir, subs[i], NULL);
-    g_autoptr (GDir) gd = g_dir_open (d, 0, error);
-    if (!gd)
+    int e = 0;
+    const char *why = subdir_problem (mdfd, subs[i], &e);
+    if (why) {
+      add_skip (skipped, d, why);
+      continue;
+    }
+    if (i == 0)
+      continue;   /* tmp/ only checked: a link there would write outside */
+    int fd = e ? -1 : open_subdir (mdfd, subs[i]);
+    DIR *dp = fd >= 0 ? fdopendir (fd) : NULL;
+    if (!dp) {
+      e = e ? e : errno;
+      if (fd >= 0)
+        close (fd);
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot open %s: %s", d,
+                   g_strerror (e));
       return FALSE;
-    const char *n;
-    while ((n = g_dir_read_name (gd)))
-      if (n[0] != '.')
-        g_ptr_array_add (out, g_build_filename (d, n, NULL));
+    }
+    struct dirent *de;
+    while ((de = readdir (dp)))
+      if (de->d_name[0] != '.')
+        g_ptr_array_add (out, g_build_filename (d, de->d_name, NULL));
+    closedir (dp);
   }
   return TRUE;
 }
 
 GPtrArray *
-eb_maildir_list (const char *dir, gboolean recursive, GError **error)
+eb_maildir_list_full (const char *dir, gboolean recursive, GPtrArray *skipped, GError **error)
 {
   GPtrArray *out = g_ptr_array_new_with_free_func (g_free);
-  if (!list_one (dir, out, error)) {
+  /* the folder named may be reached through a symbolic link, as written */
+  int mdfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (mdfd < 0) {
+    int e = errno;
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot open %s: %s", dir,
+                 g_strerror (e));
     g_ptr_array_unref (out);
     return NULL;
   }
-  if (recursive) {
-    g_autoptr (GDir) gd = g_dir_open (dir, 0, NULL);
-    const char *n;
-    while (gd && (n = g_dir_read_name (gd))) {
+  gboolean ok = list_one (mdfd, dir, out, skipped, error);
+  if (ok && recursive) {
+    int dup_fd = dup (mdfd);
+    DIR *dp = dup_fd >= 0 ? fdopendir (dup_fd) : NULL;
+    struct dirent *de;
+    while (ok && dp && (de = readdir (dp))) {
+      const char *n = de->d_name;
+      if (n[0] != '.' || !strcmp (n, ".") || !strcmp (n, ".."))
+        continue;
       g_autofree char *sub = g_build_filename (dir, n, NULL);
-      if (n[0] == '.' && strcmp (n, ".") && strcmp (n, "..") && eb_maildir_sniff (sub))
-        if (!list_one (sub, out, error)) {
-          g_ptr_array_unref (out);
-          return NULL;
-        }
+      int e = 0;
+      const char *why = subdir_problem (mdfd, n, &e);
+      if (why && strcmp (why, "not a directory") != 0) {
+        add_skip (skipped, sub, why);   /* a folder elsewhere, maybe another user's */
+        continue;
+      }
+      int sfd = why || e ? -1 : open_subdir (mdfd, n);
+      struct stat st;
+      if (sfd >= 0 && fstatat (sfd, "cur", &st, AT_SYMLINK_NOFOLLOW) == 0
+          && fstatat (sfd, "new", &st, AT_SYMLINK_NOFOLLOW) == 0
+          && fstatat (sfd, "tmp", &st, AT_SYMLINK_NOFOLLOW) == 0)
+        ok = list_one (sfd, sub, out, skipped, error);
+      if (sfd >= 0)
+        close (sfd);
     }
+    if (dp)
+      closedir (dp);
+    else if (dup_fd >= 0)
+      close (dup_fd);
+  }
+  close (mdfd);
+  if (!ok) {
+    g_ptr_array_unref (out);
+    return NULL;
   }
   g_ptr_array_sort (out, cmp_str);
   return out;
 }
 
-/* @name with its ",S=N" replaced by @size (only when it has one). */
-static char *
-with_size (const char *name, gsize size)
+GPtrArray *
+eb_maildir_list (const char *dir, gboolean recursive, GError **error)
 {
-  const char *s = strstr (name, ",S=");
-  if (!s)
-    return g_strdup (name);
-  const char *e = s + 3;
-  while (g_ascii_isdigit (*e))
-    e++;
-  return g_strdup_printf ("%.*s,S=%" G_GSIZE_FORMAT "%s", (int) (s - name), name, size, e);
+  return eb_maildir_list_full (dir, recursive, NULL, error);
+}
+
+/* The size of a message with every line end counted as CRLF: Dovecot's
+ * "virtual size", the ",W=" of a Maildir++ name. */
+guint64
+eb_maildir_virtual_size (const char *data, gsize len)
+{
+  guint64 n = len;
+  for (const char *p = data, *end = data + len; (p = memchr (p, '\n', (gsize) (end - p))); p++)
+    n += p == data || p[-1] != '\r';
+  return n;
+}
+
+/* @rest (the part of a Maildir name after its base: ",S=N,W=M:2,FLAGS") with
+ * ",S=" and ",W=" given the new sizes, where they are. Only the part before
+ * the ":" info holds them. */
+static char *
+with_sizes (const char *rest, guint64 size, guint64 vsize)
+{
+  GString *o = g_string_new (NULL);
+  const char *info = strchr (rest, ':');
+  const char *p = rest, *stop = info ? info : rest + strlen (rest);
+  while (p < stop) {
+    if (*p == ',' && stop - p >= 3 && (p[1] == 'S' || p[1] == 'W') && p[2] == '=') {
+      char key = p[1];
+      p += 3;
+      while (p < stop && g_ascii_isdigit (*p))
+        p++;
+      g_string_append_printf (o, ",%c=%" G_GUINT64_FORMAT, key, key == 'S' ? size : vsize);
+      continue;
+    }
+    g_string_append_c (o, *p++);
+  }
+  g_string_append (o, stop);
+  return g_string_free (o, FALSE);
+}
+
+/* A new unique base name (the Maildir convention: time.MusecPpidQn.host, the
+ * host with "/" and ":" escaped). */
+static char *
+unique_base (void)
+{
+  static gint counter = 0;
+  gint64 now = g_get_real_time ();
+  char host[256] = "localhost";
+  gethostname (host, sizeof host - 1);
+  GString *h = g_string_new (NULL);
+  for (const char *c = host; *c; c++)
+    if (*c == '/')
+      g_string_append (h, "\\057");
+    else if (*c == ':')
+      g_string_append (h, "\\072");
+    else if (*c == ',')
+      g_string_append (h, "\\054");
+    else
+      g_string_append_c (h, *c);
+  char *b = g_strdup_printf ("%" G_GINT64_FORMAT ".M%06dP%ldQ%d.%s", now / G_USEC_PER_SEC,
+                             (int) (now % G_USEC_PER_SEC), (long) getpid (),
+                             g_atomic_int_add (&counter, 1), h->str);
+  g_string_free (h, TRUE);
+  return b;
 }
 
 gboolean
@@ -392,46 +696,73 @@ eb_maildir_replace (const char *path, const char *data, gsize len, char **new_pa
   g_autofree char *sub = g_path_get_dirname (path);        /* .../cur or .../new */
   g_autofree char *md = g_path_get_dirname (sub);
   g_autofree char *name = g_path_get_basename (path);
-  static gint counter = 0;
-  g_autofree char *tmp = g_strdup_printf ("%s/tmp/%" G_GINT64_FORMAT ".M%dP%ld.extbody", md,
-                                          g_get_real_time (), g_atomic_int_add (&counter, 1),
-                                          (long) getpid ());
-  int fd = open (tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  g_autofree char *base = unique_base ();
+  g_autofree char *tmpdir = g_build_filename (md, "tmp", NULL);
+  g_autofree char *tmp = g_build_filename (tmpdir, base, NULL);
+  struct stat st;
+  /* tmp/ and the message's own folder: directories of the Maildir, never
+   * symbolic links to somewhere else */
+  if (lstat (tmpdir, &st) != 0 || !S_ISDIR (st.st_mode) || lstat (sub, &st) != 0
+      || !S_ISDIR (st.st_mode)) {
+    g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOTDIR,
+                 "%s or %s is not a directory of the Maildir (a symbolic link?)", tmpdir, sub);
+    return FALSE;
+  }
+  int old = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (old < 0) {
+    int e = errno;
+    if (e == ENOENT) {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_AGAIN,
+                   "%s was moved or deleted during the run", path);
+    } else {
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot open %s: %s", path,
+                   g_strerror (e));
+    }
+    return FALSE;
+  }
+  int fd = open (tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
-    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno), "cannot create %s: %s", tmp,
-                 g_strerror (errno));
+    int e = errno;
+    close (old);
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot create %s: %s", tmp,
+                 g_strerror (e));
     return FALSE;
   }
   int cleanup = eb_cleanup_add (tmp);
   gsize done = 0;
+  int e = 0;
   while (done < len) {
     ssize_t n = write (fd, data + done, len - done);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0) {
-      int e = n < 0 ? errno : ENOSPC;
-      close (fd);
-      unlink (tmp);
-      eb_cleanup_remove (cleanup);
-      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot write %s: %s", tmp,
-                   g_strerror (e));
-      return FALSE;
+      e = n < 0 ? errno : ENOSPC;
+      break;
     }
     done += (gsize) n;
   }
-  struct stat st;
-  if (fsync (fd) != 0 || (stat (path, &st) == 0 && fchmod (fd, st.st_mode & 07777) != 0)
-      || close (fd) != 0) {
-    int e = errno;
+  g_autoptr (GError) attr_error = NULL;
+  if (!e && fsync (fd) != 0)
+    e = errno;
+  gboolean attrs = !e && eb_copy_file_attributes (old, fd, &attr_error);
+  close (old);
+  if (!e && close (fd) != 0)
+    e = errno;
+  else if (e)
+    close (fd);
+  if (e || !attrs) {
     unlink (tmp);
     eb_cleanup_remove (cleanup);
-    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot write %s: %s", tmp,
-                 g_strerror (e));
+    if (attr_error)
+      g_set_error (error, G_FILE_ERROR, attr_error->code, "%s: %s", tmp, attr_error->message);
+    else
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot write %s: %s", tmp,
+                   g_strerror (e));
     return FALSE;
   }
   /* A mail reader moved (new/ to cur/, a flag changed) or deleted the message
-   * while it was being resolved: renaming now would bring back a deleted
-   * message or make a second copy of a moved one. The check and the rename
+   * while it was being resolved: delivering now would bring back a deleted
+   * message or make a second copy of a moved one. The check and the delivery
    * are not atomic; Maildir has no lock to close that gap. */
   if (lstat (path, &st) != 0 || !S_ISREG (st.st_mode)) {
     unlink (tmp);
@@ -440,21 +771,29 @@ eb_maildir_replace (const char *path, const char *data, gsize len, char **new_pa
                  "%s was moved or deleted during the run", path);
     return FALSE;
   }
-  /* over the old name: at every moment the message exists exactly once */
-  if (rename (tmp, path) != 0) {
-    int e = errno;
+  /* The new version is a new message (a new name, so an IMAP server gives it
+   * a new UID and clients fetch it again), in the same folder with the same
+   * flags; delivered first, the old one removed after: a crash between the
+   * two leaves both, never neither. */
+  const char *rest = name + strcspn (name, ",:");
+  g_autofree char *newrest = with_sizes (rest, len, eb_maildir_virtual_size (data, len));
+  g_autofree char *target = g_strconcat (sub, "/", base, newrest, NULL);
+  if (link (tmp, target) != 0) {
+    e = errno;
     unlink (tmp);
     eb_cleanup_remove (cleanup);
-    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot rename %s: %s", tmp,
-                 g_strerror (e));
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot deliver %s as %s: %s",
+                 tmp, target, g_strerror (e));
     return FALSE;
   }
+  unlink (tmp);
   eb_cleanup_remove (cleanup);
-  g_autofree char *newname = with_size (name, len);
-  g_autofree char *target = g_build_filename (sub, newname, NULL);
-  if (strcmp (newname, name) != 0 && rename (path, target) != 0) {
-    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno), "cannot rename %s: %s", path,
-                 g_strerror (errno));
+  if (!fsync_dir (target, error))
+    return FALSE;   /* the old one is still there: at worst both */
+  if (unlink (path) != 0 && errno != ENOENT) {
+    e = errno;
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e),
+                 "delivered %s but cannot remove the old %s: %s", target, path, g_strerror (e));
     return FALSE;
   }
   *new_path = g_steal_pointer (&target);

@@ -1,7 +1,10 @@
 /* eb-mailbox.h - mbox and Maildir: splitting, locking, and crash-safe rewriting.
  *
- * mbox: messages are separated by "From " lines at the start of the file or after
- * an empty line; everything is kept byte for byte (the From_ lines, ">From"
+ * mbox: messages are separated by From_ lines at the start of the file or after
+ * an empty line - a line that reads "From SENDER DATE" with DATE in the ctime
+ * form (eb_mbox_is_from_line), as mutt and Dovecot split; any other line
+ * starting "From " is body text (the very first line of the file only needs
+ * to start "From "); everything is kept byte for byte (the From_ lines, ">From"
  * quoting in either mboxo or mboxrd style, the blank separator lines). The file
  * is locked the way delivery agents lock it - a dot-lock file (FILE.lock, created
  * with O_EXCL, holding our PID; a lock whose process is gone is stale and removed)
@@ -10,9 +13,14 @@
  * old file or the new one. Nothing changed: the file is not touched.
  *
  * Maildir: only changed messages are rewritten, each written in tmp/, fsync'd,
- * renamed over its old name, then renamed to its new name when a Maildir++ ",S="
- * size changed (flags such as ":2,FS" kept): at every moment the message exists
- * exactly once. Unchanged files are not touched at all.
+ * delivered as a new message (a new unique base name, so that IMAP servers give
+ * it a new UID; same folder, same ":2,FLAGS" info, Maildir++ ",S=" and ",W="
+ * sizes updated) and only then the old file removed: a crash leaves at worst
+ * both versions, never neither. Unchanged files are not touched at all. Below
+ * the Maildir named, no symbolic link is followed (cur/, new/, tmp/, .Folder).
+ *
+ * Rewritten files (mbox or Maildir) keep the owner, group, mode and user.*
+ * extended attributes of the file they replace.
  */
 #pragma once
 #include <glib.h>
@@ -24,6 +32,12 @@ typedef struct {
   gsize start;   /* the message: after the From_ line */
   gsize end;     /* one past the message (the next From_ line, or the end) */
 } EbMboxMsg;
+
+/* Does the line at @line (up to its "\n" or @len) read as an mbox From_ line:
+ * "From ", a sender (may be missing or "quoted with spaces"), then a ctime date
+ * "[Wdy] Mon DD hh:mm[:ss] [ZONE] YYYY [ZONE]", optionally " remote from HOST"?
+ * Lines over 1024 bytes never are. */
+gboolean eb_mbox_is_from_line (const char *line, gsize len);
 
 /* Split @len bytes of mbox. Returns: (transfer full) (element-type EbMboxMsg). */
 GArray *eb_mbox_split (const char *buf, gsize len);
@@ -69,6 +83,20 @@ gboolean eb_replace_file (const char *path, int old_fd, const char *backup,
  * Maildir++ subfolders ".NAME" too), sorted. Returns: (transfer full). */
 GPtrArray *eb_maildir_list (const char *dir, gboolean recursive, GError **error);
 
+/* The same, never through a symbolic link below @dir (@dir itself is opened as
+ * given): a cur/, new/, tmp/ or ".Folder" that is a link is not entered, and a
+ * line "PATH: why" added to @skipped (nullable, element-type utf8). */
+GPtrArray *eb_maildir_list_full (const char *dir, gboolean recursive, GPtrArray *skipped,
+                                 GError **error);
+
+/* The size of @len bytes with every line end counted as CRLF (Dovecot's
+ * "virtual size", Maildir++ ",W="). */
+guint64 eb_maildir_virtual_size (const char *data, gsize len);
+
+/* Give @to the owner and group (when root), the mode and the user.* extended
+ * attributes (where the file system has them) of @from. Errors: G_FILE_ERROR. */
+gboolean eb_copy_file_attributes (int from, int to, GError **error);
+
 /* Map the Maildir message file @path for reading: only a regular file, not
  * through a symbolic link, and never waiting on a FIFO. Anything else in cur/ or
  * new/ is not a message: NULL with *@skipped saying why ("not a regular file",
@@ -77,8 +105,11 @@ GPtrArray *eb_maildir_list (const char *dir, gboolean recursive, GError **error)
 GMappedFile *eb_maildir_map_entry (const char *path, const char **skipped);
 
 /* Rewrite one Maildir message file @path (in DIR/cur or DIR/new) with @len new
- * bytes: tmp/ file, fsync, rename over, then rename to the name with an updated
- * ",S=" when there is one. *@new_path gets the final name. */
+ * bytes: tmp/ file with the old file's owner, mode and xattrs, fsync, linked
+ * into the same folder under a new unique name with the old ",S="/",W=" sizes
+ * updated and the old ":2,FLAGS" kept, then the old file removed. *@new_path
+ * gets the new name. G_FILE_ERROR_AGAIN: the old file was moved or deleted
+ * meanwhile (nothing delivered). */
 gboolean eb_maildir_replace (const char *path, const char *data, gsize len, char **new_path,
                              GError **error);
 

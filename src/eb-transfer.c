@@ -109,6 +109,17 @@ eb_transfer_decode (EbCte cte, GBytes *data, GError **error)
   }
 }
 
+/* Does @d start with ">From ", ">>From ", ...? In an mbox such a line is
+ * mboxrd-quoted: a reader takes one ">" off. */
+static gboolean
+mboxrd_quoted_from (const guint8 *d, gsize len)
+{
+  gsize q = 0;
+  while (q < len && d[q] == '>')
+    q++;
+  return q > 0 && len - q >= 5 && memcmp (d + q, "From ", 5) == 0;
+}
+
 gboolean
 eb_transfer_is_clean_7bit (const guint8 *data, gsize len)
 {
@@ -120,6 +131,8 @@ eb_transfer_is_clean_7bit (const guint8 *data, gsize len)
         return FALSE;
       if (c == 'F' && len - i >= 5 && memcmp (data + i, "From ", 5) == 0)
         return FALSE;
+      if (c == '>' && mboxrd_quoted_from (data + i, len - i))
+        return FALSE;   /* an mboxrd reader would unquote it */
     }
     if (c == '\n') {
       col = 0;
@@ -233,6 +246,8 @@ write_qp (Sink *s, const guint8 *d, gsize len, const char *eol, gsize eol_len)
       literal = FALSE;   /* never a line that looks like a boundary */
     if (col == 0 && c == 'F' && len - i >= 5 && memcmp (d + i, "From ", 5) == 0)
       literal = FALSE;   /* never a line an mbox would quote */
+    if (col == 0 && c == '>' && mboxrd_quoted_from (d + i, len - i))
+      literal = FALSE;   /* nor one an mboxrd reader would unquote: "=3EFrom" */
     gsize need = literal ? 1 : 3;
     /* keep lines at most 76 columns: 75 + a soft break "=" */
     if (col + need > 75 && !(at_line_end && col + need <= 76)) {

@@ -36,7 +36,8 @@ typedef enum {
 
 /* Can @data go out as 7bit text lines: no NUL, no octet above 127, CR only
  * before LF, lines of at most 998 octets, and no line starting with "--" or
- * "From " (which could end an enclosing multipart, or be mangled by an mbox)? */
+ * "From ", ">From ", ">>From " ... (which could end an enclosing multipart, or
+ * be mangled by an mbox or unquoted by an mboxrd reader)? */
 gboolean eb_transfer_is_clean_7bit (const guint8 *data, gsize len);
 
 /* The transport encoding for a part: @is_text selects 7bit-or-QP, else base64. */

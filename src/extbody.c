@@ -231,7 +231,109 @@ typedef struct {
   guint           done;
   guint64         bytes_done;
   GHashTable     *left;   /* reason token -> count */
+  gboolean        mbox;   /* the messages are written into an mbox */
 } Batch;
+
+/* @msg without its top-level Content-Length: field (and its continuation
+ * lines). Some mbox writers give the body length there; after a rewrite it
+ * would be wrong, and readers that believe it would cut the message or glue
+ * the next one on. It is removed rather than updated: what the old value
+ * counted (with or without the blank separator line, LF or CRLF) depends on
+ * the program that wrote it, and readers that find none split at From_ lines.
+ * Returns: (transfer full): @msg itself when it has none. */
+static GBytes *
+drop_content_length (GBytes *msg)
+{
+  gsize len = 0;
+  const char *d = g_bytes_get_data (msg, &len);
+  GByteArray *a = NULL;   /* made at the first such field: one pass, however many */
+  gsize p = 0, kept = 0;
+  while (p < len) {
+    const char *nl = memchr (d + p, '\n', len - p);
+    gsize e = nl ? (gsize) (nl - d) + 1 : len;
+    if (e - p <= 2 && (d[p] == '\n' || (d[p] == '\r' && e - p == 2)))
+      break;   /* the end of the header */
+    if (e - p >= 15 && g_ascii_strncasecmp (d + p, "Content-Length:", 15) == 0) {
+      while (e < len && (d[e] == ' ' || d[e] == '\t')) {   /* and its continuation lines */
+        const char *n2 = memchr (d + e, '\n', len - e);
+        e = n2 ? (gsize) (n2 - d) + 1 : len;
+      }
+      if (!a)
+        a = g_byte_array_sized_new ((guint) MIN (len, G_MAXUINT));
+      g_byte_array_append (a, (const guint8 *) d + kept, (guint) (p - kept));
+      kept = e;
+    }
+    p = e;
+  }
+  if (!a)
+    return g_bytes_ref (msg);
+  g_byte_array_append (a, (const guint8 *) d + kept, (guint) (len - kept));
+  return g_byte_array_free_to_bytes (a);
+}
+
+/* Write @len bytes of new unencoded body text into an mbox, mboxrd-quoted: a
+ * line "From ", ">From ", ">>From " ... gets one more ">", which mboxrd readers
+ * (mutt, Dovecot, Python's mailbox) take off again. Only text that extbody
+ * writes is quoted: the rest of the message is already as the mbox holds it. */
+static gboolean
+write_mboxrd_quoted (GOutputStream *out, const char *d, gsize len, GError **error)
+{
+  gsize p = 0, flushed = 0;
+  while (p < len) {
+    gsize q = p;
+    while (q < len && d[q] == '>')
+      q++;
+    if (len - q >= 5 && memcmp (d + q, "From ", 5) == 0) {
+      if (!g_output_stream_write_all (out, d + flushed, p - flushed, NULL, NULL, error)
+          || !g_output_stream_write_all (out, ">", 1, NULL, NULL, error))
+        return FALSE;
+      flushed = p;
+    }
+    const char *nl = memchr (d + p, '\n', len - p);
+    p = nl ? (gsize) (nl - d) + 1 : len;
+  }
+  return g_output_stream_write_all (out, d + flushed, len - flushed, NULL, NULL, error);
+}
+
+/* eb_rewrite_write() for a message of an mbox: the same bytes, except that
+ * a new body written unencoded (7bit: a message/rfc822 or multipart, or text
+ * that needed no encoding) is mboxrd-quoted. Text that is encoded never needs
+ * it: quoted-printable writes "=46rom" and "=3EFrom", and 7bit is chosen only
+ * for text without such lines. */
+static gboolean
+mbox_rewrite_write (const EbRewriteResult *r, const char *buf0, gsize len0, GOutputStream *out,
+                    GError **error)
+{
+  if (!r->changed)
+    return eb_rewrite_write (r, buf0, len0, out, error);
+  const char *buf = buf0 + r->skip;
+  gsize len = len0 - r->skip, pos = 0;
+  gboolean ok = g_output_stream_write_all (out, buf0, r->skip, NULL, NULL, error);
+  for (guint i = 0; ok && i < r->scan->refs->len; i++) {
+    const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
+    const EbResolution *res = g_ptr_array_index (r->resolutions, i);
+    if (res->reason != EB_REASON_RESOLVED)
+      continue;
+    gsize dlen = 0;
+    const guint8 *d = g_bytes_get_data (res->data, &dlen);
+    ok = g_output_stream_write_all (out, buf + pos, ref->block_start - pos, NULL, NULL, error)
+         && g_output_stream_write_all (out, res->header->str, res->header->len, NULL, NULL, error);
+    if (ok && res->encoding == EB_OUT_7BIT) {
+      g_autoptr (GOutputStream) body = g_memory_output_stream_new_resizable ();
+      ok = eb_transfer_write (res->encoding, d, dlen, r->scan->eol, body, error)
+           && g_output_stream_close (body, NULL, error);
+      GMemoryOutputStream *m = G_MEMORY_OUTPUT_STREAM (body);
+      ok = ok && write_mboxrd_quoted (out, g_memory_output_stream_get_data (m),
+                                      g_memory_output_stream_get_data_size (m), error);
+    } else if (ok) {
+      ok = eb_transfer_write (res->encoding, d, dlen, r->scan->eol, out, error);
+    }
+    pos = ref->end;
+  }
+  if (ok)
+    ok = g_output_stream_write_all (out, buf + pos, len - pos, NULL, NULL, error);
+  return ok && g_output_stream_flush (out, NULL, error);
+}
 
 /* Plan @it and, when it changes, write the new message in memory; count the
  * references left by reason. */
@@ -245,9 +347,11 @@ plan_item (Item *it, Batch *b)
   it->n_resolved = r->n_resolved;
   if (r->changed) {
     g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
-    if (eb_rewrite_write (r, it->buf, it->len, out, NULL)) {
+    if (b->mbox ? mbox_rewrite_write (r, it->buf, it->len, out, NULL)
+                : eb_rewrite_write (r, it->buf, it->len, out, NULL)) {
       g_output_stream_close (out, NULL, NULL);
-      it->out = g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (out));
+      g_autoptr (GBytes) full = g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (out));
+      it->out = drop_content_length (full);
     } else {
       it->failed = TRUE;
     }
@@ -274,8 +378,15 @@ batch_work (gpointer data, gpointer user)
 {
   Item *it = data;
   Batch *b = user;
-  if (!it->buf) {   /* a Maildir file: mapped here, released by the writer */
+  if (!it->buf && !it->skipped) {   /* a Maildir file: mapped here, released by the writer */
     it->map = eb_maildir_map_entry (it->label, &it->skipped);
+    struct stat st;
+    if (it->map && lstat (it->label, &st) == 0 && st.st_nlink > 1) {
+      /* another name for the same file: replacing this one would leave the
+       * other holding the old message, and silently split the two */
+      it->skipped = "hard-linked (a second name would keep the old message)";
+      g_clear_pointer (&it->map, g_mapped_file_unref);
+    }
     it->buf = it->map ? g_mapped_file_get_contents (it->map) : NULL;
     it->len = it->map ? g_mapped_file_get_length (it->map) : 0;
     if (!it->map && !it->skipped)
@@ -506,6 +617,7 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
                  gboolean recursive, gboolean dry_run, const char *backup, guint jobs)
 {
   Batch b = { config, fetcher };
+  b.mbox = kind == BOX_MBOX;
   g_mutex_init (&b.lock);
   g_cond_init (&b.cond);
   b.left = g_hash_table_new (g_str_hash, g_str_equal);
@@ -519,10 +631,19 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
      * mailbox; and never a FIFO or a device (O_NONBLOCK: open does not wait) */
     int fd = open (path, (dry_run ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
-      if (errno == ELOOP)
+      int e = errno;
+      struct stat lst;
+      if (e == ELOOP) {
         die_line ("cannot open %s: a symbolic link, not followed (name the mailbox itself)", path);
-      else
-        die_line ("cannot open %s: %s", path, g_strerror (errno));
+      } else if ((e == EACCES || e == EPERM || e == EROFS || e == ETXTBSY) && lstat (path, &lst) == 0
+                 && S_ISREG (lst.st_mode)) {
+        /* there, but not writable (permissions, read-only file system,
+         * immutable): it cannot be replaced - sysexits' "cannot create" */
+        die_line ("cannot write %s: %s (the mailbox is unchanged)", path, g_strerror (e));
+        return EX_CANTCREAT;
+      } else {
+        die_line ("cannot open %s: %s", path, g_strerror (e));
+      }
       return EX_NOINPUT;
     }
     struct stat st;
@@ -531,11 +652,22 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
       close (fd);
       return EX_NOINPUT;
     }
+    if (st.st_nlink > 1) {
+      /* renaming the new mbox over this name would leave the other names
+       * holding the old one: the link silently broken */
+      die_line ("skipped %s: hard-linked (%lu names; the others would keep the old mailbox); "
+                "the mailbox is unchanged", path, (unsigned long) st.st_nlink);
+      close (fd);
+      return EX_CANTCREAT;
+    }
     EbMboxLock *lock = dry_run ? NULL : eb_mbox_lock (path, fd, config->lock_timeout, &error);
     if (!dry_run && !lock) {
       die_line ("%s (the mailbox is unchanged)", error->message);
       close (fd);
-      return EX_TEMPFAIL;
+      /* a lock file that cannot be created beside it: neither could the new mbox */
+      return g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_ACCES)
+             || g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_PERM)
+             || g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_ROFS) ? EX_CANTCREAT : EX_TEMPFAIL;
     }
     if (lock)
       eb_mbox_remove_stale (path);
@@ -575,7 +707,10 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
         status = EX_TEMPFAIL;
       } else {
         die_line ("%s: %s (the mailbox is unchanged)", path, error->message);
-        status = EX_IOERR;
+        /* its directory not writable, a read-only file system: cannot create */
+        status = g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_ACCES)
+                 || g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_PERM)
+                 || g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_ROFS) ? EX_CANTCREAT : EX_IOERR;
       }
       for (guint i = 0; i < items->len; i++)   /* for the summary: nothing was */
         ((Item *) g_ptr_array_index (items, i))->changed = FALSE;
@@ -583,10 +718,19 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
     eb_mbox_unlock (lock);
     close (fd);
   } else {
-    g_autoptr (GPtrArray) files = eb_maildir_list (path, recursive, &error);
+    g_autoptr (GPtrArray) dirs_skipped = g_ptr_array_new_with_free_func (g_free);
+    g_autoptr (GPtrArray) files = eb_maildir_list_full (path, recursive, dirs_skipped, &error);
     if (!files) {
       die_line ("%s", error->message);
       return EX_NOINPUT;
+    }
+    for (guint i = 0; i < dirs_skipped->len; i++) {   /* "PATH: why", reported in order */
+      const char *line = g_ptr_array_index (dirs_skipped, i);
+      const char *sep = g_strrstr (line, ": ");
+      Item *it = g_new0 (Item, 1);
+      it->label = g_strndup (line, (gsize) (sep - line));
+      it->skipped = g_intern_string (sep + 2);
+      g_ptr_array_add (items, it);
     }
     for (guint i = 0; i < files->len; i++) {
       Item *it = g_new0 (Item, 1);

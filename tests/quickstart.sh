@@ -32,6 +32,8 @@ packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
 # memcheck, and clang with its libFuzzer runtime for the fuzz build
 [ "$mode" = test ] && packages="$packages valgrind clang libclang-rt-14-dev"
 # Node.js and npm for the differential data: URL test, unless the machine has them
+# Dovecot for test-dovecot's private IMAP instance (the system one is stopped below)
+[ "$mode" = test ] && packages="$packages dovecot-core dovecot-imapd"
 [ "$mode" = test ] && ! command -v npm >/dev/null 2>&1 && packages="$packages nodejs npm"
 missing=
 for p in $packages; do
@@ -46,6 +48,15 @@ if [ -n "$missing" ]; then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
   # shellcheck disable=SC2086
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+  # Debian starts (and enables) the system Dovecot on install, listening on
+  # 143: the tests run their own instance; stop and disable the system one
+  case "$missing" in
+    *dovecot*) if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+                 $sudo systemctl disable --now dovecot.service dovecot.socket 2>/dev/null || true
+               else
+                 $sudo service dovecot stop 2>/dev/null || true
+               fi ;;
+  esac
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)

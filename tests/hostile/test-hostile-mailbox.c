@@ -7,7 +7,12 @@
  * an fcntl lock, a stale dot-lock, a stale temporary file), writers that do
  * not lock, signals in the middle of a run, Maildir folders holding FIFOs,
  * symbolic links, directories and empty files, a Maildir message moved by a
- * mail reader during the run, and input from a pipe.
+ * mail reader during the run, input from a pipe; files of another user (owner,
+ * mode, user.* xattrs kept), symbolic links below a Maildir (cur/, .Folder to
+ * another user's Maildir), hard-linked messages and mboxes, Maildir++ ",S="
+ * and ",W=" names, mboxrd quoting of new text, a stale Content-Length, From_
+ * lines and look-alikes ("From the desk of the editor"), and an mbox that
+ * cannot be written (exit 73).
  *
  * Every case states its outcome: the exit status (sysexits), a line on
  * standard error, and what the mailbox holds afterwards - every message that
@@ -18,6 +23,7 @@
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <sysexits.h>
 #include <unistd.h>
@@ -645,6 +651,7 @@ test_signal (gconstpointer data)
   g_subprocess_send_signal (p, sig);
   int status = 0;
   g_autofree char *err = finish_run (p, &status);
+  g_test_message ("status %d: %s", status, err);
   g_assert_cmpint (status, ==, -sig);
   g_autoptr (GBytes) now = read_all (box);
   g_assert_true (g_bytes_equal (orig, now));
@@ -663,6 +670,27 @@ make_maildir (const char *name)
     g_assert_cmpint (g_mkdir_with_parents (d, 0700), ==, 0);
   }
   return md;
+}
+
+/* The one regular file in @dir that is not @old: a rewritten message's new
+ * name. */
+static char *
+only_new_file (const char *dir, const char *old)
+{
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  g_assert_nonnull (d);
+  char *found = NULL;
+  const char *n;
+  while ((n = g_dir_read_name (d))) {
+    g_autofree char *p = g_build_filename (dir, n, NULL);
+    struct stat st;
+    if (strcmp (n, old) == 0 || lstat (p, &st) != 0 || !S_ISREG (st.st_mode))
+      continue;
+    g_assert_null (found);
+    found = g_steal_pointer (&p);
+  }
+  g_assert_nonnull (found);
+  return found;
 }
 
 #define MD_REF "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n" \
@@ -700,7 +728,11 @@ test_maildir_entries (void)
   g_assert_nonnull (strstr (out, "3.link.host: not a regular file"));
   g_assert_nonnull (strstr (out, "4.dir.host:2,S: not a regular file"));
   g_assert_nonnull (strstr (out, "3 messages scanned (3 entries skipped), 1 references, 1 resolved"));
-  g_autoptr (GBytes) r = read_all (ref);
+  /* the resolved message is delivered under a new name, the old one gone */
+  g_assert_false (g_file_test (ref, G_FILE_TEST_EXISTS));
+  g_autofree char *newdir = g_build_filename (md, "new", NULL);
+  g_autofree char *resolved = only_new_file (newdir, "1.ref.host");
+  g_autoptr (GBytes) r = read_all (resolved);
   g_assert_true (contains (r, "resolved text", 13));
   struct stat st;
   g_assert_cmpint (lstat (link, &st), ==, 0);
@@ -746,6 +778,464 @@ test_maildir_moved (void)
   g_autofree char *count = NULL;
   sh (cmd, &count);
   g_assert_cmpint (atoi (count), ==, 1);
+}
+
+/* ---- ownership, links, names ---------------------------------------------- */
+
+/* Can files in @dir hold user.* extended attributes? */
+static gboolean
+user_xattrs_work (const char *dir)
+{
+  g_autofree char *probe = g_build_filename (dir, "xattr-probe", NULL);
+  put (probe, "x", 1);
+  gboolean ok = setxattr (probe, "user.extbody-probe", "1", 1, 0) == 0;
+  g_unlink (probe);
+  return ok;
+}
+
+/* The one regular file of @dir (a Maildir's cur/ or new/). */
+static char *
+sole_file (const char *dir)
+{
+  return only_new_file (dir, "");
+}
+
+/* Run as root, a message owned by another user (0600, with a user.* xattr) is
+ * rewritten: the new file is still theirs, same mode, same attributes; and an
+ * mbox keeps its attributes too. */
+static void
+test_maildir_owner (void)
+{
+  if (geteuid () != 0) {
+    g_test_skip ("needs root to give files to another user");
+    return;
+  }
+  g_autofree char *md = make_maildir ("md-owner");
+  g_autofree char *msg = g_build_filename (md, "cur", "8.owner.host:2,S", NULL);
+  put (msg, MD_REF, strlen (MD_REF));
+  g_assert_cmpint (chown (msg, 4321, 4322), ==, 0);
+  g_assert_cmpint (chmod (msg, 0600), ==, 0);
+  gboolean xattrs = user_xattrs_work (work);
+  if (xattrs)
+    g_assert_cmpint (setxattr (msg, "user.label", "work", 4, 0), ==, 0);
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, NULL, "rewrite", "-c", conf, "--maildir", md);
+  g_assert_cmpint (r.status, ==, 0);
+  g_autofree char *cur = g_build_filename (md, "cur", NULL);
+  g_autofree char *now = sole_file (cur);
+  g_autoptr (GBytes) b = read_all (now);
+  g_assert_true (contains (b, "resolved text", 13));
+  struct stat st;
+  g_assert_cmpint (stat (now, &st), ==, 0);
+  g_assert_cmpuint (st.st_uid, ==, 4321);
+  g_assert_cmpuint (st.st_gid, ==, 4322);
+  g_assert_cmpuint (st.st_mode & 07777, ==, 0600);
+  char v[16] = { 0 };
+  if (xattrs) {
+    g_assert_cmpint (getxattr (now, "user.label", v, sizeof v), ==, 4);
+    g_assert_cmpstr (v, ==, "work");
+  } else {
+    g_test_message ("no user xattrs in %s: attributes not checked", work);
+  }
+  /* an mbox: the same */
+  g_autofree char *box = fresh_box ("owner.mbox");
+  g_assert_cmpint (chown (box, 4321, 4322), ==, 0);
+  g_assert_cmpint (chmod (box, 0640), ==, 0);
+  if (xattrs)
+    g_assert_cmpint (setxattr (box, "user.label", "mbox", 4, 0), ==, 0);
+  g_auto (CmdResult) r2 = { 0 };
+  RUN (&r2, NULL, "rewrite", "-c", conf, "--mbox", box);
+  g_assert_cmpint (r2.status, ==, 0);
+  g_assert_true (box_resolved (box));
+  g_assert_cmpint (stat (box, &st), ==, 0);
+  g_assert_cmpuint (st.st_uid, ==, 4321);
+  g_assert_cmpuint (st.st_gid, ==, 4322);
+  g_assert_cmpuint (st.st_mode & 07777, ==, 0640);
+  if (xattrs) {
+    memset (v, 0, sizeof v);
+    g_assert_cmpint (getxattr (box, "user.label", v, sizeof v), ==, 4);
+    g_assert_cmpstr (v, ==, "mbox");
+  }
+}
+
+/* Below the Maildir named, no symbolic link is followed: a cur/ that points
+ * out of the tree, a Maildir++ folder ".Other" that is another user's Maildir;
+ * each is skipped with a line, and what they point to stays as it was. The
+ * Maildir itself may be named through a link. */
+static void
+test_maildir_symlinks (void)
+{
+  g_autofree char *md = make_maildir ("md-links");
+  g_autofree char *elsewhere = path_in_work ("md-links-elsewhere");
+  g_assert_cmpint (g_mkdir (elsewhere, 0700), ==, 0);
+  g_autofree char *cur = g_build_filename (md, "cur", NULL);
+  g_assert_cmpint (g_rmdir (cur), ==, 0);
+  g_assert_cmpint (symlink (elsewhere, cur), ==, 0);
+  g_autofree char *outside = g_build_filename (elsewhere, "9.outside.host:2,S", NULL);
+  put (outside, MD_REF, strlen (MD_REF));
+  g_autofree char *other = make_maildir ("md-links-other-user");
+  g_autofree char *other_msg = g_build_filename (other, "new", "10.other.host", NULL);
+  put (other_msg, MD_REF, strlen (MD_REF));
+  g_autofree char *folder = g_build_filename (md, ".Other", NULL);
+  g_assert_cmpint (symlink (other, folder), ==, 0);
+  /* a folder of its own is walked, and its messages rewritten */
+  g_autofree char *own = g_build_filename (md, ".Own", NULL);
+  for (const char *const *sub = (const char *const[]) { "cur", "new", "tmp", NULL }; *sub; sub++) {
+    g_autofree char *d = g_build_filename (own, *sub, NULL);
+    g_assert_cmpint (g_mkdir_with_parents (d, 0700), ==, 0);
+  }
+  g_autofree char *own_msg = g_build_filename (own, "new", "11.own.host", NULL);
+  put (own_msg, MD_REF, strlen (MD_REF));
+  g_autofree char *named = path_in_work ("md-links-by-link");
+  g_assert_cmpint (symlink (md, named), ==, 0);
+
+  g_autofree char *cmd = g_strdup_printf ("'%s' rewrite -c '%s' -r --maildir '%s' 2>&1", extbody_path (), conf, named);
+  g_autofree char *out = NULL;
+  int status = sh (cmd, &out);
+  g_test_message ("exit %d: %s", status, out);
+  g_assert_cmpint (status, ==, 0);
+  g_assert_nonnull (strstr (out, "/cur: a symbolic link, not followed"));
+  g_assert_nonnull (strstr (out, "/.Other: a symbolic link, not followed"));
+  g_assert_nonnull (strstr (out, "1 messages scanned (2 entries skipped), 1 references, 1 resolved, 1 messages changed"));
+  g_autoptr (GBytes) o = read_all (outside);
+  g_assert_cmpmem (g_bytes_get_data (o, NULL), g_bytes_get_size (o), MD_REF, strlen (MD_REF));
+  g_autoptr (GBytes) om = read_all (other_msg);
+  g_assert_cmpmem (g_bytes_get_data (om, NULL), g_bytes_get_size (om), MD_REF, strlen (MD_REF));
+  struct stat st;
+  g_assert_cmpint (lstat (cur, &st), ==, 0);
+  g_assert_true (S_ISLNK (st.st_mode));
+  g_assert_false (g_file_test (own_msg, G_FILE_TEST_EXISTS));
+  g_autofree char *own_new = g_build_filename (own, "new", NULL);
+  g_autofree char *own_now = sole_file (own_new);
+  g_autoptr (GBytes) on = read_all (own_now);
+  g_assert_true (contains (on, "resolved text", 13));
+}
+
+/* A hard-linked message or mbox is left alone with a reason: renaming the new
+ * version over one name would leave the other name holding the old one. */
+static void
+test_hard_links (void)
+{
+  g_autofree char *md = make_maildir ("md-hardlink");
+  g_autofree char *msg = g_build_filename (md, "new", "12.linked.host", NULL);
+  g_autofree char *twin = path_in_work ("md-hardlink-twin");
+  put (msg, MD_REF, strlen (MD_REF));
+  g_assert_cmpint (link (msg, twin), ==, 0);
+  g_autofree char *cmd = g_strdup_printf ("'%s' rewrite -c '%s' --maildir '%s' 2>&1", extbody_path (), conf, md);
+  g_autofree char *out = NULL;
+  int status = sh (cmd, &out);
+  g_test_message ("exit %d: %s", status, out);
+  g_assert_cmpint (status, ==, 0);
+  g_assert_nonnull (strstr (out, "skipped "));
+  g_assert_nonnull (strstr (out, "12.linked.host: hard-linked"));
+  g_assert_nonnull (strstr (out, "(1 entries skipped)"));
+  g_autoptr (GBytes) m = read_all (msg);
+  g_assert_cmpmem (g_bytes_get_data (m, NULL), g_bytes_get_size (m), MD_REF, strlen (MD_REF));
+  struct stat a, b;
+  g_assert_cmpint (stat (msg, &a), ==, 0);
+  g_assert_cmpint (stat (twin, &b), ==, 0);
+  g_assert_cmpuint (a.st_ino, ==, b.st_ino);
+
+  g_autofree char *box = fresh_box ("hardlink.mbox");
+  g_autofree char *boxtwin = path_in_work ("hardlink-twin.mbox");
+  g_assert_cmpint (link (box, boxtwin), ==, 0);
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, NULL, "rewrite", "-c", conf, "--mbox", box);
+  g_autofree char *err = err_text (&r);
+  g_test_message ("exit %d: %s", r.status, err);
+  g_assert_cmpint (r.status, ==, EX_CANTCREAT);
+  g_assert_nonnull (strstr (err, "hard-linked"));
+  g_assert_true (box_unchanged (box));
+  g_assert_cmpint (stat (box, &a), ==, 0);
+  g_assert_cmpint (stat (boxtwin, &b), ==, 0);
+  g_assert_cmpuint (a.st_ino, ==, b.st_ino);
+  g_autofree char *lock = g_strconcat (box, ".lock", NULL);
+  g_assert_false (g_file_test (lock, G_FILE_TEST_EXISTS));
+}
+
+/* Maildir++ sizes: ",S=" is the new size, ",W=" the new size with every line
+ * end counted as CRLF (as Dovecot reads it); the flags are kept and the
+ * message gets a new base name; the old file is gone. */
+typedef struct {
+  const char *name;
+  const char *old;     /* the file name */
+  gboolean    crlf;
+} SizeCase;
+
+static const SizeCase size_cases[] = {
+  { "lf", "13.sized.host,S=999,W=1010:2,FS", FALSE },
+  { "crlf", "14.sized.host,S=999,W=999:2,RS", TRUE },
+  { "w-only", "15.sized.host,W=1:2,", FALSE },
+};
+
+static void
+test_maildir_sizes (gconstpointer data)
+{
+  const SizeCase *c = data;
+  g_autofree char *mdname = g_strdup_printf ("md-size-%s", c->name);
+  g_autofree char *md = make_maildir (mdname);
+  g_autofree char *msg = g_build_filename (md, "cur", c->old, NULL);
+  g_autofree char *m = NULL;
+  if (c->crlf) {
+    g_auto (GStrv) lines = g_strsplit (MD_REF, "\n", -1);
+    m = g_strjoinv ("\r\n", lines);
+  } else {
+    m = g_strdup (MD_REF);
+  }
+  put (msg, m, strlen (m));
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, NULL, "rewrite", "-c", conf, "--maildir", md);
+  g_assert_cmpint (r.status, ==, 0);
+  g_assert_false (g_file_test (msg, G_FILE_TEST_EXISTS));
+  g_autofree char *cur = g_build_filename (md, "cur", NULL);
+  g_autofree char *now = sole_file (cur);
+  g_autofree char *name = g_path_get_basename (now);
+  g_autoptr (GBytes) b = read_all (now);
+  gsize n = 0;
+  const char *d = g_bytes_get_data (b, &n);
+  g_assert_true (contains (b, "resolved text", 13));
+  guint64 lf = 0, bare = 0;
+  for (gsize i = 0; i < n; i++)
+    if (d[i] == '\n') {
+      lf++;
+      bare += i == 0 || d[i - 1] != '\r';
+    }
+  g_assert_cmpuint (lf, >, 0);
+  if (c->crlf)
+    g_assert_cmpuint (bare, ==, 0);
+  /* a new base: not the old one */
+  const char *oldbase_end = strchr (c->old, ',');
+  g_assert_false (strncmp (name, c->old, (gsize) (oldbase_end - c->old)) == 0);
+  g_autofree char *want = NULL;
+  const char *flags = strchr (c->old, ':');
+  if (strstr (c->old, ",S="))
+    want = g_strdup_printf (",S=%" G_GSIZE_FORMAT ",W=%" G_GUINT64_FORMAT "%s", n, (guint64) n + bare, flags);
+  else
+    want = g_strdup_printf (",W=%" G_GUINT64_FORMAT "%s", (guint64) n + bare, flags);
+  g_test_message ("%s -> %s", c->old, name);
+  g_assert_true (g_str_has_suffix (name, want));
+  g_assert_cmpuint (strlen (name), ==, strcspn (name, ",") + strlen (want));
+}
+
+/* The virtual size itself. */
+static void
+test_virtual_size (void)
+{
+  g_assert_cmpuint (eb_maildir_virtual_size ("", 0), ==, 0);
+  g_assert_cmpuint (eb_maildir_virtual_size ("a\nb\n", 4), ==, 6);
+  g_assert_cmpuint (eb_maildir_virtual_size ("a\r\nb\r\n", 6), ==, 6);
+  g_assert_cmpuint (eb_maildir_virtual_size ("\n\r\n\n", 4), ==, 6);
+  g_assert_cmpuint (eb_maildir_virtual_size ("no end", 6), ==, 6);
+}
+
+/* ---- mboxrd quoting, Content-Length -------------------------------------- */
+
+/* New text in an mbox never starts a line with ">From ", ">>From ": an mboxrd
+ * reader would take a ">" off. Quoted-printable writes "=3EFrom". A new body
+ * that cannot be encoded (a message/rfc822) is mboxrd-quoted by the mbox
+ * writer: every "From ", ">From " ... line gets one more ">". */
+static void
+test_mboxrd_quoting (void)
+{
+  const char m[] =
+    FROM ("q") "From: q@example.org\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:,one%0A%3EFrom%20two%0A%3E%3EFrom%20three%0A\"\n\n"
+    "Content-Type: text/plain\n\n--b\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:message/rfc822,Subject:%20inner%0A%0A%3EFrom%20a%0AFrom%20b%0A%3E%3EFrom%20c%0A\"\n\n"
+    "Content-Type: message/rfc822\n\n--b--\n\n"
+    PLAIN ("p", "kept\n>From as it was\n");
+  g_autofree char *box = path_in_work ("mboxrd.mbox");
+  put (box, m, strlen (m));
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, NULL, "rewrite", "-c", conf, "--mbox", box);
+  g_autofree char *err = err_text (&r);
+  g_test_message ("exit %d: %s", r.status, err);
+  g_assert_cmpint (r.status, ==, 0);
+  g_assert_nonnull (strstr (err, "2 resolved"));
+  g_autoptr (GBytes) out = read_all (box);
+  g_autofree char *s = g_strndup (g_bytes_get_data (out, NULL), g_bytes_get_size (out));
+  g_test_message ("%s", s);
+  /* the text: quoted-printable, no line an mboxrd reader would change */
+  g_assert_nonnull (strstr (s, "\none\n=3EFrom two\n=3E>From three\n"));
+  /* the message: mboxrd-quoted once */
+  g_assert_nonnull (strstr (s, "Subject: inner\n\n>>From a\n>From b\n>>>From c\n"));
+  /* the untouched message exactly as it was */
+  g_assert_true (g_str_has_suffix (s, PLAIN ("p", "kept\n>From as it was\n")));
+  g_assert_cmpuint (n_messages (out), ==, 2);
+}
+
+/* A top-level Content-Length of a rewritten message would be wrong: it is
+ * removed (with its continuation line); an unchanged message keeps its own. */
+static void
+test_content_length (void)
+{
+  const char m[] =
+    FROM ("c") "From: c@example.org\nContent-Length: 83\n\t \nMIME-Version: 1.0\n"
+    "Content-Type: multipart/mixed; boundary=b\n\n--b\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:,resolved%20text%20longer%20than%20before\"\n\n"
+    "Content-Type: text/plain\n\n--b--\n\n"
+    PLAIN ("d", "Content-Length: 1\n");
+  const char kept[] = FROM ("k") "From: k@example.org\nContent-Length: 5\n\nbody\n";
+  g_autofree char *box = path_in_work ("content-length.mbox");
+  g_autofree char *all = g_strconcat (m, "\n", kept, NULL);
+  put (box, all, strlen (all));
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, NULL, "rewrite", "-c", conf, "--mbox", box);
+  g_assert_cmpint (r.status, ==, 0);
+  g_autoptr (GBytes) out = read_all (box);
+  g_autofree char *s = g_strndup (g_bytes_get_data (out, NULL), g_bytes_get_size (out));
+  g_test_message ("%s", s);
+  g_assert_nonnull (strstr (s, "resolved text longer than before"));
+  g_assert_true (g_str_has_prefix (s, FROM ("c") "From: c@example.org\nMIME-Version: 1.0\n"));
+  g_assert_nonnull (strstr (s, "\nContent-Length: 1\n"));   /* a body line, not a field */
+  g_assert_true (g_str_has_suffix (s, kept));
+  /* 100000 of them: all gone, in one pass */
+  GString *many = g_string_new (FROM ("m") "From: m@example.org\n");
+  for (int i = 0; i < 100000; i++)
+    g_string_append (many, "Content-Length: 5\n");
+  g_string_append (many, "MIME-Version: 1.0\nContent-Type: message/external-body; access-type=URL; "
+                         "URL=\"data:,many\"\n\nContent-Type: text/plain\n\n");
+  g_autofree char *box2 = path_in_work ("content-length-many.mbox");
+  put (box2, many->str, many->len);
+  g_string_free (many, TRUE);
+  g_auto (CmdResult) r2 = { 0 };
+  RUN (&r2, NULL, "rewrite", "-c", conf, "--mbox", box2);
+  g_assert_cmpint (r2.status, ==, 0);
+  g_autoptr (GBytes) out2 = read_all (box2);
+  g_assert_true (contains (out2, "many", 4));
+  g_assert_false (contains (out2, "Content-Length", 14));
+}
+
+/* ---- From_ lines -------------------------------------------------------- */
+
+typedef struct {
+  const char *line;
+  gboolean    is_from;
+} FromCase;
+
+static const FromCase from_cases[] = {
+  { "From a@example.org Sat Nov 21 10:00:00 2026\n", TRUE },
+  { "From a@example.org Sat Nov 21 10:00:00 2026\r\n", TRUE },
+  { "From a@example.org  Sat Nov  1 10:00:00 2026", TRUE },
+  { "From a@example.org Sat Nov 21 10:00 2026\n", TRUE },
+  { "From a@example.org Sat Nov 21 10:00:00 PST 2026\n", TRUE },
+  { "From a@example.org Sat Nov 21 10:00:00 +0100 2026\n", TRUE },
+  { "From a@example.org Sat Nov 21 10:00:00 2026 +0100\n", TRUE },
+  { "From a@example.org Sat Nov 21 10:00:00 MET DST 2026\n", TRUE },
+  { "From uucp Sat Nov 21 10:00:00 2026 remote from gateway\n", TRUE },
+  { "From \"a b\"@example.org Sat Nov 21 10:00:00 2026\n", TRUE },
+  { "From Sat Nov 21 10:00:00 2026\n", TRUE },                     /* no sender */
+  { "From MAILER-DAEMON Fri Jan  2 03:04:05 1998\n", TRUE },
+  { "From the desk of the editor: Sat Nov 21\n", FALSE },
+  { "From the desk of the editor: hello\n", FALSE },
+  { "From here to there\n", FALSE },
+  { "From a@example.org\n", FALSE },
+  { "From a@example.org Sat Nov 21 2026\n", FALSE },               /* no time */
+  { "From a@example.org Sat Nov 21 10:00:00\n", FALSE },           /* no year */
+  { "From a@example.org Sat Nov 21 10:00:00 2026 and more words\n", FALSE },
+  { "From a@example.org Sat Nov 21 25-00-00 2026\n", FALSE },
+  { "From a@example.org Sat Xyz 21 10:00:00 2026\n", FALSE },
+  { "From: a@example.org Sat Nov 21 10:00:00 2026\n", FALSE },
+  { ">From a@example.org Sat Nov 21 10:00:00 2026\n", FALSE },
+  { "from a@example.org Sat Nov 21 10:00:00 2026\n", FALSE },
+};
+
+static void
+test_from_lines (void)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (from_cases); i++) {
+    g_test_message ("%s", from_cases[i].line);
+    g_assert_cmpint (eb_mbox_is_from_line (from_cases[i].line, strlen (from_cases[i].line)), ==,
+                     from_cases[i].is_from);
+  }
+  /* a long line never is */
+  GString *l = g_string_new ("From a@example.org Sat Nov 21 10:00:00 2026");
+  for (int i = 0; i < 2000; i++)
+    g_string_append (l, " remote");
+  g_assert_false (eb_mbox_is_from_line (l->str, l->len));
+  g_string_free (l, TRUE);
+}
+
+/* A reference whose phantom body holds "From the desk of the editor" after a
+ * blank line: one message, rewritten whole, not split in two. */
+static void
+test_from_in_phantom_body (void)
+{
+  const char m[] =
+    FROM ("e") "From: e@example.org\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:,resolved%20text\"\n\n"
+    "Content-Type: text/plain\n\nFrom the desk of the editor: see the attached text.\n\n"
+    "From here on, the phantom body.\n--b--\n\n"
+    PLAIN ("f", "second\n");
+  g_autofree char *box = path_in_work ("phantom-from.mbox");
+  put (box, m, strlen (m));
+  g_autoptr (GBytes) in = text (m);
+  g_assert_cmpuint (n_messages (in), ==, 2);
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, NULL, "rewrite", "-c", conf, "--mbox", box);
+  g_autofree char *err = err_text (&r);
+  g_test_message ("exit %d: %s", r.status, err);
+  g_assert_cmpint (r.status, ==, 0);
+  g_assert_nonnull (strstr (err, "2 messages scanned, 1 references, 1 resolved"));
+  g_autoptr (GBytes) out = read_all (box);
+  g_autofree char *s = g_strndup (g_bytes_get_data (out, NULL), g_bytes_get_size (out));
+  g_test_message ("%s", s);
+  g_assert_nonnull (strstr (s, "resolved text"));
+  g_assert_null (strstr (s, "desk of the editor"));   /* the phantom body went with the reference */
+  g_assert_null (strstr (s, "phantom body"));
+  g_assert_nonnull (strstr (s, "\n--b--\n\n" FROM ("f")));
+  g_assert_cmpuint (n_messages (out), ==, 2);
+}
+
+/* ---- a mailbox that cannot be written ------------------------------------- */
+
+/* A read-only mbox (not writable by whoever runs extbody): 73, EX_CANTCREAT,
+ * not 66 - the file is there. As root everything is writable: the command is
+ * run as nobody (setpriv) on a root-owned 0644 file. */
+static void
+test_read_only (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("extbody-ro-XXXXXX", NULL);
+  g_assert_cmpint (chmod (dir, 0755), ==, 0);
+  g_autofree char *box = g_build_filename (dir, "ro.mbox", NULL);
+  g_autofree char *c = g_build_filename (dir, "empty.conf", NULL);
+  put (box, plain_box, strlen (plain_box));
+  put (c, "", 0);
+  g_assert_cmpint (chmod (box, 0444), ==, 0);
+  g_assert_cmpint (chmod (c, 0644), ==, 0);
+  g_autofree char *as = NULL;
+  if (geteuid () == 0) {
+    g_autofree char *probe = g_strdup_printf ("setpriv --reuid=nobody --regid=nogroup --clear-groups '%s' --help >/dev/null 2>&1",
+                                              extbody_path ());
+    if (sh (probe, NULL) != 0) {
+      g_test_skip ("cannot run extbody as nobody (setpriv, or the build directory is not readable)");
+      return;
+    }
+    as = g_strdup ("setpriv --reuid=nobody --regid=nogroup --clear-groups ");
+  } else {
+    as = g_strdup ("");
+  }
+  g_autofree char *cmd = g_strdup_printf ("%s'%s' rewrite -c '%s' --mbox '%s' 2>&1", as, extbody_path (), c, box);
+  g_autofree char *out = NULL;
+  int status = sh (cmd, &out);
+  g_test_message ("exit %d: %s", status, out);
+  g_assert_cmpint (status, ==, EX_CANTCREAT);
+  g_assert_nonnull (strstr (out, "cannot write"));
+  g_assert_nonnull (strstr (out, "unchanged"));
+  g_assert_true (box_unchanged (box));
+  /* a writable mbox in a directory it cannot write beside: also 73 */
+  g_assert_cmpint (chown (box, 65534, 65534), ==, 0);
+  g_assert_cmpint (chmod (box, 0644), ==, 0);
+  if (geteuid () != 0)
+    g_assert_cmpint (chmod (dir, 0555), ==, 0);
+  g_autofree char *out2 = NULL;
+  status = sh (cmd, &out2);
+  g_test_message ("exit %d: %s", status, out2);
+  g_assert_cmpint (status, ==, EX_CANTCREAT);
+  g_assert_true (box_unchanged (box));
+  chmod (dir, 0755);
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
+  sh (rm, NULL);
 }
 
 /* ---- a pipe --------------------------------------------------------------- */
@@ -802,6 +1292,19 @@ main (int argc, char **argv)
   }
   g_test_add_func ("/hostile/mailbox/maildir/entries", test_maildir_entries);
   g_test_add_func ("/hostile/mailbox/maildir/moved-during-run", test_maildir_moved);
+  g_test_add_func ("/hostile/mailbox/maildir/owner-kept", test_maildir_owner);
+  g_test_add_func ("/hostile/mailbox/maildir/symlinks-not-followed", test_maildir_symlinks);
+  g_test_add_func ("/hostile/mailbox/hard-links", test_hard_links);
+  for (guint i = 0; i < G_N_ELEMENTS (size_cases); i++) {
+    g_autofree char *p = g_strdup_printf ("/hostile/mailbox/maildir/sizes-%s", size_cases[i].name);
+    g_test_add_data_func (p, &size_cases[i], test_maildir_sizes);
+  }
+  g_test_add_func ("/hostile/mailbox/maildir/virtual-size", test_virtual_size);
+  g_test_add_func ("/hostile/mailbox/mbox/mboxrd-quoting", test_mboxrd_quoting);
+  g_test_add_func ("/hostile/mailbox/mbox/content-length", test_content_length);
+  g_test_add_func ("/hostile/mailbox/mbox/from-lines", test_from_lines);
+  g_test_add_func ("/hostile/mailbox/mbox/from-in-phantom-body", test_from_in_phantom_body);
+  g_test_add_func ("/hostile/mailbox/mbox/read-only", test_read_only);
   g_test_add_func ("/hostile/mailbox/pipe", test_pipe);
   int ret = g_test_run ();
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", work);

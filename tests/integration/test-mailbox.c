@@ -228,14 +228,21 @@ test_kill (void)
         g_assert_true (strcmp (v, g_hash_table_lookup (old, k)) == 0
                        || strcmp (v, g_hash_table_lookup (neu, k)) == 0);
     } else {
+      /* a rewritten message is delivered as a new one before the old one is
+       * removed: a kill between the two leaves both (one message, at most) */
       g_autofree char *count = g_strdup_printf ("find '%s/cur' '%s/new' -type f | wc -l", target, target);
       g_autofree char *c = NULL;
       sh (count, &c);
-      g_assert_cmpint (atoi (c), ==, 1000);
+      g_assert_cmpint (atoi (c), >=, 1000);
+      g_assert_cmpint (atoi (c), <=, 1001);
       g_autofree char *ids = g_strdup_printf ("cat '%s'/cur/* '%s'/new/* | grep -o 'X-Extbody-Bench: extbody-gen-corpus/1; seed=1; index=[0-9]*' | sort | uniq -d | wc -l", target, target);
       g_autofree char *dups = NULL;
       sh (ids, &dups);
-      g_assert_cmpint (atoi (dups), ==, 0);
+      g_assert_cmpint (atoi (dups), ==, atoi (c) - 1000);
+      g_autofree char *idcount = g_strdup_printf ("cat '%s'/cur/* '%s'/new/* | grep -o 'X-Extbody-Bench: extbody-gen-corpus/1; seed=1; index=[0-9]*' | sort -u | wc -l", target, target);
+      g_autofree char *ic = NULL;
+      sh (idcount, &ic);
+      g_assert_cmpint (atoi (ic), ==, 1000);   /* none lost */
     }
     /* a clean run after the kill finishes the work (a stale dot-lock is removed) */
     g_auto (CmdResult) r = { 0 };
