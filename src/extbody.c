@@ -424,6 +424,15 @@ progress_line (Batch *b, guint total, guint64 total_bytes, gint64 t0, gboolean f
   fflush (stderr);
 }
 
+static gint
+cmp_left (gconstpointer a, gconstpointer b, gpointer counts)
+{
+  const char *x = *(const char *const *) a, *y = *(const char *const *) b;
+  guint cx = GPOINTER_TO_UINT (g_hash_table_lookup (counts, x));
+  guint cy = GPOINTER_TO_UINT (g_hash_table_lookup (counts, y));
+  return cx != cy ? (cx > cy ? -1 : 1) : strcmp (x, y);
+}
+
 static void
 batch_summary (Batch *b, GPtrArray *items, gboolean dry_run)
 {
@@ -435,12 +444,31 @@ batch_summary (Batch *b, GPtrArray *items, gboolean dry_run)
     resolved += it->n_resolved;
     changed += it->changed;
   }
-  GString *left = g_string_new (NULL);
+  /* left by reason, most first; where a configuration key decides, its name */
+  static const struct { const char *token, *hint; } hints[] = {
+    { "rate-limited", "raise max_requests_per_host" }, { "fetch-off", "fetch = on" },
+    { "local-file-dirs", "set local_file_dirs" }, { "message-budget", "raise max_message_bytes" },
+    { "part-too-large", "raise max_part_bytes" }, { "size-too-large", "raise max_part_bytes" },
+    { "too-many-refs", "raise max_references" }, { "too-deep", "raise max_nesting_depth" },
+    { "too-many-parts", "raise max_parts" }, { "message-too-large", "raise max_message_size" },
+    { "timed-out", "raise fetch_timeout or message_deadline" },
+  };
+  g_autoptr (GPtrArray) keys = g_ptr_array_new ();
   GHashTableIter hi;
-  gpointer k, v;
+  gpointer k0;
   g_hash_table_iter_init (&hi, b->left);
-  while (g_hash_table_iter_next (&hi, &k, &v))
-    g_string_append_printf (left, "%s%s %u", left->len ? ", " : "", (char *) k, GPOINTER_TO_UINT (v));
+  while (g_hash_table_iter_next (&hi, &k0, NULL))
+    g_ptr_array_add (keys, k0);
+  g_ptr_array_sort_with_data (keys, cmp_left, b->left);
+  GString *left = g_string_new (NULL);
+  for (guint i = 0; i < keys->len; i++) {
+    const char *k = g_ptr_array_index (keys, i);
+    g_string_append_printf (left, "%s%s %u", left->len ? ", " : "", k,
+                            GPOINTER_TO_UINT (g_hash_table_lookup (b->left, k)));
+    for (guint h = 0; h < G_N_ELEMENTS (hints); h++)
+      if (strcmp (hints[h].token, k) == 0)
+        g_string_append_printf (left, " (%s)", hints[h].hint);
+  }
   g_autofree char *skips = skipped ? g_strdup_printf (" (%u entries skipped)", skipped) : g_strdup ("");
   fprintf (stderr, "%s: %u messages scanned%s, %u references, %u resolved, %u messages %s%s%s\n", prog,
            items->len - skipped, skips, refs, resolved, changed, dry_run ? "would change" : "changed",

@@ -474,6 +474,33 @@ test_private_by_default (void)
   g_assert_cmpint (system (rm), ==, 0);
 }
 
+/* A mailbox run's summary names, beside a reason a key decides, the key. */
+static void
+test_summary_hints (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("extbody-sum-XXXXXX", NULL);
+  g_autofree char *box = g_build_filename (dir, "box", NULL);
+  const char *m =
+    "From a@example.org Tue Nov 24 10:00:00 2026\n"
+    "Subject: one\nMIME-Version: 1.0\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"http://files.example.org/a.pdf\"\n\n"
+    "Content-Type: application/pdf\n\n\n"
+    "From b@example.org Tue Nov 24 10:00:01 2026\n"
+    "Subject: two\nMIME-Version: 1.0\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:,x\"\n\n"
+    "Content-Type: text/plain\n\n";
+  g_assert_true (g_file_set_contents (box, m, -1, NULL));
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, NULL, "rewrite", "-o", "max_part_bytes=1M", "--dry-run", "--mbox", box);
+  g_autofree char *err = bytes_str (r.err);
+  g_test_message ("%s", err);
+  g_assert_cmpint (r.status, ==, 0);
+  g_assert_nonnull (strstr (err, "2 messages scanned, 2 references, 1 resolved, 1 messages would change; "
+                                 "left: fetch-off 1 (fetch = on)\n"));
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
+  g_assert_cmpint (system (rm), ==, 0);
+}
+
 /* inspect walks a Maildir as rewrite does: a FIFO in cur/ is skipped, not
  * waited on. */
 static void
@@ -519,5 +546,6 @@ main (int argc, char **argv)
   g_test_add_func ("/command/pipe-filter", test_pipe_filter);
   g_test_add_func ("/command/private-by-default", test_private_by_default);
   g_test_add_func ("/command/inspect-maildir-fifo", test_inspect_maildir_fifo);
+  g_test_add_func ("/command/summary-hints", test_summary_hints);
   return g_test_run ();
 }
