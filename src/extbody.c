@@ -992,12 +992,15 @@ inspect_maildir (const char *path, const EbConfig *config, EbFetcher *fetcher,
     *status = MAX (*status, EX_NOINPUT);
     return 0;
   }
-  g_autoptr (GPtrArray) files = eb_maildir_list (path, recursive, &error);
+  g_autoptr (GPtrArray) skips = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) files = eb_maildir_list_full (path, recursive, skips, &error);
   if (!files) {
     die_line ("%s", error->message);
     *status = MAX (*status, EX_NOINPUT);
     return 0;
   }
+  for (guint i = 0; i < skips->len; i++)
+    die_line ("skipped %s", (char *) g_ptr_array_index (skips, i));
   for (guint i = 0; i < files->len; i++) {
     const char *file = g_ptr_array_index (files, i);
     const char *skipped = NULL;
