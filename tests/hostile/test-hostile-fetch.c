@@ -89,6 +89,12 @@ static const Fault faults[] = {
   { "http/redirect-with-credentials", HTTP, "/redirect-with-credentials", TEXT, EB_REASON_CREDENTIALS },
   { "http/redirect-location-garbage", HTTP, "/redirect-location-garbage", TEXT, EB_REASON_FETCH_FAILED },
   { "http/control", HTTP, "/ok", TEXT, EB_REASON_RESOLVED, BODY },
+  /* only a 200 carries the whole body */
+  { "http/204-no-content", HTTP, "/status-204", TEXT, EB_REASON_HTTP_STATUS, .detail = "HTTP 204" },
+  { "http/206-unrequested-partial", HTTP, "/partial-206", TEXT, EB_REASON_HTTP_STATUS, .detail = "HTTP 206" },
+  { "http/203-other-2xx", HTTP, "/status-203", TEXT, EB_REASON_HTTP_STATUS, .detail = "HTTP 203" },
+  /* a transfer coding not asked for is refused, as a content coding is */
+  { "http/transfer-encoding-gzip", HTTP, "/transfer-encoding-gzip", TEXT, EB_REASON_FETCH_FAILED, .detail = "Transfer-Encoding gzip" },
   /* the fetching issue's server faults (tests/servers/httpd.py) */
   { "httpd/404", HTTPD, "/status/404", TEXT, EB_REASON_HTTP_STATUS },
   { "httpd/500", HTTPD, "/status/500", TEXT, EB_REASON_HTTP_STATUS },
@@ -111,9 +117,12 @@ static const Fault faults[] = {
   { "ftp/pasv-names-metadata", FTP, "/pasv-to-metadata/f.txt", TEXT, EB_REASON_RESOLVED, FTP_BODY },
   { "ftp/size-huge", FTP, "/size-huge/f.txt", TEXT, EB_REASON_PART_TOO_LARGE },
   { "ftp/size-garbage", FTP, "/size-garbage/f.txt", TEXT, EB_REASON_RESOLVED, FTP_BODY },
-  /* a SIZE smaller than the data: curl reads what SIZE announced, as it does
-   * with an HTTP Content-Length shorter than the body */
-  { "ftp/size-smaller-than-data", FTP, "/size-small/f.txt", TEXT, EB_REASON_RESOLVED, "\nhello\n" },
+  /* a length that disagrees with the one announced is not used (curl would
+   * read only the SIZE announced and drop the rest), and max_part_bytes applies
+   * to what actually comes */
+  { "ftp/size-smaller-than-data", FTP, "/size-small/f.txt", TEXT, EB_REASON_FETCH_FAILED, .detail = "announced 5 bytes and sent 24" },
+  { "ftp/size-10-sends-2mib", FTP, "/size-10-sends-2mib/f.txt", TEXT, EB_REASON_PART_TOO_LARGE, .detail = "more than " MAX_PART_BYTES " bytes" },
+  { "ftp/150-announces-less", FTP, "/announce-in-150/f.txt", TEXT, EB_REASON_FETCH_FAILED, .detail = "announced 10 bytes and sent 24" },
   { "ftp/stall-after-150", FTP, "/stall-after-150/f.txt", TEXT, EB_REASON_TIMED_OUT },
   { "ftp/data-reset", FTP, "/data-reset/f.txt", TEXT, EB_REASON_FETCH_FAILED },
   { "ftp/data-over-limit", FTP, "/data-over-limit/f.txt", "application/octet-stream", EB_REASON_PART_TOO_LARGE },
