@@ -430,6 +430,7 @@ lookup_start (const char *host)
 typedef struct {
   gint64  deadline;    /* monotonic µs, for the whole message */
   guint64 held;        /* bytes of bodies held: received so far, or resolved */
+  guint64 done;        /* of which resolved */
   guint64 limit;       /* max_message_bytes */
 } Round;
 
@@ -473,6 +474,8 @@ typedef struct {
   EbFetchResult *result;     /* when done */
   gboolean     claimed;      /* this call holds the URL in the in-flight table */
   gboolean     deferred;     /* another thread is fetching it */
+  gboolean     contended;    /* stopped for bytes of fetches still under way */
+  gboolean     retried;      /* and started again once they ended */
 } Transfer;
 
 static void
@@ -504,13 +507,19 @@ write_cb (char *ptr, size_t size, size_t nmemb, void *userdata)
 {
   Transfer *t = userdata;
   gsize n = size * nmemb;
+  if (!t->body)
+    t->body = g_byte_array_new ();
   if (t->body->len + n > t->max_bytes) {
     transfer_fail (t, EB_REASON_PART_TOO_LARGE,
                    g_strdup_printf ("more than %" G_GUINT64_FORMAT " bytes", t->max_bytes));
     return 0;
   }
-  /* the message's bodies together: what is held already leaves this much */
+  /* The message's bodies together stay within max_message_bytes: a body that
+   * cannot fit is stopped. When it could fit beside those already resolved
+   * but not beside those still coming, it is started again once they have
+   * ended (fetch_round), alone. */
   if (t->round->held + n > t->round->limit) {
+    t->contended = !t->retried && t->round->done + t->body->len + n <= t->round->limit;
     transfer_fail (t, EB_REASON_MESSAGE_BUDGET,
                    g_strdup_printf ("the message's fetched data would pass %" G_GUINT64_FORMAT " bytes",
                                     t->round->limit));
@@ -528,7 +537,7 @@ body_release (Transfer *t)
   if (!t->body)
     return;
   t->round->held -= MIN (t->round->held, (guint64) t->body->len);
-  g_byte_array_set_size (t->body, 0);
+  g_clear_pointer (&t->body, g_byte_array_unref);   /* its capacity too */
 }
 
 /* The value of header line @line if its field name is @name (trimmed, a
@@ -712,6 +721,8 @@ transfer_done (Transfer *t, CURLcode code)
 {
   EbFetchResult *r = g_new0 (EbFetchResult, 1);
   long status = 0;
+  if (!t->body)
+    t->body = g_byte_array_new ();   /* nothing came */
   curl_easy_getinfo (t->easy, CURLINFO_RESPONSE_CODE, &status);
   g_autofree char *scheme = scheme_of (t->url);
   gboolean is_http = scheme && (!strcmp (scheme, "http") || !strcmp (scheme, "https"));
@@ -795,6 +806,7 @@ transfer_done (Transfer *t, CURLcode code)
     r->reason = EB_REASON_RESOLVED;
     /* one copy: the array's data becomes the result's (and the cache's) */
     r->body = g_byte_array_free_to_bytes (g_steal_pointer (&t->body));
+    t->round->done += g_bytes_get_size (r->body);
     char *ct = NULL;
     curl_easy_getinfo (t->easy, CURLINFO_CONTENT_TYPE, &ct);
     r->content_type = g_strdup (ct);
@@ -953,7 +965,7 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
     t->result = cache_get (f, urls[i]);
     if (t->result) {
       if (t->result->body)
-        round->held += g_bytes_get_size (t->result->body);
+        round->held += g_bytes_get_size (t->result->body), round->done += g_bytes_get_size (t->result->body);
       continue;
     }
     /* another thread fetching the same URL: deferred, so a URL many messages
@@ -987,7 +999,33 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
 
   CURLM *multi = curl_multi_init ();
   guint next = 0, running_handles = 0;
+  g_autoptr (GQueue) later = g_queue_new ();   /* stopped for the budget while others ran */
   for (;;) {
+    /* once nothing else runs, those stopped for others' bytes, one at a time */
+    if (running_handles == 0 && next >= transfers->len && !g_queue_is_empty (later)) {
+      Transfer *t = g_queue_pop_head (later);
+      g_autofree char *detail = NULL;
+      g_autofree char *host = NULL;
+      g_free (t->url);
+      t->url = g_strdup (t->asked);
+      t->redirects = 0;
+      t->retried = TRUE;
+      t->contended = FALSE;
+      t->fail = EB_REASON_RESOLVED;
+      g_clear_pointer (&t->fail_detail, g_free);
+      check_url (f, t->url, &detail, &host);
+      if (g_get_monotonic_time () >= deadline) {
+        transfer_end (t, EB_REASON_TIMED_OUT, g_strdup ("message deadline passed"));
+      } else if (!host || (t->start_at = rate_reserve (f, host, deadline)) < 0) {
+        transfer_end (t, EB_REASON_RATE_LIMITED,
+                      g_strdup_printf ("host %.100s: no slot before the message deadline", host ? host : ""));
+      } else {
+        t->fetch_deadline = g_get_monotonic_time () + (gint64) f->config->fetch_timeout * G_USEC_PER_SEC;
+        transfer_setup (t);
+        t->state = STATE_WAITING;
+        running_handles++;
+      }
+    }
     /* start transfers up to the limit */
     while (running_handles < f->config->max_concurrent_fetches && next < transfers->len) {
       Transfer *t = g_ptr_array_index (transfers, next++);
@@ -998,13 +1036,12 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
         continue;
       }
       t->easy = curl_easy_init ();
-      t->body = g_byte_array_new ();
       t->fetch_deadline = g_get_monotonic_time () + (gint64) f->config->fetch_timeout * G_USEC_PER_SEC;
       transfer_setup (t);
       t->state = STATE_WAITING;
       running_handles++;
     }
-    if (running_handles == 0)
+    if (running_handles == 0 && g_queue_is_empty (later))
       break;
     for (guint i = 0; i < next; i++) {
       Transfer *t = g_ptr_array_index (transfers, i);
@@ -1042,6 +1079,11 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
         running_handles--;
         if (t->result->reason != EB_REASON_RESOLVED)
           body_release (t);
+        if (t->result->reason == EB_REASON_MESSAGE_BUDGET && t->contended) {
+          g_clear_pointer (&t->result, eb_fetch_result_free);
+          g_queue_push_tail (later, t);
+          continue;
+        }
         remember (f, t);
       }
     }
@@ -1197,7 +1239,7 @@ eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 ma
     }
     if (r) {
       if (r->body && r->reason == EB_REASON_RESOLVED)
-        round.held += g_bytes_get_size (r->body);
+        round.held += g_bytes_get_size (r->body), round.done += g_bytes_get_size (r->body);
       g_ptr_array_index (results, i) = r;
     } else {
       g_ptr_array_add (again, (gpointer) urls[i]);

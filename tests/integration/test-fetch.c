@@ -258,7 +258,9 @@ test_dedupe_and_rate (void)
   g_assert_null (strstr (err, "left"));
 
   g_auto (CmdResult) rl = { 0 };
-  RUN (&rl, msg, "rewrite", "--report", "-c", empty_conf, ALLOW, "-o", "max_requests_per_host=1");
+  /* one a minute: the second URL's slot comes after the 2 s deadline */
+  RUN (&rl, msg, "rewrite", "--report", "-c", empty_conf, ALLOW, "-o", "max_requests_per_host=1",
+       "-o", "message_deadline=2");
   g_autofree char *err2 = bytes_str (rl.err);
   g_assert_nonnull (strstr (err2, "part 4: access-type=url"));
   g_assert_nonnull (strstr (err2, "left: rate-limited"));
