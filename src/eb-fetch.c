@@ -762,7 +762,7 @@ transfer_done (Transfer *t, CURLcode code)
       gint64 start = 0;
       if (why == EB_REASON_RESOLVED && g_strcmp0 (scheme, "https") == 0 && g_strcmp0 (to, "https") != 0) {
         /* what came over TLS is not given up for a plain connection */
-        why = EB_REASON_SCHEME_DISABLED;
+        why = EB_REASON_INSECURE_REDIRECT;
         detail = g_strdup_printf ("https redirected to %.20s, which would drop TLS", to ? to : "?");
       }
       if (why == EB_REASON_RESOLVED && (start = rate_reserve (t->f, host, t->deadline)) < 0) {

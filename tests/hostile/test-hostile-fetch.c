@@ -418,7 +418,7 @@ test_https_no_downgrade (void)
   const EbResolution *res = g_ptr_array_index (r2->resolutions, 0);
   g_test_message ("https -> http: %s (%s)", eb_reason_token (res->reason), res->detail ? res->detail : "");
   g_assert_false (r2->changed);
-  g_assert_cmpstr (eb_reason_token (res->reason), ==, eb_reason_token (EB_REASON_SCHEME_DISABLED));
+  g_assert_cmpstr (eb_reason_token (res->reason), ==, eb_reason_token (EB_REASON_INSECURE_REDIRECT));
   g_assert_nonnull (strstr (res->detail, "drop TLS"));
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
   g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL);

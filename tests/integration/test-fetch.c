@@ -112,8 +112,8 @@ static void
 test_statuses_and_redirects (void)
 {
   const struct { const char *path; const char *want; } cases[] = {
-    { "/status/404", "left: http-status: server answered with an error status (HTTP 404)" },
-    { "/status/500", "left: http-status: server answered with an error status (HTTP 500)" },
+    { "/status/404", "left: http-status: server answered with a status other than 200 (HTTP 404)" },
+    { "/status/500", "left: http-status: server answered with a status other than 200 (HTTP 500)" },
     { "/chain/3", "resolved (text/plain, 27 bytes" },
     { "/chain/4", "left: too-many-redirects" },
     { "/loop", "left: too-many-redirects" },
