@@ -883,7 +883,9 @@ transfer_advance (Transfer *t, CURLM *multi)
     g_autofree char *host = NULL;
     long port = 0;
     g_clear_pointer (&t->resolve, curl_slist_free_all);
-    if (needs_lookup (t->url, &host, &port)) {
+    /* through a proxy, the proxy looks the host up */
+    const char *proxy = t->f->config->proxy;
+    if (!(proxy && *proxy) && needs_lookup (t->url, &host, &port)) {
       g_clear_pointer (&t->lookup, lookup_unref);
       t->lookup = lookup_start (host);
       if (!t->lookup) {
