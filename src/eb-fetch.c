@@ -880,6 +880,10 @@ transfer_advance (Transfer *t, CURLM *multi)
   if (t->state == STATE_WAITING) {
     if (now < t->start_at)
       return;
+    /* fetch_timeout runs from here: the wait for a rate-limit turn is the
+     * message deadline's business */
+    if (t->redirects == 0)
+      t->fetch_deadline = now + (gint64) t->f->config->fetch_timeout * G_USEC_PER_SEC;
     g_autofree char *host = NULL;
     long port = 0;
     g_clear_pointer (&t->resolve, curl_slist_free_all);
