@@ -350,6 +350,12 @@ cache_put (EbFetcher *f, const char *url, const EbFetchResult *r)
  * when connect_timeout or the message deadline comes first, and hands the
  * addresses to curl (CURLOPT_RESOLVE); the policy still checks each address
  * curl connects to. An abandoned thread ends when getaddrinfo() returns. */
+/* Lookup threads alive in the process at most (abandoned ones included, until
+ * getaddrinfo returns): a DNS outage under a flood of mail cannot pile threads
+ * up. A transfer waits for a free one within its deadline. */
+#define EB_FETCH_MAX_LOOKUPS 64
+static gint live_lookups;
+
 typedef struct {
   gint   ref;
   char  *host;
@@ -404,6 +410,7 @@ lookup_thread (gpointer data)
   }
   g_atomic_int_set (&l->done, 1);
   lookup_unref (l);
+  g_atomic_int_add (&live_lookups, -1);
   return NULL;
 }
 
@@ -414,8 +421,10 @@ lookup_start (const char *host)
   Lookup *l = g_new0 (Lookup, 1);
   l->ref = 2;       /* the thread's and the caller's */
   l->host = g_strdup (host);
+  g_atomic_int_inc (&live_lookups);
   GThread *th = g_thread_try_new ("eb-lookup", lookup_thread, l, NULL);
   if (!th) {
+    g_atomic_int_add (&live_lookups, -1);
     g_free (l->host);
     g_free (l);
     return NULL;
@@ -890,6 +899,12 @@ transfer_advance (Transfer *t, CURLM *multi)
     /* through a proxy, the proxy looks the host up */
     const char *proxy = t->f->config->proxy;
     if (!(proxy && *proxy) && needs_lookup (t->url, &host, &port)) {
+      if (g_atomic_int_get (&live_lookups) >= EB_FETCH_MAX_LOOKUPS) {
+        if (now >= t->deadline)
+          transfer_end (t, EB_REASON_TIMED_OUT,
+                        g_strdup ("message deadline passed waiting for a name lookup thread"));
+        return;
+      }
       g_clear_pointer (&t->lookup, lookup_unref);
       t->lookup = lookup_start (host);
       if (!t->lookup) {

@@ -31,7 +31,7 @@
 #define MARGIN_SECONDS  3.0
 #define MAX_PART_BYTES  "100000"
 
-typedef enum { HTTP, FTP, CLOSED, HTTPD, HTTPS_ON_HTTP } Server;
+typedef enum { HTTP, FTP, CLOSED, HTTPD, HTTPS_ON_HTTP, HTTP_BY_NAME } Server;
 
 typedef struct {
   const char *name;
@@ -97,6 +97,8 @@ static const Fault faults[] = {
   { "http/redirect-with-credentials", HTTP, "/redirect-with-credentials", TEXT, EB_REASON_CREDENTIALS },
   { "http/redirect-location-garbage", HTTP, "/redirect-location-garbage", TEXT, EB_REASON_FETCH_FAILED },
   { "http/control", HTTP, "/ok", TEXT, EB_REASON_RESOLVED, BODY },
+  /* a host name, looked up on extbody's own thread (/etc/hosts) */
+  { "http/host-name", HTTP_BY_NAME, "/ok", TEXT, EB_REASON_RESOLVED, BODY },
   /* only a 200 carries the whole body */
   { "http/204-no-content", HTTP, "/status-204", TEXT, EB_REASON_HTTP_STATUS, .detail = "HTTP 204" },
   { "http/206-unrequested-partial", HTTP, "/partial-206", TEXT, EB_REASON_HTTP_STATUS, .detail = "HTTP 206" },
@@ -164,6 +166,7 @@ url_of (const Fault *f)
   switch (f->server) {
   case HTTP:          return g_strdup_printf ("http://127.0.0.1:%u%s", http_port, f->path);
   case HTTPS_ON_HTTP: return g_strdup_printf ("https://127.0.0.1:%u%s", http_port, f->path);
+  case HTTP_BY_NAME:  return g_strdup_printf ("http://localhost:%u%s", http_port, f->path);
   case CLOSED:        return g_strdup_printf ("http://127.0.0.1:%u%s", closed_port, f->path);
   case HTTPD:         return g_strdup_printf ("http://127.0.0.1:%u%s", httpd_port, f->path);
   case FTP:           return g_strdup_printf ("ftp://127.0.0.1:%u%s", ftp_port, f->path);
