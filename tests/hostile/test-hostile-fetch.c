@@ -529,7 +529,11 @@ test_dns_deadline (void)
 {
   g_autofree char *unshare = g_find_program_in_path ("unshare");
   g_autofree char *ip = g_find_program_in_path ("ip");
-  if (!unshare || !ip || geteuid () != 0) {
+  int probe = -1;
+  if (!unshare || !ip || geteuid () != 0
+      || !g_spawn_sync (NULL, (char *[]) { unshare, "--mount", "--net", "/bin/true", NULL }, NULL,
+                        G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL, &probe, NULL)
+      || probe != 0) {
     g_test_skip ("needs root, unshare and ip for a private network namespace");
     return;
   }
