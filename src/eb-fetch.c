@@ -11,6 +11,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/types.h>
+#include <netdb.h>
+#include <arpa/inet.h>
 
 struct _EbFetcher {
   EbConfig   *config;
@@ -22,7 +25,7 @@ struct _EbFetcher {
   GMutex      lock;            /* cache and rate */
   GHashTable *cache;           /* url -> CacheEntry */
   GQueue      cache_order;     /* urls, oldest first */
-  GHashTable *rate;            /* host -> GArray of gint64 (µs, last minute) */
+  GHashTable *rate;            /* host -> Bucket */
   GHashTable *inflight;        /* url being fetched by some thread (under lock) */
   GCond       done;            /* signalled when an in-flight fetch ends */
 };
@@ -128,7 +131,7 @@ eb_fetcher_new (const EbConfig *config, GError **error)
   g_mutex_init (&f->lock);
   f->cache = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) cache_entry_free);
   g_queue_init (&f->cache_order);
-  f->rate = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_array_unref);
+  f->rate = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   f->inflight = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   g_cond_init (&f->done);
   return f;
@@ -263,26 +266,44 @@ out:
   return r;
 }
 
-/* One more request to @host in the last minute, if the limit allows. */
-static gboolean
-rate_take (EbFetcher *f, const char *host)
+/* The rate limit is a token bucket per host: max_requests_per_host requests
+ * at once, then one each 60/max_requests_per_host seconds. A request over the
+ * rate waits for its slot; only one whose slot would come after @deadline is
+ * refused. */
+typedef struct {
+  double tokens;   /* may go below zero: slots already promised */
+  gint64 at;       /* monotonic µs of the last refill */
+} Bucket;
+
+/* Reserve the next slot for a request to @host. Returns: the monotonic time
+ * (µs) at which it may start (now when a token is free), or -1 when that would
+ * be after @deadline (nothing reserved then). */
+static gint64
+rate_reserve (EbFetcher *f, const char *host, gint64 deadline)
 {
   gint64 now = g_get_monotonic_time ();
+  double burst = f->config->max_requests_per_host;
+  double per_us = burst / (60.0 * G_USEC_PER_SEC);
   g_mutex_lock (&f->lock);
-  GArray *a = g_hash_table_lookup (f->rate, host);
-  if (!a) {
-    a = g_array_new (FALSE, FALSE, sizeof (gint64));
-    g_hash_table_insert (f->rate, g_strdup (host), a);
+  Bucket *b = g_hash_table_lookup (f->rate, host);
+  if (!b) {
+    b = g_new0 (Bucket, 1);
+    b->tokens = burst;
+    b->at = now;
+    g_hash_table_insert (f->rate, g_strdup (host), b);
   }
-  guint keep = 0;
-  while (keep < a->len && g_array_index (a, gint64, keep) < now - 60 * G_USEC_PER_SEC)
-    keep++;
-  g_array_remove_range (a, 0, keep);
-  gboolean ok = a->len < f->config->max_requests_per_host;
-  if (ok)
-    g_array_append_val (a, now);
+  b->tokens = MIN (burst, b->tokens + (now - b->at) * per_us);
+  b->at = now;
+  gint64 start = now;
+  if (b->tokens < 1.0)
+    start = now + (gint64) ((1.0 - b->tokens) / per_us) + 1;
+  if (start > deadline) {
+    start = -1;
+  } else {
+    b->tokens -= 1.0;
+  }
   g_mutex_unlock (&f->lock);
-  return ok;
+  return start;
 }
 
 static EbFetchResult *
@@ -321,7 +342,113 @@ cache_put (EbFetcher *f, const char *url, const EbFetchResult *r)
   g_mutex_unlock (&f->lock);
 }
 
+/* ---- name lookups that a deadline can abandon ------------------------------- */
+
+/* libcurl's threaded resolver cannot be interrupted: a DNS server that never
+ * answers holds a transfer for glibc's retries whatever the time limits say.
+ * So extbody looks names up itself, on a thread of its own that it abandons
+ * when connect_timeout or the message deadline comes first, and hands the
+ * addresses to curl (CURLOPT_RESOLVE); the policy still checks each address
+ * curl connects to. An abandoned thread ends when getaddrinfo() returns. */
+/* Lookup threads alive in the process at most (abandoned ones included, until
+ * getaddrinfo returns): a DNS outage under a flood of mail cannot pile threads
+ * up. A transfer waits for a free one within its deadline. */
+#define EB_FETCH_MAX_LOOKUPS 64
+static gint live_lookups;
+
+typedef struct {
+  gint   ref;
+  char  *host;
+  gint   done;      /* atomic: addrs or error is set */
+  char  *addrs;     /* "a,b,[v6]" for CURLOPT_RESOLVE */
+  char  *error;
+} Lookup;
+
+static void
+lookup_unref (Lookup *l)
+{
+  if (!l || !g_atomic_int_dec_and_test (&l->ref))
+    return;
+  g_free (l->host);
+  g_free (l->addrs);
+  g_free (l->error);
+  g_free (l);
+}
+
+static gpointer
+lookup_thread (gpointer data)
+{
+  Lookup *l = data;
+  struct addrinfo hints = { 0 }, *res = NULL;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  int rc = getaddrinfo (l->host, NULL, &hints, &res);
+  if (rc != 0) {
+    l->error = g_strdup_printf ("host %.100s: %s", l->host, gai_strerror (rc));
+  } else {
+    GString *s = g_string_new (NULL);
+    guint n = 0;
+    for (struct addrinfo *a = res; a && n < 16; a = a->ai_next) {
+      char text[INET6_ADDRSTRLEN];
+      const void *bin = a->ai_family == AF_INET ? (const void *) &((struct sockaddr_in *) a->ai_addr)->sin_addr
+                      : a->ai_family == AF_INET6 ? (const void *) &((struct sockaddr_in6 *) a->ai_addr)->sin6_addr
+                      : NULL;
+      if (!bin || !inet_ntop (a->ai_family, bin, text, sizeof text))
+        continue;
+      g_autofree char *item = a->ai_family == AF_INET6 ? g_strdup_printf ("[%s]", text) : g_strdup (text);
+      if (strstr (s->str, item))
+        continue;
+      g_string_append_printf (s, "%s%s", n++ ? "," : "", item);
+    }
+    freeaddrinfo (res);
+    if (n)
+      l->addrs = g_string_free (s, FALSE);
+    else {
+      g_string_free (s, TRUE);
+      l->error = g_strdup_printf ("host %.100s: no address", l->host);
+    }
+  }
+  g_atomic_int_set (&l->done, 1);
+  lookup_unref (l);
+  g_atomic_int_add (&live_lookups, -1);
+  return NULL;
+}
+
+/* Start looking @host up; NULL when no thread could be made. */
+static Lookup *
+lookup_start (const char *host)
+{
+  Lookup *l = g_new0 (Lookup, 1);
+  l->ref = 2;       /* the thread's and the caller's */
+  l->host = g_strdup (host);
+  g_atomic_int_inc (&live_lookups);
+  GThread *th = g_thread_try_new ("eb-lookup", lookup_thread, l, NULL);
+  if (!th) {
+    g_atomic_int_add (&live_lookups, -1);
+    g_free (l->host);
+    g_free (l);
+    return NULL;
+  }
+  g_thread_unref (th);
+  return l;
+}
+
 /* ---- one transfer ---------------------------------------------------------- */
+
+/* What all transfers of one message share: the deadline and the bytes held. */
+typedef struct {
+  gint64  deadline;    /* monotonic µs, for the whole message */
+  guint64 held;        /* bytes of bodies held: received so far, or resolved */
+  guint64 done;        /* of which resolved */
+  guint64 limit;       /* max_message_bytes */
+} Round;
+
+typedef enum {
+  STATE_IDLE,          /* not started, or done */
+  STATE_WAITING,       /* for its rate-limit slot (start_at) */
+  STATE_LOOKUP,        /* for its name lookup */
+  STATE_CURL,          /* in the multi handle */
+} TransferState;
 
 typedef struct {
   EbFetcher   *f;
@@ -338,7 +465,17 @@ typedef struct {
   char        *content_length;    /* its Content-Length value, trimmed */
   gboolean     length_conflict;   /* two Content-Length fields that differ */
   char        *content_encoding;  /* a Content-Encoding other than identity */
+  char        *transfer_coding;   /* a Transfer-Encoding coding other than chunked */
+  gint64       announced;    /* ftp: the size the server announced (SIZE, 150), else -1 */
+  Round       *round;
   gint64       deadline;     /* monotonic µs, for the whole message */
+  TransferState state;
+  gint64       start_at;     /* its rate-limit slot */
+  Lookup      *lookup;
+  gint64       lookup_deadline;
+  long         lookup_port;
+  struct curl_slist *resolve;
+  struct curl_slist *prequote;
   gint64       fetch_deadline;
   EbReason     fail;         /* set by a callback that aborted */
   char        *fail_detail;
@@ -346,6 +483,8 @@ typedef struct {
   EbFetchResult *result;     /* when done */
   gboolean     claimed;      /* this call holds the URL in the in-flight table */
   gboolean     deferred;     /* another thread is fetching it */
+  gboolean     contended;    /* stopped for bytes of fetches still under way */
+  gboolean     retried;      /* and started again once they ended */
 } Transfer;
 
 static void
@@ -377,13 +516,37 @@ write_cb (char *ptr, size_t size, size_t nmemb, void *userdata)
 {
   Transfer *t = userdata;
   gsize n = size * nmemb;
+  if (!t->body)
+    t->body = g_byte_array_new ();
   if (t->body->len + n > t->max_bytes) {
     transfer_fail (t, EB_REASON_PART_TOO_LARGE,
                    g_strdup_printf ("more than %" G_GUINT64_FORMAT " bytes", t->max_bytes));
     return 0;
   }
+  /* The message's bodies together stay within max_message_bytes: a body that
+   * cannot fit is stopped. When it could fit beside those already resolved
+   * but not beside those still coming, it is started again once they have
+   * ended (fetch_round), alone. */
+  if (t->round->held + n > t->round->limit) {
+    t->contended = !t->retried && t->round->done + t->body->len + n <= t->round->limit;
+    transfer_fail (t, EB_REASON_MESSAGE_BUDGET,
+                   g_strdup_printf ("the message's fetched data would pass %" G_GUINT64_FORMAT " bytes",
+                                    t->round->limit));
+    return 0;
+  }
+  t->round->held += n;
   g_byte_array_append (t->body, (const guint8 *) ptr, (guint) n);
   return n;
+}
+
+/* Give back what @t's body held to the message's budget, and drop it. */
+static void
+body_release (Transfer *t)
+{
+  if (!t->body)
+    return;
+  t->round->held -= MIN (t->round->held, (guint64) t->body->len);
+  g_clear_pointer (&t->body, g_byte_array_unref);   /* its capacity too */
 }
 
 /* The value of header line @line if its field name is @name (trimmed, a
@@ -407,8 +570,28 @@ header_cb (char *ptr, size_t size, size_t nmemb, void *userdata)
     transfer_fail (t, EB_REASON_FETCH_FAILED, g_strdup ("response header too large"));
     return 0;
   }
-  if (!t->is_http)
+  if (!t->is_http) {
+    /* ftp: the size the server announces, by SIZE (asked for in
+     * transfer_setup) or in its 150 reply "(N bytes)" */
+    g_autofree char *line = g_strndup (ptr, n);
+    const char *num = NULL;
+    if (g_str_has_prefix (line, "213 "))
+      num = line + 4;
+    else if (g_str_has_prefix (line, "150 ") && (num = strrchr (line, '(')))
+      num = g_str_has_suffix (g_strchomp (line), " bytes)") ? num + 1 : NULL;
+    guint64 v;
+    char *end = NULL;
+    if (num && g_ascii_isdigit (*num) && (v = g_ascii_strtoull (num, &end, 10), end != num)
+        && (*end == '\0' || *end == ' ' || *end == '\r' || *end == '\n') && v < G_MAXINT64) {
+      t->announced = (gint64) v;
+      if (v > t->max_bytes) {
+        transfer_fail (t, EB_REASON_PART_TOO_LARGE,
+                       g_strdup_printf ("announced size above %" G_GUINT64_FORMAT " bytes", t->max_bytes));
+        return 0;
+      }
+    }
     return n;
+  }
   /* Only what curl does not check itself: that the header ended (curl takes a
    * connection closed inside it for an empty response), that Content-Length
    * fields agree (RFC 9110 section 8.6), and that no content coding we never
@@ -418,8 +601,17 @@ header_cb (char *ptr, size_t size, size_t nmemb, void *userdata)
     t->length_conflict = FALSE;
     g_clear_pointer (&t->content_length, g_free);
     g_clear_pointer (&t->content_encoding, g_free);
+    g_clear_pointer (&t->transfer_coding, g_free);
   } else if ((n == 2 && ptr[0] == '\r' && ptr[1] == '\n') || (n == 1 && ptr[0] == '\n')) {
     t->header_ended = TRUE;
+    /* a transfer coding never asked for (libcurl would undo gzip or deflate):
+     * refused before any of its data is decoded */
+    if (t->transfer_coding) {
+      transfer_fail (t, EB_REASON_FETCH_FAILED,
+                     g_strdup_printf ("the response has Transfer-Encoding %.60s, which was not asked for",
+                                      t->transfer_coding));
+      return 0;
+    }
   } else {
     char *v;
     if ((v = field_value (ptr, n, "Content-Length"))) {
@@ -427,6 +619,15 @@ header_cb (char *ptr, size_t size, size_t nmemb, void *userdata)
         t->length_conflict = TRUE;
       g_free (t->content_length);
       t->content_length = v;
+    } else if ((v = field_value (ptr, n, "Transfer-Encoding"))) {
+      g_auto (GStrv) codings = g_strsplit (v, ",", -1);
+      for (guint i = 0; codings[i]; i++) {
+        g_strstrip (codings[i]);
+        if (*codings[i] && g_ascii_strcasecmp (codings[i], "chunked") != 0
+            && g_ascii_strcasecmp (codings[i], "identity") != 0 && !t->transfer_coding)
+          t->transfer_coding = g_strdup (codings[i]);
+      }
+      g_free (v);
     } else if ((v = field_value (ptr, n, "Content-Encoding"))) {
       if (*v && g_ascii_strcasecmp (v, "identity") != 0) {
         g_free (t->content_encoding);
@@ -462,14 +663,16 @@ transfer_setup (Transfer *t)
   const EbConfig *c = t->f->config;
   CURL *e = t->easy;
   curl_easy_reset (e);
-  g_byte_array_set_size (t->body, 0);
+  body_release (t);
   t->header_bytes = 0;
+  t->announced = -1;
   g_autofree char *scheme = scheme_of (t->url);
   t->is_http = scheme && (!strcmp (scheme, "http") || !strcmp (scheme, "https"));
   t->header_ended = FALSE;
   t->length_conflict = FALSE;
   g_clear_pointer (&t->content_length, g_free);
   g_clear_pointer (&t->content_encoding, g_free);
+  g_clear_pointer (&t->transfer_coding, g_free);
   curl_easy_setopt (e, CURLOPT_URL, t->url);
   curl_easy_setopt (e, CURLOPT_PRIVATE, t);
   curl_easy_setopt (e, CURLOPT_PROTOCOLS_STR, t->f->protocols);
@@ -503,6 +706,21 @@ transfer_setup (Transfer *t)
   /* curl waits for an FTP server's replies (the final 226 above all) in calls
    * that block and run no progress callback: bound them by fetch_timeout too */
   curl_easy_setopt (e, CURLOPT_SERVER_RESPONSE_TIMEOUT, (long) c->fetch_timeout);
+  if (!t->is_http) {
+    /* curl reads an ftp file only as far as SIZE announced and drops the
+     * rest: it reads to the end here, and extbody compares the two
+     * (transfer_done). SIZE is asked for by hand ("*": its failure is no
+     * error) when the file name is plain. */
+    curl_easy_setopt (e, CURLOPT_IGNORE_CONTENT_LENGTH, 1L);
+    g_clear_pointer (&t->prequote, curl_slist_free_all);
+    const char *slash = strrchr (t->url, '/');
+    if (slash && slash[1] && strspn (slash + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                             "0123456789._-+~") == strlen (slash + 1)) {
+      g_autofree char *cmd = g_strdup_printf ("*SIZE %s", slash + 1);
+      t->prequote = curl_slist_append (NULL, cmd);
+      curl_easy_setopt (e, CURLOPT_PREQUOTE, t->prequote);
+    }
+  }
   t->errbuf[0] = '\0';
 }
 
@@ -512,6 +730,8 @@ transfer_done (Transfer *t, CURLcode code)
 {
   EbFetchResult *r = g_new0 (EbFetchResult, 1);
   long status = 0;
+  if (!t->body)
+    t->body = g_byte_array_new ();   /* nothing came */
   curl_easy_getinfo (t->easy, CURLINFO_RESPONSE_CODE, &status);
   g_autofree char *scheme = scheme_of (t->url);
   gboolean is_http = scheme && (!strcmp (scheme, "http") || !strcmp (scheme, "https"));
@@ -546,10 +766,17 @@ transfer_done (Transfer *t, CURLcode code)
     } else {
       g_autofree char *detail = NULL;
       g_autofree char *host = NULL;
+      g_autofree char *to = scheme_of (loc);
       EbReason why = check_url (t->f, loc, &detail, &host);
-      if (why == EB_REASON_RESOLVED && !rate_take (t->f, host)) {
+      gint64 start = 0;
+      if (why == EB_REASON_RESOLVED && g_strcmp0 (scheme, "https") == 0 && g_strcmp0 (to, "https") != 0) {
+        /* what came over TLS is not given up for a plain connection */
+        why = EB_REASON_INSECURE_REDIRECT;
+        detail = g_strdup_printf ("https redirected to %.20s, which would drop TLS", to ? to : "?");
+      }
+      if (why == EB_REASON_RESOLVED && (start = rate_reserve (t->f, host, t->deadline)) < 0) {
         why = EB_REASON_RATE_LIMITED;
-        detail = g_strdup_printf ("host %.100s", host);
+        detail = g_strdup_printf ("host %.100s: no slot before the message deadline", host);
       }
       if (why != EB_REASON_RESOLVED) {
         r->reason = why;
@@ -558,6 +785,7 @@ transfer_done (Transfer *t, CURLcode code)
         g_free (t->url);
         t->url = g_strdup (loc);
         t->redirects++;
+        t->start_at = start;
         eb_fetch_result_free (r);
         return TRUE;
       }
@@ -565,6 +793,14 @@ transfer_done (Transfer *t, CURLcode code)
   } else if (is_http && (status < 200 || status >= 300)) {
     r->reason = EB_REASON_HTTP_STATUS;
     r->detail = g_strdup_printf ("HTTP %ld", status);
+  } else if (is_http && status != 200) {
+    /* 204 has no body, 206 a piece of one: only a 200 carries the whole */
+    r->reason = EB_REASON_HTTP_STATUS;
+    r->detail = g_strdup_printf ("HTTP %ld: only a 200 with the whole body is used", status);
+  } else if (!is_http && t->announced >= 0 && (guint64) t->announced != t->body->len) {
+    r->reason = EB_REASON_FETCH_FAILED;
+    r->detail = g_strdup_printf ("the server announced %" G_GINT64_FORMAT " bytes and sent %u",
+                                 t->announced, t->body->len);
   } else if (is_http && !t->header_ended) {
     r->reason = EB_REASON_FETCH_FAILED;
     r->detail = g_strdup ("the connection closed inside the response header");
@@ -577,7 +813,9 @@ transfer_done (Transfer *t, CURLcode code)
                                  t->content_encoding);
   } else {
     r->reason = EB_REASON_RESOLVED;
-    r->body = g_bytes_new (t->body->data, t->body->len);
+    /* one copy: the array's data becomes the result's (and the cache's) */
+    r->body = g_byte_array_free_to_bytes (g_steal_pointer (&t->body));
+    t->round->done += g_bytes_get_size (r->body);
     char *ct = NULL;
     curl_easy_getinfo (t->easy, CURLINFO_CONTENT_TYPE, &ct);
     r->content_type = g_strdup (ct);
@@ -605,19 +843,133 @@ eb_fetch_set_thread_progress (EbFetchProgressFunc func, gpointer data)
     g_free (p);
 }
 
-/* One round: fetch @urls; with @defer, a URL that another thread is fetching is
- * not waited for here (waiting while holding claims could deadlock): its result
- * is left NULL for the caller. */
+/* The host and port to look up for @url, when it names a host rather than an
+ * address; FALSE otherwise. */
+static gboolean
+needs_lookup (const char *url, char **host, long *port)
+{
+  CURLU *u = curl_url ();
+  char *h = NULL, *p = NULL;
+  gboolean need = FALSE;
+  unsigned flags = 0;
+#ifdef CURLU_PUNYCODE
+  flags |= CURLU_PUNYCODE;
+#endif
+  if (curl_url_set (u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) == CURLUE_OK
+      && curl_url_get (u, CURLUPART_HOST, &h, flags) == CURLUE_OK && h && *h && h[0] != '['
+      && !g_hostname_is_ip_address (h)
+      && curl_url_get (u, CURLUPART_PORT, &p, CURLU_DEFAULT_PORT) == CURLUE_OK && p) {
+    *host = g_strdup (h);
+    *port = strtol (p, NULL, 10);
+    need = TRUE;
+  }
+  curl_free (h);
+  curl_free (p);
+  curl_url_cleanup (u);
+  return need;
+}
+
+static void
+transfer_end (Transfer *t, EbReason reason, char *detail)
+{
+  t->result = g_new0 (EbFetchResult, 1);
+  t->result->reason = reason;
+  t->result->detail = detail;
+  t->result->final_url = g_strdup (t->url);
+  t->state = STATE_IDLE;
+  body_release (t);
+}
+
+/* Move @t on as far as it can go now: from its rate-limit slot to its name
+ * lookup, from its lookup to curl. */
+static void
+transfer_advance (Transfer *t, CURLM *multi)
+{
+  gint64 now = g_get_monotonic_time ();
+  if (t->state == STATE_WAITING) {
+    if (now < t->start_at)
+      return;
+    /* fetch_timeout runs from here: the wait for a rate-limit turn is the
+     * message deadline's business */
+    if (t->redirects == 0)
+      t->fetch_deadline = now + (gint64) t->f->config->fetch_timeout * G_USEC_PER_SEC;
+    g_autofree char *host = NULL;
+    long port = 0;
+    g_clear_pointer (&t->resolve, curl_slist_free_all);
+    /* through a proxy, the proxy looks the host up */
+    const char *proxy = t->f->config->proxy;
+    if (!(proxy && *proxy) && needs_lookup (t->url, &host, &port)) {
+      if (g_atomic_int_get (&live_lookups) >= EB_FETCH_MAX_LOOKUPS) {
+        if (now >= t->deadline)
+          transfer_end (t, EB_REASON_TIMED_OUT,
+                        g_strdup ("message deadline passed waiting for a name lookup thread"));
+        return;
+      }
+      g_clear_pointer (&t->lookup, lookup_unref);
+      t->lookup = lookup_start (host);
+      if (!t->lookup) {
+        transfer_end (t, EB_REASON_FETCH_FAILED, g_strdup ("no thread for the name lookup"));
+        return;
+      }
+      t->lookup_deadline = MIN (t->deadline, now + (gint64) t->f->config->connect_timeout * G_USEC_PER_SEC);
+      t->lookup_port = port;
+      t->state = STATE_LOOKUP;
+    } else {
+      t->state = STATE_CURL;
+      curl_multi_add_handle (multi, t->easy);
+      return;
+    }
+  }
+  if (t->state == STATE_LOOKUP) {
+    if (g_atomic_int_get (&t->lookup->done)) {
+      if (t->lookup->error) {
+        transfer_end (t, EB_REASON_FETCH_FAILED, g_strdup (t->lookup->error));
+      } else {
+        g_autofree char *entry = g_strdup_printf ("%s:%ld:%s", t->lookup->host, t->lookup_port,
+                                                  t->lookup->addrs);
+        t->resolve = curl_slist_append (NULL, entry);
+        curl_easy_setopt (t->easy, CURLOPT_RESOLVE, t->resolve);
+        t->state = STATE_CURL;
+        curl_multi_add_handle (multi, t->easy);
+      }
+      g_clear_pointer (&t->lookup, lookup_unref);
+    } else if (now >= t->lookup_deadline) {
+      /* the thread is left to end on its own */
+      transfer_end (t, EB_REASON_TIMED_OUT,
+                    g_strdup_printf ("host %.100s: no answer to the name lookup before %s", t->lookup->host,
+                                     t->lookup_deadline == t->deadline ? "the message deadline"
+                                                                       : "connect_timeout"));
+      g_clear_pointer (&t->lookup, lookup_unref);
+    }
+  }
+}
+
+/* Every outcome but a rate limit or the message's own limits (its budget, its
+ * deadline) is remembered: a dead URL that many messages reference is not
+ * tried again for each. */
+static void
+remember (EbFetcher *f, Transfer *t)
+{
+  EbReason r = t->result->reason;
+  if (r == EB_REASON_RATE_LIMITED || r == EB_REASON_MESSAGE_BUDGET
+      || (r == EB_REASON_TIMED_OUT && g_get_monotonic_time () >= t->deadline))
+    return;
+  cache_put (f, t->asked, t->result);
+}
+
+/* One round: fetch @urls under @round's deadline and budget; with @defer, a URL
+ * that another thread is fetching is not waited for here (waiting while holding
+ * claims could deadlock): its result is left NULL for the caller. */
 static GPtrArray *
-fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, gboolean defer)
+fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, gboolean defer,
+             Round *round)
 {
   Progress *progress = g_private_get (&progress_key);
   gint64 last_progress = g_get_monotonic_time ();
   GPtrArray *results = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_fetch_result_free);
   g_autoptr (GHashTable) index = g_hash_table_new (g_str_hash, g_str_equal);   /* url -> Transfer* */
   g_autoptr (GPtrArray) transfers = g_ptr_array_new ();
-  gint64 now = g_get_monotonic_time ();
-  gint64 deadline = now + (gint64) f->config->message_deadline * G_USEC_PER_SEC;
+  gint64 deadline = round->deadline;
 
   for (guint i = 0; i < n; i++) {
     if (g_hash_table_contains (index, urls[i]))
@@ -628,11 +980,15 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
     t->asked = g_strdup (urls[i]);
     t->max_bytes = max_bytes;
     t->deadline = deadline;
+    t->round = round;
     g_hash_table_insert (index, (gpointer) urls[i], t);
     g_ptr_array_add (transfers, t);
     t->result = cache_get (f, urls[i]);
-    if (t->result)
+    if (t->result) {
+      if (t->result->body)
+        round->held += g_bytes_get_size (t->result->body), round->done += g_bytes_get_size (t->result->body);
       continue;
+    }
     /* another thread fetching the same URL: deferred, so a URL many messages
      * reference is fetched once */
     if (defer && f->config->cache_ttl && f->config->cache_entries) {
@@ -651,9 +1007,9 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
     g_autofree char *detail = NULL;
     g_autofree char *host = NULL;
     EbReason why = check_url (f, urls[i], &detail, &host);
-    if (why == EB_REASON_RESOLVED && !rate_take (f, host)) {
+    if (why == EB_REASON_RESOLVED && (t->start_at = rate_reserve (f, host, deadline)) < 0) {
       why = EB_REASON_RATE_LIMITED;
-      detail = g_strdup_printf ("host %.100s", host);
+      detail = g_strdup_printf ("host %.100s: no slot before the message deadline", host);
     }
     if (why != EB_REASON_RESOLVED) {
       t->result = g_new0 (EbFetchResult, 1);
@@ -664,21 +1020,60 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
 
   CURLM *multi = curl_multi_init ();
   guint next = 0, running_handles = 0;
+  g_autoptr (GQueue) later = g_queue_new ();   /* stopped for the budget while others ran */
   for (;;) {
+    /* once nothing else runs, those stopped for others' bytes, one at a time */
+    if (running_handles == 0 && next >= transfers->len && !g_queue_is_empty (later)) {
+      Transfer *t = g_queue_pop_head (later);
+      g_autofree char *detail = NULL;
+      g_autofree char *host = NULL;
+      g_free (t->url);
+      t->url = g_strdup (t->asked);
+      t->redirects = 0;
+      t->retried = TRUE;
+      t->contended = FALSE;
+      t->fail = EB_REASON_RESOLVED;
+      g_clear_pointer (&t->fail_detail, g_free);
+      check_url (f, t->url, &detail, &host);
+      if (g_get_monotonic_time () >= deadline) {
+        transfer_end (t, EB_REASON_TIMED_OUT, g_strdup ("message deadline passed"));
+      } else if (!host || (t->start_at = rate_reserve (f, host, deadline)) < 0) {
+        transfer_end (t, EB_REASON_RATE_LIMITED,
+                      g_strdup_printf ("host %.100s: no slot before the message deadline", host ? host : ""));
+      } else {
+        t->fetch_deadline = g_get_monotonic_time () + (gint64) f->config->fetch_timeout * G_USEC_PER_SEC;
+        transfer_setup (t);
+        t->state = STATE_WAITING;
+        running_handles++;
+      }
+    }
     /* start transfers up to the limit */
     while (running_handles < f->config->max_concurrent_fetches && next < transfers->len) {
       Transfer *t = g_ptr_array_index (transfers, next++);
       if (t->result || t->deferred)
         continue;
+      if (g_get_monotonic_time () >= deadline) {
+        transfer_end (t, EB_REASON_TIMED_OUT, g_strdup ("message deadline passed"));
+        continue;
+      }
       t->easy = curl_easy_init ();
-      t->body = g_byte_array_new ();
       t->fetch_deadline = g_get_monotonic_time () + (gint64) f->config->fetch_timeout * G_USEC_PER_SEC;
       transfer_setup (t);
-      curl_multi_add_handle (multi, t->easy);
+      t->state = STATE_WAITING;
       running_handles++;
     }
-    if (running_handles == 0)
+    if (running_handles == 0 && g_queue_is_empty (later))
       break;
+    for (guint i = 0; i < next; i++) {
+      Transfer *t = g_ptr_array_index (transfers, i);
+      if (t->state != STATE_WAITING && t->state != STATE_LOOKUP)
+        continue;
+      transfer_advance (t, multi);
+      if (t->result) {
+        running_handles--;
+        remember (f, t);
+      }
+    }
     int still = 0;
     curl_multi_perform (multi, &still);
     CURLMsg *msg;
@@ -694,13 +1089,23 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
         t->fail = EB_REASON_RESOLVED;
         g_clear_pointer (&t->fail_detail, g_free);
         transfer_setup (t);
-        curl_multi_add_handle (multi, t->easy);
+        t->state = STATE_WAITING;
+        transfer_advance (t, multi);
+        if (t->result) {
+          running_handles--;
+          remember (f, t);
+        }
       } else {
+        t->state = STATE_IDLE;
         running_handles--;
-        /* every outcome but a rate limit is remembered: a dead URL that many
-         * messages reference is not tried again for each */
-        if (t->result->reason != EB_REASON_RATE_LIMITED)
-          cache_put (f, t->asked, t->result);
+        if (t->result->reason != EB_REASON_RESOLVED)
+          body_release (t);
+        if (t->result->reason == EB_REASON_MESSAGE_BUDGET && t->contended) {
+          g_clear_pointer (&t->result, eb_fetch_result_free);
+          g_queue_push_tail (later, t);
+          continue;
+        }
+        remember (f, t);
       }
     }
     if (running_handles)
@@ -743,6 +1148,10 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
       curl_easy_cleanup (t->easy);
     if (t->body)
       g_byte_array_unref (t->body);
+    lookup_unref (t->lookup);
+    curl_slist_free_all (t->resolve);
+    curl_slist_free_all (t->prequote);
+    g_free (t->transfer_coding);
     eb_fetch_result_free (t->result);
     g_free (t->fail_detail);
     g_free (t->content_length);
@@ -823,19 +1232,35 @@ eb_fetch_local_file (const char *path, const char *dirs, guint64 max_bytes)
 GPtrArray *
 eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes)
 {
-  GPtrArray *results = fetch_round (f, urls, n, max_bytes, TRUE);
+  /* one deadline and one budget for all the message's rounds */
+  Round round = {
+    .deadline = g_get_monotonic_time () + (gint64) f->config->message_deadline * G_USEC_PER_SEC,
+    .limit = f->config->max_message_bytes,
+  };
+  GPtrArray *results = fetch_round (f, urls, n, max_bytes, TRUE, &round);
   g_autoptr (GPtrArray) again = g_ptr_array_new ();
   g_autoptr (GArray) where = g_array_new (FALSE, FALSE, sizeof (guint));
   for (guint i = 0; i < n; i++) {
     if (g_ptr_array_index (results, i))
       continue;
-    /* holding no claim now: wait for the other thread, then take its result */
+    /* holding no claim now: wait for the other thread (until the deadline),
+     * then take its result */
+    gboolean late = FALSE;
     g_mutex_lock (&f->lock);
-    while (g_hash_table_contains (f->inflight, urls[i]))
-      g_cond_wait (&f->done, &f->lock);
+    while (!late && g_hash_table_contains (f->inflight, urls[i]))
+      late = !g_cond_wait_until (&f->done, &f->lock, round.deadline);
     g_mutex_unlock (&f->lock);
-    EbFetchResult *r = cache_get (f, urls[i]);
+    EbFetchResult *r = late ? NULL : cache_get (f, urls[i]);
+    if (late || g_get_monotonic_time () >= round.deadline) {
+      eb_fetch_result_free (r);
+      r = g_new0 (EbFetchResult, 1);
+      r->reason = EB_REASON_TIMED_OUT;
+      r->detail = g_strdup ("message deadline passed");
+      r->final_url = g_strdup (urls[i]);
+    }
     if (r) {
+      if (r->body && r->reason == EB_REASON_RESOLVED)
+        round.held += g_bytes_get_size (r->body), round.done += g_bytes_get_size (r->body);
       g_ptr_array_index (results, i) = r;
     } else {
       g_ptr_array_add (again, (gpointer) urls[i]);
@@ -844,7 +1269,7 @@ eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 ma
   }
   if (again->len) {
     g_autoptr (GPtrArray) got = fetch_round (f, (const char *const *) again->pdata, again->len,
-                                             max_bytes, FALSE);
+                                             max_bytes, FALSE, &round);
     for (guint k = 0; k < got->len; k++)
       g_ptr_array_index (results, g_array_index (where, guint, k)) = g_steal_pointer (&got->pdata[k]);
   }

@@ -10,9 +10,16 @@
  * connects (every candidate address, every redirect, the FTP data connection);
  * redirects are followed by extbody itself, each one checked like the first URL
  * (scheme, credentials, domain, count); bytes are counted in the write callback
- * and the fetch aborted there; time is bounded per fetch, per message
- * (deadline) and by a low-speed limit; no decompression, no proxy unless
- * configured, no cookies, .netrc or credentials; TLS always verified.
+ * and the fetch aborted there, for each body (max_part_bytes) and for the
+ * message's bodies together (max_message_bytes); time is bounded per fetch,
+ * per message (one deadline for everything the message waits for: host name
+ * lookups, made on threads of extbody's own that are abandoned at the deadline,
+ * rate-limit turns, another thread's fetch of the same URL) and by a low-speed
+ * limit; only a 200 with the whole body is used; no decompression (a content or
+ * transfer coding is refused), no https-to-http redirect, no proxy unless
+ * configured, no cookies, .netrc or credentials; TLS always verified. Rate
+ * limits are a token bucket per host: a request over the rate waits for its
+ * turn within the deadline.
  *
  * A fetcher may be shared by threads: its cache and rate limiter are locked.
  * curl_global_init() must have been called before any thread starts.
@@ -49,8 +56,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbFetcher, eb_fetcher_free)
 /* Is @url's scheme one the fetcher may fetch (allow_schemes, fetch = on)? */
 gboolean eb_fetcher_scheme_allowed (const EbFetcher *fetcher, const char *url);
 
-/* Fetch the @n @urls concurrently; identical URLs once. @max_bytes caps each
- * body. Returns: (transfer full) (element-type EbFetchResult): one result per
+/* Fetch the @n @urls of one message concurrently; identical URLs once.
+ * @max_bytes caps each body, max_message_bytes all of them together, and
+ * message_deadline the whole call. Returns: (transfer full) (element-type EbFetchResult): one result per
  * URL, in order. Never NULL; failures are results. */
 GPtrArray *eb_fetcher_fetch_all (EbFetcher *fetcher, const char *const *urls, guint n,
                                  guint64 max_bytes);

@@ -44,6 +44,7 @@ typedef enum {
   EB_REASON_EXPIRED,           /* the expiration parameter is in the past */
   EB_REASON_CHECKSUM,          /* the data does not match the inner Content-MD5 */
   EB_REASON_SIZE_PARAM,        /* the size parameter announces more than max_part_bytes */
+  EB_REASON_INSECURE_REDIRECT, /* a redirect from https to a scheme without TLS */
   EB_REASON_WOULD_FETCH,       /* inspect: rewrite would fetch it (inspect --fetch does) */
   EB_REASON_REFUSED_PATH,      /* local-file outside local_file_dirs, or not a regular file */
   EB_REASON_FETCH_OFF,         /* a reference that would be fetched, with fetch = off */

@@ -35,6 +35,8 @@ packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
 # Dovecot for test-dovecot's private IMAP instance (the system one is stopped below)
 [ "$mode" = test ] && packages="$packages dovecot-core dovecot-imapd"
 [ "$mode" = test ] && ! command -v npm >/dev/null 2>&1 && packages="$packages nodejs npm"
+# the hostile fetch suite's DNS case: a private network namespace (ip link set lo up)
+[ "$mode" = test ] && packages="$packages iproute2"
 missing=
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \

@@ -506,8 +506,10 @@ static const FetchLimit fetch_limits[] = {
   { "max_message_bytes", "3000", 3000, "/bin?n=%" G_GINT64_FORMAT, .budget = TRUE,
     .reason = EB_REASON_MESSAGE_BUDGET },
   { "max_header_bytes", "2048", 2048, "/headers?n=%" G_GINT64_FORMAT, .reason = EB_REASON_FETCH_FAILED },
+  /* a request over the rate waits for its turn (one each 20 s at 3 a minute):
+   * left rate-limited because the turn comes after the 5 s deadline */
   { "max_requests_per_host", "3", 3, "/text?i=%" G_GINT64_FORMAT, .refs = TRUE,
-    .reason = EB_REASON_RATE_LIMITED, .extra = { "cache_ttl", "0" } },
+    .reason = EB_REASON_RATE_LIMITED, .extra = { "cache_ttl", "0", "message_deadline", "5" } },
   { "fetch_timeout", "2", 2000, "/slow?ms=%" G_GINT64_FORMAT, .step = 1200, .no_at = TRUE,
     .reason = EB_REASON_TIMED_OUT },
   { "message_deadline", "2", 2000, "/slow?ms=%" G_GINT64_FORMAT, .step = 1200, .no_at = TRUE,

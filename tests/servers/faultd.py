@@ -122,6 +122,14 @@ HTTP_FAULTS = {
                                                               extra=b"Location: http://u:p@127.0.0.1:%d/ok\r\n" % p)),
     "/redirect-location-garbage": lambda c, p: c.sendall(head("302 Found", length=0, extra=b"Location: http://[::1\r\n")),
     "/ok": lambda c, p: c.sendall(head(length=len(BODY)) + BODY),
+    # success statuses that do not carry the whole body
+    "/status-204": lambda c, p: c.sendall(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"),
+    "/status-203": lambda c, p: c.sendall(head("203 Non-Authoritative Information", length=len(BODY)) + BODY),
+    "/partial-206": lambda c, p: c.sendall(head("206 Partial Content", length=10,
+                                                extra=b"Content-Range: bytes 0-9/1000\r\n") + b"0123456789"),
+    # a transfer coding the client did not ask for (it sent no TE field)
+    "/transfer-encoding-gzip": lambda c, p: c.sendall(head(extra=b"Transfer-Encoding: gzip, chunked\r\n")
+                                                      + b"%x\r\n" % len(GZIP_BODY) + GZIP_BODY + b"\r\n0\r\n\r\n"),
 }
 
 # gzip of BODY, made once at start
@@ -227,6 +235,10 @@ def ftp_client(conn, port):
                     say("213 lots")
                 elif fault == "size-small":
                     say("213 5")
+                elif fault == "size-10-sends-2mib":
+                    say("213 10")
+                elif fault == "announce-in-150":
+                    say("502 SIZE not implemented")
                 elif fault == "data-over-limit":
                     say("502 SIZE not implemented")
                 else:
@@ -241,7 +253,10 @@ def ftp_client(conn, port):
                     say("150 here it comes")
                     stall(conn)
                     return
-                say("150 here it comes")
+                if fault == "announce-in-150":
+                    say("150 Opening BINARY mode data connection for f.txt (10 bytes)")
+                else:
+                    say("150 here it comes")
                 d, _ = data_listener.accept()
                 if fault == "data-reset":
                     d.sendall(FTP_BODY[:10])
@@ -251,8 +266,13 @@ def ftp_client(conn, port):
                     continue
                 if fault == "data-over-limit":
                     d.sendall(b"y" * 200000)
-                elif fault == "size-small":
+                elif fault in ("size-small", "announce-in-150"):
                     d.sendall(b"hello and then much more")
+                elif fault == "size-10-sends-2mib":
+                    try:
+                        d.sendall(b"z" * (2 << 20))
+                    except OSError:
+                        pass
                 elif fault == "data-stall":
                     d.sendall(FTP_BODY[:10])
                     stall(d)
@@ -280,7 +300,7 @@ def ftp_client(conn, port):
             pass
 
 
-FTP_FAULTS = ["ok", "size-small", "close-after-cwd", "garbage-after-cwd", "reply-endless", "missing-directory",
+FTP_FAULTS = ["ok", "size-small", "size-10-sends-2mib", "announce-in-150", "close-after-cwd", "garbage-after-cwd", "reply-endless", "missing-directory",
               "missing-file", "pasv-to-metadata", "size-huge", "size-garbage", "stall-after-150",
               "data-reset", "data-over-limit", "data-stall", "no-226"]
 
