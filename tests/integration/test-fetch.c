@@ -286,6 +286,7 @@ test_dedupe_and_rate (void)
   RUN (&rl, msg, "rewrite", "--report", "-c", empty_conf, ALLOW, "-o", "max_requests_per_host=1",
        "-o", "message_deadline=2");
   g_autofree char *err2 = bytes_str (rl.err);
+  g_test_message ("rate-limited run: %s", err2);
   g_assert_nonnull (strstr (err2, "part 4: access-type=url"));
   g_assert_nonnull (strstr (err2, "left: rate-limited"));
 }

@@ -864,6 +864,7 @@ static const ReasonCase reason_cases[] = {
   { EB_REASON_TIMED_OUT, HTTP_REF, { FETCH_ON, NULL }, 0, FALSE, TRUE },
   { EB_REASON_HTTP_STATUS, HTTP_REF, { FETCH_ON, NULL }, 0, FALSE, TRUE },
   { EB_REASON_TOO_MANY_REDIRECTS, HTTP_REF, { FETCH_ON, NULL }, 0, FALSE, TRUE },
+  { EB_REASON_INSECURE_REDIRECT, HTTP_REF, { FETCH_ON, NULL }, 0, FALSE, TRUE },
   { EB_REASON_FETCH_FAILED, HTTP_REF, { FETCH_ON, NULL }, 0, FALSE, TRUE },
   { EB_REASON_EXPIRED,
     PART ("access-type=URL; URL=\"http://h.example/x\"; expiration=\"Thu, 01 Jan 1998 00:00:00 +0000\"", "\n"),
