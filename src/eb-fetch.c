@@ -346,7 +346,14 @@ typedef struct {
   EbFetchResult *result;     /* when done */
   gboolean     claimed;      /* this call holds the URL in the in-flight table */
   gboolean     deferred;     /* another thread is fetching it */
+  const gint  *cancel;       /* (nullable) the thread's cancel flag */
 } Transfer;
+
+static gboolean
+transfer_cancelled (const Transfer *t)
+{
+  return t->cancel && g_atomic_int_get (t->cancel);
+}
 
 static void
 transfer_fail (Transfer *t, EbReason r, char *detail)
@@ -445,6 +452,10 @@ xferinfo_cb (void *clientp, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ult
 {
   Transfer *t = clientp;
   gint64 now = g_get_monotonic_time ();
+  if (transfer_cancelled (t)) {
+    transfer_fail (t, EB_REASON_TIMED_OUT, g_strdup ("cancelled"));
+    return 1;
+  }
   if (now > t->deadline) {
     transfer_fail (t, EB_REASON_TIMED_OUT, g_strdup ("message deadline passed"));
     return 1;
@@ -593,6 +604,13 @@ typedef struct {
 } Progress;
 
 static GPrivate progress_key = G_PRIVATE_INIT (g_free);
+static GPrivate cancel_key;
+
+void
+eb_fetch_set_thread_cancel (const gint *flag)
+{
+  g_private_set (&cancel_key, (gpointer) flag);
+}
 
 void
 eb_fetch_set_thread_progress (EbFetchProgressFunc func, gpointer data)
@@ -628,6 +646,7 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
     t->asked = g_strdup (urls[i]);
     t->max_bytes = max_bytes;
     t->deadline = deadline;
+    t->cancel = g_private_get (&cancel_key);
     g_hash_table_insert (index, (gpointer) urls[i], t);
     g_ptr_array_add (transfers, t);
     t->result = cache_get (f, urls[i]);
@@ -699,7 +718,7 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
         running_handles--;
         /* every outcome but a rate limit is remembered: a dead URL that many
          * messages reference is not tried again for each */
-        if (t->result->reason != EB_REASON_RATE_LIMITED)
+        if (t->result->reason != EB_REASON_RATE_LIMITED && !transfer_cancelled (t))
           cache_put (f, t->asked, t->result);
       }
     }
