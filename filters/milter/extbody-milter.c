@@ -10,8 +10,16 @@
  * X-Extbody is added, and the body is replaced in one unbroken run of
  * smfi_replacebody calls. Nothing changed: no modification at all. A failure
  * inside accepts the message unchanged (on_error = accept) or tempfails it.
- * A message whose top-level Content-Type cannot hold an external-body is
- * accepted at end of header, without its body and without a MIME parse.
+ * Every modification is checked to fit in a milter packet before the first is
+ * sent (a message is changed whole or not at all); a refusal once they have
+ * begun tempfails. X-Extbody and X-Extbody-Resolved fields that arrive in the
+ * top-level header are deleted (strip_trace_fields). A message whose top-level
+ * Content-Type cannot hold an external-body is accepted at end of header,
+ * without its body and without a MIME parse, unless it carries such fields:
+ * then its body is skipped and the fields are deleted at end of message.
+ * While a message waits on its fetches, a kick thread keeps libmilter's worker
+ * pool from leaving other sessions unserved (see kick_run), and the fetches
+ * are cancelled when the MTA has closed the connection.
  */
 #include <errno.h>
 #include <fcntl.h>
