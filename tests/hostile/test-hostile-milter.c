@@ -15,7 +15,12 @@
  * message; 20 messages on one connection; 64 clients at once; clients that
  * connect and stall while another is served; the socket (a regular file in its
  * place, a second daemon started on a live socket, the stale socket of a
- * killed daemon); SIGTERM with clients connected.
+ * killed daemon); forged X-Extbody/X-Extbody-Resolved fields (removed, or kept
+ * with strip_trace_fields = off); a header field too large for a milter packet
+ * (the message is not changed at all); fetches against a server of the test's
+ * own on 127.0.0.1 that never answers (cancelled when the MTA goes; 50 at once
+ * all answered within message_deadline and a margin while new connections are
+ * negotiated with); SIGTERM with clients connected.
  *
  * After every case the daemon must be alive and serve one complete message of
  * each kind: a data: reference resolved (the body replaced with the data, one
