@@ -485,7 +485,14 @@ typedef struct {
   gboolean     deferred;     /* another thread is fetching it */
   gboolean     contended;    /* stopped for bytes of fetches still under way */
   gboolean     retried;      /* and started again once they ended */
+  const gint  *cancel;       /* (nullable) the thread's cancel flag */
 } Transfer;
+
+static gboolean
+transfer_cancelled (const Transfer *t)
+{
+  return t->cancel && g_atomic_int_get (t->cancel);
+}
 
 static void
 transfer_fail (Transfer *t, EbReason r, char *detail)
@@ -646,6 +653,10 @@ xferinfo_cb (void *clientp, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ult
 {
   Transfer *t = clientp;
   gint64 now = g_get_monotonic_time ();
+  if (transfer_cancelled (t)) {
+    transfer_fail (t, EB_REASON_TIMED_OUT, g_strdup ("cancelled"));
+    return 1;
+  }
   if (now > t->deadline) {
     transfer_fail (t, EB_REASON_TIMED_OUT, g_strdup ("message deadline passed"));
     return 1;
@@ -831,6 +842,13 @@ typedef struct {
 } Progress;
 
 static GPrivate progress_key = G_PRIVATE_INIT (g_free);
+static GPrivate cancel_key;
+
+void
+eb_fetch_set_thread_cancel (const gint *flag)
+{
+  g_private_set (&cancel_key, (gpointer) flag);
+}
 
 void
 eb_fetch_set_thread_progress (EbFetchProgressFunc func, gpointer data)
@@ -951,7 +969,10 @@ static void
 remember (EbFetcher *f, Transfer *t)
 {
   EbReason r = t->result->reason;
-  if (r == EB_REASON_RATE_LIMITED || r == EB_REASON_MESSAGE_BUDGET
+  /* outcomes of this message's own limits, or of its cancellation, say
+   * nothing about the URL; every other one is remembered: a dead URL that
+   * many messages reference is not tried again for each */
+  if (r == EB_REASON_RATE_LIMITED || r == EB_REASON_MESSAGE_BUDGET || transfer_cancelled (t)
       || (r == EB_REASON_TIMED_OUT && g_get_monotonic_time () >= t->deadline))
     return;
   cache_put (f, t->asked, t->result);
@@ -981,6 +1002,7 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
     t->max_bytes = max_bytes;
     t->deadline = deadline;
     t->round = round;
+    t->cancel = g_private_get (&cancel_key);
     g_hash_table_insert (index, (gpointer) urls[i], t);
     g_ptr_array_add (transfers, t);
     t->result = cache_get (f, urls[i]);

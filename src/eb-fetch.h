@@ -69,6 +69,11 @@ GPtrArray *eb_fetcher_fetch_all (EbFetcher *fetcher, const char *const *urls, gu
 typedef void (*EbFetchProgressFunc) (gpointer data);
 void eb_fetch_set_thread_progress (EbFetchProgressFunc func, gpointer data);
 
+/* A flag that cancels the calling thread's fetches once it is set (non-zero,
+ * read atomically): each stops within about a second as timed-out, "cancelled",
+ * and is not cached. Set per thread; NULL to clear. */
+void eb_fetch_set_thread_cancel (const gint *flag);
+
 /* Read the local file @path for an access-type=local-file reference: only a
  * regular file that lies, once every symbolic link and ".." is resolved, inside
  * one of the directories of the list @dirs (the local_file_dirs value), and of at

@@ -10,15 +10,26 @@
  * X-Extbody is added, and the body is replaced in one unbroken run of
  * smfi_replacebody calls. Nothing changed: no modification at all. A failure
  * inside accepts the message unchanged (on_error = accept) or tempfails it.
- * A message whose top-level Content-Type cannot hold an external-body is
- * accepted at end of header, without its body and without a MIME parse.
+ * Every modification is checked to fit in a milter packet before the first is
+ * sent (a message is changed whole or not at all); a refusal once they have
+ * begun tempfails. X-Extbody and X-Extbody-Resolved fields that arrive in the
+ * top-level header are deleted (strip_trace_fields). A message whose top-level
+ * Content-Type cannot hold an external-body is accepted at end of header,
+ * without its body and without a MIME parse, unless it carries such fields:
+ * then its body is skipped and the fields are deleted at end of message.
+ * While a message waits on its fetches, a kick thread keeps libmilter's worker
+ * pool from leaving other sessions unserved (see kick_run), and the fetches
+ * are cancelled when the MTA has closed the connection.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
 #include <pwd.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,11 +74,24 @@ typedef struct {
   guint64     size;
   gboolean    failed;       /* writing the spill file failed */
   gboolean    cannot_hold;  /* the top-level type is neither multipart nor message */
+  guint       n_trace[2];   /* incoming fields named as trace_names (strip_trace_fields) */
+  gboolean    strip_only;   /* nothing to resolve: only the trace fields to remove */
 } Msg;
+
+/* the trace fields a sender can forge: removed from the top-level header
+ * when strip_trace_fields is on */
+static const char *const trace_names[] = { "X-Extbody", "X-Extbody-Resolved" };
+
+static gboolean
+msg_has_trace (const Msg *m)
+{
+  return m->n_trace[0] || m->n_trace[1];
+}
 
 typedef struct {
   Msg     *msg;
   gboolean read_only;   /* the MTA did not offer every change a rewrite needs */
+  gboolean can_skip;    /* the MTA takes SMFIS_SKIP from the body callback */
 } Conn;
 
 static void
@@ -105,6 +129,18 @@ msg_append (Msg *m, const void *p, gsize n)
       m->failed = TRUE;
   } else {
     g_byte_array_append (m->mem, p, (guint) n);
+  }
+}
+
+/* Nothing of the message is needed any more but the trace field counts. */
+static void
+msg_strip_only (Msg *m)
+{
+  m->strip_only = TRUE;
+  g_byte_array_set_size (m->mem, 0);
+  if (m->fd >= 0) {
+    close (m->fd);
+    m->fd = -1;
   }
 }
 
@@ -160,7 +196,8 @@ cb_negotiate (SMFICTX *ctx, unsigned long f0, unsigned long f1, unsigned long f2
   *pf0 = actions;
   unsigned long steps = SMFIP_NOCONNECT | SMFIP_NOHELO | SMFIP_NORCPT | SMFIP_NOUNKNOWN
                         | SMFIP_NODATA;
-  *pf1 = (steps & f1) | (f1 & SMFIP_HDR_LEADSPC);
+  *pf1 = (steps & f1) | (f1 & (SMFIP_HDR_LEADSPC | SMFIP_SKIP));
+  conn_of (ctx)->can_skip = (f1 & SMFIP_SKIP) != 0;
   *pf2 = 0;
   *pf3 = 0;
   return SMFIS_CONTINUE;
@@ -186,6 +223,10 @@ cb_header (SMFICTX *ctx, char *name, char *value)
   Conn *c = conn_of (ctx);
   if (!c->msg)
     return SMFIS_CONTINUE;
+  if (config->strip_trace_fields)
+    for (guint i = 0; i < G_N_ELEMENTS (trace_names); i++)
+      if (g_ascii_strcasecmp (name, trace_names[i]) == 0)
+        c->msg->n_trace[i]++;
   msg_append (c->msg, name, strlen (name));
   msg_append (c->msg, ":", 1);
   /* without SMFIP_HDR_LEADSPC the space after the colon was taken off */
@@ -221,6 +262,11 @@ cb_eoh (SMFICTX *ctx)
     if (eb_header_block_find (blk, (const char *) c->msg->mem->data, "Content-Type") < 0)
       cannot = TRUE;
   }
+  if (cannot && msg_has_trace (c->msg)) {
+    /* no reference, but forged trace fields to remove at the end */
+    msg_strip_only (c->msg);
+    return SMFIS_CONTINUE;
+  }
   if (cannot) {
     msg_done (ctx);
     return SMFIS_ACCEPT;
@@ -235,19 +281,172 @@ cb_body (SMFICTX *ctx, unsigned char *chunk, size_t len)
   Conn *c = conn_of (ctx);
   if (!c->msg)
     return SMFIS_CONTINUE;
+  if (c->msg->strip_only)
+    return c->can_skip ? SMFIS_SKIP : SMFIS_CONTINUE;
   msg_append (c->msg, chunk, len);
   if (c->msg->size > config->max_message_size) {
-    log_line (LOG_INFO, "%s: message larger than max_message_size: passed unchanged", queue_id (ctx));
+    log_line (LOG_INFO, "%s: message larger than max_message_size: passed unchanged%s", queue_id (ctx),
+              msg_has_trace (c->msg) ? " but for the trace fields it arrived with" : "");
+    if (msg_has_trace (c->msg)) {
+      msg_strip_only (c->msg);
+      return c->can_skip ? SMFIS_SKIP : SMFIS_CONTINUE;
+    }
     msg_done (ctx);
     return SMFIS_ACCEPT;
   }
   return SMFIS_CONTINUE;
 }
 
+/* ---- blocking callbacks and libmilter's worker pool ----------------------------
+ *
+ * Debian's libmilter runs callbacks on a pool of worker threads
+ * (_FFR_WORKERS_POOL, two at the start). A session with a command to read is
+ * handed to an idle worker by a signal, and a new worker is started only when
+ * no worker is idle; the count of idle workers drops only once a signalled
+ * worker wakes up. When several sessions become ready at once, they are all
+ * handed to the one idle worker: the rest wait, marked ready, until some worker
+ * finishes its callback. While end-of-message callbacks wait on slow URLs (up
+ * to message_deadline), messages were answered two at a time and new
+ * connections were not even negotiated with.
+ *
+ * The remedy is to let the pool start a worker whenever a callback waits: while
+ * one does, a thread of ours connects to the daemon's own listening socket every
+ * KICK_INTERVAL_MS and closes the connection at once. With no worker idle,
+ * libmilter starts one for that connection; it finds the end of the stream, and
+ * then serves every session that was left waiting, as workers do. A kick when
+ * a worker is idle costs that worker a read of the end of a stream. */
+#define KICK_INTERVAL_MS 20
+
+static GMutex   kick_lock;
+static GCond    kick_cond;
+static guint    kick_waiting;     /* callbacks waiting on a rewrite */
+static gboolean kick_stop;
+static GThread *kick_thread;
+static struct sockaddr_storage kick_addr;
+static socklen_t kick_addr_len;   /* 0: no address to kick */
+static guint64  kick_count;       /* connections made, for the log */
+
+static void
+kick_once (void)
+{
+  int fd = socket (kick_addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return;
+  if (connect (fd, (struct sockaddr *) &kick_addr, kick_addr_len) != 0 && errno == EINPROGRESS) {
+    struct pollfd p = { .fd = fd, .events = POLLOUT };
+    poll (&p, 1, 100);
+  }
+  close (fd);
+  kick_count++;
+}
+
+static gpointer
+kick_run (gpointer data)
+{
+  g_mutex_lock (&kick_lock);
+  while (!kick_stop) {
+    if (kick_waiting == 0) {
+      g_cond_wait (&kick_cond, &kick_lock);
+      continue;
+    }
+    g_mutex_unlock (&kick_lock);
+    kick_once ();
+    g_usleep (KICK_INTERVAL_MS * 1000);
+    g_mutex_lock (&kick_lock);
+  }
+  g_mutex_unlock (&kick_lock);
+  return NULL;
+}
+
+static void
+kick_enter (void)
+{
+  g_mutex_lock (&kick_lock);
+  if (kick_waiting++ == 0)
+    g_cond_signal (&kick_cond);
+  g_mutex_unlock (&kick_lock);
+}
+
+static void
+kick_leave (void)
+{
+  g_mutex_lock (&kick_lock);
+  kick_waiting--;
+  g_mutex_unlock (&kick_lock);
+}
+
+/* The address of the daemon's own listening socket (@fd), as a client
+ * connects to it: a wildcard address becomes the loopback one, a relative
+ * unix path an absolute one (the daemon changes to / when it detaches). */
+static void
+kick_set_address (int fd)
+{
+  struct sockaddr_storage ss;
+  socklen_t l = sizeof ss;
+  if (getsockname (fd, (struct sockaddr *) &ss, &l) != 0)
+    return;
+  if (ss.ss_family == AF_INET) {
+    struct sockaddr_in *in = (struct sockaddr_in *) &ss;
+    if (in->sin_addr.s_addr == htonl (INADDR_ANY))
+      in->sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+  } else if (ss.ss_family == AF_INET6) {
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) &ss;
+    if (IN6_IS_ADDR_UNSPECIFIED (&in6->sin6_addr))
+      in6->sin6_addr = in6addr_loopback;
+  } else if (ss.ss_family == AF_UNIX) {
+    struct sockaddr_un *un = (struct sockaddr_un *) &ss;
+    if (l <= offsetof (struct sockaddr_un, sun_path) || un->sun_path[0] == '\0')
+      return;
+    if (un->sun_path[0] != '/') {
+      g_autofree char *cwd = g_get_current_dir ();
+      g_autofree char *abs = g_build_filename (cwd, un->sun_path, NULL);
+      if (strlen (abs) >= sizeof un->sun_path)
+        return;
+      memcpy (un->sun_path, abs, strlen (abs) + 1);
+    }
+    l = sizeof *un;
+  } else {
+    return;
+  }
+  kick_addr = ss;
+  kick_addr_len = l;
+}
+
+typedef struct {
+  SMFICTX *ctx;
+  gint     cancelled;   /* the MTA is gone: the fetches stop */
+} Waiting;
+
+/* About once a second while fetches run: tell the MTA the message is being
+ * worked on (its timeout restarts); when that cannot be written, the MTA has
+ * closed the connection and the fetches are cancelled. */
 static void
 progress_cb (gpointer data)
 {
-  smfi_progress ((SMFICTX *) data);
+  Waiting *w = data;
+  if (smfi_progress (w->ctx) != MI_SUCCESS)
+    g_atomic_int_set (&w->cancelled, 1);
+}
+
+static gboolean
+rewrite_waiting (SMFICTX *ctx, const char *buf, gsize len, GOutputStream *out,
+                 EbRewriteResult **result, GError **error)
+{
+  Waiting w = { ctx, 0 };
+  kick_enter ();
+  eb_fetch_set_thread_progress (progress_cb, &w);
+  eb_fetch_set_thread_cancel (&w.cancelled);
+  gboolean ok = eb_rewrite (buf, len, config, fetcher, EB_REWRITE_DEFAULT, out, result, error);
+  eb_fetch_set_thread_cancel (NULL);
+  eb_fetch_set_thread_progress (NULL, NULL);
+  kick_leave ();
+  if (ok && g_atomic_int_get (&w.cancelled)) {
+    g_clear_pointer (result, eb_rewrite_result_free);
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED,
+                 "the MTA closed the connection: the fetches were cancelled");
+    return FALSE;
+  }
+  return ok;
 }
 
 /* "Name:value" fields of a header block, for comparing old and new. */
@@ -296,9 +495,56 @@ values_of (GArray *fields, const char *name)
   return v;
 }
 
-/* Change the top-level header from @old to @new, field name by field name. */
+/* One header modification: index 0 adds the field, a NULL value deletes the
+ * @index-th field of that name. */
+typedef struct {
+  char *name;
+  int   index;
+  char *value;
+} Mod;
+
+static void
+mod_free (Mod *x)
+{
+  g_free (x->name);
+  g_free (x->value);
+  g_free (x);
+}
+
+static void
+mods_add (GPtrArray *mods, const char *name, int index, const char *value)
+{
+  Mod *x = g_new0 (Mod, 1);
+  x->name = g_strdup (name);
+  x->index = index;
+  x->value = g_strdup (value);
+  g_ptr_array_add (mods, x);
+}
+
 static gboolean
-change_headers (SMFICTX *ctx, GArray *old, GArray *new)
+is_trace_name (const char *name)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (trace_names); i++)
+    if (g_ascii_strcasecmp (name, trace_names[i]) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* Deleting every trace field the message came with, the last of a name first
+ * so that the indices stay valid. */
+static void
+mods_strip_trace (GPtrArray *mods, const Msg *m)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (trace_names); i++)
+    for (guint k = m->n_trace[i]; k > 0; k--)
+      mods_add (mods, trace_names[i], (int) k, NULL);
+}
+
+/* The modifications that change the top-level header from @old to @new, field
+ * name by field name; with @skip_trace the trace fields are left out (they are
+ * deleted on their own). */
+static void
+mods_headers (GPtrArray *mods, GArray *old, GArray *new, gboolean skip_trace)
 {
   g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   for (int pass = 0; pass < 2; pass++) {
@@ -311,20 +557,89 @@ change_headers (SMFICTX *ctx, GArray *old, GArray *new)
       g_hash_table_add (seen, g_strdup (key));
       g_autoptr (GPtrArray) ov = values_of (old, name);
       g_autoptr (GPtrArray) nv = values_of (new, name);
+      if (skip_trace && is_trace_name (name)) {
+        /* the incoming ones are deleted on their own; the rewrite copied
+         * them: what it added besides is added */
+        for (guint k = 0; k < ov->len; k++)
+          for (guint j = 0; j < nv->len; j++)
+            if (strcmp (ov->pdata[k], nv->pdata[j]) == 0) {
+              g_ptr_array_remove_index (nv, j);
+              break;
+            }
+        for (guint k = 0; k < nv->len; k++)
+          mods_add (mods, name, 0, nv->pdata[k]);
+        continue;
+      }
       guint common = MIN (ov->len, nv->len);
       for (guint k = 0; k < common; k++)
-        if (strcmp (ov->pdata[k], nv->pdata[k]) != 0
-            && smfi_chgheader (ctx, (char *) name, (int) k + 1, nv->pdata[k]) != MI_SUCCESS)
-          return FALSE;
+        if (strcmp (ov->pdata[k], nv->pdata[k]) != 0)
+          mods_add (mods, name, (int) k + 1, nv->pdata[k]);
       for (guint k = common; k < nv->len; k++)
-        if (smfi_addheader (ctx, (char *) name, nv->pdata[k]) != MI_SUCCESS)
-          return FALSE;
+        mods_add (mods, name, 0, nv->pdata[k]);
       for (guint k = ov->len; k > common; k--)   /* delete from the last, indices stay valid */
-        if (smfi_chgheader (ctx, (char *) name, (int) k, NULL) != MI_SUCCESS)
-          return FALSE;
+        mods_add (mods, name, (int) k, NULL);
     }
   }
-  return TRUE;
+}
+
+/* libmilter refuses a packet whose data is over MILTER_CHUNK_SIZE (65535
+ * bytes): a header change is the index (4 bytes), the name and the value, each
+ * with its NUL (a deletion sends an empty value). The body is split into
+ * packets by smfi_replacebody itself. Returns: the first modification that
+ * cannot be sent, or NULL when all can. */
+#define MILTER_PACKET_MAX 65535
+static const Mod *
+mods_misfit (GPtrArray *mods)
+{
+  for (guint i = 0; i < mods->len; i++) {
+    const Mod *x = mods->pdata[i];
+    gsize n = (x->index ? 4 : 0) + strlen (x->name) + 1 + (x->value ? strlen (x->value) : 0) + 1;
+    if (n > MILTER_PACKET_MAX || strlen (x->name) == 0)
+      return x;
+  }
+  return NULL;
+}
+
+/* Send @mods and, when @body, the new body in one unbroken run. Every one was
+ * checked to fit; the first refusal tempfails the message (the MTA may hold a
+ * part of the changes, and the sender retries the whole message). */
+static sfsistat
+mods_send (SMFICTX *ctx, GPtrArray *mods, const char *body, gsize body_len, sfsistat status)
+{
+  guint i = 0;
+  for (; i < mods->len; i++) {
+    const Mod *x = mods->pdata[i];
+    int r = x->index == 0 ? smfi_addheader (ctx, x->name, x->value)
+                          : smfi_chgheader (ctx, x->name, x->index, x->value);
+    if (r != MI_SUCCESS)
+      break;
+  }
+  gboolean done = i == mods->len;
+  for (gsize p = 0; done && body && p < body_len; p += 65536) {
+    gsize k = MIN ((gsize) 65536, body_len - p);
+    done = smfi_replacebody (ctx, (unsigned char *) body + p, (int) k) == MI_SUCCESS;
+  }
+  if (!done) {
+    log_line (LOG_ERR, "%s: a modification could not be sent (%s %u of %u header changes%s): tempfail",
+              queue_id (ctx), i < mods->len ? "at" : "after", MIN (i + 1, mods->len), mods->len,
+              i < mods->len ? "" : ", in the body");
+    return SMFIS_TEMPFAIL;
+  }
+  return status;
+}
+
+/* A message that is not rewritten: unchanged but for the trace fields it
+ * came with, which are removed. */
+static sfsistat
+finish_unchanged (SMFICTX *ctx, const Msg *m, sfsistat status)
+{
+  if (!msg_has_trace (m) || (status != SMFIS_ACCEPT && status != SMFIS_CONTINUE))
+    return status;
+  g_autoptr (GPtrArray) mods = g_ptr_array_new_with_free_func ((GDestroyNotify) mod_free);
+  mods_strip_trace (mods, m);
+  log_line (LOG_INFO, "%s: %u trace field%s removed", queue_id (ctx), mods->len,
+            mods->len == 1 ? "" : "s");
+  return mods_send (ctx, mods, NULL, 0, status);
 }
 
 static sfsistat
@@ -338,18 +653,25 @@ cb_eom (SMFICTX *ctx)
   g_autoptr (GMappedFile) mapped = NULL;
   const char *buf;
   gsize len;
+  if (m->strip_only) {
+    status = finish_unchanged (ctx, m, SMFIS_CONTINUE);
+    msg_done (ctx);
+    return status;
+  }
   if (m->failed) {
     log_line (LOG_ERR, "%s: cannot spool the message: %s", queue_id (ctx), g_strerror (errno));
+    status = finish_unchanged (ctx, m, on_error_status ());
     msg_done (ctx);
-    return on_error_status ();
+    return status;
   }
   if (m->fd >= 0) {
     g_autoptr (GError) e = NULL;
     mapped = g_mapped_file_new_from_fd (m->fd, FALSE, &e);
     if (!mapped) {
       log_line (LOG_ERR, "%s: cannot map the spooled message: %s", queue_id (ctx), e->message);
+      status = finish_unchanged (ctx, m, on_error_status ());
       msg_done (ctx);
-      return on_error_status ();
+      return status;
     }
     buf = g_mapped_file_get_contents (mapped);
     len = g_mapped_file_get_length (mapped);
@@ -358,16 +680,15 @@ cb_eom (SMFICTX *ctx)
     len = m->mem->len;
   }
 
-  eb_fetch_set_thread_progress (progress_cb, ctx);
   g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
   g_autoptr (EbRewriteResult) result = NULL;
   g_autoptr (GError) error = NULL;
-  gboolean ok = eb_rewrite (buf, len, config, fetcher, EB_REWRITE_DEFAULT, out, &result, &error);
-  eb_fetch_set_thread_progress (NULL, NULL);
+  gboolean ok = rewrite_waiting (ctx, buf, len, out, &result, &error);
   if (!ok) {
     log_line (LOG_ERR, "%s: %s", queue_id (ctx), error->message);
+    status = finish_unchanged (ctx, m, on_error_status ());
     msg_done (ctx);
-    return on_error_status ();
+    return status;
   }
 
   guint n = result->scan ? result->scan->refs->len : 0;
@@ -385,30 +706,39 @@ cb_eom (SMFICTX *ctx)
     g_string_free (left, TRUE);
   }
 
-  if (result->changed) {
-    g_output_stream_close (out, NULL, NULL);
-    const char *o = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (out));
-    gsize olen = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (out));
-    g_autoptr (EbHeaderBlock) ob = eb_header_block_scan (buf, 0, len);
-    g_autoptr (EbHeaderBlock) nb = eb_header_block_scan (o, 0, olen);
-    GArray *of = fields_of (buf, ob->end);
-    GArray *nf = fields_of (o, nb->end);
-    g_autofree char *trace = g_strdup_printf (" resolved %u of %u external-body reference%s",
-                                              result->n_resolved, n, n == 1 ? "" : "s");
-    gboolean done = change_headers (ctx, of, nf)
-                    && smfi_addheader (ctx, "X-Extbody", trace) == MI_SUCCESS;
-    fields_free (of);
-    fields_free (nf);
-    /* the new body, in one unbroken run of replacebody calls */
-    for (gsize p = nb->body; done && p < olen; p += 65536) {
-      gsize k = MIN ((gsize) 65536, olen - p);
-      done = smfi_replacebody (ctx, (unsigned char *) o + p, (int) k) == MI_SUCCESS;
-    }
-    if (!done) {
-      log_line (LOG_ERR, "%s: the MTA refused a modification", queue_id (ctx));
-      status = on_error_status ();
-    }
+  if (!result->changed) {
+    status = finish_unchanged (ctx, m, SMFIS_CONTINUE);
+    msg_done (ctx);
+    return status;
   }
+  g_output_stream_close (out, NULL, NULL);
+  const char *o = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (out));
+  gsize olen = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (out));
+  g_autoptr (EbHeaderBlock) ob = eb_header_block_scan (buf, 0, len);
+  g_autoptr (EbHeaderBlock) nb = eb_header_block_scan (o, 0, olen);
+  GArray *of = fields_of (buf, ob->end);
+  GArray *nf = fields_of (o, nb->end);
+  g_autoptr (GPtrArray) mods = g_ptr_array_new_with_free_func ((GDestroyNotify) mod_free);
+  mods_strip_trace (mods, m);
+  mods_headers (mods, of, nf, config->strip_trace_fields);
+  fields_free (of);
+  fields_free (nf);
+  g_autofree char *trace = g_strdup_printf (" resolved %u of %u external-body reference%s",
+                                            result->n_resolved, n, n == 1 ? "" : "s");
+  mods_add (mods, "X-Extbody", 0, trace);
+  /* every modification is known to fit before the first is sent: a message
+   * is changed whole or not at all */
+  const Mod *misfit = mods_misfit (mods);
+  if (misfit) {
+    gsize vlen = misfit->value ? strlen (misfit->value) : 0;
+    log_line (LOG_ERR, "%s: the new %s field (%" G_GSIZE_FORMAT " bytes) does not fit in a milter packet "
+              "(%d bytes at most): the message is not rewritten", queue_id (ctx), misfit->name,
+              vlen, MILTER_PACKET_MAX);
+    status = finish_unchanged (ctx, m, SMFIS_ACCEPT);
+    msg_done (ctx);
+    return status;
+  }
+  status = mods_send (ctx, mods, o + nb->body, olen - nb->body, SMFIS_CONTINUE);
   msg_done (ctx);
   return status;
 }
@@ -506,6 +836,22 @@ set_nodelay_on_listener (void)
     int one = 1;
     setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
+}
+
+/* The listening socket libmilter opened (it offers no way to ask for it). */
+static int
+find_listener (void)
+{
+  for (int fd = 3; fd < 1024; fd++) {
+    int type = 0, listening = 0;
+    socklen_t l = sizeof type;
+    if (getsockopt (fd, SOL_SOCKET, SO_TYPE, &type, &l) != 0 || type != SOCK_STREAM)
+      continue;
+    l = sizeof listening;
+    if (getsockopt (fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &l) == 0 && listening)
+      return fd;
+  }
+  return -1;
 }
 
 static int
@@ -622,6 +968,9 @@ run (int argc, char **argv)
   }
   if (!opt_no_nodelay)
     set_nodelay_on_listener ();
+  int lfd = find_listener ();
+  if (lfd >= 0)
+    kick_set_address (lfd);
   if (opt_user) {
     struct passwd *pw = getpwnam (opt_user);
     if (pw && upath && chown (upath, pw->pw_uid, pw->pw_gid) != 0)
@@ -645,7 +994,27 @@ run (int argc, char **argv)
   }
   log_line (LOG_INFO, "listening on %s%s", sock, config->fetch ? "" : " (fetch = off)");
   signal (SIGPIPE, SIG_IGN);
+  if (kick_addr_len) {
+    /* libmilter takes SIGTERM, SIGINT and SIGHUP on a thread of its own that
+     * waits for them with the signals blocked everywhere else */
+    sigset_t set, old_set;
+    sigemptyset (&set);
+    sigaddset (&set, SIGTERM);
+    sigaddset (&set, SIGINT);
+    sigaddset (&set, SIGHUP);
+    pthread_sigmask (SIG_BLOCK, &set, &old_set);
+    kick_thread = g_thread_new ("kick", kick_run, NULL);
+    pthread_sigmask (SIG_SETMASK, &old_set, NULL);
+  } else
+    log_line (LOG_WARNING, "cannot find the listening socket: a fetch that waits may hold up other sessions");
   r = smfi_main ();
+  if (kick_thread) {
+    g_mutex_lock (&kick_lock);
+    kick_stop = TRUE;
+    g_cond_signal (&kick_cond);
+    g_mutex_unlock (&kick_lock);
+    g_thread_join (kick_thread);
+  }
   return r == MI_SUCCESS ? 0 : EX_SOFTWARE;
 }
 

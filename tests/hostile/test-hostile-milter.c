@@ -15,7 +15,12 @@
  * message; 20 messages on one connection; 64 clients at once; clients that
  * connect and stall while another is served; the socket (a regular file in its
  * place, a second daemon started on a live socket, the stale socket of a
- * killed daemon); SIGTERM with clients connected.
+ * killed daemon); forged X-Extbody/X-Extbody-Resolved fields (removed, or kept
+ * with strip_trace_fields = off); a header field too large for a milter packet
+ * (the message is not changed at all); fetches against a server of the test's
+ * own on 127.0.0.1 that never answers (cancelled when the MTA goes; 50 at once
+ * all answered within message_deadline and a margin while new connections are
+ * negotiated with); SIGTERM with clients connected.
  *
  * After every case the daemon must be alive and serve one complete message of
  * each kind: a data: reference resolved (the body replaced with the data, one
@@ -33,6 +38,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1544,6 +1551,448 @@ test_sigterm (void)
   assert_serves (shared_get ());
 }
 
+/* ---- a daemon of its own ---------------------------------------------------- */
+
+/* A daemon with @config_text for its configuration, on its own socket. */
+static Milter *
+own_spawn (const char *what, const char *config_text)
+{
+  g_autofree char *name = g_strdup_printf ("%s-%u.conf", what, ++serial);
+  g_autofree char *cpath = g_build_filename (work, name, NULL);
+  g_assert_true (g_file_set_contents (cpath, config_text, -1, NULL));
+  g_autofree char *sname = g_strdup_printf ("%s-%u.sock", what, serial);
+  g_autofree char *spath = g_build_filename (work, sname, NULL);
+  char *saved = conf;
+  conf = cpath;
+  Milter *m = milter_spawn (spath);
+  conf = saved;
+  if (!milter_wait_ready (m))
+    milter_show_log (m);
+  assert_alive (m);
+  return m;
+}
+
+static gboolean
+log_contains (Milter *m, const char *text)
+{
+  g_autofree char *log = NULL;
+  return g_file_get_contents (m->log, &log, NULL, NULL) && strstr (log, text);
+}
+
+/* ---- forged trace fields --------------------------------------------------------- */
+
+#define FORGED_FIELDS                                                                        \
+  "x-extbody: resolved 1 of 1 external-body reference\r\n"                                   \
+  "X-EXTBODY-Resolved: data:,forged;\r\n\tfolded over\r\n  two lines\r\n"                    \
+  "X-Extbody: forged\r\n"
+
+/* A message with three forged trace fields (two names, any case, one folded)
+ * and a reference: the forged ones are deleted, the last of a name first, and
+ * the one trace field of the daemon is added. */
+static void
+test_trace_with_reference (void)
+{
+  Milter *m = shared_get ();
+  g_autoptr (Client) c = started (m);
+  g_autofree char *token = next_token ("forged");
+  g_autofree char *ref = ref_text (token, 0);
+  g_autofree char *text = g_strconcat (FORGED_FIELDS, ref, NULL);
+  Outcome o;
+  serve (c, text, CHUNK_MAX, &o);
+  g_assert_cmpint (o.final, ==, SMFIR_CONTINUE);
+  g_assert_cmpuint (o.n_replbody, >=, 1);
+  g_assert_true (g_str_has_prefix (o.body->str, RESOLVED_PREFIX));
+  g_assert_cmpuint (o.changed->len, ==, 3);
+  g_assert_cmpstr (o.changed->pdata[0], ==, "X-Extbody[2]: ");
+  g_assert_cmpstr (o.changed->pdata[1], ==, "X-Extbody[1]: ");
+  g_assert_cmpstr (o.changed->pdata[2], ==, "X-Extbody-Resolved[1]: ");
+  g_assert_cmpuint (o.added->len, ==, 1);
+  g_assert_cmpstr (o.added->pdata[0], ==, "X-Extbody: resolved 1 of 1 external-body reference");
+  outcome_clear (&o);
+  g_clear_pointer (&c, client_free);
+  assert_serves (m);
+}
+
+/* Without a reference (text/plain: no longer accepted at the end of the
+ * header; a multipart; a message over max_message_size) the forged fields
+ * are deleted all the same, and nothing else is changed. */
+static void
+test_trace_without_reference (void)
+{
+  Milter *m = shared_get ();
+  g_autoptr (Client) c = started (m);
+  g_autofree char *big = ref_text ("big", 100 * 1024);
+  const char *texts[] = { PLAIN_TEXT, MULTIPART_TEXT, big };
+  for (guint i = 0; i < G_N_ELEMENTS (texts); i++) {
+    g_autofree char *text = g_strconcat (FORGED_FIELDS, texts[i], NULL);
+    Outcome o;
+    serve (c, text, CHUNK_MAX, &o);
+    g_assert_cmpint (o.final, ==, SMFIR_CONTINUE);
+    g_assert_cmpstr (o.stage, ==, "eom");
+    g_assert_cmpuint (o.n_replbody, ==, 0);
+    g_assert_cmpuint (o.added->len, ==, 0);
+    g_assert_cmpuint (o.changed->len, ==, 3);
+    g_assert_cmpstr (o.changed->pdata[0], ==, "X-Extbody[2]: ");
+    g_assert_cmpstr (o.changed->pdata[1], ==, "X-Extbody[1]: ");
+    g_assert_cmpstr (o.changed->pdata[2], ==, "X-Extbody-Resolved[1]: ");
+    outcome_clear (&o);
+  }
+  /* a field that only starts like one is not one */
+  g_autofree char *text = g_strconcat ("X-Extbody-Other: kept\r\nX-Extbodyx: kept\r\n", PLAIN_TEXT, NULL);
+  Outcome o;
+  serve (c, text, CHUNK_MAX, &o);
+  assert_unchanged (&o, SMFIR_ACCEPT, "eoh");
+  outcome_clear (&o);
+  g_clear_pointer (&c, client_free);
+  assert_serves (m);
+}
+
+/* strip_trace_fields = off: the fields stay, and a message without a
+ * reference is accepted at the end of its header as before. */
+static void
+test_trace_kept (void)
+{
+  Milter *x = own_spawn ("keep-trace", CONFIG "strip_trace_fields = off\n");
+  g_autoptr (Client) c = started (x);
+  g_autofree char *text = g_strconcat (FORGED_FIELDS, PLAIN_TEXT, NULL);
+  Outcome o;
+  serve (c, text, CHUNK_MAX, &o);
+  assert_unchanged (&o, SMFIR_ACCEPT, "eoh");
+  outcome_clear (&o);
+  g_autofree char *token = next_token ("kept");
+  g_autofree char *ref = ref_text (token, 0);
+  g_autofree char *text2 = g_strconcat (FORGED_FIELDS, ref, NULL);
+  serve (c, text2, CHUNK_MAX, &o);
+  g_assert_cmpint (o.final, ==, SMFIR_CONTINUE);
+  g_assert_cmpuint (o.changed->len, ==, 0);
+  g_assert_cmpuint (o.added->len, ==, 1);
+  outcome_clear (&o);
+  g_clear_pointer (&c, client_free);
+  milter_free (x);
+}
+
+/* ---- never half-modified ------------------------------------------------------- */
+
+/* A top-level reference whose inner Content-Type is folded to about 73 KB:
+ * the new Content-Type cannot go in one milter packet (65,535 bytes), so the
+ * message is not changed at all - not Content-ID and Content-Description
+ * first and then nothing - and the reason is logged. */
+static void
+test_modification_too_large (void)
+{
+  Milter *x = own_spawn ("too-large-field", CONFIG "max_message_size = 1M\nmax_header_bytes = 1M\n");
+  g_autoptr (Client) c = started (x);
+  GString *s = g_string_new ("From: sender@example.org\r\nMIME-Version: 1.0\r\n"
+                             "Content-ID: <top@example.org>\r\nContent-Description: top\r\n"
+                             "Content-Type: message/external-body; access-type=URL; URL=\"data:,top\"\r\n"
+                             "\r\nContent-Type: text/plain");
+  for (guint i = 0; s->len < 73 * 1024; i++)
+    g_string_append_printf (s, ";\r\n\tx%05u=0123456789abcdef0123456789abcdef0123456789", i);
+  g_string_append (s, "\r\nContent-ID: <inner@example.org>\r\nContent-Description: inner\r\n\r\n");
+  g_autofree char *text = g_string_free (s, FALSE);
+  Outcome o;
+  serve (c, text, CHUNK_MAX, &o);
+  g_test_message ("answer '%c' at %s, %u changed, %u added, %u body packets", o.final, o.stage,
+                  o.changed->len, o.added->len, o.n_replbody);
+  assert_unchanged (&o, SMFIR_ACCEPT, "eom");
+  outcome_clear (&o);
+  g_assert_true (log_contains (x, "does not fit in a milter packet"));
+  /* the connection goes on */
+  serve_resolved (c, "after-too-large-field", 0, CHUNK_MAX);
+  g_clear_pointer (&c, client_free);
+  milter_free (x);
+}
+
+/* ---- fetches that wait -------------------------------------------------------- */
+
+/* An HTTP server on 127.0.0.1 that reads requests and never answers; it
+ * notes when each connection is closed by the other side. */
+typedef struct {
+  int      listen_fd;
+  int      port;
+  GThread *thread;
+  GMutex   lock;
+  guint    accepted;
+  guint    closed;
+  gint64   last_closed;   /* monotonic µs */
+  gboolean stop;
+} Staller;
+
+static gpointer
+staller_run (gpointer data)
+{
+  Staller *st = data;
+  GArray *fds = g_array_new (FALSE, FALSE, sizeof (struct pollfd));
+  struct pollfd l = { .fd = st->listen_fd, .events = POLLIN };
+  g_array_append_val (fds, l);
+  for (;;) {
+    g_mutex_lock (&st->lock);
+    gboolean stop = st->stop;
+    g_mutex_unlock (&st->lock);
+    if (stop)
+      break;
+    struct pollfd *p = (struct pollfd *) fds->data;
+    if (poll (p, fds->len, 50) <= 0)
+      continue;
+    for (guint i = fds->len; i-- > 1;) {
+      if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+        continue;
+      char buf[4096];
+      ssize_t n = recv (p[i].fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0 || (n < 0 && errno == EAGAIN))
+        continue;
+      close (p[i].fd);
+      g_array_remove_index (fds, i);
+      p = (struct pollfd *) fds->data;
+      g_mutex_lock (&st->lock);
+      st->closed++;
+      st->last_closed = g_get_monotonic_time ();
+      g_mutex_unlock (&st->lock);
+    }
+    if (p[0].revents & POLLIN) {
+      int fd = accept4 (st->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd >= 0) {
+        struct pollfd c = { .fd = fd, .events = POLLIN };
+        g_array_append_val (fds, c);
+        g_mutex_lock (&st->lock);
+        st->accepted++;
+        g_mutex_unlock (&st->lock);
+      }
+    }
+  }
+  for (guint i = 1; i < fds->len; i++)
+    close (g_array_index (fds, struct pollfd, i).fd);
+  g_array_unref (fds);
+  return NULL;
+}
+
+static Staller *
+staller_start (void)
+{
+  Staller *st = g_new0 (Staller, 1);
+  g_mutex_init (&st->lock);
+  st->listen_fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  g_assert_cmpint (st->listen_fd, >=, 0);
+  struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  g_assert_cmpint (bind (st->listen_fd, (struct sockaddr *) &sa, sizeof sa), ==, 0);
+  g_assert_cmpint (listen (st->listen_fd, 256), ==, 0);
+  socklen_t l = sizeof sa;
+  getsockname (st->listen_fd, (struct sockaddr *) &sa, &l);
+  st->port = ntohs (sa.sin_port);
+  st->thread = g_thread_new ("staller", staller_run, st);
+  return st;
+}
+
+static void
+staller_stop (Staller *st)
+{
+  g_mutex_lock (&st->lock);
+  st->stop = TRUE;
+  g_mutex_unlock (&st->lock);
+  g_thread_join (st->thread);
+  close (st->listen_fd);
+  g_mutex_clear (&st->lock);
+  g_free (st);
+}
+
+static guint
+staller_get (Staller *st, guint *closed, gint64 *last_closed)
+{
+  g_mutex_lock (&st->lock);
+  guint a = st->accepted;
+  if (closed)
+    *closed = st->closed;
+  if (last_closed)
+    *last_closed = st->last_closed;
+  g_mutex_unlock (&st->lock);
+  return a;
+}
+
+static char *
+stall_text (Staller *st, const char *token)
+{
+  return g_strdup_printf ("From: sender@example.org\r\nSubject: %s\r\nMIME-Version: 1.0\r\n"
+                          "Content-Type: multipart/mixed; boundary=b\r\n\r\n" RESOLVED_PREFIX
+                          "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n"
+                          "\tURL=\"http://127.0.0.1:%d/%s\"\r\n\r\nContent-Type: text/plain\r\n\r\n--b--\r\n",
+                          token, st->port, token);
+}
+
+#define FETCH_CONFIG(deadline, timeout)                                                  \
+  "[extbody]\nfetch = on\nallow_networks = 127.0.0.1/32\nmax_requests_per_host = 1000\n" \
+  "cache_ttl = 0\nmessage_deadline = " #deadline "\nfetch_timeout = " #timeout "\n"
+
+/* The MTA closes the connection while the daemon fetches: the fetch is
+ * cancelled - the server sees its connection closed - long before
+ * fetch_timeout (30 s). */
+static void
+test_cancel_on_close (void)
+{
+  Staller *st = staller_start ();
+  Milter *x = own_spawn ("cancel", FETCH_CONFIG (60, 30));
+  g_autoptr (GError) error = NULL;
+  Client *c = started (x);
+  g_autofree char *token = next_token ("cancelled");
+  g_autofree char *text = stall_text (st, token);
+  g_autoptr (Mail) mail = mail_parse (text);
+  Outcome o;
+  outcome_init (&o);
+  g_assert_true (run_mail (c, mail, CHUNK_MAX, STOP_AFTER_EOB_UNREAD, &o, &error));
+  g_assert_no_error (error);
+  outcome_clear (&o);
+  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  while (staller_get (st, NULL, NULL) < 1 && g_get_monotonic_time () < deadline)
+    g_usleep (10000);
+  g_assert_cmpuint (staller_get (st, NULL, NULL), ==, 1);
+  gint64 t0 = g_get_monotonic_time ();
+  client_free (c);
+  guint closed = 0;
+  gint64 last = 0;
+  deadline = t0 + 15 * G_USEC_PER_SEC;
+  while (staller_get (st, &closed, &last) && closed < 1 && g_get_monotonic_time () < deadline)
+    g_usleep (10000);
+  double secs = closed ? (last - t0) / 1e6 : -1;
+  g_test_message ("the fetch ended %.2f s after the MTA went away", secs);
+  g_assert_cmpuint (closed, ==, 1);
+  g_assert_cmpfloat (secs, <, 10.0);
+  assert_alive (x);
+  milter_free (x);
+  staller_stop (st);
+}
+
+#define N_STALLED 50
+#define STALL_DEADLINE 3
+
+typedef struct {
+  const char *path;
+  Staller    *st;
+  char       *token;
+  char        final;
+  gint64      answered;   /* monotonic µs */
+  GError     *error;
+} StallWorker;
+
+static gint64 stall_t0;
+
+static gpointer
+stall_worker_run (gpointer data)
+{
+  StallWorker *w = data;
+  Client *c = client_start (w->path, &w->error);
+  g_mutex_lock (&gate_lock);
+  gate_arrived++;
+  g_cond_broadcast (&gate_cond);
+  while (!gate_open)
+    g_cond_wait (&gate_cond, &gate_lock);
+  g_mutex_unlock (&gate_lock);
+  if (c) {
+    g_autofree char *text = stall_text (w->st, w->token);
+    g_autoptr (Mail) m = mail_parse (text);
+    Outcome o;
+    outcome_init (&o);
+    if (run_mail (c, m, CHUNK_MAX, STOP_NONE, &o, &w->error))
+      w->final = o.final;
+    w->answered = g_get_monotonic_time ();
+    outcome_clear (&o);
+    client_free (c);
+  }
+  return NULL;
+}
+
+static guint
+threads_of (GPid pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/status", (int) pid);
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return 0;
+  const char *t = strstr (text, "\nThreads:");
+  return t ? (guint) atoi (t + 9) : 0;
+}
+
+/* 50 messages reach their end together, each with a URL that never answers,
+ * message_deadline = 3: every one is answered within the deadline and a
+ * margin (not two at a time), and meanwhile a new connection is negotiated
+ * with at once. */
+static void
+test_stalled_fetches (void)
+{
+  Staller *st = staller_start ();
+  Milter *x = own_spawn ("stalled-fetches", FETCH_CONFIG (3, 30));
+  StallWorker workers[N_STALLED];
+  GThread *threads[N_STALLED];
+  gate_arrived = 0;
+  gate_open = FALSE;
+  for (guint i = 0; i < N_STALLED; i++) {
+    workers[i] = (StallWorker) { x->path, st, next_token ("stalled-fetch") };
+    threads[i] = g_thread_new ("client", stall_worker_run, &workers[i]);
+  }
+  gint64 deadline = g_get_monotonic_time () + (gint64) IO_TIMEOUT_MS * 2000;
+  g_mutex_lock (&gate_lock);
+  while (gate_arrived < N_STALLED && g_cond_wait_until (&gate_cond, &gate_lock, deadline))
+    ;
+  guint arrived = gate_arrived;
+  gate_open = TRUE;
+  g_cond_broadcast (&gate_cond);
+  stall_t0 = g_get_monotonic_time ();
+  g_mutex_unlock (&gate_lock);
+  g_assert_cmpuint (arrived, ==, N_STALLED);
+  /* once the fetches wait: a new connection's negotiation */
+  deadline = stall_t0 + 2 * G_USEC_PER_SEC;
+  while (staller_get (st, NULL, NULL) < N_STALLED / 2 && g_get_monotonic_time () < deadline)
+    g_usleep (10000);
+  guint started_fetches = staller_get (st, NULL, NULL);
+  guint threads_busy = threads_of (x->pid);
+  /* new connections while the fetches wait: the slowest negotiation of five */
+  g_autoptr (GError) error = NULL;
+  gboolean negotiated = TRUE;
+  double neg_secs = 0;
+  for (guint i = 0; i < 5 && negotiated; i++) {
+    gint64 t1 = g_get_monotonic_time ();
+    g_autoptr (Client) fresh = client_connect (x->path, &error);
+    g_assert_no_error (error);
+    negotiated = client_negotiate (fresh, 6, SMFI_CURR_ACTS, SMFI_CURR_PROT, &error);
+    neg_secs = MAX (neg_secs, (g_get_monotonic_time () - t1) / 1e6);
+    g_usleep (100000);
+  }
+  for (guint i = 0; i < N_STALLED; i++)
+    g_thread_join (threads[i]);
+  gint64 last = 0;
+  guint answered = 0;
+  for (guint i = 0; i < N_STALLED; i++) {
+    if (workers[i].final && !workers[i].error)
+      answered++;
+    last = MAX (last, workers[i].answered);
+  }
+  double last_secs = (last - stall_t0) / 1e6;
+  GString *when = g_string_new (NULL);
+  for (guint sec = 0; sec <= (guint) last_secs; sec++) {
+    guint k = 0;
+    for (guint i = 0; i < N_STALLED; i++)
+      if ((guint) ((workers[i].answered - stall_t0) / G_USEC_PER_SEC) == sec)
+        k++;
+    g_string_append_printf (when, " %u", k);
+  }
+  g_test_message ("answers in each second from the start:%s", when->str);
+  g_string_free (when, TRUE);
+  g_test_message ("%d messages on stalled URLs, message_deadline=%d: %u answered, the last after %.2f s; "
+                  "%u fetches had started; %u threads in the daemon; the slowest of 5 new connections "
+                  "negotiated in %.3f s", N_STALLED, STALL_DEADLINE, answered, last_secs,
+                  started_fetches, threads_busy, neg_secs);
+  g_assert_no_error (error);
+  g_assert_true (negotiated);
+  g_assert_cmpfloat (neg_secs, <, 1.0);
+  for (guint i = 0; i < N_STALLED; i++) {
+    g_assert_no_error (workers[i].error);
+    g_assert_cmpint (workers[i].final, ==, SMFIR_CONTINUE);   /* unresolved, unchanged */
+    g_free (workers[i].token);
+  }
+  g_assert_cmpfloat (last_secs, <, STALL_DEADLINE + 2.0);
+  assert_alive (x);
+  milter_free (x);
+  staller_stop (st);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1577,6 +2026,12 @@ main (int argc, char **argv)
   g_test_add_func ("/hostile/milter/socket/regular-file-in-its-place", test_socket_regular_file);
   g_test_add_func ("/hostile/milter/socket/second-daemon-on-a-live-socket", test_socket_in_use);
   g_test_add_func ("/hostile/milter/socket/stale-socket-of-a-killed-daemon", test_socket_stale);
+  g_test_add_func ("/hostile/milter/trace/forged-fields-with-a-reference", test_trace_with_reference);
+  g_test_add_func ("/hostile/milter/trace/forged-fields-without-a-reference", test_trace_without_reference);
+  g_test_add_func ("/hostile/milter/trace/strip-trace-fields-off", test_trace_kept);
+  g_test_add_func ("/hostile/milter/whole/field-over-a-milter-packet", test_modification_too_large);
+  g_test_add_func ("/hostile/milter/fetch/cancelled-when-the-mta-goes", test_cancel_on_close);
+  g_test_add_func ("/hostile/milter/fetch/50-stalled-urls-at-once", test_stalled_fetches);
   g_test_add_func ("/hostile/milter/shutdown/sigterm", test_sigterm);
   int status = g_test_run ();
 

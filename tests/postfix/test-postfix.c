@@ -158,6 +158,52 @@ test_unchanged (void)
   g_assert_cmpstr (after_trace (got), ==, want);
 }
 
+/* Forged trace fields (any case, folded, twice) are removed by a real
+ * Postfix on the milter's request, from a message without references (the
+ * rest byte for byte as sent) and from one with a reference (one X-Extbody
+ * of the milter's own left). */
+static void
+test_forged_trace (void)
+{
+  const char *forged = "x-extbody: resolved 9 of 9 external-body references\r\n"
+                       "X-EXTBODY-Resolved: data:,forged;\r\n\tfolded\r\n"
+                       "X-Extbody: forged\r\n";
+  const char *plain = "From: a@test.example\r\nTo: b@test.example\r\nSubject: forged trace\r\n"
+                      "Message-ID: <forged-1@test.example>\r\nContent-Type: text/plain\r\n\r\nhello\r\n";
+  g_autofree char *m = g_strconcat (forged, plain, NULL);
+  g_assert_cmpint (send_file (m), ==, 0);
+  g_autofree char *got = delivered ("<forged-1@test.example>", 30);
+  g_assert_nonnull (got);
+  g_autofree char *want = lf (plain);
+  g_assert_cmpstr (after_trace (got), ==, want);
+
+  const char *ref =
+    "From: a@test.example\r\nTo: b@test.example\r\nSubject: forged trace and a reference\r\n"
+    "Message-ID: <forged-2@test.example>\r\nMIME-Version: 1.0\r\n"
+    "Content-Type: multipart/mixed; boundary=b\r\n\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL; URL=\"data:,resolved\"\r\n\r\n"
+    "Content-Type: text/plain\r\n\r\n--b--\r\n";
+  g_autofree char *m2 = g_strconcat (forged, ref, NULL);
+  g_assert_cmpint (send_file (m2), ==, 0);
+  g_autofree char *got2 = delivered ("<forged-2@test.example>", 30);
+  g_assert_nonnull (got2);
+  g_test_message ("%s", got2);
+  g_assert_nonnull (strstr (got2, "\n\nresolved\n"));
+  g_assert_null (g_strstr_len (got2, -1, "forged;"));
+  g_assert_null (strstr (got2, "9 of 9"));
+  g_assert_null (strstr (got2, "X-Extbody: forged"));
+  g_assert_null (strstr (got2, "X-EXTBODY"));
+  /* in the top-level header, the milter's own field is the only one */
+  const char *end = strstr (got2, "\n\n");
+  g_assert_nonnull (end);
+  g_autofree char *header = g_strndup (got2, (gsize) (end - got2 + 1));
+  const char *x = strstr (header, "X-Extbody: resolved 1 of 1 external-body reference\n");
+  g_assert_nonnull (x);
+  g_assert_null (g_strstr_len (header, -1, "X-Extbody-"));
+  g_assert_true (x == strstr (header, "X-Extbody"));
+  g_assert_null (strstr (x + 1, "X-Extbody"));
+}
+
 static void
 test_stalled (void)
 {
@@ -429,6 +475,7 @@ main (int argc, char **argv)
   g_test_add_func ("/postfix/1-data-reference", test_data_reference);
   g_test_add_func ("/postfix/2-http-reference", test_http_reference);
   g_test_add_func ("/postfix/3-no-reference-byte-identical", test_unchanged);
+  g_test_add_func ("/postfix/3b-forged-trace-fields-removed", test_forged_trace);
   g_test_add_func ("/postfix/4-stalled-reference", test_stalled);
   g_test_add_func ("/postfix/5-200-messages-10-sessions", test_burst);
   g_test_add_func ("/postfix/6-milter-stopped", test_milter_stopped);
