@@ -406,13 +406,13 @@ test_pipe_filter (void)
   g_assert_true (g_file_set_contents (conf, "", 0, NULL));
   const char *forged = FROM_LINE "X-Extbody: resolved 1 of 1 external-body references\n"
                        "X-Extbody-Resolved: access-type=URL; scheme=data\n";
-  g_autofree char *input = g_strconcat (forged, FROM_MSG + strlen (FROM_LINE), NULL);
+  g_autofree char *input = g_strconcat (forged, (const char *) FROM_MSG + strlen (FROM_LINE), NULL);
   g_autofree char *in = g_build_filename (dir, "in.eml", NULL);
   g_assert_true (g_file_set_contents (in, input, -1, NULL));
   g_autofree char *cmd = g_strdup_printf ("sh -c \"EXTBODY='%s' SENDMAIL='%s' sh '%s' -c '%s' -f alice@example.org -- bob@example.org < '%s'\"",
                                           extbody_path (), capture, pipe, conf, in);
   int status = -1;
-  g_autofree char *out = run_sh (cmd, &status);
+  G_GNUC_UNUSED g_autofree char *out = run_sh (cmd, &status);
   g_assert_cmpint (status, ==, 0);
   g_autofree char *msgf = g_build_filename (dir, "msg", NULL);
   g_autofree char *got = NULL;
@@ -425,7 +425,7 @@ test_pipe_filter (void)
   g_assert_null (strstr (got, "access-type=URL; scheme=data\n"));
   /* strip_trace_fields = off keeps them */
   g_assert_true (g_file_set_contents (conf, "[extbody]\nstrip_trace_fields = off\n", -1, NULL));
-  g_autofree char *out2 = run_sh (cmd, &status);
+  G_GNUC_UNUSED g_autofree char *out2 = run_sh (cmd, &status);
   g_assert_cmpint (status, ==, 0);
   g_autofree char *got2 = NULL;
   g_assert_true (g_file_get_contents (msgf, &got2, NULL, NULL));
@@ -466,7 +466,7 @@ test_private_by_default (void)
   /* --fetch does try (the samples name example.com): the check above can fail */
   g_autofree char *cmd2 = g_strdup_printf ("env ASAN_OPTIONS=detect_leaks=0 strace -f -qq -o '%s' -e trace=socket,connect '%s' rewrite -c '%s' --fetch -o connect_timeout=1 -o message_deadline=2 '%s'",
                                            trace, extbody_path (), conf, refs);
-  g_autofree char *out2 = run_sh (cmd2, &status);
+  G_GNUC_UNUSED g_autofree char *out2 = run_sh (cmd2, &status);
   g_autofree char *t2 = NULL;
   g_assert_true (g_file_get_contents (trace, &t2, NULL, NULL));
   g_assert_nonnull (strstr (t2, "socket("));
@@ -514,7 +514,7 @@ test_inspect_maildir_fifo (void)
   g_autofree char *fifo = g_build_filename (dir, "cur", "1.fifo:2,", NULL);
   g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
   g_autofree char *msg = g_build_filename (dir, "cur", "2.msg:2,S", NULL);
-  g_assert_true (g_file_set_contents (msg, FROM_MSG + strlen (FROM_LINE), -1, NULL));
+  g_assert_true (g_file_set_contents (msg, (const char *) FROM_MSG + strlen (FROM_LINE), -1, NULL));
   g_autofree char *cmd = g_strdup_printf ("timeout 20 '%s' inspect --json --maildir '%s'", extbody_path (), dir);
   int status = -1;
   g_autofree char *out = run_sh (cmd, &status);

@@ -97,15 +97,15 @@ test_types (void)
 {
   g_autofree char *png = url ("/type?t=image/png");
   g_autoptr (GBytes) m = message (png, NULL, "Content-Type: text/plain\r\n");
-  g_autofree char *o1 = rewrite (m, "left: type-mismatch: content type disagrees (server says image/png, inner header says text/plain)",
+  G_GNUC_UNUSED g_autofree char *o1 = rewrite (m, "left: type-mismatch: content type disagrees (server says image/png, inner header says text/plain)",
                                  (const char *[]) { ALLOW, NULL });
-  g_autofree char *o2 = rewrite (m, "resolved (text/plain, 1 bytes", (const char *[]) { ALLOW, "-o", "content_type_mismatch=accept", NULL });
+  G_GNUC_UNUSED g_autofree char *o2 = rewrite (m, "resolved (text/plain, 1 bytes", (const char *[]) { ALLOW, "-o", "content_type_mismatch=accept", NULL });
   g_autofree char *param = url ("/type?t=IMAGE/PNG;%20q=1");
   g_autoptr (GBytes) m3 = message (param, NULL, "Content-Type: image/png\r\n");
-  g_autofree char *o3 = rewrite (m3, "resolved (image/png", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *o3 = rewrite (m3, "resolved (image/png", (const char *[]) { ALLOW, NULL });
   g_autofree char *none = url ("/type");
   g_autoptr (GBytes) m4 = message (none, NULL, "Content-Type: image/gif\r\n");
-  g_autofree char *o4 = rewrite (m4, "resolved (image/gif, 1 bytes, base64)", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *o4 = rewrite (m4, "resolved (image/gif, 1 bytes, base64)", (const char *[]) { ALLOW, NULL });
   /* application/octet-stream from a server asserts nothing: the inner type governs */
   g_autofree char *octet = url ("/type?t=application/octet-stream");
   g_autoptr (GBytes) m5 = message (octet, NULL, "Content-Type: text/x-log\r\n");
@@ -113,14 +113,14 @@ test_types (void)
   g_assert_nonnull (strstr (o5, "Content-Type: text/x-log\r\n"));
   g_autofree char *octet2 = url ("/type?t=Application/Octet-Stream;%20name=x.log");
   g_autoptr (GBytes) m6 = message (octet2, NULL, "Content-Type: text/plain\r\n");
-  g_autofree char *o6 = rewrite (m6, "resolved (text/plain, 1 bytes", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *o6 = rewrite (m6, "resolved (text/plain, 1 bytes", (const char *[]) { ALLOW, NULL });
   /* with no inner type, it is the type written */
   g_autoptr (GBytes) m7 = message (octet, NULL, "Content-ID: <n@x>\r\n");
-  g_autofree char *o7 = rewrite (m7, "resolved (application/octet-stream, 1 bytes", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *o7 = rewrite (m7, "resolved (application/octet-stream, 1 bytes", (const char *[]) { ALLOW, NULL });
   /* any other disagreement is still one */
   g_autofree char *js = url ("/type?t=application/javascript");
   g_autoptr (GBytes) m8 = message (js, NULL, "Content-Type: text/plain\r\n");
-  g_autofree char *o8 = rewrite (m8, "left: type-mismatch", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *o8 = rewrite (m8, "left: type-mismatch", (const char *[]) { ALLOW, NULL });
 }
 
 static void
@@ -141,7 +141,7 @@ test_statuses_and_redirects (void)
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
     g_autofree char *u = url (cases[i].path);
     g_autoptr (GBytes) m = message (u, NULL, "Content-Type: text/plain\r\n");
-    g_autofree char *o = rewrite (m, cases[i].want, (const char *[]) { ALLOW, NULL });
+    G_GNUC_UNUSED g_autofree char *o = rewrite (m, cases[i].want, (const char *[]) { ALLOW, NULL });
   }
 }
 
@@ -150,31 +150,31 @@ test_limits (void)
 {
   g_autofree char *big = url ("/big?n=300000");
   g_autoptr (GBytes) m = message (big, NULL, "Content-Type: application/octet-stream\r\n");
-  g_autofree char *o1 = rewrite (m, "left: part-too-large: data larger than max_part_bytes (more than 102400 bytes)",
+  G_GNUC_UNUSED g_autofree char *o1 = rewrite (m, "left: part-too-large: data larger than max_part_bytes (more than 102400 bytes)",
                                  (const char *[]) { ALLOW, "-o", "max_part_bytes=100k", NULL });
   g_autofree char *ann = url ("/bin?n=300000");
   g_autoptr (GBytes) m2 = message (ann, NULL, "Content-Type: application/octet-stream\r\n");
-  g_autofree char *o2 = rewrite (m2, "left: part-too-large", (const char *[]) { ALLOW, "-o", "max_part_bytes=100k", NULL });
+  G_GNUC_UNUSED g_autofree char *o2 = rewrite (m2, "left: part-too-large", (const char *[]) { ALLOW, "-o", "max_part_bytes=100k", NULL });
   g_autofree char *stall = url ("/stall");
   g_autoptr (GBytes) m3 = message (stall, NULL, "Content-Type: text/plain\r\n");
-  g_autofree char *o3 = rewrite (m3, "left: timed-out", (const char *[]) { ALLOW, "-o", "fetch_timeout=1", NULL });
-  g_autofree char *o4 = rewrite (m3, "left: timed-out", (const char *[]) { ALLOW, "-o", "low_speed_time=1", "-o", "low_speed_limit=1000", NULL });
+  G_GNUC_UNUSED g_autofree char *o3 = rewrite (m3, "left: timed-out", (const char *[]) { ALLOW, "-o", "fetch_timeout=1", NULL });
+  G_GNUC_UNUSED g_autofree char *o4 = rewrite (m3, "left: timed-out", (const char *[]) { ALLOW, "-o", "low_speed_time=1", "-o", "low_speed_limit=1000", NULL });
   g_autoptr (GBytes) m5 = message (big, "\r\n\tsize=999999999;", "Content-Type: application/octet-stream\r\n");
-  g_autofree char *o5 = rewrite (m5, "left: size-too-large", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *o5 = rewrite (m5, "left: size-too-large", (const char *[]) { ALLOW, NULL });
   g_autofree char *txt = url ("/text");
   /* RFC 2046 5.2.3.1: past its expiration the data is not guaranteed, not
    * forbidden: still there, it resolves; gone, the reason is expired */
   g_autoptr (GBytes) m6 = message (txt, "\r\n\texpiration=\"Fri, 14 Jun 1991 19:13:14 -0400\";", "Content-Type: text/plain\r\n");
-  g_autofree char *o6 = rewrite (m6, "resolved (text/plain, 27 bytes", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *o6 = rewrite (m6, "resolved (text/plain, 27 bytes", (const char *[]) { ALLOW, NULL });
   g_autofree char *gone = url ("/status/404");
   g_autoptr (GBytes) m6b = message (gone, "\r\n\texpiration=\"Fri, 14 Jun 1991 19:13:14 -0400\";", "Content-Type: text/plain\r\n");
-  g_autofree char *o6b = rewrite (m6b, "left: expired: reference expired and its data is gone (expiration=Fri, 14 Jun 1991 19:13:14 -0400; http-status: ",
+  G_GNUC_UNUSED g_autofree char *o6b = rewrite (m6b, "left: expired: reference expired and its data is gone (expiration=Fri, 14 Jun 1991 19:13:14 -0400; http-status: ",
                                   (const char *[]) { ALLOW, NULL });
   /* not expired: the fetch's own reason */
   g_autoptr (GBytes) m6c = message (gone, NULL, "Content-Type: text/plain\r\n");
-  g_autofree char *o6c = rewrite (m6c, "left: http-status", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *o6c = rewrite (m6c, "left: http-status", (const char *[]) { ALLOW, NULL });
   g_autoptr (GBytes) m7 = message (txt, "\r\n\texpiration=\"Fri, 14 Jun 2999 19:13:14 -0400\";", "Content-Type: text/plain\r\n");
-  g_autofree char *o7 = rewrite (m7, "resolved", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *o7 = rewrite (m7, "resolved", (const char *[]) { ALLOW, NULL });
 }
 
 static void
@@ -189,9 +189,9 @@ test_checksum (void)
   g_autofree char *b64 = g_base64_encode (raw, 16);
   g_autofree char *good = g_strdup_printf ("Content-Type: text/plain\r\nContent-MD5: %s\r\n", b64);
   g_autoptr (GBytes) m = message (u, NULL, good);
-  g_autofree char *o1 = rewrite (m, "resolved", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *o1 = rewrite (m, "resolved", (const char *[]) { ALLOW, NULL });
   g_autoptr (GBytes) m2 = message (u, NULL, "Content-Type: text/plain\r\nContent-MD5: AAAAAAAAAAAAAAAAAAAAAA==\r\n");
-  g_autofree char *o2 = rewrite (m2, "left: checksum-mismatch", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *o2 = rewrite (m2, "left: checksum-mismatch", (const char *[]) { ALLOW, NULL });
 }
 
 /* Without allow_networks every loopback form is refused at connect time. */
@@ -202,22 +202,22 @@ test_refused (void)
   for (guint i = 0; i < G_N_ELEMENTS (hosts); i++) {
     g_autofree char *u = g_strdup_printf ("http://%s:%u/text", hosts[i], srv->port);
     g_autoptr (GBytes) m = message (u, NULL, "Content-Type: text/plain\r\n");
-    g_autofree char *o = rewrite (m, "left: refused-address: fetch policy refused the address (refused address", NULL);
+    G_GNUC_UNUSED g_autofree char *o = rewrite (m, "left: refused-address: fetch policy refused the address (refused address", NULL);
   }
   /* on the default port too, and a port outside allow_ports under a global address is refused before anything */
   g_autoptr (GBytes) m = message ("http://127.0.0.1/text", NULL, "Content-Type: text/plain\r\n");
-  g_autofree char *o = rewrite (m, "left: refused-address", NULL);
+  G_GNUC_UNUSED g_autofree char *o = rewrite (m, "left: refused-address", NULL);
   /* 127.0.0.2 allowed alone redirecting to 127.0.0.1: refused in the redirect */
   g_autofree char *to = g_strdup_printf ("http://127.0.0.1:%u/text", srv->port);
   g_autofree char *esc = g_uri_escape_string (to, NULL, TRUE);
   g_autofree char *u2 = g_strdup_printf ("http://127.0.0.2:%u/redirect?to=%s", srv2->port, esc);
   g_autoptr (GBytes) m2 = message (u2, NULL, "Content-Type: text/plain\r\n");
-  g_autofree char *o2 = rewrite (m2, "left: refused-address: fetch policy refused the address (refused address 127.0.0.1",
+  G_GNUC_UNUSED g_autofree char *o2 = rewrite (m2, "left: refused-address: fetch policy refused the address (refused address 127.0.0.1",
                                  (const char *[]) { "--allow-network", "127.0.0.2/32", NULL });
   /* deny wins over allow */
   g_autofree char *u3 = url ("/text");
   g_autoptr (GBytes) m3 = message (u3, NULL, "Content-Type: text/plain\r\n");
-  g_autofree char *o3 = rewrite (m3, "left: refused-address", (const char *[]) { ALLOW, "-o", "deny_networks=127.0.0.0/8", NULL });
+  G_GNUC_UNUSED g_autofree char *o3 = rewrite (m3, "left: refused-address", (const char *[]) { ALLOW, "-o", "deny_networks=127.0.0.0/8", NULL });
 }
 
 static void
@@ -225,18 +225,18 @@ test_policy_other (void)
 {
   g_autofree char *u = url ("/text");
   g_autoptr (GBytes) m = message (u, NULL, "Content-Type: text/plain\r\n");
-  g_autofree char *o1 = rewrite (m, "left: fetch-off: fetching is off (fetch = off) (scheme \"http\")",
+  G_GNUC_UNUSED g_autofree char *o1 = rewrite (m, "left: fetch-off: fetching is off (fetch = off) (scheme \"http\")",
                                  (const char *[]) { "--allow-network", "127.0.0.1/32", "-o", "fetch=off", NULL });
-  g_autofree char *o2 = rewrite (m, "left: scheme-disabled", (const char *[]) { ALLOW, "-o", "allow_schemes=https", NULL });
+  G_GNUC_UNUSED g_autofree char *o2 = rewrite (m, "left: scheme-disabled", (const char *[]) { ALLOW, "-o", "allow_schemes=https", NULL });
   g_autofree char *cred = g_strdup_printf ("http://u:p@127.0.0.1:%u/text", srv->port);
   g_autoptr (GBytes) m3 = message (cred, NULL, "Content-Type: text/plain\r\n");
-  g_autofree char *o3 = rewrite (m3, "left: credentials", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *o3 = rewrite (m3, "left: credentials", (const char *[]) { ALLOW, NULL });
   g_autoptr (GBytes) m4 = message ("file:///etc/passwd", NULL, "Content-Type: text/plain\r\n");
-  g_autofree char *o4 = rewrite (m4, "left: scheme-disabled", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *o4 = rewrite (m4, "left: scheme-disabled", (const char *[]) { ALLOW, NULL });
   g_autofree char *lh = g_strdup_printf ("http://localhost:%u/text", srv->port);
   g_autoptr (GBytes) m5 = message (lh, NULL, "Content-Type: text/plain\r\n");
-  g_autofree char *o5 = rewrite (m5, "left: refused-domain", (const char *[]) { ALLOW, "-o", "deny_domains=localhost", NULL });
-  g_autofree char *o6 = rewrite (m5, "left: refused-domain", (const char *[]) { ALLOW, "-o", "allow_domains=example.org", NULL });
+  G_GNUC_UNUSED g_autofree char *o5 = rewrite (m5, "left: refused-domain", (const char *[]) { ALLOW, "-o", "deny_domains=localhost", NULL });
+  G_GNUC_UNUSED g_autofree char *o6 = rewrite (m5, "left: refused-domain", (const char *[]) { ALLOW, "-o", "allow_domains=example.org", NULL });
 }
 
 /* Three references to one URL and one to another: two requests; with one
@@ -334,15 +334,15 @@ test_https (void)
   g_autofree char *u = g_strdup_printf ("https://127.0.0.1:%u/text", tls->port);
   g_autoptr (GBytes) m = message (u, NULL, "Content-Type: text/plain\r\n");
   g_autofree char *ca = g_strdup_printf ("ca_file=%s", cert);
-  g_autofree char *o1 = rewrite (m, "resolved (text/plain, 27 bytes", (const char *[]) { ALLOW, "-o", ca, NULL });
-  g_autofree char *o2 = rewrite (m, "left: fetch-failed", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *o1 = rewrite (m, "resolved (text/plain, 27 bytes", (const char *[]) { ALLOW, "-o", ca, NULL });
+  G_GNUC_UNUSED g_autofree char *o2 = rewrite (m, "left: fetch-failed", (const char *[]) { ALLOW, NULL });
   test_server_stop (tls);
   /* a certificate for another name is refused even when its CA is trusted */
   TestServer *wrong = server_start ("127.0.0.1", wcert, wkey);
   g_autofree char *u2 = g_strdup_printf ("https://127.0.0.1:%u/text", wrong->port);
   g_autoptr (GBytes) m2 = message (u2, NULL, "Content-Type: text/plain\r\n");
   g_autofree char *wca = g_strdup_printf ("ca_file=%s", wcert);
-  g_autofree char *o3 = rewrite (m2, "left: fetch-failed", (const char *[]) { ALLOW, "-o", wca, NULL });
+  G_GNUC_UNUSED g_autofree char *o3 = rewrite (m2, "left: fetch-failed", (const char *[]) { ALLOW, "-o", wca, NULL });
   test_server_stop (wrong);
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
   g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL,
@@ -438,23 +438,23 @@ test_ftp (void)
   /* %2F: an absolute first CWD */
   g_autofree char *abs = g_strdup_printf ("ftp://127.0.0.1:%u/%%2Fpub/text.txt", f->port);
   g_autoptr (GBytes) mabs = message (abs, NULL, "Content-Type: text/plain\r\n");
-  g_autofree char *oabs = rewrite (mabs, "resolved", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *oabs = rewrite (mabs, "resolved", (const char *[]) { ALLOW, NULL });
   g_autofree char *tabs = ftp_trace (f);
   g_assert_nonnull (strstr (tabs, "CWD /\nCWD pub\n"));
   /* ;type=d is a listing, not a body: never fetched */
   g_autofree char *d = g_strdup_printf ("ftp://127.0.0.1:%u/pub;type=d", f->port);
   g_autoptr (GBytes) md = message (d, NULL, "Content-Type: text/plain\r\n");
-  g_autofree char *od = rewrite (md, "left: fetch-failed: fetch failed (an ftp directory listing", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *od = rewrite (md, "left: fetch-failed: fetch failed (an ftp directory listing", (const char *[]) { ALLOW, NULL });
   g_autofree char *td = ftp_trace (f);
   g_assert_cmpstr (td, ==, "");
   /* not allowed: refused at connect, nothing reaches the server */
-  g_autofree char *o5 = rewrite (ma, "left: refused-address", NULL);
+  G_GNUC_UNUSED g_autofree char *o5 = rewrite (ma, "left: refused-address", NULL);
   g_autofree char *t5 = ftp_trace (f);
   g_assert_cmpstr (t5, ==, "");
   /* a missing file */
   g_autofree char *miss = g_strdup_printf ("ftp://127.0.0.1:%u/pub/none.txt", f->port);
   g_autoptr (GBytes) mm = message (miss, NULL, "Content-Type: text/plain\r\n");
-  g_autofree char *om = rewrite (mm, "left: fetch-failed", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *om = rewrite (mm, "left: fetch-failed", (const char *[]) { ALLOW, NULL });
   ftp_stop (f);
 }
 
@@ -484,7 +484,7 @@ test_anon_ftp (void)
   g_assert_nonnull (strstr (t, "TYPE I\n"));
   g_assert_nonnull (strstr (t, "RETR bin.dat\n"));
   /* fetch = off: the same reference is only reported */
-  g_autofree char *o2 = rewrite (msg, "left: fetch-off", (const char *[]) { "--allow-network", "127.0.0.1/32", "-o", "fetch=off", NULL });
+  G_GNUC_UNUSED g_autofree char *o2 = rewrite (msg, "left: fetch-off", (const char *[]) { "--allow-network", "127.0.0.1/32", "-o", "fetch=off", NULL });
   ftp_stop (f);
 }
 
@@ -522,7 +522,7 @@ test_local_file (void)
   g_autofree char *dirs = g_strdup_printf ("local_file_dirs=%s", dir);
 
   g_autoptr (GBytes) m1 = local_message (ok);
-  g_autofree char *o0 = rewrite (m1, "left: local-file-dirs: local-file references not enabled (local_file_dirs is empty) (access-type=local-file)", NULL);
+  G_GNUC_UNUSED g_autofree char *o0 = rewrite (m1, "left: local-file-dirs: local-file references not enabled (local_file_dirs is empty) (access-type=local-file)", NULL);
   g_autofree char *o1 = rewrite (m1, "resolved (text/plain, 11 bytes, 7bit)", (const char *[]) { "-o", dirs, NULL });
   g_autofree char *trace = g_strdup_printf ("X-Extbody-Resolved: access-type=local-file;\n\tname=\"%s\";", ok);
   g_assert_nonnull (strstr (o1, trace));
@@ -540,10 +540,10 @@ test_local_file (void)
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
     g_autoptr (GBytes) m = local_message (cases[i].path);
-    g_autofree char *o = rewrite (m, cases[i].want, (const char *[]) { "-o", dirs, NULL });
+    G_GNUC_UNUSED g_autofree char *o = rewrite (m, cases[i].want, (const char *[]) { "-o", dirs, NULL });
   }
   g_autofree char *small = g_strdup_printf ("max_part_bytes=5");
-  g_autofree char *o2 = rewrite (m1, "left: part-too-large", (const char *[]) { "-o", dirs, "-o", small, NULL });
+  G_GNUC_UNUSED g_autofree char *o2 = rewrite (m1, "left: part-too-large", (const char *[]) { "-o", dirs, "-o", small, NULL });
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", top);
   g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL,
                 NULL, NULL);
@@ -591,7 +591,7 @@ test_cache (void)
 
   g_assert_true (eb_config_set (config, "cache_ttl", "0", NULL));
   g_autoptr (EbFetcher) g = eb_fetcher_new (config, &error);
-  g_autoptr (GPtrArray) r3 = eb_fetcher_fetch_all (g, urls, 1, 1024);
+  G_GNUC_UNUSED g_autoptr (GPtrArray) r3 = eb_fetcher_fetch_all (g, urls, 1, 1024);
   g_autoptr (GPtrArray) r4 = eb_fetcher_fetch_all (g, urls, 1, 1024);
   int h2 = hits_now ();
   g_assert_false (((EbFetchResult *) g_ptr_array_index (r4, 0))->from_cache);
@@ -608,9 +608,9 @@ test_env_proxy_ignored (void)
   g_setenv ("http_proxy", "http://127.0.0.1:9", TRUE);
   g_setenv ("HTTPS_PROXY", "http://127.0.0.1:9", TRUE);
   g_setenv ("ALL_PROXY", "http://127.0.0.1:9", TRUE);
-  g_autofree char *o = rewrite (m, "resolved", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *o = rewrite (m, "resolved", (const char *[]) { ALLOW, NULL });
   /* a configured proxy is used (and here, being dead, makes the fetch fail) */
-  g_autofree char *o2 = rewrite (m, "left: refused-address", (const char *[]) { ALLOW, "-o", "proxy=http://127.0.0.9:9", NULL });
+  G_GNUC_UNUSED g_autofree char *o2 = rewrite (m, "left: refused-address", (const char *[]) { ALLOW, "-o", "proxy=http://127.0.0.9:9", NULL });
   g_unsetenv ("http_proxy");
   g_unsetenv ("HTTPS_PROXY");
   g_unsetenv ("ALL_PROXY");

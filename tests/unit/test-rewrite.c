@@ -581,17 +581,17 @@ test_header_edits (gconstpointer data)
 
 static const char *edit_cases[] = {
   /* a top-level reference, forged trace fields, a folded Content-ID */
-  "X-Extbody: resolved 9 of 9\r\nFrom: a@x\r\nX-Extbody-Resolved: forged\r\nMIME-Version: 1.0\r\n"
+  ("X-Extbody: resolved 9 of 9\r\nFrom: a@x\r\nX-Extbody-Resolved: forged\r\nMIME-Version: 1.0\r\n"
   "Content-ID: <outer@x>\r\nContent-Description: the\r\n outer one\r\n"
   "Content-Type: message/external-body; access-type=URL; URL=\"data:,hello\"\r\n\r\n"
-  "Content-Type: text/plain; charset=us-ascii\r\nContent-ID: <inner@x>\r\n\r\n",
+  "Content-Type: text/plain; charset=us-ascii\r\nContent-ID: <inner@x>\r\n\r\n"),
   /* a part inside a multipart, and forged trace fields */
-  "From: a@x\nX-Extbody: forged\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n"
-  "--b\nContent-Type: message/external-body; access-type=URL; URL=\"data:,hello\"\n\nContent-Type: text/plain\n\n\n--b--\n",
+  ("From: a@x\nX-Extbody: forged\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n"
+  "--b\nContent-Type: message/external-body; access-type=URL; URL=\"data:,hello\"\n\nContent-Type: text/plain\n\n\n--b--\n"),
   /* only forged fields, nothing to resolve */
-  "From: a@x\nx-extbody-resolved: one\nX-EXTBODY: two\nSubject: s\n\nbody\n",
+  ("From: a@x\nx-extbody-resolved: one\nX-EXTBODY: two\nSubject: s\n\nbody\n"),
   /* a top-level reference, no trace fields, no inner type */
-  "From: a@x\nMIME-Version: 1.0\nContent-Type: message/external-body; access-type=URL;\n URL=\"data:text/html,<p>x</p>\"\n\n",
+  ("From: a@x\nMIME-Version: 1.0\nContent-Type: message/external-body; access-type=URL;\n URL=\"data:text/html,<p>x</p>\"\n\n"),
 };
 
 /* An external-body with no inner header at all: the blank line after its
