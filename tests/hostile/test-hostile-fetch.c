@@ -463,6 +463,17 @@ peak_rss_kib (const char *conf, const char *msg_file, const char *const *extra)
 static void
 test_memory_follows_budget (void)
 {
+#if defined(__SANITIZE_ADDRESS__)
+  /* AddressSanitizer keeps freed memory in quarantine: resident memory says
+   * nothing about what the program holds; the normal build measures it */
+  g_test_skip ("peak memory is not measurable under AddressSanitizer");
+  return;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  g_test_skip ("peak memory is not measurable under AddressSanitizer");
+  return;
+#endif
+#endif
   if (!g_getenv ("EXTBODY")) {
     g_test_skip ("EXTBODY (the command) not set");
     return;
@@ -511,16 +522,18 @@ dns_child (void)
   a.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
   if (s < 0 || bind (s, (struct sockaddr *) &a, sizeof a) != 0)
     exit (77);
-  g_autoptr (EbConfig) config = config_with ((const char *[]) { "message_deadline", "2", "connect_timeout", "30",
-                                                              "fetch_timeout", "30", NULL });
-  g_autoptr (GError) error = NULL;
-  g_autoptr (EbFetcher) fetcher = eb_fetcher_new (config, &error);
-  g_assert_no_error (error);
-  g_autofree char *m = message_of ((const char *[]) { "http://never-answered.example/x" }, 1);
-  double secs;
-  g_autoptr (EbRewriteResult) r = rewrite_timed (m, config, fetcher, &secs);
-  const EbResolution *res = g_ptr_array_index (r->resolutions, 0);
-  g_print ("%s|%s|%.2f\n", eb_reason_token (res->reason), res->detail ? res->detail : "", secs);
+  {   /* in a block: everything is freed before the exit */
+    g_autoptr (EbConfig) config = config_with ((const char *[]) { "message_deadline", "2", "connect_timeout", "30",
+                                                                "fetch_timeout", "30", NULL });
+    g_autoptr (GError) error = NULL;
+    g_autoptr (EbFetcher) fetcher = eb_fetcher_new (config, &error);
+    g_assert_no_error (error);
+    g_autofree char *m = message_of ((const char *[]) { "http://never-answered.example/x" }, 1);
+    double secs;
+    g_autoptr (EbRewriteResult) r = rewrite_timed (m, config, fetcher, &secs);
+    const EbResolution *res = g_ptr_array_index (r->resolutions, 0);
+    g_print ("%s|%s|%.2f\n", eb_reason_token (res->reason), res->detail ? res->detail : "", secs);
+  }
   exit (0);
 }
 

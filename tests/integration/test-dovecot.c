@@ -225,8 +225,9 @@ main (int argc, char **argv)
   g_autofree char *dovecot = g_find_program_in_path ("dovecot");
   if (!dovecot && g_file_test ("/usr/sbin/dovecot", G_FILE_TEST_IS_EXECUTABLE))
     dovecot = g_strdup ("/usr/sbin/dovecot");
+  g_autofree char *python3 = g_find_program_in_path ("python3");
   if (geteuid () != 0 || !dovecot || !getpwnam ("dovecot") || !getpwnam ("dovenull")
-      || !getpwnam ("nobody") || !g_find_program_in_path ("python3")) {
+      || !getpwnam ("nobody") || !python3) {
     g_printerr ("skipped: needs root, dovecot-core and dovecot-imapd (users dovecot, dovenull)\n");
     return 77;
   }
