@@ -4,11 +4,12 @@
  * Per connection: a Conn in the private data pointer; per message: the message
  * collected as headers (rebuilt "Name:value" lines, CRLF) and body chunks, in
  * memory up to milter_spill_size, then spooled to an unlinked temporary file.
- * At end of message the core (eb_rewrite) resolves the references and fetches
- * what is to be fetched; when something changed, the top-level header fields
- * that changed are changed with smfi_chgheader/smfi_addheader, one trace field
- * X-Extbody is added, and the body is replaced in one unbroken run of
- * smfi_replacebody calls. Nothing changed: no modification at all. A failure
+ * At end of message the library (eb_rewrite_plan) resolves the references and
+ * fetches what is to be fetched; when something was resolved, the header edits
+ * the library gives (eb_rewrite_header_edits: no re-parse, no diff here) are
+ * sent with smfi_chgheader/smfi_addheader, one trace field X-Extbody is added,
+ * and the body the library writes (eb_rewrite_write_body) replaces the old one
+ * in one unbroken run of smfi_replacebody calls. Nothing changed: no modification at all. A failure
  * inside accepts the message unchanged (on_error = accept) or tempfails it.
  * Every modification is checked to fit in a milter packet before the first is
  * sent (a message is changed whole or not at all); a refusal once they have
@@ -436,7 +437,11 @@ rewrite_waiting (SMFICTX *ctx, const char *buf, gsize len, GOutputStream *out,
   kick_enter ();
   eb_fetch_set_thread_progress (progress_cb, &w);
   eb_fetch_set_thread_cancel (&w.cancelled);
-  gboolean ok = eb_rewrite (buf, len, config, fetcher, EB_REWRITE_DEFAULT, out, result, error);
+  /* the library removes the trace fields the message came with and gives the
+   * header edits; only the body is written here */
+  *result = eb_rewrite_plan (buf, len, config, fetcher,
+                             config->strip_trace_fields ? EB_REWRITE_STRIP_TRACE : EB_REWRITE_DEFAULT);
+  gboolean ok = !(*result)->n_resolved || eb_rewrite_write_body (*result, buf, len, out, error);
   eb_fetch_set_thread_cancel (NULL);
   eb_fetch_set_thread_progress (NULL, NULL);
   kick_leave ();
@@ -447,52 +452,6 @@ rewrite_waiting (SMFICTX *ctx, const char *buf, gsize len, GOutputStream *out,
     return FALSE;
   }
   return ok;
-}
-
-/* "Name:value" fields of a header block, for comparing old and new. */
-typedef struct {
-  char *name;
-  char *value;   /* as a milter header value: after the colon, CRLF folds as LF */
-} Field;
-
-static GArray *
-fields_of (const char *buf, gsize len)
-{
-  GArray *a = g_array_new (FALSE, FALSE, sizeof (Field));
-  g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf, 0, len);
-  for (guint i = 0; i < blk->fields->len; i++) {
-    const EbHeaderField *f = &g_array_index (blk->fields, EbHeaderField, i);
-    Field x;
-    x.name = g_strndup (buf + f->start, f->name_len);
-    GString *v = g_string_new (NULL);
-    for (gsize p = f->value; p < f->value_end; p++)
-      if (buf[p] != '\r')
-        g_string_append_c (v, buf[p]);
-    x.value = g_string_free (v, FALSE);
-    g_array_append_val (a, x);
-  }
-  return a;
-}
-
-static void
-fields_free (GArray *a)
-{
-  for (guint i = 0; i < a->len; i++) {
-    g_free (g_array_index (a, Field, i).name);
-    g_free (g_array_index (a, Field, i).value);
-  }
-  g_array_unref (a);
-}
-
-/* Values of the fields named @name, in order. */
-static GPtrArray *
-values_of (GArray *fields, const char *name)
-{
-  GPtrArray *v = g_ptr_array_new ();
-  for (guint i = 0; i < fields->len; i++)
-    if (g_ascii_strcasecmp (g_array_index (fields, Field, i).name, name) == 0)
-      g_ptr_array_add (v, g_array_index (fields, Field, i).value);
-  return v;
 }
 
 /* One header modification: index 0 adds the field, a NULL value deletes the
@@ -521,15 +480,6 @@ mods_add (GPtrArray *mods, const char *name, int index, const char *value)
   g_ptr_array_add (mods, x);
 }
 
-static gboolean
-is_trace_name (const char *name)
-{
-  for (guint i = 0; i < G_N_ELEMENTS (trace_names); i++)
-    if (g_ascii_strcasecmp (name, trace_names[i]) == 0)
-      return TRUE;
-  return FALSE;
-}
-
 /* Deleting every trace field the message came with, the last of a name first
  * so that the indices stay valid. */
 static void
@@ -540,45 +490,14 @@ mods_strip_trace (GPtrArray *mods, const Msg *m)
       mods_add (mods, trace_names[i], (int) k, NULL);
 }
 
-/* The modifications that change the top-level header from @old to @new, field
- * name by field name; with @skip_trace the trace fields are left out (they are
- * deleted on their own). */
+/* The library's header edits as milter modifications. */
 static void
-mods_headers (GPtrArray *mods, GArray *old, GArray *new, gboolean skip_trace)
+mods_from_edits (GPtrArray *mods, GPtrArray *edits)
 {
-  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  for (int pass = 0; pass < 2; pass++) {
-    GArray *src = pass == 0 ? old : new;
-    for (guint i = 0; i < src->len; i++) {
-      const char *name = g_array_index (src, Field, i).name;
-      g_autofree char *key = g_ascii_strdown (name, -1);
-      if (g_hash_table_contains (seen, key))
-        continue;
-      g_hash_table_add (seen, g_strdup (key));
-      g_autoptr (GPtrArray) ov = values_of (old, name);
-      g_autoptr (GPtrArray) nv = values_of (new, name);
-      if (skip_trace && is_trace_name (name)) {
-        /* the incoming ones are deleted on their own; the rewrite copied
-         * them: what it added besides is added */
-        for (guint k = 0; k < ov->len; k++)
-          for (guint j = 0; j < nv->len; j++)
-            if (strcmp (ov->pdata[k], nv->pdata[j]) == 0) {
-              g_ptr_array_remove_index (nv, j);
-              break;
-            }
-        for (guint k = 0; k < nv->len; k++)
-          mods_add (mods, name, 0, nv->pdata[k]);
-        continue;
-      }
-      guint common = MIN (ov->len, nv->len);
-      for (guint k = 0; k < common; k++)
-        if (strcmp (ov->pdata[k], nv->pdata[k]) != 0)
-          mods_add (mods, name, (int) k + 1, nv->pdata[k]);
-      for (guint k = common; k < nv->len; k++)
-        mods_add (mods, name, 0, nv->pdata[k]);
-      for (guint k = ov->len; k > common; k--)   /* delete from the last, indices stay valid */
-        mods_add (mods, name, (int) k, NULL);
-    }
+  for (guint i = 0; i < edits->len; i++) {
+    const EbHeaderEdit *e = g_ptr_array_index (edits, i);
+    mods_add (mods, e->name, e->kind == EB_HEADER_ADD ? 0 : (int) e->index,
+              e->kind == EB_HEADER_DELETE ? NULL : e->value);
   }
 }
 
@@ -706,7 +625,7 @@ cb_eom (SMFICTX *ctx)
     g_string_free (left, TRUE);
   }
 
-  if (!result->changed) {
+  if (!result->n_resolved) {   /* unchanged, but for the trace fields it came with */
     status = finish_unchanged (ctx, m, SMFIS_CONTINUE);
     msg_done (ctx);
     return status;
@@ -714,15 +633,9 @@ cb_eom (SMFICTX *ctx)
   g_output_stream_close (out, NULL, NULL);
   const char *o = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (out));
   gsize olen = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (out));
-  g_autoptr (EbHeaderBlock) ob = eb_header_block_scan (buf, 0, len);
-  g_autoptr (EbHeaderBlock) nb = eb_header_block_scan (o, 0, olen);
-  GArray *of = fields_of (buf, ob->end);
-  GArray *nf = fields_of (o, nb->end);
   g_autoptr (GPtrArray) mods = g_ptr_array_new_with_free_func ((GDestroyNotify) mod_free);
-  mods_strip_trace (mods, m);
-  mods_headers (mods, of, nf, config->strip_trace_fields);
-  fields_free (of);
-  fields_free (nf);
+  g_autoptr (GPtrArray) edits = eb_rewrite_header_edits (result, buf, len);
+  mods_from_edits (mods, edits);
   g_autofree char *trace = g_strdup_printf (" resolved %u of %u external-body reference%s",
                                             result->n_resolved, n, n == 1 ? "" : "s");
   mods_add (mods, "X-Extbody", 0, trace);
@@ -738,7 +651,7 @@ cb_eom (SMFICTX *ctx)
     msg_done (ctx);
     return status;
   }
-  status = mods_send (ctx, mods, o + nb->body, olen - nb->body, SMFIS_CONTINUE);
+  status = mods_send (ctx, mods, o, olen, SMFIS_CONTINUE);
   msg_done (ctx);
   return status;
 }
