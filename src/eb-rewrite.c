@@ -160,11 +160,53 @@ root_resolution (const EbRewriteResult *r)
   return NULL;
 }
 
+/* Write @len bytes of new unencoded body text, mboxrd-quoted: a line "From ",
+ * ">From ", ">>From " ... gets one more ">", which mboxrd readers (mutt,
+ * Dovecot, Python's mailbox) take off again. */
+static gboolean
+write_mboxrd_quoted (GOutputStream *out, const char *d, gsize len, GError **error)
+{
+  gsize p = 0, flushed = 0;
+  while (p < len) {
+    gsize q = p;
+    while (q < len && d[q] == '>')
+      q++;
+    if (len - q >= 5 && memcmp (d + q, "From ", 5) == 0) {
+      if (!g_output_stream_write_all (out, d + flushed, p - flushed, NULL, NULL, error)
+          || !g_output_stream_write_all (out, ">", 1, NULL, NULL, error))
+        return FALSE;
+      flushed = p;
+    }
+    const char *nl = memchr (d + p, '\n', len - p);
+    p = nl ? (gsize) (nl - d) + 1 : len;
+  }
+  return g_output_stream_write_all (out, d + flushed, len - flushed, NULL, NULL, error);
+}
+
+/* The data of @res encoded for transport; with @mboxrd, a body written
+ * unencoded (7bit) is mboxrd-quoted. */
+static gboolean
+write_data (const EbResolution *res, const char *eol, gboolean mboxrd, GOutputStream *out,
+            GError **error)
+{
+  gsize dlen = 0;
+  const guint8 *d = g_bytes_get_data (res->data, &dlen);
+  if (!mboxrd || res->encoding != EB_OUT_7BIT)
+    return eb_transfer_write (res->encoding, d, dlen, eol, out, error);
+  g_autoptr (GOutputStream) body = g_memory_output_stream_new_resizable ();
+  if (!eb_transfer_write (res->encoding, d, dlen, eol, body, error)
+      || !g_output_stream_close (body, NULL, error))
+    return FALSE;
+  GMemoryOutputStream *m = G_MEMORY_OUTPUT_STREAM (body);
+  return write_mboxrd_quoted (out, g_memory_output_stream_get_data (m),
+                              g_memory_output_stream_get_data_size (m), error);
+}
+
 /* Splice the new message (with @body_only: only what follows its header and
- * the blank line) to @out. */
+ * the blank line; with @mboxrd: new unencoded bodies mboxrd-quoted) to @out. */
 static gboolean
 splice (const EbRewriteResult *r, const char *buf0, gsize len0, GOutputStream *out,
-        gboolean body_only, GError **error)
+        gboolean body_only, gboolean mboxrd, GError **error)
 {
   gboolean ok = TRUE;
   g_return_val_if_fail (r->skip <= len0, FALSE);
@@ -195,12 +237,10 @@ splice (const EbRewriteResult *r, const char *buf0, gsize len0, GOutputStream *o
     const EbResolution *res = g_ptr_array_index (r->resolutions, i);
     if (res->reason != EB_REASON_RESOLVED)
       continue;
-    gsize dlen = 0;
-    const guint8 *d = g_bytes_get_data (res->data, &dlen);
     ok = g_output_stream_write_all (out, buf + pos, ref->block_start - pos, NULL, NULL, error)
          && (res == root && body_only
              ? TRUE : g_output_stream_write_all (out, res->header->str, res->header->len, NULL, NULL, error))
-         && eb_transfer_write (res->encoding, d, dlen, r->scan->eol, out, error);
+         && write_data (res, r->scan->eol, mboxrd, out, error);
     pos = ref->end;
   }
   if (ok)
@@ -218,14 +258,23 @@ eb_rewrite_write (const EbRewriteResult *r, const char *buf0, gsize len0, GOutpu
     gboolean ok = g_output_stream_write_all (out, buf0, len0, NULL, NULL, error);
     return ok && g_output_stream_flush (out, NULL, error);
   }
-  return splice (r, buf0, len0, out, FALSE, error);
+  return splice (r, buf0, len0, out, FALSE, FALSE, error);
+}
+
+gboolean
+eb_rewrite_write_mboxrd (const EbRewriteResult *r, const char *buf0, gsize len0,
+                         GOutputStream *out, GError **error)
+{
+  if (!r->changed)
+    return eb_rewrite_write (r, buf0, len0, out, error);
+  return splice (r, buf0, len0, out, FALSE, TRUE, error);
 }
 
 gboolean
 eb_rewrite_write_body (const EbRewriteResult *r, const char *buf, gsize len, GOutputStream *out,
                        GError **error)
 {
-  return splice (r, buf, len, out, TRUE, error);
+  return splice (r, buf, len, out, TRUE, FALSE, error);
 }
 
 void

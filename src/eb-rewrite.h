@@ -68,6 +68,14 @@ EbRewriteResult *eb_rewrite_plan (const char *buf, gsize len, const EbConfig *co
 gboolean eb_rewrite_write (const EbRewriteResult *result, const char *buf, gsize len,
                            GOutputStream *out, GError **error);
 
+/* eb_rewrite_write() for a message of an mbox: the same bytes, except that a
+ * new body written unencoded (7bit: a message/rfc822 or multipart, or text
+ * that needed no encoding) is mboxrd-quoted (">From" one ">" deeper). Text
+ * that is encoded never needs it: quoted-printable writes "=46rom" and
+ * "=3EFrom", and 7bit is chosen only for text without such lines. */
+gboolean eb_rewrite_write_mboxrd (const EbRewriteResult *result, const char *buf, gsize len,
+                                  GOutputStream *out, GError **error);
+
 /* Write only the body of the message planned in @result (what follows its
  * header and the blank line), for a front end that changes the header itself
  * (the milter): with eb_rewrite_header_edits() it makes the message that

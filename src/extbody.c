@@ -271,70 +271,6 @@ drop_content_length (GBytes *msg)
   return g_byte_array_free_to_bytes (a);
 }
 
-/* Write @len bytes of new unencoded body text into an mbox, mboxrd-quoted: a
- * line "From ", ">From ", ">>From " ... gets one more ">", which mboxrd readers
- * (mutt, Dovecot, Python's mailbox) take off again. Only text that extbody
- * writes is quoted: the rest of the message is already as the mbox holds it. */
-static gboolean
-write_mboxrd_quoted (GOutputStream *out, const char *d, gsize len, GError **error)
-{
-  gsize p = 0, flushed = 0;
-  while (p < len) {
-    gsize q = p;
-    while (q < len && d[q] == '>')
-      q++;
-    if (len - q >= 5 && memcmp (d + q, "From ", 5) == 0) {
-      if (!g_output_stream_write_all (out, d + flushed, p - flushed, NULL, NULL, error)
-          || !g_output_stream_write_all (out, ">", 1, NULL, NULL, error))
-        return FALSE;
-      flushed = p;
-    }
-    const char *nl = memchr (d + p, '\n', len - p);
-    p = nl ? (gsize) (nl - d) + 1 : len;
-  }
-  return g_output_stream_write_all (out, d + flushed, len - flushed, NULL, NULL, error);
-}
-
-/* eb_rewrite_write() for a message of an mbox: the same bytes, except that
- * a new body written unencoded (7bit: a message/rfc822 or multipart, or text
- * that needed no encoding) is mboxrd-quoted. Text that is encoded never needs
- * it: quoted-printable writes "=46rom" and "=3EFrom", and 7bit is chosen only
- * for text without such lines. */
-static gboolean
-mbox_rewrite_write (const EbRewriteResult *r, const char *buf0, gsize len0, GOutputStream *out,
-                    GError **error)
-{
-  if (!r->changed)
-    return eb_rewrite_write (r, buf0, len0, out, error);
-  const char *buf = buf0 + r->skip;
-  gsize len = len0 - r->skip, pos = 0;
-  gboolean ok = g_output_stream_write_all (out, buf0, r->skip, NULL, NULL, error);
-  for (guint i = 0; ok && i < r->scan->refs->len; i++) {
-    const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
-    const EbResolution *res = g_ptr_array_index (r->resolutions, i);
-    if (res->reason != EB_REASON_RESOLVED)
-      continue;
-    gsize dlen = 0;
-    const guint8 *d = g_bytes_get_data (res->data, &dlen);
-    ok = g_output_stream_write_all (out, buf + pos, ref->block_start - pos, NULL, NULL, error)
-         && g_output_stream_write_all (out, res->header->str, res->header->len, NULL, NULL, error);
-    if (ok && res->encoding == EB_OUT_7BIT) {
-      g_autoptr (GOutputStream) body = g_memory_output_stream_new_resizable ();
-      ok = eb_transfer_write (res->encoding, d, dlen, r->scan->eol, body, error)
-           && g_output_stream_close (body, NULL, error);
-      GMemoryOutputStream *m = G_MEMORY_OUTPUT_STREAM (body);
-      ok = ok && write_mboxrd_quoted (out, g_memory_output_stream_get_data (m),
-                                      g_memory_output_stream_get_data_size (m), error);
-    } else if (ok) {
-      ok = eb_transfer_write (res->encoding, d, dlen, r->scan->eol, out, error);
-    }
-    pos = ref->end;
-  }
-  if (ok)
-    ok = g_output_stream_write_all (out, buf + pos, len - pos, NULL, NULL, error);
-  return ok && g_output_stream_flush (out, NULL, error);
-}
-
 /* Plan @it and, when it changes, write the new message in memory; count the
  * references left by reason. */
 static void
@@ -347,7 +283,7 @@ plan_item (Item *it, Batch *b)
   it->n_resolved = r->n_resolved;
   if (r->changed) {
     g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
-    if (b->mbox ? mbox_rewrite_write (r, it->buf, it->len, out, NULL)
+    if (b->mbox ? eb_rewrite_write_mboxrd (r, it->buf, it->len, out, NULL)
                 : eb_rewrite_write (r, it->buf, it->len, out, NULL)) {
       g_output_stream_close (out, NULL, NULL);
       g_autoptr (GBytes) full = g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (out));
