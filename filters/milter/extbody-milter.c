@@ -47,6 +47,7 @@
 #include <libmilter/mfapi.h>
 
 #include "eb-config.h"
+#include "eb-error.h"
 #include "eb-fetch.h"
 #include "eb-header.h"
 #include "eb-params.h"
@@ -791,7 +792,7 @@ run (int argc, char **argv)
   g_autofree char *opt_config = NULL, *opt_socket = NULL, *opt_user = NULL, *opt_pidfile = NULL;
   g_auto (GStrv) opt_set = NULL;
   g_auto (GStrv) opt_allow = NULL;
-  gboolean opt_daemon = FALSE, opt_version = FALSE, opt_no_nodelay = FALSE;
+  gboolean opt_daemon = FALSE, opt_version = FALSE, opt_no_nodelay = FALSE, opt_check = FALSE;
   GOptionEntry entries[] = {
     { "socket", 'p', 0, G_OPTION_ARG_STRING, &opt_socket,
       "Socket: unix:PATH, inet:PORT@ADDRESS, inet6:PORT@ADDRESS (default: milter_socket)", "SPEC" },
@@ -803,6 +804,8 @@ run (int argc, char **argv)
     { "daemon", 'd', 0, G_OPTION_ARG_NONE, &opt_daemon, "Detach and log to syslog (default: foreground, stderr)", NULL },
     { "pidfile", 'P', 0, G_OPTION_ARG_FILENAME, &opt_pidfile, "With -d: write the PID here", "FILE" },
     { "version", 'V', 0, G_OPTION_ARG_NONE, &opt_version, "Show the version", NULL },
+    { "check", 'n', 0, G_OPTION_ARG_NONE, &opt_check,
+      "Check the configuration (file, -o, --allow-network, -p) as the daemon reads it and exit: nothing printed when valid, one line naming the key and exit 78 when not", NULL },
     { "no-nodelay", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &opt_no_nodelay,
       "Leave Nagle's algorithm on for TCP (to measure what TCP_NODELAY saves)", NULL },
     { NULL }
@@ -830,32 +833,38 @@ run (int argc, char **argv)
     fprintf (stderr, "extbody-milter: %s\n", error->message);
     return EX_CONFIG;
   }
+  /* -o and --allow-network as the command applies them (one library call) */
   for (guint i = 0; opt_set && opt_set[i]; i++) {
-    const char *eq = strchr (opt_set[i], '=');
-    g_autofree char *key = eq ? g_strstrip (g_strndup (opt_set[i], (gsize) (eq - opt_set[i]))) : NULL;
-    if (!eq || !eb_config_set (config, key, eq + 1, &error)) {
-      fprintf (stderr, "extbody-milter: -o %s: %s\n", opt_set[i], error ? error->message : "expected KEY=VALUE");
-      return EX_CONFIG;
+    if (!eb_config_apply_option (config, opt_set[i], &error)) {
+      fprintf (stderr, "extbody-milter: %s\n", error->message);
+      return g_error_matches (error, EB_ERROR, EB_ERROR_SYNTAX) ? EX_USAGE : EX_CONFIG;
     }
   }
-  if (opt_allow) {
-    g_autofree char *joined = g_strjoinv (", ", opt_allow);
-    g_autofree char *all = *config->allow_networks
-      ? g_strconcat (config->allow_networks, ", ", joined, NULL) : g_strdup (joined);
-    eb_config_set (config, "allow_networks", all, NULL);
+  if (!eb_config_add_networks (config, (const char *const *) opt_allow, &error)) {
+    fprintf (stderr, "extbody-milter: %s\n", error->message);
+    return EX_CONFIG;
+  }
+  /* -p is a milter_socket: checked the same way */
+  if (opt_socket && !eb_config_set (config, "milter_socket", opt_socket, &error)) {
+    fprintf (stderr, "extbody-milter: -p %s\n", error->message);
+    return EX_CONFIG;
   }
 
   g_mime_init ();
   curl_global_init (CURL_GLOBAL_DEFAULT);   /* before any thread */
-  if (config->fetch) {
-    fetcher = eb_fetcher_new (config, &error);
-    if (!fetcher) {
-      fprintf (stderr, "extbody-milter: %s\n", error->message);
-      return EX_CONFIG;
-    }
+  /* the fetch policy is built whether fetching is on or not: -n checks what
+   * the daemon would use */
+  g_autoptr (EbFetcher) checked = eb_fetcher_new (config, &error);
+  if (!checked) {
+    fprintf (stderr, "extbody-milter: %s\n", error->message);
+    return EX_CONFIG;
   }
+  if (opt_check)
+    return 0;
+  if (config->fetch)
+    fetcher = g_steal_pointer (&checked);
 
-  const char *sock = opt_socket ? opt_socket : config->milter_socket;
+  const char *sock = config->milter_socket;
   if (smfi_setconn ((char *) sock) != MI_SUCCESS || smfi_register (desc) != MI_SUCCESS) {
     fprintf (stderr, "extbody-milter: cannot use socket %s\n", sock);
     return EX_USAGE;

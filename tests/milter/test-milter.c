@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include "test-server.h"
 
 typedef struct {
@@ -241,6 +242,52 @@ test_daemon (void)
   g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL);
 }
 
+/* -n checks the configuration as the daemon reads it (file, -o,
+ * --allow-network, -p) and exits: silent and 0 when valid, one line naming
+ * the key and 78 (or 64 for a malformed -o) when not; nothing is bound. */
+static void
+test_check (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("extbody-milter-check-XXXXXX", NULL);
+  g_autofree char *conf = g_build_filename (dir, "c.conf", NULL);
+  g_assert_true (g_file_set_contents (conf, "milter_socket = inet:8891@127.0.0.1\n", -1, NULL));
+  g_autofree char *bad = g_build_filename (dir, "bad.conf", NULL);
+  g_assert_true (g_file_set_contents (bad, "[extbody]\ndeny_domains = *.example.com\n", -1, NULL));
+  struct { const char *args[4]; int status; const char *text; } cases[] = {
+    { { "-c", conf, NULL }, 0, NULL },
+    { { "-c", conf, "-p", "inet:99999@127.0.0.1" }, 78, "-p milter_socket: \"inet:99999@127.0.0.1\"" },
+    { { "-c", conf, "-p", "bogus" }, 78, "milter_socket: \"bogus\"" },
+    { { "-c", conf, "-o", "allow_networks=10.0.0.0/33" }, 78, "allow_networks: item 1 of the list" },
+    { { "-c", conf, "--allow-network", "banana" }, 78, "--allow-network banana" },
+    { { "-c", conf, "-o", "allow_schemes=gopher" }, 78, "allow_schemes: \"gopher\"" },
+    { { "-c", conf, "-o", "max_parts" }, 64, "-o max_parts: expected KEY=VALUE" },
+    { { "-c", bad, NULL }, 78, "bad.conf: deny_domains: \"*.example.com\": write example.com" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    const char *argv[] = { g_getenv ("EXTBODY_MILTER"), "-n", cases[i].args[0], cases[i].args[1],
+                           cases[i].args[2], cases[i].args[3], NULL };
+    g_autofree char *out = NULL, *err = NULL;
+    int wait = 0;
+    g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &wait, NULL));
+    g_test_message ("case %u: %d %s", i, WEXITSTATUS (wait), err);
+    g_assert_true (WIFEXITED (wait));
+    g_assert_cmpint (WEXITSTATUS (wait), ==, cases[i].status);
+    g_assert_cmpstr (out, ==, "");
+    if (cases[i].text) {
+      g_assert_nonnull (strstr (err, cases[i].text));
+      guint lines = 0;
+      for (const char *c = err; *c; c++)
+        lines += *c == '\n';
+      g_assert_cmpuint (lines, ==, 1);
+    } else {
+      g_assert_cmpstr (err, ==, "");
+    }
+  }
+  g_unlink (conf);
+  g_unlink (bad);
+  g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -256,6 +303,7 @@ main (int argc, char **argv)
   g_test_add_data_func ("/milter/top-level", "top-level.lua", test_script);
   g_test_add_data_func ("/milter/abort", "abort.lua", test_script);
   g_test_add_func ("/milter/too-large", test_too_large);
+  g_test_add_func ("/milter/check-configuration", test_check);
   g_test_add_func ("/milter/spill-to-file", test_spill);
   g_test_add_func ("/milter/user", test_user);
   g_test_add_func ("/milter/daemon-pidfile", test_daemon);
