@@ -307,12 +307,12 @@ fields_of (const char *buf, gsize end, const GArray *removed)
   GArray *a = g_array_new (FALSE, FALSE, sizeof (Field));
   g_array_set_clear_func (a, (GDestroyNotify) field_clear);
   g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf, 0, end);
+  guint next = 0;   /* @removed and the fields are both in order: one pass */
   for (guint i = 0; i < blk->fields->len; i++) {
     const EbHeaderField *f = &g_array_index (blk->fields, EbHeaderField, i);
-    gboolean gone = FALSE;
-    for (guint k = 0; removed && k < removed->len; k++)
-      gone |= g_array_index (removed, EbRange, k).start == f->start;
-    if (gone)
+    while (removed && next < removed->len && g_array_index (removed, EbRange, next).start < f->start)
+      next++;
+    if (removed && next < removed->len && g_array_index (removed, EbRange, next).start == f->start)
       continue;
     Field x = { g_strndup (buf + f->start, f->name_len), NULL };
     GString *v = g_string_new (NULL);
