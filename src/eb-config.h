@@ -12,7 +12,11 @@
 
 G_BEGIN_DECLS
 
+#ifdef EXTBODY_CONFIG_PATH
+#define EB_CONFIG_DEFAULT_PATH EXTBODY_CONFIG_PATH
+#else
 #define EB_CONFIG_DEFAULT_PATH "/etc/extbody/extbody.conf"
+#endif
 #define EB_CONFIG_GROUP "extbody"
 
 typedef struct {
