@@ -1,0 +1,85 @@
+#!/bin/sh
+# deb-smoke.sh - build the Debian packages from this tree, install them with
+# dpkg -i, use what they installed, and remove them again.
+#
+#   sh tests/packaging/deb-smoke.sh [OUTDIR]
+#
+# Builds in a copy of the tree (dpkg-buildpackage -b -us -uc), so the checkout
+# keeps no debian/ build products; the .deb files and their file lists are left
+# in OUTDIR (default: build-deb/). Needs root (dpkg -i) and the build
+# dependencies of debian/control. Exits 77 (skipped) where it must not touch
+# the machine: not root, or an extbody already installed or configured here
+# that is not from an earlier run of this script.
+set -eu
+top=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:-$top/build-deb}
+skip() { echo "deb-smoke: skipped: $*" >&2; exit 77; }
+
+[ "$(id -u)" -eq 0 ] || skip "needs root for dpkg -i"
+command -v dpkg-buildpackage >/dev/null || skip "no dpkg-buildpackage (apt-get install dpkg-dev debhelper)"
+for p in extbody extbody-milter libextbody1 libextbody-dev; do
+  if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    skip "$p is installed on this machine already (not removing an administrator's package)"
+  fi
+done
+if [ -e /etc/extbody/extbody.conf ] && ! dpkg -S /etc/extbody/extbody.conf >/dev/null 2>&1; then
+  skip "/etc/extbody/extbody.conf exists and belongs to no package (not replacing it)"
+fi
+
+work=$(mktemp -d /tmp/extbody-deb.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+echo "==> copying the tree to $work/extbody-0"
+mkdir "$work/extbody-0"
+# the sources only: no build trees, no node_modules
+tar -C "$top" --exclude='./build*' --exclude='./.git' --exclude='node_modules' -cf - . \
+  | tar -C "$work/extbody-0" -xf -
+
+echo "==> dpkg-buildpackage -b -us -uc"
+(cd "$work/extbody-0" && dpkg-buildpackage -b -us -uc -j"$(nproc)" >"$work/build.log" 2>&1) || {
+  tail -40 "$work/build.log" >&2; echo "deb-smoke: dpkg-buildpackage failed" >&2; exit 1; }
+rm -rf "$out"; mkdir -p "$out"
+cp "$work"/*.deb "$out"/
+for d in "$out"/*.deb; do
+  echo "--- $(basename "$d")"
+  dpkg-deb -c "$d" | awk '{ print $6 }' | grep -v '/$'
+done | tee "$out/file-lists.txt"
+
+installed=
+cleanup() {
+  [ -n "$installed" ] && dpkg --purge extbody-milter extbody libextbody-dev libextbody1 >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "==> dpkg -i"
+installed=yes
+DEBIAN_FRONTEND=noninteractive dpkg -i "$out"/*.deb
+
+fail() { echo "deb-smoke: FAILED: $*" >&2; exit 1; }
+echo "==> extbody --version"
+/usr/bin/extbody --version
+echo "==> extbody-milter -n (the packaged configuration)"
+/usr/sbin/extbody-milter -n || fail "extbody-milter -n rejects the packaged configuration"
+grep -q '^milter_socket = unix:/var/spool/postfix/extbody/extbody.sock$' /etc/extbody/extbody.conf \
+  || fail "the packaged configuration does not put the socket in Postfix's chroot"
+getent passwd extbody >/dev/null || fail "postinst made no extbody user"
+[ "$(stat -c %U /var/spool/postfix/extbody)" = extbody ] || fail "/var/spool/postfix/extbody is not extbody's"
+[ -f /lib/systemd/system/extbody-milter.service ] || fail "no unit"
+grep -q '^ExecStart=/usr/sbin/extbody-milter' /lib/systemd/system/extbody-milter.service \
+  || fail "the unit does not name the installed daemon"
+
+echo "==> one message through the installed command"
+/usr/bin/extbody rewrite --report "$top/data/samples/references.eml" >"$work/out.eml" 2>"$work/report.txt"
+cat "$work/report.txt"
+grep -q 'resolved' "$work/report.txt" || fail "nothing resolved"
+! cmp -s "$top/data/samples/references.eml" "$work/out.eml" || fail "the message was not rewritten"
+
+if [ -f "$top/examples/resolve-one.c" ]; then
+  echo "==> examples/resolve-one.c against the installed libextbody-dev (pkg-config extbody-1)"
+  # shellcheck disable=SC2046
+  cc -o "$work/resolve-one" "$top/examples/resolve-one.c" $(pkg-config --cflags --libs extbody-1) \
+    || fail "the example does not build against the installed package"
+  "$work/resolve-one" "$top/data/samples/references.eml" >"$work/ex.eml" || fail "the example failed"
+  cmp -s "$work/out.eml" "$work/ex.eml" || fail "the example's output differs from the command's"
+fi
+echo "==> deb-smoke: packages built, installed, used; removing them"
