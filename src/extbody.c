@@ -838,6 +838,9 @@ cmd_rewrite (int argc, char **argv)
   }
   if ((log || queue_id) && kind != BOX_NONE) {
     die_line ("--%s goes with one message, not a mailbox (try --help)", log ? "log" : "queue-id");
+    g_free (mbox);
+    g_free (maildir);
+    g_free (backup);
     return EX_USAGE;
   }
   if (log)

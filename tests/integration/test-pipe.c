@@ -183,6 +183,7 @@ test_bad_target (Fixture *f, gconstpointer data)
   g_autofree char *got = reinjected (f);
   g_assert_null (got);
   g_autofree char *err2 = run_pipe (f, MSG, "EXTBODY_LOG=journal", "", "", &status);
+  g_assert_nonnull (strstr (err2, "-l takes syslog or stderr, not \"journal\""));
   g_assert_cmpint (status, ==, 64);
   /* the command itself says the same */
   g_auto (CmdResult) r = { 0 };
