@@ -133,6 +133,7 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
     last_end = ref->end;
   }
   r->changed = r->n_resolved > 0 || r->removed->len > 0;
+  r->filter_field = (flags & EB_REWRITE_FILTER_FIELD) && r->n_resolved > 0;
   return r;
 }
 
@@ -202,6 +203,56 @@ write_data (const EbResolution *res, const char *eol, gboolean mboxrd, GOutputSt
                               g_memory_output_stream_get_data_size (m), error);
 }
 
+char *
+eb_rewrite_filter_field_value (const EbRewriteResult *r)
+{
+  guint n = r->scan ? r->scan->refs->len : 0;
+  return g_strdup_printf (" resolved %u of %u external-body reference%s", r->n_resolved, n,
+                          n == 1 ? "" : "s");
+}
+
+/* Write the X-Extbody field of @r in the line ending @eol. */
+static gboolean
+write_filter_field (const EbRewriteResult *r, const char *eol, GOutputStream *out, GError **error)
+{
+  g_autofree char *value = eb_rewrite_filter_field_value (r);
+  g_autofree char *line = g_strconcat (EB_FILTER_FIELD ":", value, eol, NULL);
+  return g_output_stream_write_all (out, line, strlen (line), NULL, NULL, error);
+}
+
+/* Write the new header @h (blank line included) with the X-Extbody field
+ * before its blank line. */
+static gboolean
+write_header_with_field (const EbRewriteResult *r, const GString *h, const char *eol,
+                         GOutputStream *out, GError **error)
+{
+  gsize el = strlen (eol);
+  gsize at = h->len >= el && memcmp (h->str + h->len - el, eol, el) == 0 ? h->len - el : h->len;
+  return g_output_stream_write_all (out, h->str, at, NULL, NULL, error)
+         && write_filter_field (r, eol, out, error)
+         && g_output_stream_write_all (out, h->str + at, h->len - at, NULL, NULL, error);
+}
+
+/* Write buf[@from, @to) of the message; with @field_at inside it (not
+ * G_MAXSIZE), the X-Extbody field is written there, and @field_at becomes
+ * G_MAXSIZE. */
+static gboolean
+write_verbatim (const EbRewriteResult *r, const char *buf, gsize from, gsize to, gsize *field_at,
+                GOutputStream *out, GError **error)
+{
+  if (*field_at < from || *field_at > to)
+    return g_output_stream_write_all (out, buf + from, to - from, NULL, NULL, error);
+  gsize at = *field_at;
+  *field_at = G_MAXSIZE;
+  /* a header that ends without a line break (no body at all) gets one first */
+  gboolean need_eol = at > 0 && buf[at - 1] != '\n';
+  return g_output_stream_write_all (out, buf + from, at - from, NULL, NULL, error)
+         && (!need_eol || g_output_stream_write_all (out, r->scan->eol, strlen (r->scan->eol),
+                                                     NULL, NULL, error))
+         && write_filter_field (r, r->scan->eol, out, error)
+         && g_output_stream_write_all (out, buf + at, to - at, NULL, NULL, error);
+}
+
 /* Splice the new message (with @body_only: only what follows its header and
  * the blank line; with @mboxrd: new unencoded bodies mboxrd-quoted) to @out. */
 static gboolean
@@ -214,11 +265,18 @@ splice (const EbRewriteResult *r, const char *buf0, gsize len0, GOutputStream *o
   gsize len = len0 - r->skip;
   gsize pos = 0;
   const EbResolution *root = root_resolution (r);
+  /* where the X-Extbody field goes: the end of the message header (a resolved
+   * message body: the end of its new header) */
+  gsize field_at = G_MAXSIZE;
   if (body_only && !root) {
     g_autoptr (EbHeaderBlock) top = eb_header_block_scan (buf, 0, len);
     pos = top->body;
   } else if (!body_only) {
     ok = g_output_stream_write_all (out, buf0, r->skip, NULL, NULL, error);
+    if (r->filter_field && r->scan && !root) {
+      g_autoptr (EbHeaderBlock) top = eb_header_block_scan (buf, 0, len);
+      field_at = top->end;
+    }
   }
   /* the fields removed from the message header: they lie before every
    * reference, or inside the message's own (then rebuilt without them) */
@@ -229,7 +287,7 @@ splice (const EbRewriteResult *r, const char *buf0, gsize len0, GOutputStream *o
       continue;
     if (first && first->block_start <= rg->start)
       break;
-    ok = g_output_stream_write_all (out, buf + pos, rg->start - pos, NULL, NULL, error);
+    ok = write_verbatim (r, buf, pos, rg->start, &field_at, out, error);
     pos = rg->end;
   }
   for (guint i = 0; ok && r->changed && r->scan && i < r->scan->refs->len; i++) {
@@ -237,14 +295,16 @@ splice (const EbRewriteResult *r, const char *buf0, gsize len0, GOutputStream *o
     const EbResolution *res = g_ptr_array_index (r->resolutions, i);
     if (res->reason != EB_REASON_RESOLVED)
       continue;
-    ok = g_output_stream_write_all (out, buf + pos, ref->block_start - pos, NULL, NULL, error)
-         && (res == root && body_only
-             ? TRUE : g_output_stream_write_all (out, res->header->str, res->header->len, NULL, NULL, error))
+    ok = write_verbatim (r, buf, pos, ref->block_start, &field_at, out, error)
+         && (res == root && body_only ? TRUE
+             : res == root && r->filter_field
+             ? write_header_with_field (r, res->header, r->scan->eol, out, error)
+             : g_output_stream_write_all (out, res->header->str, res->header->len, NULL, NULL, error))
          && write_data (res, r->scan->eol, mboxrd, out, error);
     pos = ref->end;
   }
   if (ok)
-    ok = g_output_stream_write_all (out, buf + pos, len - pos, NULL, NULL, error);
+    ok = write_verbatim (r, buf, pos, len, &field_at, out, error);
   if (ok)
     ok = g_output_stream_flush (out, NULL, error);
   return ok;

@@ -23,6 +23,10 @@ typedef enum {
   EB_REWRITE_STRIP_TRACE  = 1 << 2,  /* a mail filter's pass: remove the X-Extbody and
                                         X-Extbody-Resolved fields of the message header
                                         (a sender can forge them) */
+  EB_REWRITE_FILTER_FIELD = 1 << 3,  /* a mail filter's pass: when something was
+                                        resolved, the written message gets the
+                                        X-Extbody field the milter adds, at the
+                                        end of its header */
 } EbRewriteFlags;
 
 #define EB_FILTER_FIELD "X-Extbody"
@@ -45,6 +49,8 @@ typedef struct {
                                   the message header's trace fields removed, in
                                   order (offsets as in scan) */
   gboolean       changed;      /* the output differs from the input */
+  gboolean       filter_field; /* with EB_REWRITE_FILTER_FIELD and something
+                                  resolved: eb_rewrite_write() adds the field */
 } EbRewriteResult;
 
 void eb_rewrite_result_free (EbRewriteResult *result);
@@ -106,6 +112,12 @@ void eb_header_edit_free (EbHeaderEdit *edit);
  * from its last field. None when nothing changed.
  * Returns: (transfer full) (element-type EbHeaderEdit). */
 GPtrArray *eb_rewrite_header_edits (const EbRewriteResult *result, const char *buf, gsize len);
+
+/* The value of the X-Extbody field (EB_FILTER_FIELD) for the message planned
+ * in @result, after the colon, as a milter passes it:
+ * " resolved 1 of 2 external-body references".
+ * Returns: (transfer full). */
+char *eb_rewrite_filter_field_value (const EbRewriteResult *result);
 
 /* Plan, then write the message to @out. Returns FALSE with a GIOError when
  * writing fails (nothing else fails: a message that cannot be changed is copied).

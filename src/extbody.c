@@ -29,6 +29,7 @@
 #include "eb-inspect.h"
 #include "eb-mailbox.h"
 #include "eb-header.h"
+#include "eb-log.h"
 #include "eb-rewrite.h"
 
 static const char *prog = "extbody";
@@ -775,6 +776,7 @@ cmd_rewrite (int argc, char **argv)
 {
   gboolean report = FALSE, recursive = FALSE, dry_run = FALSE, filter = FALSE;
   char *mbox = NULL, *maildir = NULL, *backup = NULL;
+  g_autofree char *log = NULL, *queue_id = NULL;
   int jobs = (int) g_get_num_processors ();
   GOptionEntry entries[] = {
     { "report", 0, 0, G_OPTION_ARG_NONE, &report,
@@ -786,7 +788,11 @@ cmd_rewrite (int argc, char **argv)
     { "backup", 0, 0, G_OPTION_ARG_STRING, &backup, "Keep the original mbox as FILE+SUFFIX", "SUFFIX" },
     { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs, "Messages processed at once (default: the number of cores)", "N" },
     { "filter", 0, 0, G_OPTION_ARG_NONE, &filter,
-      "The message is mail in transit (extbody-pipe): with strip_trace_fields, remove the X-Extbody and X-Extbody-Resolved fields of its header", NULL },
+      "The message is mail in transit (extbody-pipe): with strip_trace_fields, remove the X-Extbody and X-Extbody-Resolved fields of its header; when something is resolved, add an X-Extbody field as the milter does", NULL },
+    { "log", 0, 0, G_OPTION_ARG_STRING, &log,
+      "Log the message and each reference as the milter does, to syslog (facility mail) or stderr (the journal when standard error is the journal)", "syslog|stderr" },
+    { "queue-id", 0, 0, G_OPTION_ARG_STRING, &queue_id,
+      "With --log: the MTA's queue id of the message, for the log", "ID" },
     { "no-precheck", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &opt_no_precheck,
       "Always do the MIME parse (for testing)", NULL },
     { NULL }
@@ -825,6 +831,20 @@ cmd_rewrite (int argc, char **argv)
     die_line ("--filter goes with one message, not a mailbox (try --help)");
     return EX_USAGE;
   }
+  EbLogTarget log_target = EB_LOG_STDERR;
+  if (log && !eb_log_parse_target (log, &log_target)) {
+    die_line ("--log takes syslog or stderr, not \"%s\" (try --help)", log);
+    return EX_USAGE;
+  }
+  if ((log || queue_id) && kind != BOX_NONE) {
+    die_line ("--%s goes with one message, not a mailbox (try --help)", log ? "log" : "queue-id");
+    g_free (mbox);
+    g_free (maildir);
+    g_free (backup);
+    return EX_USAGE;
+  }
+  if (log)
+    eb_log_init (prog, log_target);
   if (kind == BOX_NONE && (backup || recursive || dry_run)) {
     die_line ("--%s goes with --mbox or --maildir (try --help)",
               backup ? "backup" : recursive ? "recursive" : "dry-run");
@@ -863,9 +883,15 @@ cmd_rewrite (int argc, char **argv)
   EbRewriteFlags flags = opt_no_precheck ? EB_REWRITE_NO_PRECHECK : EB_REWRITE_DEFAULT;
   if (filter && config->strip_trace_fields)
     flags |= EB_REWRITE_STRIP_TRACE;
+  if (filter)
+    flags |= EB_REWRITE_FILTER_FIELD;
   if (!eb_rewrite (in_buf, in_len, config, fetcher, flags, out, &result, &error)) {
     die_line ("cannot write the message: %s", error->message);
     return EX_IOERR;
+  }
+  if (log) {
+    g_autofree char *mid = eb_log_message_id (result, in_buf, in_len);
+    eb_log_message (queue_id, mid, result);
   }
   if (report) {
     if (result->reason != EB_REASON_RESOLVED)
@@ -1281,6 +1307,9 @@ main (int argc, char **argv)
   signal (SIGPIPE, SIG_IGN);
   g_mime_init ();
   curl_global_init (CURL_GLOBAL_DEFAULT);
+  /* the library's diagnostics (and GMime's) as "extbody: ..." on standard
+   * error, or in the journal; rewrite --log can send them to syslog */
+  eb_log_init (prog, EB_LOG_STDERR);
   int status;
   /* Each command sees argv from its own name on, so --help speaks of it. */
   g_autofree char *name = g_strdup_printf ("%s %s", prog, cmd);

@@ -345,7 +345,7 @@ test_pipe (void)
   g_autofree char *svc = g_strdup_printf (
     "sh '%s' service '%s' 'pickup unix n - n 1 1 pickup' "
     "'extbody unix - n n - 10 pipe flags=FRq user=nobody null_sender= "
-    "argv=%s -c %s -e %s -f ${sender} -- ${recipient}'",
+    "argv=%s -c %s -e %s -q ${queue_id} -f ${sender} -- ${recipient}'",
     peer, pf2, pipe, conf, extbody);
   g_assert_cmpint (sh (svc, NULL), ==, 0);
   /* sendmail hands the message to postdrop, which is setgid and so ignores
@@ -394,6 +394,8 @@ test_pipe (void)
   g_test_message ("delivered through the pipe:\n%s", got);
   /* the forged trace field is gone (strip_trace_fields) */
   g_assert_null (strstr (got, "(forged)"));
+  /* and the field extbody adds, as the milter does */
+  g_assert_nonnull (strstr (got, "\nX-Extbody: resolved 1 of 1 external-body reference\n"));
   /* exactly one copy: re-injected mail is not filtered again */
   g_usleep (G_USEC_PER_SEC);
   g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);

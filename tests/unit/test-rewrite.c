@@ -826,6 +826,89 @@ test_hostile_shapes (void)
   assert_identity (deep, config);
 }
 
+
+/* EB_REWRITE_FILTER_FIELD (a mail filter's pass): when something was resolved,
+ * the message written is the one written without the flag plus the milter's
+ * X-Extbody field as the last field of the message header, in the message's
+ * line ending; when nothing was resolved, nothing is added. */
+static const struct {
+  const char *msg;      /* "\n" becomes the line ending */
+  const char *value;    /* the field's value, or NULL: no field */
+} filter_cases[] = {
+  { "From: a@example.org\nX-Extbody: forged\nContent-Type: multipart/mixed; boundary=b\n\n"
+    "--b\nContent-Type: message/external-body; access-type=URL; URL=\"data:,one\"\n\n"
+    "Content-Type: text/plain\n\n"
+    "--b\nContent-Type: message/external-body; access-type=URL; URL=\"https://h.example/x\"\n\n"
+    "Content-Type: text/plain\n\n--b--\n",
+    "resolved 1 of 2 external-body references" },
+  /* the last field of the header removed (strip_trace_fields) */
+  { "From: a@example.org\nContent-Type: multipart/mixed; boundary=b\nX-Extbody-Resolved: forged\n\n"
+    "--b\nContent-Type: message/external-body; access-type=URL; URL=\"data:,one\"\n\n"
+    "Content-Type: text/plain\n\n--b--\n",
+    "resolved 1 of 1 external-body reference" },
+  /* the body of the message itself: the field ends its new header */
+  { "From sender@example.org Mon Jan  1 00:00:00 2024\nFrom: a@example.org\nSubject: s\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:,one\"\n\n"
+    "Content-Type: text/plain\n\n",
+    "resolved 1 of 1 external-body reference" },
+  /* nothing resolved: nothing added (the forged field still goes) */
+  { "From: a@example.org\nX-Extbody: forged\nContent-Type: multipart/mixed; boundary=b\n\n"
+    "--b\nContent-Type: message/external-body; access-type=URL; URL=\"https://h.example/x\"\n\n"
+    "Content-Type: text/plain\n\n--b--\n",
+    NULL },
+  { "From: a@example.org\n\nno reference\n", NULL },
+};
+
+static GByteArray *
+write_with (GByteArray *in, const EbConfig *config, EbRewriteFlags flags, EbRewriteResult **res)
+{
+  g_autoptr (GOutputStream) mem = g_memory_output_stream_new_resizable ();
+  g_autoptr (GError) error = NULL;
+  g_assert_true (eb_rewrite ((const char *) in->data, in->len, config, NULL, flags, mem, res, &error));
+  g_assert_no_error (error);
+  g_output_stream_close (mem, NULL, NULL);
+  GByteArray *a = g_byte_array_new ();
+  g_byte_array_append (a, g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (mem)),
+                       (guint) g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (mem)));
+  return a;
+}
+
+static void
+test_filter_field (void)
+{
+  g_autoptr (EbConfig) config = eb_config_new ();
+  const char *eols[] = { "\n", "\r\n" };
+  for (guint i = 0; i < G_N_ELEMENTS (filter_cases); i++)
+    for (guint e = 0; e < G_N_ELEMENTS (eols); e++) {
+      const char *eol = eols[e];
+      g_test_message ("case %u, %s", i, e ? "CRLF" : "LF");
+      g_autoptr (GByteArray) in = msg_with_eol (filter_cases[i].msg, eol);
+      g_autoptr (EbRewriteResult) r0 = NULL, r1 = NULL;
+      g_autoptr (GByteArray) plain = write_with (in, config, EB_REWRITE_STRIP_TRACE, &r0);
+      g_autoptr (GByteArray) got = write_with (in, config, EB_REWRITE_STRIP_TRACE | EB_REWRITE_FILTER_FIELD, &r1);
+      g_autofree char *p = g_strndup ((const char *) plain->data, plain->len);
+      g_autofree char *g = g_strndup ((const char *) got->data, got->len);
+      g_test_message ("%s", g);
+      if (!filter_cases[i].value) {
+        g_assert_false (r1->filter_field);
+        g_assert_cmpstr (g, ==, p);
+        g_assert_null (strstr (g, "X-Extbody:"));
+        continue;
+      }
+      g_assert_true (r1->filter_field);
+      g_autofree char *value = eb_rewrite_filter_field_value (r1);
+      g_assert_cmpstr (value + 1, ==, filter_cases[i].value);
+      /* the end of the header of the message written without the flag */
+      g_autofree char *blank = g_strconcat (eol, eol, NULL);
+      const char *h = strstr (p, blank);
+      g_assert_nonnull (h);
+      gsize at = (gsize) (h - p) + strlen (eol);
+      g_autofree char *want = g_strdup_printf ("%.*sX-Extbody: %s%s%s", (int) at, p,
+                                               filter_cases[i].value, eol, p + at);
+      g_assert_cmpstr (g, ==, want);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -857,5 +940,6 @@ main (int argc, char **argv)
   g_test_add_func ("/rewrite/limits/depth", test_depth_limit);
   g_test_add_func ("/rewrite/identity/unchanged", test_identity);
   g_test_add_func ("/rewrite/hostile/shapes", test_hostile_shapes);
+  g_test_add_func ("/rewrite/filter-field", test_filter_field);
   return g_test_run ();
 }
