@@ -28,9 +28,7 @@ static char *prefix;    /* destdir + /usr/local */
 static int
 run (const char *cwd, char **env, const char *const *argv, GBytes **out, char **err)
 {
-  g_autofree char *o = NULL;
   g_autofree char *e = NULL;
-  gsize olen = 0;
   g_autoptr (GError) error = NULL;
   int status = 0;
   g_autoptr (GSubprocessLauncher) l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE
@@ -49,7 +47,6 @@ run (const char *cwd, char **env, const char *const *argv, GBytes **out, char **
   e = g_strndup (g_bytes_get_data (eb, NULL), g_bytes_get_size (eb));
   if (status != 0)
     g_test_message ("%s exited %d: %s", argv[0], status, e);
-  (void) olen;
   if (out)
     *out = g_bytes_ref (ob);
   if (err)
