@@ -560,3 +560,39 @@ eb_config_dump (const EbConfig *config)
   }
   return g_string_free (s, FALSE);
 }
+
+/* The typed getters of the public API: a key by name, through the table. */
+static const void *
+typed_field (const EbConfig *config, const char *key, EbConfigType want, EbConfigType also)
+{
+  g_return_val_if_fail (config != NULL && key != NULL, NULL);
+  const EbConfigKey *k = find_key (key);
+  if (!k || (k->type != want && k->type != also)) {
+    g_critical ("libextbody: \"%s\" is not a configuration key of the type asked for", key);
+    return NULL;
+  }
+  return (const char *) config + k->offset;
+}
+
+gboolean
+eb_config_get_boolean (const EbConfig *config, const char *key)
+{
+  const void *f = typed_field (config, key, EB_CONFIG_BOOL, EB_CONFIG_BOOL);
+  return f ? *(const gboolean *) f : FALSE;
+}
+
+guint64
+eb_config_get_uint64 (const EbConfig *config, const char *key)
+{
+  const void *f = typed_field (config, key, EB_CONFIG_UINT, EB_CONFIG_SIZE);
+  if (!f)
+    return 0;
+  return find_key (key)->type == EB_CONFIG_SIZE ? *(const guint64 *) f : *(const guint *) f;
+}
+
+const char *
+eb_config_get_string (const EbConfig *config, const char *key)
+{
+  const void *f = typed_field (config, key, EB_CONFIG_STRING, EB_CONFIG_STRING);
+  return f ? *(const char *const *) f : NULL;
+}

@@ -8,18 +8,14 @@
  * errors, so a typo never silently leaves a default in force.
  */
 #pragma once
-#include <glib.h>
+#include <extbody/extbody.h>
 
 G_BEGIN_DECLS
 
-#ifdef EXTBODY_CONFIG_PATH
-#define EB_CONFIG_DEFAULT_PATH EXTBODY_CONFIG_PATH
-#else
-#define EB_CONFIG_DEFAULT_PATH "/etc/extbody/extbody.conf"
-#endif
 #define EB_CONFIG_GROUP "extbody"
 
-typedef struct {
+/* EbConfig is opaque outside the library (extbody.h). */
+struct _EbConfig {
   guint64 max_message_size;    /* bytes; a larger message passes unchanged */
   guint   max_nesting_depth;   /* multipart / message levels walked */
   guint   max_parts;           /* MIME entities walked per message */
@@ -56,7 +52,7 @@ typedef struct {
   char    *on_error;           /* accept | tempfail */
   gboolean strip_trace_fields; /* remove incoming X-Extbody, X-Extbody-Resolved */
   guint64  milter_spill_size;  /* message bytes kept in memory before spilling to a file */
-} EbConfig;
+};
 
 typedef enum { EB_CONFIG_UINT, EB_CONFIG_SIZE, EB_CONFIG_BOOL, EB_CONFIG_STRING } EbConfigType;
 
@@ -74,34 +70,12 @@ typedef struct {
   const char  *what;           /* STRING with a check: what the value is, for --help and errors */
 } EbConfigKey;
 
-/* Returns: (transfer full): a configuration holding every default. */
-EbConfig *eb_config_new (void);
-EbConfig *eb_config_copy (const EbConfig *config);
-void eb_config_free (EbConfig *config);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbConfig, eb_config_free)
-
-/* Load @path over @config. A missing file is fine when @missing_ok.
- * Returns: FALSE with EB_ERROR_CONFIG (or a GKeyFile/GFile error) on failure; the
- * message names the file and the key. @config is unchanged on failure. */
-gboolean eb_config_load_file (EbConfig *config, const char *path, gboolean missing_ok,
-                              GError **error);
-
-/* Set one key from its text form ("max_parts", "5000"). */
-gboolean eb_config_set (EbConfig *config, const char *key, const char *value, GError **error);
+/* eb_config_new, _copy, _free, _load_file, _set, _apply_option,
+ * _add_networks, _dump and the typed getters are public (extbody.h). */
 
 /* The key table. */
 guint eb_config_get_n_keys (void);
 const EbConfigKey *eb_config_get_key (guint i);
-
-/* "key = value" lines for every key (current values). Returns: (transfer full). */
-char *eb_config_dump (const EbConfig *config);
-
-/* Apply one "KEY=VALUE" option (-o) to @config. A missing '=' is an error with
- * EB_ERROR_SYNTAX; an unknown key or a bad value one with EB_ERROR_CONFIG. */
-gboolean eb_config_apply_option (EbConfig *config, const char *option, GError **error);
-
-/* Add CIDR blocks to allow_networks (--allow-network), each checked. */
-gboolean eb_config_add_networks (EbConfig *config, const char *const *cidrs, GError **error);
 
 /* The one list syntax of every list key: items separated by a comma, white
  * space, or both; an empty or all-white-space value is an empty list; an empty

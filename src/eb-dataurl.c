@@ -845,3 +845,24 @@ eb_data_url_process (const char *input, gssize len, GError **error)
   return process (url->str, (gsize) (comma - url->str), comma + 1,
                   url->len - (gsize) (comma + 1 - url->str), FALSE, error);
 }
+
+const EbMimeType *
+eb_data_url_get_mime_type (const EbDataUrl *du)
+{
+  g_return_val_if_fail (du != NULL, NULL);
+  return du->mime_type;
+}
+
+GBytes *
+eb_data_url_get_body (const EbDataUrl *du)
+{
+  g_return_val_if_fail (du != NULL, NULL);
+  return du->body;
+}
+
+gboolean
+eb_data_url_get_base64 (const EbDataUrl *du)
+{
+  g_return_val_if_fail (du != NULL, FALSE);
+  return du->base64;
+}

@@ -14,23 +14,16 @@
 
 G_BEGIN_DECLS
 
-typedef struct {
+/* EbDataUrl is opaque outside the library; eb_data_url_process, its getters
+ * and eb_data_url_free are public (extbody.h). */
+struct _EbDataUrl {
   EbMimeType *mime_type;   /* (transfer full) never NULL */
   GBytes     *body;        /* (transfer full) never NULL */
   gboolean    base64;      /* the ";base64" form was used */
   gboolean    type_given;  /* the URL named a MIME type (mimeType was not
                               empty after stripping, and did not start with ';'):
                               when FALSE, mime_type is the default. */
-} EbDataUrl;
-
-/* Process @input (UTF-8, @len bytes or -1 for NUL-terminated; may hold U+0000
- * when @len is given). Returns: (transfer full) (nullable): NULL with
- * EB_ERROR_DATA_URL set when the URL parser or the processor returns failure;
- * the message is one short line saying why. */
-EbDataUrl *eb_data_url_process (const char *input, gssize len, GError **error);
-
-void eb_data_url_free (EbDataUrl *du);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbDataUrl, eb_data_url_free)
+};
 
 /* Infra forgiving-base64 decode of @len bytes of @input.
  * Returns: (transfer full) (nullable): the bytes, or NULL for failure. */

@@ -44,14 +44,9 @@ void eb_fetch_result_free (EbFetchResult *r);
 EbFetchResult *eb_fetch_result_copy (const EbFetchResult *r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbFetchResult, eb_fetch_result_free)
 
-typedef struct _EbFetcher EbFetcher;
-
-/* Returns: (transfer full) (nullable): NULL with EB_ERROR_CONFIG when the fetch
- * keys of @config are invalid (a bad CIDR, port or scheme list). @config is
- * copied. */
-EbFetcher *eb_fetcher_new (const EbConfig *config, GError **error);
-void eb_fetcher_free (EbFetcher *fetcher);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbFetcher, eb_fetcher_free)
+/* EbFetcher (opaque), eb_fetcher_new, eb_fetcher_free and the per-thread
+ * progress and cancel hooks (eb_fetch_set_thread_progress,
+ * eb_fetch_set_thread_cancel) are public (extbody.h). */
 
 /* Is @url's scheme one the fetcher may fetch (allow_schemes, fetch = on)? */
 gboolean eb_fetcher_scheme_allowed (const EbFetcher *fetcher, const char *url);
@@ -63,16 +58,6 @@ gboolean eb_fetcher_scheme_allowed (const EbFetcher *fetcher, const char *url);
 GPtrArray *eb_fetcher_fetch_all (EbFetcher *fetcher, const char *const *urls, guint n,
                                  guint64 max_bytes);
 
-/* A function called about once a second while fetches of the calling thread
- * run (the milter calls smfi_progress() from it, so the MTA's timeout restarts).
- * Set per thread; NULL to clear. */
-typedef void (*EbFetchProgressFunc) (gpointer data);
-void eb_fetch_set_thread_progress (EbFetchProgressFunc func, gpointer data);
-
-/* A flag that cancels the calling thread's fetches once it is set (non-zero,
- * read atomically): each stops within about a second as timed-out, "cancelled",
- * and is not cached. Set per thread; NULL to clear. */
-void eb_fetch_set_thread_cancel (const gint *flag);
 
 /* Read the local file @path for an access-type=local-file reference: only a
  * regular file that lies, once every symbolic link and ".." is resolved, inside

@@ -152,3 +152,13 @@ eb_header_quote (const char *s)
   g_string_append_c (q, '"');
   return g_string_free (q, FALSE);
 }
+
+char *
+eb_message_get_header (const char *buf, gsize len, const char *name)
+{
+  g_return_val_if_fail (buf != NULL || len == 0, NULL);
+  g_return_val_if_fail (name != NULL, NULL);
+  g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf, 0, len);
+  gint i = eb_header_block_find (blk, buf, name);
+  return i >= 0 ? eb_header_field_unfold (&g_array_index (blk->fields, EbHeaderField, i), buf) : NULL;
+}

@@ -7,7 +7,7 @@
  * line endings are both accepted, mixed too.
  */
 #pragma once
-#include <glib.h>
+#include <extbody/extbody.h>
 
 G_BEGIN_DECLS
 
@@ -55,5 +55,8 @@ char *eb_header_quote (const char *s);
 /* The line ending used by the line that contains @pos ("\r\n" or "\n"); "\n"
  * when no line ending follows. */
 const char *eb_header_eol_at (const char *buf, gsize len, gsize pos);
+
+/* eb_message_get_header (the unfolded value of a field of the message header)
+ * is public (extbody.h). */
 
 G_END_DECLS

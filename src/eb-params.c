@@ -582,3 +582,12 @@ eb_params_get (const EbParams *params, const char *name, GError **error)
   e->cached = value;
   return value;
 }
+
+char *
+eb_content_type_get_media_type (const char *value)
+{
+  g_return_val_if_fail (value != NULL, NULL);
+  g_autoptr (EbParams) params = eb_params_parse_only (value, strlen (value),
+                                                      (const char *const[]) { NULL });
+  return g_strdup (eb_params_get_media_type (params));
+}

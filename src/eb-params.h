@@ -20,7 +20,7 @@
  * ';', stray characters) is skipped to the next ';' and recorded as a warning.
  */
 #pragma once
-#include <glib.h>
+#include <extbody/extbody.h>
 
 G_BEGIN_DECLS
 
@@ -35,7 +35,9 @@ EbParams *eb_params_parse_only (const char *raw, gsize len, const char *const *o
 void eb_params_free (EbParams *params);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbParams, eb_params_free)
 
-/* (transfer none) (nullable): "type/subtype" in ASCII lowercase, or NULL when
+/* eb_content_type_get_media_type (a copy of this, from a Content-Type value)
+ * is public (extbody.h).
+ * (transfer none) (nullable): "type/subtype" in ASCII lowercase, or NULL when
  * the field does not start with a valid type "/" subtype. */
 const char *eb_params_get_media_type (const EbParams *params);
 

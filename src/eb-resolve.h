@@ -23,7 +23,7 @@
 
 G_BEGIN_DECLS
 
-#define EB_TRACE_FIELD "X-Extbody-Resolved"
+/* EB_TRACE_FIELD and EbActionKind are public (extbody.h). */
 
 typedef struct {
   EbReason      reason;     /* RESOLVED or why the reference is left alone */
@@ -42,12 +42,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbResolution, eb_resolution_free)
 /* What becomes of one reference: decided once, from the reference and the
  * configuration alone (no I/O). The fetcher executes FETCH actions, the local
  * reader LOCAL_FILE ones; eb_resolve() builds the new part from the data. */
-typedef enum {
-  EB_ACTION_LEAVE,       /* left alone; reason and detail say why */
-  EB_ACTION_DATA,        /* a data: URL: the data is in the reference */
-  EB_ACTION_FETCH,       /* fetch target, an http, https or ftp URL (anon-ftp made into one) */
-  EB_ACTION_LOCAL_FILE,  /* read target, a local-file name, inside local_file_dirs */
-} EbActionKind;
 
 typedef struct {
   EbActionKind kind;

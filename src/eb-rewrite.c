@@ -461,3 +461,179 @@ eb_rewrite (const char *buf, gsize len, const EbConfig *config, EbFetcher *fetch
     *result = g_steal_pointer (&r);
   return ok;
 }
+
+/* ---- the public accessors (extbody.h) -------------------------------------- */
+
+EbReason
+eb_rewrite_result_get_reason (const EbRewriteResult *result)
+{
+  g_return_val_if_fail (result != NULL, EB_REASON_RESOLVED);
+  return result->reason;
+}
+
+gboolean
+eb_rewrite_result_get_parsed (const EbRewriteResult *result)
+{
+  g_return_val_if_fail (result != NULL, FALSE);
+  return result->parsed;
+}
+
+gboolean
+eb_rewrite_result_get_changed (const EbRewriteResult *result)
+{
+  g_return_val_if_fail (result != NULL, FALSE);
+  return result->changed;
+}
+
+guint
+eb_rewrite_result_get_n_refs (const EbRewriteResult *result)
+{
+  g_return_val_if_fail (result != NULL, 0);
+  return result->scan ? result->scan->refs->len : 0;
+}
+
+guint
+eb_rewrite_result_get_n_resolved (const EbRewriteResult *result)
+{
+  g_return_val_if_fail (result != NULL, 0);
+  return result->n_resolved;
+}
+
+guint
+eb_rewrite_result_get_n_removed (const EbRewriteResult *result)
+{
+  g_return_val_if_fail (result != NULL, 0);
+  return result->removed ? result->removed->len : 0;
+}
+
+#define CHECK_REF(result, i, val) \
+  g_return_val_if_fail ((result) != NULL && (i) < eb_rewrite_result_get_n_refs (result), val)
+
+static const EbRef *
+ref_at (const EbRewriteResult *result, guint i)
+{
+  return g_ptr_array_index (result->scan->refs, i);
+}
+
+static const EbResolution *
+res_at (const EbRewriteResult *result, guint i)
+{
+  return g_ptr_array_index (result->resolutions, i);
+}
+
+static const EbAction *
+action_at (const EbRewriteResult *result, guint i)
+{
+  return result->actions && i < result->actions->len ? g_ptr_array_index (result->actions, i) : NULL;
+}
+
+EbReason
+eb_rewrite_result_get_ref_reason (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, EB_REASON_RESOLVED);
+  return res_at (result, i)->reason;
+}
+
+const char *
+eb_rewrite_result_get_ref_detail (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  return res_at (result, i)->detail;
+}
+
+const char *
+eb_rewrite_result_get_ref_path (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  return ref_at (result, i)->path;
+}
+
+const char *
+eb_rewrite_result_get_ref_access_type (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  return ref_at (result, i)->access_type;
+}
+
+const char *
+eb_rewrite_result_get_ref_url (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  return ref_at (result, i)->url;
+}
+
+EbActionKind
+eb_rewrite_result_get_ref_action (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, EB_ACTION_LEAVE);
+  const EbAction *a = action_at (result, i);
+  return a ? a->kind : EB_ACTION_LEAVE;
+}
+
+const char *
+eb_rewrite_result_get_ref_target (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  const EbAction *a = action_at (result, i);
+  return a ? a->target : NULL;
+}
+
+const char *
+eb_rewrite_result_get_ref_content_type (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  const EbResolution *r = res_at (result, i);
+  return r->reason == EB_REASON_RESOLVED ? r->type : NULL;
+}
+
+const char *
+eb_rewrite_result_get_ref_encoding (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  const EbResolution *r = res_at (result, i);
+  return r->reason == EB_REASON_RESOLVED ? eb_transfer_name (r->encoding) : NULL;
+}
+
+guint64
+eb_rewrite_result_get_ref_size (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, 0);
+  const EbResolution *r = res_at (result, i);
+  return r->reason == EB_REASON_RESOLVED && r->data ? g_bytes_get_size (r->data) : 0;
+}
+
+const char *
+eb_rewrite_result_get_ref_sha256 (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  const EbResolution *r = res_at (result, i);
+  return r->reason == EB_REASON_RESOLVED ? r->sha256 : NULL;
+}
+
+EbHeaderEditKind
+eb_header_edit_get_kind (const EbHeaderEdit *edit)
+{
+  g_return_val_if_fail (edit != NULL, EB_HEADER_ADD);
+  return edit->kind;
+}
+
+const char *
+eb_header_edit_get_name (const EbHeaderEdit *edit)
+{
+  g_return_val_if_fail (edit != NULL, NULL);
+  return edit->name;
+}
+
+guint
+eb_header_edit_get_index (const EbHeaderEdit *edit)
+{
+  g_return_val_if_fail (edit != NULL, 0);
+  return edit->kind == EB_HEADER_ADD ? 0 : edit->index;
+}
+
+const char *
+eb_header_edit_get_value (const EbHeaderEdit *edit)
+{
+  g_return_val_if_fail (edit != NULL, NULL);
+  return edit->kind == EB_HEADER_DELETE ? NULL : edit->value;
+}

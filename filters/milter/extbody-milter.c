@@ -41,17 +41,10 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <gio/gio.h>
-#include <gmime/gmime.h>
 #include <libmilter/mfapi.h>
 
-#include "eb-config.h"
-#include "eb-error.h"
-#include "eb-fetch.h"
-#include "eb-header.h"
-#include "eb-params.h"
-#include "eb-rewrite.h"
+#include <extbody/extbody.h>
 
 static EbConfig  *config;     /* read-only once smfi_main runs */
 static EbFetcher *fetcher;    /* locked inside */
@@ -114,7 +107,7 @@ msg_append (Msg *m, const void *p, gsize n)
   m->size += n;
   if (m->failed)
     return;
-  if (m->fd < 0 && m->mem->len + n > config->milter_spill_size) {
+  if (m->fd < 0 && m->mem->len + n > eb_config_get_uint64 (config, "milter_spill_size")) {
     g_autofree char *path = NULL;
     m->fd = g_file_open_tmp ("extbody-milter-XXXXXX", &path, NULL);
     if (m->fd < 0) {
@@ -177,7 +170,7 @@ queue_id (SMFICTX *ctx)
 static sfsistat
 on_error_status (void)
 {
-  return strcmp (config->on_error, "tempfail") == 0 ? SMFIS_TEMPFAIL : SMFIS_ACCEPT;
+  return strcmp (eb_config_get_string (config, "on_error"), "tempfail") == 0 ? SMFIS_TEMPFAIL : SMFIS_ACCEPT;
 }
 
 /* ---- callbacks ------------------------------------------------------------ */
@@ -225,7 +218,7 @@ cb_header (SMFICTX *ctx, char *name, char *value)
   Conn *c = conn_of (ctx);
   if (!c->msg)
     return SMFIS_CONTINUE;
-  if (config->strip_trace_fields)
+  if (eb_config_get_boolean (config, "strip_trace_fields"))
     for (guint i = 0; i < G_N_ELEMENTS (trace_names); i++)
       if (g_ascii_strcasecmp (name, trace_names[i]) == 0)
         c->msg->n_trace[i]++;
@@ -241,8 +234,7 @@ cb_header (SMFICTX *ctx, char *name, char *value)
   }
   msg_append (c->msg, "\r\n", 2);
   if (g_ascii_strcasecmp (name, "Content-Type") == 0) {
-    g_autoptr (EbParams) params = eb_params_parse_only (value, strlen (value), (const char *const[]) { NULL });
-    const char *media = eb_params_get_media_type (params);
+    g_autofree char *media = eb_content_type_get_media_type (value);
     if (media && !g_str_has_prefix (media, "multipart/") && !g_str_has_prefix (media, "message/"))
       c->msg->cannot_hold = TRUE;
   }
@@ -258,11 +250,10 @@ cb_eoh (SMFICTX *ctx)
   /* only multipart and message bodies can hold an external-body (a missing
    * Content-Type means text/plain) */
   gboolean cannot = c->msg->cannot_hold;
-  g_autoptr (EbHeaderBlock) blk = NULL;
   if (!cannot && c->msg->fd < 0) {
-    blk = eb_header_block_scan ((const char *) c->msg->mem->data, 0, c->msg->mem->len);
-    if (eb_header_block_find (blk, (const char *) c->msg->mem->data, "Content-Type") < 0)
-      cannot = TRUE;
+    g_autofree char *type = eb_message_get_header ((const char *) c->msg->mem->data, c->msg->mem->len,
+                                                   "Content-Type");
+    cannot = type == NULL;
   }
   if (cannot && msg_has_trace (c->msg)) {
     /* no reference, but forged trace fields to remove at the end */
@@ -286,7 +277,7 @@ cb_body (SMFICTX *ctx, unsigned char *chunk, size_t len)
   if (c->msg->strip_only)
     return c->can_skip ? SMFIS_SKIP : SMFIS_CONTINUE;
   msg_append (c->msg, chunk, len);
-  if (c->msg->size > config->max_message_size) {
+  if (c->msg->size > eb_config_get_uint64 (config, "max_message_size")) {
     log_line (LOG_INFO, "%s: message larger than max_message_size: passed unchanged%s", queue_id (ctx),
               msg_has_trace (c->msg) ? " but for the trace fields it arrived with" : "");
     if (msg_has_trace (c->msg)) {
@@ -441,8 +432,8 @@ rewrite_waiting (SMFICTX *ctx, const char *buf, gsize len, GOutputStream *out,
   /* the library removes the trace fields the message came with and gives the
    * header edits; only the body is written here */
   *result = eb_rewrite_plan (buf, len, config, fetcher,
-                             config->strip_trace_fields ? EB_REWRITE_STRIP_TRACE : EB_REWRITE_DEFAULT);
-  gboolean ok = !(*result)->n_resolved || eb_rewrite_write_body (*result, buf, len, out, error);
+                             eb_config_get_boolean (config, "strip_trace_fields") ? EB_REWRITE_STRIP_TRACE : EB_REWRITE_DEFAULT);
+  gboolean ok = !eb_rewrite_result_get_n_resolved (*result) || eb_rewrite_write_body (*result, buf, len, out, error);
   eb_fetch_set_thread_cancel (NULL);
   eb_fetch_set_thread_progress (NULL, NULL);
   kick_leave ();
@@ -497,8 +488,9 @@ mods_from_edits (GPtrArray *mods, GPtrArray *edits)
 {
   for (guint i = 0; i < edits->len; i++) {
     const EbHeaderEdit *e = g_ptr_array_index (edits, i);
-    mods_add (mods, e->name, e->kind == EB_HEADER_ADD ? 0 : (int) e->index,
-              e->kind == EB_HEADER_DELETE ? NULL : e->value);
+    mods_add (mods, eb_header_edit_get_name (e),
+              eb_header_edit_get_kind (e) == EB_HEADER_ADD ? 0 : (int) eb_header_edit_get_index (e),
+              eb_header_edit_get_value (e));
   }
 }
 
@@ -611,22 +603,24 @@ cb_eom (SMFICTX *ctx)
     return status;
   }
 
-  guint n = result->scan ? result->scan->refs->len : 0;
-  if (n || result->reason != EB_REASON_RESOLVED) {
+  guint n = eb_rewrite_result_get_n_refs (result);
+  guint n_resolved = eb_rewrite_result_get_n_resolved (result);
+  EbReason reason = eb_rewrite_result_get_reason (result);
+  if (n || reason != EB_REASON_RESOLVED) {
     GString *left = g_string_new (NULL);
     for (guint i = 0; i < n; i++) {
-      const EbResolution *r = g_ptr_array_index (result->resolutions, i);
-      if (r->reason != EB_REASON_RESOLVED)
-        g_string_append_printf (left, "%s%s", left->len ? ", " : "", eb_reason_token (r->reason));
+      EbReason r = eb_rewrite_result_get_ref_reason (result, i);
+      if (r != EB_REASON_RESOLVED)
+        g_string_append_printf (left, "%s%s", left->len ? ", " : "", eb_reason_token (r));
     }
-    if (result->reason != EB_REASON_RESOLVED)
-      g_string_append_printf (left, "%smessage: %s", left->len ? ", " : "", eb_reason_token (result->reason));
+    if (reason != EB_REASON_RESOLVED)
+      g_string_append_printf (left, "%smessage: %s", left->len ? ", " : "", eb_reason_token (reason));
     log_line (LOG_INFO, "%s: %u reference%s, %u resolved%s%s", queue_id (ctx), n, n == 1 ? "" : "s",
-              result->n_resolved, left->len ? ", left: " : "", left->str);
+              n_resolved, left->len ? ", left: " : "", left->str);
     g_string_free (left, TRUE);
   }
 
-  if (!result->n_resolved) {   /* unchanged, but for the trace fields it came with */
+  if (!n_resolved) {   /* unchanged, but for the trace fields it came with */
     status = finish_unchanged (ctx, m, SMFIS_CONTINUE);
     msg_done (ctx);
     return status;
@@ -638,7 +632,7 @@ cb_eom (SMFICTX *ctx)
   g_autoptr (GPtrArray) edits = eb_rewrite_header_edits (result, buf, len);
   mods_from_edits (mods, edits);
   g_autofree char *trace = g_strdup_printf (" resolved %u of %u external-body reference%s",
-                                            result->n_resolved, n, n == 1 ? "" : "s");
+                                            n_resolved, n, n == 1 ? "" : "s");
   mods_add (mods, "X-Extbody", 0, trace);
   /* every modification is known to fit before the first is sent: a message
    * is changed whole or not at all */
@@ -850,8 +844,7 @@ run (int argc, char **argv)
     return EX_CONFIG;
   }
 
-  g_mime_init ();
-  curl_global_init (CURL_GLOBAL_DEFAULT);   /* before any thread */
+  eb_init ();   /* GMime and libcurl: before any thread */
   /* the fetch policy is built whether fetching is on or not: -n checks what
    * the daemon would use */
   g_autoptr (EbFetcher) checked = eb_fetcher_new (config, &error);
@@ -861,10 +854,10 @@ run (int argc, char **argv)
   }
   if (opt_check)
     return 0;
-  if (config->fetch)
+  if (eb_config_get_boolean (config, "fetch"))
     fetcher = g_steal_pointer (&checked);
 
-  const char *sock = config->milter_socket;
+  const char *sock = eb_config_get_string (config, "milter_socket");
   if (smfi_setconn ((char *) sock) != MI_SUCCESS || smfi_register (desc) != MI_SUCCESS) {
     fprintf (stderr, "extbody-milter: cannot use socket %s\n", sock);
     return EX_USAGE;
@@ -914,7 +907,7 @@ run (int argc, char **argv)
         log_line (LOG_ERR, "cannot write %s: %s", opt_pidfile, error->message);
     }
   }
-  log_line (LOG_INFO, "listening on %s%s", sock, config->fetch ? "" : " (fetch = off)");
+  log_line (LOG_INFO, "listening on %s%s", sock, eb_config_get_boolean (config, "fetch") ? "" : " (fetch = off)");
   signal (SIGPIPE, SIG_IGN);
   if (kick_addr_len) {
     /* libmilter takes SIGTERM, SIGINT and SIGHUP on a thread of its own that
