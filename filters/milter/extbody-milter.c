@@ -414,6 +414,22 @@ static struct sockaddr_storage kick_addr;
 static socklen_t kick_addr_len;   /* 0: no address to kick */
 static guint64  kick_count;       /* connections made, for the log */
 
+/* Connect to @addr and close the connection at once. */
+static void
+kick_to (const struct sockaddr_storage *addr, socklen_t addr_len)
+{
+  if (!addr_len)
+    return;
+  int fd = socket (addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return;
+  if (connect (fd, (const struct sockaddr *) addr, addr_len) != 0 && errno == EINPROGRESS) {
+    struct pollfd p = { .fd = fd, .events = POLLOUT };
+    poll (&p, 1, 100);
+  }
+  close (fd);
+}
+
 static void
 kick_once (void)
 {
@@ -421,16 +437,7 @@ kick_once (void)
   struct sockaddr_storage addr = kick_addr;
   socklen_t addr_len = kick_addr_len;
   g_mutex_unlock (&kick_addr_lock);
-  if (!addr_len)
-    return;
-  int fd = socket (addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0)
-    return;
-  if (connect (fd, (struct sockaddr *) &addr, addr_len) != 0 && errno == EINPROGRESS) {
-    struct pollfd p = { .fd = fd, .events = POLLOUT };
-    poll (&p, 1, 100);
-  }
-  close (fd);
+  kick_to (&addr, addr_len);
   kick_count++;
 }
 
@@ -1105,23 +1112,35 @@ listener_replace (int lfd)
     struct sockaddr_un a = { .sun_family = AF_UNIX };
     bound = bind (fd, (struct sockaddr *) &a, sizeof (sa_family_t)) == 0;
   }
-  if (!bound || listen (fd, 16) != 0 || dup3 (fd, lfd, O_CLOEXEC) < 0) {
+  int keep = fcntl (lfd, F_DUPFD_CLOEXEC, 3);
+  if (!bound || keep < 0 || listen (fd, 16) != 0 || dup3 (fd, lfd, O_CLOEXEC) < 0) {
     log_line (LOG_WARNING, "cannot stop listening (%s): new messages are refused", g_strerror (errno));
     close (fd);
+    if (keep >= 0)
+      close (keep);
     return;
   }
   close (fd);
-  kick_once ();
+  g_mutex_lock (&kick_addr_lock);
+  struct sockaddr_storage old = kick_addr;
+  socklen_t old_len = kick_addr_len;
+  g_mutex_unlock (&kick_addr_lock);
   kick_set_address (lfd);
+  kick_once ();
+  kick_to (&old, old_len);
+  close (keep);
 }
 
 /* Take no connection any more while libmilter serves the sessions it has:
  * its listening descriptor becomes (dup3) a listening socket on an address
  * nobody is told, non-blocking so that a wake-up left over from the old one
- * finds nothing to accept and libmilter carries on. The wait for a connection
- * libmilter is in holds the old socket until it ends: one kick at the old
- * address ends it, and the kicks go to the new one from then on. A unix
- * socket's file is removed when it is still the one bound at start. */
+ * finds nothing to accept and libmilter carries on; the kicks go there from
+ * then on. A wait for a connection that libmilter is in when the descriptor
+ * changes stays on the old socket (Linux does not wake it when that socket
+ * goes, and it would not wake for the new one before its 5 s are up): the
+ * new socket is given a connection first, then the old one, still kept open
+ * here, so that the wait ends and finds the new one ready. A unix socket's
+ * file is removed when it is still the one bound at start. */
 static void
 listener_retire (Life *life)
 {
@@ -1211,7 +1230,7 @@ run (int argc, char **argv)
     { "allow-network", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_allow, "Add a CIDR block to allow_networks", "CIDR" },
     { "user", 'u', 0, G_OPTION_ARG_STRING, &opt_user, "Run as USER once the socket is bound", "USER" },
     { "daemon", 'd', 0, G_OPTION_ARG_NONE, &opt_daemon, "Detach and log to syslog (default: foreground, stderr)", NULL },
-    { "pidfile", 'P', 0, G_OPTION_ARG_FILENAME, &opt_pidfile, "With -d: write the PID here", "FILE" },
+    { "pidfile", 'P', 0, G_OPTION_ARG_FILENAME, &opt_pidfile, "Write the PID here (removed at stop)", "FILE" },
     { "version", 'V', 0, G_OPTION_ARG_NONE, &opt_version, "Show the version", NULL },
     { "check", 'n', 0, G_OPTION_ARG_NONE, &opt_check,
       "Check the configuration (file, -o, --allow-network, -p) as the daemon reads it and exit: nothing printed when valid, one line naming the key and exit 78 when not", NULL },
@@ -1305,13 +1324,15 @@ run (int argc, char **argv)
     }
     to_stderr = FALSE;
     openlog ("extbody-milter", LOG_PID, LOG_MAIL);
-    if (opt_pidfile) {
-      g_autofree char *pid = g_strdup_printf ("%ld\n", (long) getpid ());
-      if (!g_file_set_contents (opt_pidfile, pid, -1, &error))
-        log_line (LOG_ERR, "cannot write %s: %s", opt_pidfile, error->message);
-      else
-        life.pidfile = opt_pidfile;
-    }
+  }
+  g_autofree char *pidfile_abs = NULL;
+  if (opt_pidfile) {
+    /* written after detaching, removed at stop (from / when detached) */
+    g_autofree char *pid = g_strdup_printf ("%ld\n", (long) getpid ());
+    if (!g_file_set_contents (opt_pidfile, pid, -1, &error))
+      log_line (LOG_ERR, "cannot write %s: %s", opt_pidfile, error->message);
+    else
+      life.pidfile = pidfile_abs = g_canonicalize_filename (opt_pidfile, NULL);
   }
   log_line (LOG_INFO, "listening on %s%s", sock, config->fetch ? "" : " (fetch = off)");
   signal (SIGPIPE, SIG_IGN);
