@@ -52,6 +52,7 @@ struct _EbConfig {
   char    *on_error;           /* accept | tempfail */
   gboolean strip_trace_fields; /* remove incoming X-Extbody, X-Extbody-Resolved */
   guint64  milter_spill_size;  /* message bytes kept in memory before spilling to a file */
+  guint    milter_stop_timeout;  /* seconds messages in flight get to finish at SIGTERM */
 };
 
 typedef enum { EB_CONFIG_UINT, EB_CONFIG_SIZE, EB_CONFIG_BOOL, EB_CONFIG_STRING } EbConfigType;

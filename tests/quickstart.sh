@@ -39,6 +39,8 @@ packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
 [ "$mode" = test ] && ! command -v npm >/dev/null 2>&1 && packages="$packages nodejs npm"
 # the hostile fetch suite's DNS case: a private network namespace (ip link set lo up)
 [ "$mode" = test ] && packages="$packages iproute2"
+# the Debian packages' build (tests/packaging/deb-smoke.sh)
+[ "$mode" = test ] && packages="$packages dpkg-dev debhelper fakeroot"
 missing=
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
@@ -99,6 +101,13 @@ fi
 build build
 echo "==> running the test suite"
 (cd build && ctest --output-on-failure -j "$jobs")
+# The Debian packages: built from a copy of the tree, installed with dpkg -i,
+# used (the command, the milter's configuration check, the example against
+# libextbody-dev), purged (skipped where it would touch an administrator's
+# own extbody)
+echo "==> building, installing and trying the Debian packages"
+rc=0; sh tests/packaging/deb-smoke.sh build-deb || rc=$?
+[ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || exit "$rc"
 build build-sanitize -DEXTBODY_SANITIZE=ON
 echo "==> running the test suite under AddressSanitizer and UndefinedBehaviorSanitizer"
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=1

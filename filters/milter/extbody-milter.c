@@ -42,12 +42,11 @@
 #include <unistd.h>
 
 #include <gio/gio.h>
+#include <glib-unix.h>
 #include <libmilter/mfapi.h>
 
 #include <extbody/extbody.h>
 
-static EbConfig  *config;     /* read-only once smfi_main runs */
-static EbFetcher *fetcher;    /* locked inside */
 static gboolean   to_stderr = TRUE;
 
 static void G_GNUC_PRINTF (2, 3)
@@ -63,7 +62,69 @@ log_line (int prio, const char *fmt, ...)
     syslog (prio, "%s", msg);
 }
 
+/* ---- configuration generations -------------------------------------------
+ *
+ * The configuration and the fetcher built from it make one generation. A
+ * message takes a reference to the current generation at MAIL FROM and keeps
+ * it to its end; SIGHUP installs a new generation for the messages that begin
+ * afterwards (on connections old and new), and an old one is freed when its
+ * last message ends. */
 typedef struct {
+  gint       refs;
+  EbConfig  *config;
+  EbFetcher *fetcher;   /* NULL when fetch = off */
+} Gen;
+
+static GMutex gen_lock;
+static Gen   *gen_current;
+
+static void
+gen_unref (Gen *g)
+{
+  if (!g || !g_atomic_int_dec_and_test (&g->refs))
+    return;
+  eb_fetcher_free (g->fetcher);
+  eb_config_free (g->config);
+  g_free (g);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Gen, gen_unref)
+
+static Gen *
+gen_ref (Gen *g)
+{
+  g_atomic_int_inc (&g->refs);
+  return g;
+}
+
+/* Returns: (transfer full): the generation in force. */
+static Gen *
+gen_get (void)
+{
+  g_mutex_lock (&gen_lock);
+  Gen *g = gen_ref (gen_current);
+  g_mutex_unlock (&gen_lock);
+  return g;
+}
+
+/* Make @g (transfer full) the generation in force. */
+static void
+gen_install (Gen *g)
+{
+  g_mutex_lock (&gen_lock);
+  Gen *old = gen_current;
+  gen_current = g;
+  g_mutex_unlock (&gen_lock);
+  gen_unref (old);
+}
+
+/* Messages between MAIL FROM and their end (SIGTERM lets them finish), and
+ * the stop: once set, a new message is refused with a temporary failure. */
+static gint n_in_flight;
+static gint stopping;
+static gint n_refused;   /* messages refused while stopping, for the log */
+
+typedef struct {
+  Gen        *gen;          /* the configuration of this message */
   GByteArray *mem;
   int         fd;           /* spill file, or -1 */
   guint64     size;
@@ -87,7 +148,13 @@ typedef struct {
   Msg     *msg;
   gboolean read_only;   /* the MTA did not offer every change a rewrite needs */
   gboolean can_skip;    /* the MTA takes SMFIS_SKIP from the body callback */
+  GList    link;        /* in conns */
 } Conn;
+
+/* Every connection's context, until its close callback: libmilter closes the
+ * sessions it still has when it stops without calling it. */
+static GMutex conns_lock;
+static GQueue conns = G_QUEUE_INIT;
 
 static void
 msg_free (Msg *m)
@@ -98,6 +165,10 @@ msg_free (Msg *m)
     g_byte_array_unref (m->mem);
   if (m->fd >= 0)
     close (m->fd);
+  if (m->gen) {
+    gen_unref (m->gen);
+    g_atomic_int_add (&n_in_flight, -1);
+  }
   g_free (m);
 }
 
@@ -107,7 +178,7 @@ msg_append (Msg *m, const void *p, gsize n)
   m->size += n;
   if (m->failed)
     return;
-  if (m->fd < 0 && m->mem->len + n > eb_config_get_uint64 (config, "milter_spill_size")) {
+  if (m->fd < 0 && m->mem->len + n > eb_config_get_uint64 (m->gen->config, "milter_spill_size")) {
     g_autofree char *path = NULL;
     m->fd = g_file_open_tmp ("extbody-milter-XXXXXX", &path, NULL);
     if (m->fd < 0) {
@@ -145,6 +216,10 @@ conn_of (SMFICTX *ctx)
   Conn *c = smfi_getpriv (ctx);
   if (!c) {
     c = g_new0 (Conn, 1);
+    c->link.data = c;
+    g_mutex_lock (&conns_lock);
+    g_queue_push_tail_link (&conns, &c->link);
+    g_mutex_unlock (&conns_lock);
     smfi_setpriv (ctx, c);
   }
   return c;
@@ -168,9 +243,9 @@ queue_id (SMFICTX *ctx)
 }
 
 static sfsistat
-on_error_status (void)
+on_error_status (const Msg *m)
 {
-  return strcmp (eb_config_get_string (config, "on_error"), "tempfail") == 0 ? SMFIS_TEMPFAIL : SMFIS_ACCEPT;
+  return strcmp (eb_config_get_string (m->gen->config, "on_error"), "tempfail") == 0 ? SMFIS_TEMPFAIL : SMFIS_ACCEPT;
 }
 
 /* ---- callbacks ------------------------------------------------------------ */
@@ -206,7 +281,17 @@ cb_envfrom (SMFICTX *ctx, char **argv)
   c->msg = NULL;
   if (c->read_only)
     return SMFIS_ACCEPT;
+  /* counted first, then the stop looked at: the stop sets its flag, then
+   * waits for the count, so a message is either waited for or refused */
+  g_atomic_int_inc (&n_in_flight);
+  if (g_atomic_int_get (&stopping)) {
+    g_atomic_int_add (&n_in_flight, -1);
+    g_atomic_int_inc (&n_refused);
+    smfi_setreply (ctx, "451", "4.3.2", "extbody-milter is stopping, try again later");
+    return SMFIS_TEMPFAIL;
+  }
   c->msg = g_new0 (Msg, 1);
+  c->msg->gen = gen_get ();
   c->msg->mem = g_byte_array_new ();
   c->msg->fd = -1;
   return SMFIS_CONTINUE;
@@ -218,7 +303,7 @@ cb_header (SMFICTX *ctx, char *name, char *value)
   Conn *c = conn_of (ctx);
   if (!c->msg)
     return SMFIS_CONTINUE;
-  if (eb_config_get_boolean (config, "strip_trace_fields"))
+  if (eb_config_get_boolean (c->msg->gen->config, "strip_trace_fields"))
     for (guint i = 0; i < G_N_ELEMENTS (trace_names); i++)
       if (g_ascii_strcasecmp (name, trace_names[i]) == 0)
         c->msg->n_trace[i]++;
@@ -277,7 +362,7 @@ cb_body (SMFICTX *ctx, unsigned char *chunk, size_t len)
   if (c->msg->strip_only)
     return c->can_skip ? SMFIS_SKIP : SMFIS_CONTINUE;
   msg_append (c->msg, chunk, len);
-  if (c->msg->size > eb_config_get_uint64 (config, "max_message_size")) {
+  if (c->msg->size > eb_config_get_uint64 (c->msg->gen->config, "max_message_size")) {
     log_line (LOG_INFO, "%s: message larger than max_message_size: passed unchanged%s", queue_id (ctx),
               msg_has_trace (c->msg) ? " but for the trace fields it arrived with" : "");
     if (msg_has_trace (c->msg)) {
@@ -315,21 +400,35 @@ static GCond    kick_cond;
 static guint    kick_waiting;     /* callbacks waiting on a rewrite */
 static gboolean kick_stop;
 static GThread *kick_thread;
+static GMutex   kick_addr_lock;   /* the address changes when the daemon stops */
 static struct sockaddr_storage kick_addr;
 static socklen_t kick_addr_len;   /* 0: no address to kick */
 static guint64  kick_count;       /* connections made, for the log */
 
+/* Connect to @addr and close the connection at once. */
 static void
-kick_once (void)
+kick_to (const struct sockaddr_storage *addr, socklen_t addr_len)
 {
-  int fd = socket (kick_addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (!addr_len)
+    return;
+  int fd = socket (addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
     return;
-  if (connect (fd, (struct sockaddr *) &kick_addr, kick_addr_len) != 0 && errno == EINPROGRESS) {
+  if (connect (fd, (const struct sockaddr *) addr, addr_len) != 0 && errno == EINPROGRESS) {
     struct pollfd p = { .fd = fd, .events = POLLOUT };
     poll (&p, 1, 100);
   }
   close (fd);
+}
+
+static void
+kick_once (void)
+{
+  g_mutex_lock (&kick_addr_lock);
+  struct sockaddr_storage addr = kick_addr;
+  socklen_t addr_len = kick_addr_len;
+  g_mutex_unlock (&kick_addr_lock);
+  kick_to (&addr, addr_len);
   kick_count++;
 }
 
@@ -370,7 +469,8 @@ kick_leave (void)
 
 /* The address of the daemon's own listening socket (@fd), as a client
  * connects to it: a wildcard address becomes the loopback one, a relative
- * unix path an absolute one (the daemon changes to / when it detaches). */
+ * unix path an absolute one (the daemon changes to / when it detaches); an
+ * abstract unix address is taken as it is. */
 static void
 kick_set_address (int fd)
 {
@@ -388,21 +488,27 @@ kick_set_address (int fd)
       in6->sin6_addr = in6addr_loopback;
   } else if (ss.ss_family == AF_UNIX) {
     struct sockaddr_un *un = (struct sockaddr_un *) &ss;
-    if (l <= offsetof (struct sockaddr_un, sun_path) || un->sun_path[0] == '\0')
+    if (l <= offsetof (struct sockaddr_un, sun_path))
       return;
-    if (un->sun_path[0] != '/') {
+    if (un->sun_path[0] == '\0') {
+      /* abstract: as it is, length included */
+    } else if (un->sun_path[0] != '/') {
       g_autofree char *cwd = g_get_current_dir ();
       g_autofree char *abs = g_build_filename (cwd, un->sun_path, NULL);
       if (strlen (abs) >= sizeof un->sun_path)
         return;
       memcpy (un->sun_path, abs, strlen (abs) + 1);
+      l = sizeof *un;
+    } else {
+      l = sizeof *un;
     }
-    l = sizeof *un;
   } else {
     return;
   }
+  g_mutex_lock (&kick_addr_lock);
   kick_addr = ss;
   kick_addr_len = l;
+  g_mutex_unlock (&kick_addr_lock);
 }
 
 typedef struct {
@@ -422,16 +528,17 @@ progress_cb (gpointer data)
 }
 
 static gboolean
-rewrite_waiting (SMFICTX *ctx, const char *buf, gsize len, GOutputStream *out,
+rewrite_waiting (SMFICTX *ctx, const Gen *gen, const char *buf, gsize len, GOutputStream *out,
                  EbRewriteResult **result, GError **error)
 {
+  const EbConfig *config = gen->config;
   Waiting w = { ctx, 0 };
   kick_enter ();
   eb_fetch_set_thread_progress (progress_cb, &w);
   eb_fetch_set_thread_cancel (&w.cancelled);
   /* the library removes the trace fields the message came with and gives the
    * header edits; only the body is written here */
-  *result = eb_rewrite_plan (buf, len, config, fetcher,
+  *result = eb_rewrite_plan (buf, len, config, gen->fetcher,
                              eb_config_get_boolean (config, "strip_trace_fields") ? EB_REWRITE_STRIP_TRACE : EB_REWRITE_DEFAULT);
   gboolean ok = !eb_rewrite_result_get_n_resolved (*result) || eb_rewrite_write_body (*result, buf, len, out, error);
   eb_fetch_set_thread_cancel (NULL);
@@ -561,6 +668,9 @@ cb_eom (SMFICTX *ctx)
   Msg *m = c->msg;
   if (!m)
     return SMFIS_CONTINUE;
+  /* the message's configuration outlives it (msg_done) to the end of this
+   * function, where the rewrite result goes */
+  g_autoptr (Gen) gen = gen_ref (m->gen);
   sfsistat status = SMFIS_CONTINUE;
   g_autoptr (GMappedFile) mapped = NULL;
   const char *buf;
@@ -572,7 +682,7 @@ cb_eom (SMFICTX *ctx)
   }
   if (m->failed) {
     log_line (LOG_ERR, "%s: cannot spool the message: %s", queue_id (ctx), g_strerror (errno));
-    status = finish_unchanged (ctx, m, on_error_status ());
+    status = finish_unchanged (ctx, m, on_error_status (m));
     msg_done (ctx);
     return status;
   }
@@ -581,7 +691,7 @@ cb_eom (SMFICTX *ctx)
     mapped = g_mapped_file_new_from_fd (m->fd, FALSE, &e);
     if (!mapped) {
       log_line (LOG_ERR, "%s: cannot map the spooled message: %s", queue_id (ctx), e->message);
-      status = finish_unchanged (ctx, m, on_error_status ());
+      status = finish_unchanged (ctx, m, on_error_status (m));
       msg_done (ctx);
       return status;
     }
@@ -595,10 +705,10 @@ cb_eom (SMFICTX *ctx)
   g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
   g_autoptr (EbRewriteResult) result = NULL;
   g_autoptr (GError) error = NULL;
-  gboolean ok = rewrite_waiting (ctx, buf, len, out, &result, &error);
+  gboolean ok = rewrite_waiting (ctx, gen, buf, len, out, &result, &error);
   if (!ok) {
     log_line (LOG_ERR, "%s: %s", queue_id (ctx), error->message);
-    status = finish_unchanged (ctx, m, on_error_status ());
+    status = finish_unchanged (ctx, m, on_error_status (m));
     msg_done (ctx);
     return status;
   }
@@ -664,6 +774,9 @@ cb_close (SMFICTX *ctx)
   Conn *c = smfi_getpriv (ctx);
   if (c) {
     msg_free (c->msg);
+    g_mutex_lock (&conns_lock);
+    g_queue_unlink (&conns, &c->link);
+    g_mutex_unlock (&conns_lock);
     g_free (c);
     smfi_setpriv (ctx, NULL);
   }
@@ -778,6 +891,321 @@ drop_privileges (const char *user)
   return 0;
 }
 
+/* ---- the configuration as the daemon reads it ------------------------------ */
+
+/* What the command line says about the configuration: applied at start and
+ * again at each reload. */
+typedef struct {
+  const char        *config;   /* -c, or NULL for the default path */
+  const char *const *set;      /* -o */
+  const char *const *allow;    /* --allow-network */
+  const char        *socket;   /* -p */
+} ConfigArgs;
+
+/* Load the configuration as the daemon reads it: the file, every -o, every
+ * --allow-network and -p, then the fetch policy built from it (whether
+ * fetching is on or not: -n checks what the daemon would use).
+ * Returns: (transfer full) (nullable): the generation, or NULL with @error
+ * and the exit status in @status. */
+static Gen *
+gen_load (const ConfigArgs *a, int *status, GError **error)
+{
+  g_autoptr (EbConfig) config = eb_config_new ();
+  const char *path = a->config ? a->config : EB_CONFIG_DEFAULT_PATH;
+  *status = EX_CONFIG;
+  if (!eb_config_load_file (config, path, a->config == NULL, error))
+    return NULL;
+  /* -o and --allow-network as the command applies them (one library call) */
+  for (guint i = 0; a->set && a->set[i]; i++) {
+    if (!eb_config_apply_option (config, a->set[i], error)) {
+      if (g_error_matches (*error, EB_ERROR, EB_ERROR_SYNTAX))
+        *status = EX_USAGE;
+      return NULL;
+    }
+  }
+  if (!eb_config_add_networks (config, a->allow, error))
+    return NULL;
+  /* -p is a milter_socket: checked the same way */
+  if (a->socket && !eb_config_set (config, "milter_socket", a->socket, error)) {
+    g_prefix_error (error, "-p ");
+    return NULL;
+  }
+  g_autoptr (EbFetcher) fetcher = eb_fetcher_new (config, error);
+  if (!fetcher)
+    return NULL;
+  Gen *g = g_new0 (Gen, 1);
+  g->refs = 1;
+  if (eb_config_get_boolean (config, "fetch"))
+    g->fetcher = g_steal_pointer (&fetcher);
+  g->config = g_steal_pointer (&config);
+  return g;
+}
+
+/* ---- signals and the lifecycle -----------------------------------------------
+ *
+ * libmilter's smfi_main blocks SIGHUP, SIGTERM and SIGINT and starts a thread
+ * that waits for them and stops the milter on any of them (SIGHUP included):
+ * the sessions it has are closed at once, messages in flight with them. So
+ * smfi_main runs on a thread of its own, started with those signals blocked
+ * (as is every other thread), and the process's main thread keeps them
+ * unblocked with a handler that writes the signal's number into a pipe. Linux
+ * hands a signal sent to the process to its main thread first when that
+ * thread takes it, so libmilter's thread never sees one; the main thread
+ * reads the pipe and acts:
+ *
+ *   SIGHUP   loads the configuration again, as at start (the file, -o,
+ *            --allow-network, -p); when it loads, it is the configuration of
+ *            the messages that begin from then on, and messages in flight
+ *            finish with theirs; when it does not, the old one stays.
+ *   SIGTERM, SIGINT
+ *            stop taking connections: libmilter's listening descriptor is
+ *            replaced by a listening socket nobody knows the address of, and a
+ *            unix socket's file is removed. Messages in flight finish (at most
+ *            milter_stop_timeout); a new message on a connection already open
+ *            is refused with a temporary failure. Then smfi_stop, the PID file
+ *            is removed, and the exit status is 0. A second SIGTERM or SIGINT
+ *            stops without waiting further. */
+static int sig_pipe[2] = { -1, -1 };
+#define SIG_MILTER_ENDED 0xff   /* written when smfi_main returns */
+
+static void
+on_signal (int sig)
+{
+  int saved = errno;
+  unsigned char b = (unsigned char) sig;
+  if (write (sig_pipe[1], &b, 1) < 0) {
+    /* the pipe is full: the signals already in it are read first */
+  }
+  errno = saved;
+}
+
+static void
+signals_block (sigset_t *old)
+{
+  sigset_t set;
+  sigemptyset (&set);
+  sigaddset (&set, SIGTERM);
+  sigaddset (&set, SIGINT);
+  sigaddset (&set, SIGHUP);
+  pthread_sigmask (SIG_BLOCK, &set, old);
+}
+
+/* A thread that never takes SIGHUP, SIGTERM or SIGINT. */
+static GThread *
+thread_new_blocked (const char *name, GThreadFunc func, gpointer data)
+{
+  sigset_t old;
+  signals_block (&old);
+  GThread *t = g_thread_new (name, func, data);
+  pthread_sigmask (SIG_SETMASK, &old, NULL);
+  return t;
+}
+
+static gboolean
+signals_install (void)
+{
+  if (!g_unix_open_pipe (sig_pipe, FD_CLOEXEC, NULL))
+    return FALSE;
+  fcntl (sig_pipe[1], F_SETFL, fcntl (sig_pipe[1], F_GETFL) | O_NONBLOCK);
+  struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+  sigemptyset (&sa.sa_mask);
+  sigaction (SIGHUP, &sa, NULL);
+  sigaction (SIGTERM, &sa, NULL);
+  sigaction (SIGINT, &sa, NULL);
+  return TRUE;
+}
+
+/* The next byte from the signal pipe, waiting at most @timeout_ms (-1:
+ * forever). Returns: the signal (or SIG_MILTER_ENDED), 0 on time-out. */
+static int
+signal_next (int timeout_ms)
+{
+  for (;;) {
+    struct pollfd p = { .fd = sig_pipe[0], .events = POLLIN };
+    int r = poll (&p, 1, timeout_ms);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return 0;
+    unsigned char b;
+    ssize_t n = read (sig_pipe[0], &b, 1);
+    if (n == 1)
+      return b;
+    if (n < 0 && errno != EINTR && errno != EAGAIN)
+      return 0;
+  }
+}
+
+static int milter_result = MI_SUCCESS;
+
+static gpointer
+milter_run (gpointer data)
+{
+  milter_result = smfi_main ();
+  unsigned char b = SIG_MILTER_ENDED;
+  if (write (sig_pipe[1], &b, 1) < 0) {
+    /* the pipe is full: the main thread is reading it */
+  }
+  return NULL;
+}
+
+static gpointer
+stop_run (gpointer data)
+{
+  smfi_stop ();
+  return NULL;
+}
+
+typedef struct {
+  ConfigArgs   args;
+  const char  *upath;      /* the unix socket's file, or NULL */
+  struct stat  sock_st;    /* what it was once bound, to remove only ours */
+  int          lfd;        /* libmilter's listening descriptor, or -1 */
+  const char  *pidfile;    /* written by us, or NULL */
+} Life;
+
+static void
+reload (Life *life, const char *signame)
+{
+  g_autoptr (GError) error = NULL;
+  int status = 0;
+  Gen *g = gen_load (&life->args, &status, &error);
+  if (!g) {
+    log_line (LOG_ERR, "%s: reload failed: %s; keeping the old configuration", signame, error->message);
+    return;
+  }
+  const char *path = life->args.config ? life->args.config : EB_CONFIG_DEFAULT_PATH;
+  g_autoptr (Gen) old = gen_get ();
+  if (strcmp (eb_config_get_string (old->config, "milter_socket"), eb_config_get_string (g->config, "milter_socket")) != 0)
+    log_line (LOG_WARNING, "%s: milter_socket is now %s: the daemon listens on %s until it is restarted",
+              signame, eb_config_get_string (g->config, "milter_socket"), eb_config_get_string (old->config, "milter_socket"));
+  gen_install (g);
+  log_line (LOG_INFO, "%s: reloaded configuration from %s%s", signame, path,
+            eb_config_get_boolean (g->config, "fetch") ? "" : " (fetch = off)");
+}
+
+static void
+listener_replace (int lfd)
+{
+  struct sockaddr_storage ss;
+  socklen_t l = sizeof ss;
+  if (getsockname (lfd, (struct sockaddr *) &ss, &l) != 0)
+    return;
+  int fd = socket (ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return;
+  gboolean bound = FALSE;
+  if (ss.ss_family == AF_INET) {
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+    bound = bind (fd, (struct sockaddr *) &a, sizeof a) == 0;
+  } else if (ss.ss_family == AF_INET6) {
+    struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = in6addr_loopback };
+    bound = bind (fd, (struct sockaddr *) &a, sizeof a) == 0;
+  } else if (ss.ss_family == AF_UNIX) {
+    /* Linux: an abstract address of the kernel's choosing */
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    bound = bind (fd, (struct sockaddr *) &a, sizeof (sa_family_t)) == 0;
+  }
+  int keep = fcntl (lfd, F_DUPFD_CLOEXEC, 3);
+  if (!bound || keep < 0 || listen (fd, 16) != 0 || dup3 (fd, lfd, O_CLOEXEC) < 0) {
+    log_line (LOG_WARNING, "cannot stop listening (%s): new messages are refused", g_strerror (errno));
+    close (fd);
+    if (keep >= 0)
+      close (keep);
+    return;
+  }
+  close (fd);
+  g_mutex_lock (&kick_addr_lock);
+  struct sockaddr_storage old = kick_addr;
+  socklen_t old_len = kick_addr_len;
+  g_mutex_unlock (&kick_addr_lock);
+  kick_set_address (lfd);
+  kick_once ();
+  kick_to (&old, old_len);
+  close (keep);
+}
+
+/* Take no connection any more while libmilter serves the sessions it has:
+ * its listening descriptor becomes (dup3) a listening socket on an address
+ * nobody is told, non-blocking so that a wake-up left over from the old one
+ * finds nothing to accept and libmilter carries on; the kicks go there from
+ * then on. A wait for a connection that libmilter is in when the descriptor
+ * changes stays on the old socket (Linux does not wake it when that socket
+ * goes, and it would not wake for the new one before its 5 s are up): the
+ * new socket is given a connection first, then the old one, still kept open
+ * here, so that the wait ends and finds the new one ready. A unix socket's
+ * file is removed when it is still the one bound at start. */
+static void
+listener_retire (Life *life)
+{
+  if (life->lfd >= 0)
+    listener_replace (life->lfd);
+  struct stat st;
+  if (life->upath && lstat (life->upath, &st) == 0 && st.st_dev == life->sock_st.st_dev
+      && st.st_ino == life->sock_st.st_ino && unlink (life->upath) != 0)
+    log_line (LOG_WARNING, "cannot remove %s: %s", life->upath, g_strerror (errno));
+}
+
+static const char *
+plural (guint n)
+{
+  return n == 1 ? "" : "s";
+}
+
+/* The graceful stop, from the signal @signame to the end of smfi_main.
+ * Returns: the exit status. */
+static int
+stop (Life *life, const char *signame)
+{
+  gint64 t0 = g_get_monotonic_time ();
+  g_autoptr (Gen) gen = gen_get ();
+  gint64 deadline = t0 + (gint64) eb_config_get_uint64 (gen->config, "milter_stop_timeout") * G_USEC_PER_SEC;
+  g_atomic_int_set (&stopping, 1);
+  guint n = (guint) g_atomic_int_get (&n_in_flight);
+  log_line (LOG_INFO, "%s: stopping: %u message%s in flight", signame, n, plural (n));
+  listener_retire (life);
+  gboolean milter_ended = FALSE, hurry = FALSE;
+  while (!milter_ended && !hurry && g_atomic_int_get (&n_in_flight) > 0) {
+    gint64 left = (deadline - g_get_monotonic_time ()) / 1000;
+    if (left <= 0)
+      break;
+    int sig = signal_next ((int) MIN (left, 50));
+    if (sig == SIG_MILTER_ENDED)
+      milter_ended = TRUE;
+    else if (sig == SIGTERM || sig == SIGINT) {
+      n = (guint) g_atomic_int_get (&n_in_flight);
+      log_line (LOG_INFO, "%s again: stopping now: %u message%s in flight cut off",
+                sig == SIGTERM ? "SIGTERM" : "SIGINT", n, plural (n));
+      hurry = TRUE;
+    } else if (sig == SIGHUP)
+      log_line (LOG_INFO, "SIGHUP: stopping: the configuration is not reloaded");
+  }
+  n = (guint) g_atomic_int_get (&n_in_flight);
+  if (n && !hurry && !milter_ended)
+    log_line (LOG_WARNING, "stopping: %u message%s still in flight after milter_stop_timeout (%u s) cut off",
+              n, plural (n), (guint) eb_config_get_uint64 (gen->config, "milter_stop_timeout"));
+  if (!milter_ended) {
+    /* libmilter's listener notices the stop when its wait for a connection
+     * ends: a kick ends it */
+    GThread *t = thread_new_blocked ("stop", stop_run, NULL);
+    for (;;) {
+      kick_once ();
+      int sig = signal_next (20);
+      if (sig == SIG_MILTER_ENDED)
+        break;
+      if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)
+        log_line (LOG_INFO, "%s: stopping already", sig == SIGHUP ? "SIGHUP" : sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    }
+    g_thread_join (t);
+  }
+  if (life->pidfile && unlink (life->pidfile) != 0 && errno != ENOENT)
+    log_line (LOG_WARNING, "cannot remove %s: %s", life->pidfile, g_strerror (errno));
+  guint refused = (guint) g_atomic_int_get (&n_refused);
+  log_line (LOG_INFO, "stopped in %.1f s, %u new message%s refused with a temporary failure meanwhile",
+            (double) (g_get_monotonic_time () - t0) / G_USEC_PER_SEC, refused, plural (refused));
+  return 0;
+}
+
 /* main without the globals' release, so that every return leaves nothing
  * behind (LeakSanitizer runs over the daemon in the tests) */
 static int
@@ -796,7 +1224,7 @@ run (int argc, char **argv)
     { "allow-network", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_allow, "Add a CIDR block to allow_networks", "CIDR" },
     { "user", 'u', 0, G_OPTION_ARG_STRING, &opt_user, "Run as USER once the socket is bound", "USER" },
     { "daemon", 'd', 0, G_OPTION_ARG_NONE, &opt_daemon, "Detach and log to syslog (default: foreground, stderr)", NULL },
-    { "pidfile", 'P', 0, G_OPTION_ARG_FILENAME, &opt_pidfile, "With -d: write the PID here", "FILE" },
+    { "pidfile", 'P', 0, G_OPTION_ARG_FILENAME, &opt_pidfile, "Write the PID here (removed at stop)", "FILE" },
     { "version", 'V', 0, G_OPTION_ARG_NONE, &opt_version, "Show the version", NULL },
     { "check", 'n', 0, G_OPTION_ARG_NONE, &opt_check,
       "Check the configuration (file, -o, --allow-network, -p) as the daemon reads it and exit: nothing printed when valid, one line naming the key and exit 78 when not", NULL },
@@ -821,41 +1249,21 @@ run (int argc, char **argv)
     return EX_USAGE;
   }
 
-  config = eb_config_new ();
-  const char *path = opt_config ? opt_config : EB_CONFIG_DEFAULT_PATH;
-  if (!eb_config_load_file (config, path, opt_config == NULL, &error)) {
-    fprintf (stderr, "extbody-milter: %s\n", error->message);
-    return EX_CONFIG;
-  }
-  /* -o and --allow-network as the command applies them (one library call) */
-  for (guint i = 0; opt_set && opt_set[i]; i++) {
-    if (!eb_config_apply_option (config, opt_set[i], &error)) {
-      fprintf (stderr, "extbody-milter: %s\n", error->message);
-      return g_error_matches (error, EB_ERROR, EB_ERROR_SYNTAX) ? EX_USAGE : EX_CONFIG;
-    }
-  }
-  if (!eb_config_add_networks (config, (const char *const *) opt_allow, &error)) {
-    fprintf (stderr, "extbody-milter: %s\n", error->message);
-    return EX_CONFIG;
-  }
-  /* -p is a milter_socket: checked the same way */
-  if (opt_socket && !eb_config_set (config, "milter_socket", opt_socket, &error)) {
-    fprintf (stderr, "extbody-milter: -p %s\n", error->message);
-    return EX_CONFIG;
-  }
-
+  Life life = {
+    .args = { opt_config, (const char *const *) opt_set, (const char *const *) opt_allow, opt_socket },
+    .lfd = -1,
+  };
   eb_init ();   /* GMime and libcurl: before any thread */
-  /* the fetch policy is built whether fetching is on or not: -n checks what
-   * the daemon would use */
-  g_autoptr (EbFetcher) checked = eb_fetcher_new (config, &error);
-  if (!checked) {
+  int status = 0;
+  Gen *first = gen_load (&life.args, &status, &error);
+  if (!first) {
     fprintf (stderr, "extbody-milter: %s\n", error->message);
-    return EX_CONFIG;
+    return status;
   }
+  gen_install (first);
   if (opt_check)
     return 0;
-  if (eb_config_get_boolean (config, "fetch"))
-    fetcher = g_steal_pointer (&checked);
+  const EbConfig *config = first->config;   /* the start's, for main's use only */
 
   const char *sock = eb_config_get_string (config, "milter_socket");
   if (smfi_setconn ((char *) sock) != MI_SUCCESS || smfi_register (desc) != MI_SUCCESS) {
@@ -881,11 +1289,19 @@ run (int argc, char **argv)
     fprintf (stderr, "extbody-milter: cannot open socket %s: %s\n", sock, g_strerror (errno));
     return EX_UNAVAILABLE;
   }
+  g_autofree char *upath_abs = NULL;
+  if (upath && lstat (upath, &life.sock_st) == 0) {
+    /* a relative path is removed at stop from where it was made (the
+     * daemon changes to / when it detaches) */
+    g_autofree char *cwd = g_get_current_dir ();
+    upath_abs = g_canonicalize_filename (upath, cwd);
+    life.upath = upath_abs;
+  }
   if (!opt_no_nodelay)
     set_nodelay_on_listener ();
-  int lfd = find_listener ();
-  if (lfd >= 0)
-    kick_set_address (lfd);
+  life.lfd = find_listener ();
+  if (life.lfd >= 0)
+    kick_set_address (life.lfd);
   if (opt_user) {
     struct passwd *pw = getpwnam (opt_user);
     if (pw && upath && chown (upath, pw->pw_uid, pw->pw_gid) != 0)
@@ -901,28 +1317,48 @@ run (int argc, char **argv)
     }
     to_stderr = FALSE;
     openlog ("extbody-milter", LOG_PID, LOG_MAIL);
-    if (opt_pidfile) {
-      g_autofree char *pid = g_strdup_printf ("%ld\n", (long) getpid ());
-      if (!g_file_set_contents (opt_pidfile, pid, -1, &error))
-        log_line (LOG_ERR, "cannot write %s: %s", opt_pidfile, error->message);
-    }
+  }
+  g_autofree char *pidfile_abs = NULL;
+  if (opt_pidfile) {
+    /* written after detaching, removed at stop (from / when detached) */
+    g_autofree char *pid = g_strdup_printf ("%ld\n", (long) getpid ());
+    if (!g_file_set_contents (opt_pidfile, pid, -1, &error))
+      log_line (LOG_ERR, "cannot write %s: %s", opt_pidfile, error->message);
+    else
+      life.pidfile = pidfile_abs = g_canonicalize_filename (opt_pidfile, NULL);
   }
   log_line (LOG_INFO, "listening on %s%s", sock, eb_config_get_boolean (config, "fetch") ? "" : " (fetch = off)");
   signal (SIGPIPE, SIG_IGN);
-  if (kick_addr_len) {
-    /* libmilter takes SIGTERM, SIGINT and SIGHUP on a thread of its own that
-     * waits for them with the signals blocked everywhere else */
-    sigset_t set, old_set;
-    sigemptyset (&set);
-    sigaddset (&set, SIGTERM);
-    sigaddset (&set, SIGINT);
-    sigaddset (&set, SIGHUP);
-    pthread_sigmask (SIG_BLOCK, &set, &old_set);
+  if (!signals_install ()) {
+    log_line (LOG_ERR, "cannot make a pipe for the signals: %s", g_strerror (errno));
+    return EX_OSERR;
+  }
+  /* from here on, only this thread takes SIGHUP, SIGTERM and SIGINT */
+  sigset_t unblocked;
+  signals_block (&unblocked);
+  if (kick_addr_len)
     kick_thread = g_thread_new ("kick", kick_run, NULL);
-    pthread_sigmask (SIG_SETMASK, &old_set, NULL);
-  } else
+  else
     log_line (LOG_WARNING, "cannot find the listening socket: a fetch that waits may hold up other sessions");
-  r = smfi_main ();
+  GThread *milter = g_thread_new ("milter", milter_run, NULL);
+  pthread_sigmask (SIG_SETMASK, &unblocked, NULL);
+
+  int exit_status = 0;
+  for (;;) {
+    int sig = signal_next (-1);
+    if (sig == SIGHUP) {
+      reload (&life, "SIGHUP");
+    } else if (sig == SIGTERM || sig == SIGINT) {
+      exit_status = stop (&life, sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      break;
+    } else if (sig == SIG_MILTER_ENDED) {
+      /* libmilter stopped on its own: an error, or a signal its thread took */
+      log_line (LOG_ERR, "libmilter stopped (%s): exiting", milter_result == MI_SUCCESS ? "no error" : "an error");
+      exit_status = EX_SOFTWARE;
+      break;
+    }
+  }
+  g_thread_join (milter);
   if (kick_thread) {
     g_mutex_lock (&kick_lock);
     kick_stop = TRUE;
@@ -930,14 +1366,15 @@ run (int argc, char **argv)
     g_mutex_unlock (&kick_lock);
     g_thread_join (kick_thread);
   }
-  return r == MI_SUCCESS ? 0 : EX_SOFTWARE;
+  return exit_status;
 }
 
 int
 main (int argc, char **argv)
 {
   int status = run (argc, argv);
-  g_clear_pointer (&fetcher, eb_fetcher_free);
-  g_clear_pointer (&config, eb_config_free);
+  /* a message cut off at the stop may still hold the configuration */
+  if (g_atomic_int_get (&n_in_flight) == 0)
+    gen_install (NULL);
   return status;
 }

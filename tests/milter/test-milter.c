@@ -204,7 +204,8 @@ test_user (void)
   milter_stop (m);
 }
 
-/* -d detaches, writes the PID file and keeps serving. */
+/* -d detaches, writes the PID file and keeps serving; SIGTERM removes the
+ * PID file and the socket. */
 static void
 test_daemon (void)
 {
@@ -237,6 +238,10 @@ test_daemon (void)
   for (int i = 0; i < 600 && !process_gone (p); i++)
     g_usleep (25000);
   g_assert_true (process_gone (p));
+  /* and removes its PID file and its socket (the detached daemon's working
+   * directory is /: the paths are the ones given) */
+  g_assert_false (g_file_test (pidfile, G_FILE_TEST_EXISTS));
+  g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
   test_watchdog_remove (wd);
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", d);
   g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL);

@@ -45,8 +45,12 @@ for d in "$out"/*.deb; do
 done | tee "$out/file-lists.txt"
 
 installed=
+pkgs=$(for d in "$out"/*.deb; do dpkg-deb -f "$d" Package; done)
 cleanup() {
-  [ -n "$installed" ] && dpkg --purge extbody-milter extbody libextbody-dev libextbody1 >/dev/null 2>&1 || true
+  if [ -n "$installed" ]; then
+    # shellcheck disable=SC2086
+    dpkg --purge $pkgs >"$work/purge.log" 2>&1 || { cat "$work/purge.log" >&2; echo "deb-smoke: the purge failed" >&2; }
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -82,4 +86,12 @@ if [ -f "$top/examples/resolve-one.c" ]; then
   "$work/resolve-one" "$top/data/samples/references.eml" >"$work/ex.eml" || fail "the example failed"
   cmp -s "$work/out.eml" "$work/ex.eml" || fail "the example's output differs from the command's"
 fi
-echo "==> deb-smoke: packages built, installed, used; removing them"
+echo "==> deb-smoke: packages built, installed, used; purging them"
+installed=
+# shellcheck disable=SC2086
+dpkg --purge $pkgs >"$work/purge.log" 2>&1 || { cat "$work/purge.log" >&2; fail "dpkg --purge"; }
+for p in $pkgs; do
+  ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q installed || fail "$p still installed after the purge"
+done
+[ ! -e /etc/extbody/extbody.conf ] || fail "the purge left /etc/extbody/extbody.conf"
+[ ! -e /var/spool/postfix/extbody ] || fail "the purge left /var/spool/postfix/extbody"

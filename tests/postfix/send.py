@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Send mail to a test Postfix: N messages from K concurrent SMTP sessions.
 
-    send.py PORT FILE                  # one message, the bytes of FILE
+    send.py PORT FILE                  # one message, the bytes of FILE; a 4xx
+                                       # reply prints "tempfail CODE" and exits 75
     send.py PORT --burst N K           # N messages from K threads, each with a
                                        # data: reference and Message-ID <burst-I@test.example>
 
@@ -31,7 +32,19 @@ def burst_message(i):
 def main():
     port = int(sys.argv[1])
     if sys.argv[2] != "--burst":
-        send(port, open(sys.argv[2], "rb").read())
+        try:
+            send(port, open(sys.argv[2], "rb").read())
+        except smtplib.SMTPResponseException as e:
+            if 400 <= e.smtp_code < 500:
+                print("tempfail %d" % e.smtp_code)
+                sys.exit(75)
+            raise
+        except smtplib.SMTPRecipientsRefused as e:
+            codes = [c for c, _ in e.recipients.values()]
+            if all(400 <= c < 500 for c in codes):
+                print("tempfail %d" % codes[0])
+                sys.exit(75)
+            raise
         print(1)
         return
     n, k = int(sys.argv[3]), int(sys.argv[4])

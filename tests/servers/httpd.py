@@ -26,6 +26,9 @@ Paths:
   /hits                 how many requests this server has answered (text)
   /header-flood         a response header of 200 lines of 1 KB
   /headers?n=N          a response whose header (status line to blank line) is N bytes
+  /hold?gate=G&n=I      wait until gate G is opened (at most 60 s), then "held I\n"
+  /held?gate=G          how many /hold requests wait at gate G now (text)
+  /open?gate=G          open gate G: its waiting and later /hold requests go on
 """
 import argparse
 import os
@@ -42,6 +45,13 @@ HITS = 0
 LOCK = threading.Lock()
 INFLIGHT = 0   # /slow requests in progress
 PEAK = 0       # the most of them at once
+GATES = {}     # /hold gate name: threading.Event
+HELD = {}      # /hold gate name: requests waiting there
+
+
+def gate(name):
+    with LOCK:
+        return GATES.setdefault(name, threading.Event())
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -163,6 +173,24 @@ class Handler(BaseHTTPRequestHandler):
                 n -= len(chunk)
             self.close_connection = True
             return
+        if p == "/hold":
+            g = q.get("gate", ["g"])[0]
+            ev = gate(g)
+            with LOCK:
+                HELD[g] = HELD.get(g, 0) + 1
+            try:
+                ev.wait(60)
+            finally:
+                with LOCK:
+                    HELD[g] -= 1
+            return self.send(200, b"held %s\n" % q.get("n", ["0"])[0].encode())
+        if p == "/held":
+            with LOCK:
+                n = HELD.get(q.get("gate", ["g"])[0], 0)
+            return self.send(200, b"%d\n" % n)
+        if p == "/open":
+            gate(q.get("gate", ["g"])[0]).set()
+            return self.send(200, b"0\n")
         if p == "/hits":
             with LOCK:
                 h = HITS
