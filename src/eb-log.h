@@ -18,52 +18,14 @@
  */
 #pragma once
 #include <glib.h>
+#include <extbody/extbody.h>
 #include "eb-rewrite.h"
 
 G_BEGIN_DECLS
 
-typedef enum {
-  EB_LOG_STDERR,   /* "IDENT: message" on standard error */
-  EB_LOG_SYSLOG,   /* syslog(3), facility mail, LOG_PID */
-} EbLogTarget;
-
-/* Install the writer (the first call) and choose where records go: the
- * journal when standard error is the journal, else @target. @ident: the
- * program name ("extbody-milter"). Call it before any thread starts; a later
- * call (single-threaded) switches the target, as a daemon does when it detaches. */
-void eb_log_init (const char *ident, EbLogTarget target);
-
-/* "stderr" or "syslog" as a target; FALSE for anything else. */
-gboolean eb_log_parse_target (const char *name, EbLogTarget *target);
-
-/* One line of text at syslog @priority (LOG_ERR, LOG_INFO, ...). */
-void eb_log (int priority, const char *format, ...) G_GNUC_PRINTF (2, 3);
-
-/* The start line, at LOG_INFO: "start version=... gmime=... glib=... libcurl=..."
- * then the NULL-terminated @key, value, ... pairs given (a NULL value skips its
- * pair), e.g. eb_log_start ("socket", spec, "fetch", "off", NULL). */
-void eb_log_start (const char *key, ...) G_GNUC_NULL_TERMINATED;
-
-/* The versions of extbody and the libraries it runs with, as key=value pairs:
- * "version=0.1.0 gmime=3.2.13 glib=2.74.6 libcurl=7.88.1".
- * Returns: (transfer full). */
-char *eb_log_versions (void);
-
-/* The per-message record of @result, at LOG_INFO, when the message had
- * references, was left alone as a whole, or had trace fields removed: one line
- * for the message
- *   queue_id=ID msgid=<M> references=N resolved=N changed=yes|no
- *     [reason=TOKEN] [trace_removed=N]
- * and one per reference
- *   queue_id=ID msgid=<M> ref=I part=1.2 access_type=url scheme=https
- *     host=files.example.org outcome=resolved|left [reason=TOKEN]
- *     [type=image/png bytes=N]
- * @queue_id, @message_id (nullable): left out when NULL. */
-void eb_log_message (const char *queue_id, const char *message_id, const EbRewriteResult *result);
-
-/* The Message-ID of the message planned in @result (@buf, @len as given to
- * eb_rewrite_plan), unfolded, or NULL. Returns: (transfer full) (nullable). */
-char *eb_log_message_id (const EbRewriteResult *result, const char *buf, gsize len);
+/* EbLogTarget, eb_log_init, eb_log_parse_target, eb_log, eb_log_start,
+ * eb_log_versions, eb_log_message and eb_log_message_id are public
+ * (extbody.h, "logging"). */
 
 /* --- the pure parts, for the tests ---------------------------------------- */
 

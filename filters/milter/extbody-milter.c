@@ -47,20 +47,9 @@
 
 #include <extbody/extbody.h>
 
-static gboolean   to_stderr = TRUE;
-
-static void G_GNUC_PRINTF (2, 3)
-log_line (int prio, const char *fmt, ...)
-{
-  va_list ap;
-  va_start (ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf (fmt, ap);
-  va_end (ap);
-  if (to_stderr)
-    fprintf (stderr, "extbody-milter: %s\n", msg);
-  else
-    syslog (prio, "%s", msg);
-}
+/* every line goes through libextbody's log (eb_log_init: the journal under
+ * systemd, syslog mail once detached, standard error in the foreground) */
+#define log_line eb_log
 
 /* ---- configuration generations -------------------------------------------
  *
@@ -717,17 +706,9 @@ cb_eom (SMFICTX *ctx)
   guint n_resolved = eb_rewrite_result_get_n_resolved (result);
   EbReason reason = eb_rewrite_result_get_reason (result);
   if (n || reason != EB_REASON_RESOLVED) {
-    GString *left = g_string_new (NULL);
-    for (guint i = 0; i < n; i++) {
-      EbReason r = eb_rewrite_result_get_ref_reason (result, i);
-      if (r != EB_REASON_RESOLVED)
-        g_string_append_printf (left, "%s%s", left->len ? ", " : "", eb_reason_token (r));
-    }
-    if (reason != EB_REASON_RESOLVED)
-      g_string_append_printf (left, "%smessage: %s", left->len ? ", " : "", eb_reason_token (reason));
-    log_line (LOG_INFO, "%s: %u reference%s, %u resolved%s%s", queue_id (ctx), n, n == 1 ? "" : "s",
-              n_resolved, left->len ? ", left: " : "", left->str);
-    g_string_free (left, TRUE);
+    /* one key=value line for the message, one per reference (host, never the URL) */
+    g_autofree char *mid = eb_log_message_id (result, buf, len);
+    eb_log_message (smfi_getsymval (ctx, "i"), mid, result);
   }
 
   if (!n_resolved) {   /* unchanged, but for the trace fields it came with */
@@ -741,9 +722,8 @@ cb_eom (SMFICTX *ctx)
   g_autoptr (GPtrArray) mods = g_ptr_array_new_with_free_func ((GDestroyNotify) mod_free);
   g_autoptr (GPtrArray) edits = eb_rewrite_header_edits (result, buf, len);
   mods_from_edits (mods, edits);
-  g_autofree char *trace = g_strdup_printf (" resolved %u of %u external-body reference%s",
-                                            n_resolved, n, n == 1 ? "" : "s");
-  mods_add (mods, "X-Extbody", 0, trace);
+  g_autofree char *trace = eb_rewrite_filter_field_value (result);
+  mods_add (mods, EB_FILTER_FIELD, 0, trace);
   /* every modification is known to fit before the first is sent: a message
    * is changed whole or not at all */
   const Mod *misfit = mods_misfit (mods);
@@ -1254,6 +1234,7 @@ run (int argc, char **argv)
     .lfd = -1,
   };
   eb_init ();   /* GMime and libcurl: before any thread */
+  eb_log_init ("extbody-milter", EB_LOG_STDERR);
   int status = 0;
   Gen *first = gen_load (&life.args, &status, &error);
   if (!first) {
@@ -1315,8 +1296,7 @@ run (int argc, char **argv)
       fprintf (stderr, "extbody-milter: cannot detach: %s\n", g_strerror (errno));
       return EX_OSERR;
     }
-    to_stderr = FALSE;
-    openlog ("extbody-milter", LOG_PID, LOG_MAIL);
+    eb_log_init ("extbody-milter", EB_LOG_SYSLOG);
   }
   g_autofree char *pidfile_abs = NULL;
   if (opt_pidfile) {
@@ -1327,7 +1307,8 @@ run (int argc, char **argv)
     else
       life.pidfile = pidfile_abs = g_canonicalize_filename (opt_pidfile, NULL);
   }
-  log_line (LOG_INFO, "listening on %s%s", sock, eb_config_get_boolean (config, "fetch") ? "" : " (fetch = off)");
+  eb_log_start ("socket", sock,
+                "fetch", eb_config_get_boolean (config, "fetch") ? "on" : "off", NULL);
   signal (SIGPIPE, SIG_IGN);
   if (!signals_install ()) {
     log_line (LOG_ERR, "cannot make a pipe for the signals: %s", g_strerror (errno));

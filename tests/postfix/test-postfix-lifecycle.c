@@ -143,7 +143,7 @@ milter_start (const char *const *extra)
   g_assert_no_error (error);
   g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (milter->proc));
   milter->watchdog = test_watchdog_add (kill_cmd);
-  g_assert_true (log_wait ("listening on ", 1));
+  g_assert_true (log_wait ("event=start ", 1));
   g_assert_true (g_file_test (sock, G_FILE_TEST_EXISTS));
 }
 
