@@ -12,6 +12,21 @@
 
 /* ---- lists and typed values ---------------------------------------------- */
 
+/* A file mode mask in octal, as umask(1) writes it: 1 to 4 octal digits,
+ * at most 0777. */
+static gboolean
+check_umask (const char *value, GError **error)
+{
+  gsize n = strlen (value);
+  gboolean ok = n >= 1 && n <= 4;
+  for (gsize i = 0; ok && i < n; i++)
+    ok = value[i] >= '0' && value[i] <= '7';
+  if (ok && g_ascii_strtoull (value, NULL, 8) <= 0777)
+    return TRUE;
+  g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\" is not an octal mask (000 to 777)", value);
+  return FALSE;
+}
+
 static gboolean
 is_space (char ch)
 {
@@ -249,6 +264,8 @@ static const EbConfigKey keys[] = {
        "Seconds to wait for an mbox that another program has locked (dot-lock or fcntl); then the run ends with a temporary failure, the mailbox unchanged."),
   LIST (milter_socket, "unix:/run/extbody/milter.sock",
        "extbody-milter's socket: unix:PATH, inet:PORT@ADDRESS or inet6:PORT@ADDRESS.", check_socket, "socket"),
+  LIST (milter_umask, "007",
+       "The file mode mask, in octal, extbody-milter's unix socket is made with: 007 gives 0770, so that the daemon's user and group can connect (add the MTA's user, postfix, to that group); 000 lets every local user connect.", check_umask, "octal mask"),
   STR (on_error, "accept",
        "What extbody-milter answers when it fails inside: accept the message unchanged, or tempfail it.", "accept|tempfail"),
   BOOL (strip_trace_fields, "on",

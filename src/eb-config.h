@@ -49,6 +49,7 @@ struct _EbConfig {
   guint    lock_timeout;       /* seconds to wait for a locked mbox */
   /* the milter */
   char    *milter_socket;      /* libmilter socket spec */
+  char    *milter_umask;       /* octal mask for the unix socket's mode */
   char    *on_error;           /* accept | tempfail */
   gboolean strip_trace_fields; /* remove incoming X-Extbody, X-Extbody-Resolved */
   guint64  milter_spill_size;  /* message bytes kept in memory before spilling to a file */

@@ -1261,9 +1261,10 @@ run (int argc, char **argv)
     fprintf (stderr, "extbody-milter: socket %s is in use by a running daemon\n", upath);
     return EX_UNAVAILABLE;
   }
-  /* the MTA's user must be able to connect: a socket made under umask 022 is
-   * refused by Postfix. Access is controlled by the socket's directory. */
-  mode_t old = umask (0);
+  /* the socket's mode is 0777 less milter_umask: 0770 by default, for the
+   * daemon's user and group (the MTA's user joins that group) */
+  mode_t mask = (mode_t) g_ascii_strtoull (eb_config_get_string (config, "milter_umask"), NULL, 8);
+  mode_t old = umask (mask & 0777);
   int r = smfi_opensocket (TRUE);   /* removes a stale unix socket first */
   umask (old);
   if (r != MI_SUCCESS) {

@@ -127,7 +127,7 @@ def main():
             lspec = "inet:%d@127.0.0.1" % tport
             rows += [
                 ("pass-through, unix", [passthrough, "unix:" + usock], "unix:" + usock),
-                ("extbody-milter, unix", [extbody, "-c", conf, "-o", "fetch=off", "-p", "unix:" + usock], "unix:" + usock),
+                ("extbody-milter, unix", [extbody, "-c", conf, "-o", "fetch=off", "-o", "milter_umask=000", "-p", "unix:" + usock], "unix:" + usock),
                 ("pass-through, tcp", [passthrough, lspec], tspec),
                 ("pass-through, tcp, TCP_NODELAY", [passthrough, lspec, "--nodelay"], tspec),
                 ("extbody-milter, tcp (TCP_NODELAY)", [extbody, "-c", conf, "-o", "fetch=off", "-p", lspec], tspec),

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -53,10 +54,11 @@ milter_start_in (const char *const *extra, const char *tmpdir)
   for (int i = 0; i < 200 && !g_file_test (path, G_FILE_TEST_EXISTS); i++)
     g_usleep (20000);
   g_assert_true (g_file_test (path, G_FILE_TEST_EXISTS));
-  /* created so that the MTA's user can connect */
+  /* created under milter_umask (007): the daemon's user and group connect,
+   * nobody else */
   GStatBuf st;
   g_assert_cmpint (g_stat (path, &st), ==, 0);
-  g_assert_cmpint (st.st_mode & 0777, ==, 0777);
+  g_assert_cmpint (st.st_mode & 0777, ==, 0770);
   return m;
 }
 
@@ -231,6 +233,12 @@ test_daemon (void)
   g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %d; rm -rf '%s'", (int) p, d);
   guint wd = test_watchdog_add (kill_cmd);
   g_assert_false (process_gone (p));
+  /* the socket is made under milter_umask (007 by default): 0770, for the
+   * daemon's user and group only */
+  struct stat sst;
+  g_assert_cmpint (lstat (path, &sst), ==, 0);
+  g_assert_true (S_ISSOCK (sst.st_mode));
+  g_assert_cmpint (sst.st_mode & 0777, ==, 0770);
   Milter fake = { NULL, d, spec, 0 };
   run_script (&fake, "no-reference.lua");
   g_assert_cmpint (kill (p, SIGTERM), ==, 0);
@@ -266,6 +274,9 @@ test_check (void)
     { { "-c", conf, "--allow-network", "banana" }, 78, "--allow-network banana" },
     { { "-c", conf, "-o", "allow_schemes=gopher" }, 78, "allow_schemes: \"gopher\"" },
     { { "-c", conf, "-o", "max_parts" }, 64, "-o max_parts: expected KEY=VALUE" },
+    { { "-c", conf, "-o", "milter_umask=0778" }, 78, "milter_umask: \"0778\" is not an octal mask" },
+    { { "-c", conf, "-o", "milter_umask=1777" }, 78, "milter_umask: \"1777\" is not an octal mask" },
+    { { "-c", conf, "-o", "milter_umask=027" }, 0, NULL },
     { { "-c", bad, NULL }, 78, "bad.conf: deny_domains: \"*.example.com\": write example.com" },
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {

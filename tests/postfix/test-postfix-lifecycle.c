@@ -132,7 +132,10 @@ milter_start (const char *const *extra)
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   const char *base[] = { g_getenv ("EXTBODY_MILTER"), "-p", spec, "-c", conf, "-P", pidfile,
                          "--allow-network", "127.0.0.1/32", "-o", "fetch_timeout=50",
-                         "-o", "message_deadline=55" };
+                         "-o", "message_deadline=55",
+                         /* Postfix's smtpd (user postfix) connects to a socket
+                          * made by root: every local user may */
+                         "-o", "milter_umask=000" };
   for (guint i = 0; i < G_N_ELEMENTS (base); i++)
     g_ptr_array_add (argv, (char *) base[i]);
   for (guint i = 0; extra && extra[i]; i++)

@@ -447,8 +447,9 @@ main (int argc, char **argv)
 
   g_autofree char *sock = g_build_filename (dir, "milter.sock", NULL);
   g_autofree char *spec = g_strdup_printf ("unix:%s", sock);
-  g_autofree char *conf = g_build_filename (dir, "empty.conf", NULL);
-  g_file_set_contents (conf, "", 0, NULL);
+  g_autofree char *conf = g_build_filename (dir, "milter.conf", NULL);
+  /* Postfix's smtpd (user postfix) connects to a socket made by root */
+  g_file_set_contents (conf, "milter_umask = 000\n", -1, NULL);
   milter = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error, g_getenv ("EXTBODY_MILTER"),
                              "-p", spec, "-c", conf, "--allow-network", "127.0.0.1/32", "-o", "fetch=on",
                              "-o", "fetch_timeout=2", "-o", "message_deadline=4", NULL);
