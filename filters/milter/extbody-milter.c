@@ -52,9 +52,11 @@
 #include "eb-header.h"
 #include "eb-params.h"
 #include "eb-rewrite.h"
+#include "eb-stats.h"
 
 static EbConfig  *config;     /* read-only once smfi_main runs */
 static EbFetcher *fetcher;    /* locked inside */
+static EbStats   *stats;      /* every message planned, for the summary at exit */
 static gboolean   to_stderr = TRUE;
 
 static void G_GNUC_PRINTF (2, 3)
@@ -610,6 +612,8 @@ cb_eom (SMFICTX *ctx)
     msg_done (ctx);
     return status;
   }
+  eb_stats_add_result (stats, result);
+  eb_stats_add_bytes (stats, len);
 
   guint n = result->scan ? result->scan->refs->len : 0;
   if (n || result->reason != EB_REASON_RESOLVED) {
@@ -653,6 +657,8 @@ cb_eom (SMFICTX *ctx)
     return status;
   }
   status = mods_send (ctx, mods, o, olen, SMFIS_CONTINUE);
+  if (status == SMFIS_CONTINUE)
+    eb_stats_add_changed (stats, 1);
   msg_done (ctx);
   return status;
 }
@@ -929,7 +935,10 @@ run (int argc, char **argv)
     pthread_sigmask (SIG_SETMASK, &old_set, NULL);
   } else
     log_line (LOG_WARNING, "cannot find the listening socket: a fetch that waits may hold up other sessions");
+  stats = eb_stats_new ();
   r = smfi_main ();
+  g_autofree char *summary = eb_stats_format_summary (stats, FALSE);
+  log_line (LOG_INFO, "exiting: %s", summary);
   if (kick_thread) {
     g_mutex_lock (&kick_lock);
     kick_stop = TRUE;
@@ -946,5 +955,6 @@ main (int argc, char **argv)
   int status = run (argc, argv);
   g_clear_pointer (&fetcher, eb_fetcher_free);
   g_clear_pointer (&config, eb_config_free);
+  g_clear_pointer (&stats, eb_stats_free);
   return status;
 }
