@@ -379,16 +379,18 @@ typedef struct Run Run;
 struct Run {
   EbBatch     *b;
   const char  *path;
-  guint        n;
-  Item      *(*make) (Run *run, guint i);
+  guint        n;             /* messages, or 0 while unknown */
+  Item      *(*make) (Run *run, guint i);   /* NULL: no more */
   void       (*consume) (Run *run, Item *it);
   guint64      total_bytes;   /* 0 while unknown */
   /* an mbox */
   const char  *buf;
   gsize        len;
   int          in_fd, out_fd;
-  GArray      *msgs;
+  GArray      *msgs;          /* split beforehand (for the progress), or NULL */
+  EbMboxIter   iter;          /* else split as the run goes */
   gsize        prev;          /* bytes of the input written (or passed) so far */
+  gsize        released;      /* pages given back below this offset */
   gboolean     ok;
   gboolean     started;       /* the write function ran */
   gboolean     failed;        /* a message could not be written in memory */
@@ -419,18 +421,25 @@ run_pool (Run *r)
 {
   EbBatch *b = r->b;
   guint window = eb_batch_window (b->jobs), pushed = 0;
+  gboolean more = TRUE;
   g_autofree Item **ring = g_new0 (Item *, window);
   b->done = 0;
   b->bytes_done = 0;
   GThreadPool *pool = g_thread_pool_new (work, b, (gint) b->jobs, TRUE, NULL);
   gint64 last = g_get_monotonic_time ();
-  for (guint next = 0; next < r->n; next++) {
-    while (pushed < r->n && pushed - next < window) {
+  for (guint next = 0;; next++) {
+    while (more && pushed - next < window) {
       Item *it = r->make (r, pushed);
+      if (!it) {
+        more = FALSE;
+        break;
+      }
       ring[pushed % window] = it;
       g_thread_pool_push (pool, it, NULL);
       pushed++;
     }
+    if (next == pushed)
+      break;
     Item *it = ring[next % window];
     g_mutex_lock (&b->lock);
     while (!it->finished)
@@ -448,6 +457,7 @@ run_pool (Run *r)
     }
   }
   g_thread_pool_free (pool, FALSE, TRUE);
+  r->n = pushed;
   progress (r, TRUE);
 }
 
@@ -536,10 +546,27 @@ write_eols_after (int fd, const char *orig, gsize orig_len, const char *out, gsi
   return TRUE;
 }
 
+/* Give back the pages below @to, a few megabytes at a time: each madvise in
+ * a threaded process costs every core a TLB flush. */
+static void
+release_upto (Run *r, gsize to)
+{
+  if (!r->len || to < r->released + (4 << 20))
+    return;
+  release_pages (r->buf, r->released, to);
+  gsize page = (gsize) sysconf (_SC_PAGESIZE);
+  r->released = to / page * page;
+}
+
 static Item *
 mbox_make (Run *r, guint i)
 {
-  const EbMboxMsg *m = &g_array_index (r->msgs, EbMboxMsg, i);
+  EbMboxMsg next;
+  const EbMboxMsg *m = &next;
+  if (r->msgs && i < r->msgs->len)
+    m = &g_array_index (r->msgs, EbMboxMsg, i);
+  else if (r->msgs || !eb_mbox_iter_next (&r->iter, &next))
+    return NULL;
   Item *it = g_new0 (Item, 1);
   it->number = i + 1;
   it->buf = r->buf + m->start;
@@ -552,12 +579,13 @@ mbox_make (Run *r, guint i)
 static void
 mbox_consume (Run *r, Item *it)
 {
-  const EbMboxMsg *m = &g_array_index (r->msgs, EbMboxMsg, it->number - 1);
+  const EbMboxMsg mm = { (gsize) it->offset, (gsize) (it->buf - r->buf),
+                         (gsize) (it->buf - r->buf) + it->len };
+  const EbMboxMsg *m = &mm;
   r->failed |= it->failed;   /* left as it was */
   r->changed += it->changed;
   if (r->out_fd < 0) {   /* nothing is written: what is passed is not needed again */
-    if (r->len)
-      release_pages (r->buf, 0, m->end);
+    release_upto (r, m->end);
     return;
   }
   if (it->out) {
@@ -573,8 +601,7 @@ mbox_consume (Run *r, Item *it)
     r->ok = copy_range (r->in_fd, r->buf, r->prev, m->end - r->prev, r->out_fd, r->error);
     r->prev = m->end;
   }
-  if (r->len)
-    release_pages (r->buf, 0, MIN (r->prev, m->start));
+  release_upto (r, MIN (r->prev, m->start));
 }
 
 /* The EbWriteFunc of eb_replace_file (@fd -1: write nothing). */
@@ -670,12 +697,17 @@ eb_batch_run_mbox (EbBatch *b, const char *path, GError **error)
     close (fd);
     return run_end (b, error);
   }
-  /* memory stays flat however large the mailbox: the split and each message
-   * give their pages back once passed */
-  g_autoptr (GArray) msgs = len ? eb_mbox_split_mapped (buf, len) : eb_mbox_split ("", 0);
-  Run r = { .b = b, .path = path, .n = msgs->len, .make = mbox_make, .consume = mbox_consume,
-            .total_bytes = len, .buf = len ? buf : "", .len = len, .in_fd = fd, .out_fd = -1,
-            .msgs = msgs };
+  /* memory stays flat however large the mailbox: each message gives its pages
+   * back once passed. The messages are found as the run goes (the split runs
+   * beside the workers, each page read once) unless a progress bar needs
+   * their number first. */
+  g_autoptr (GArray) msgs = NULL;
+  if (b->progress)
+    msgs = len ? eb_mbox_split_mapped (buf, len) : eb_mbox_split ("", 0);
+  Run r = { .b = b, .path = path, .n = msgs ? msgs->len : 0, .make = mbox_make,
+            .consume = mbox_consume, .total_bytes = len, .buf = len ? buf : "", .len = len,
+            .in_fd = fd, .out_fd = -1, .msgs = msgs };
+  eb_mbox_iter_init (&r.iter, r.buf, len);
   b->mbox = TRUE;
   if (!writing) {
     gboolean changed = FALSE;
@@ -690,7 +722,8 @@ eb_batch_run_mbox (EbBatch *b, const char *path, GError **error)
       failf (b, is_cantcreat (local) ? EB_BATCH_ERROR_CANTCREAT : EB_BATCH_ERROR_IOERR,
              "%s: %s (the mailbox is unchanged)", path, local->message);
     /* nothing changed; a mailbox never read still counts its messages */
-    for (guint i = r.started ? r.n : 0; i < r.n; i++)
+    EbMboxMsg m;
+    while (!r.started && eb_mbox_iter_next (&r.iter, &m))
       eb_stats_add_result (b->stats, NULL);
   } else {
     eb_stats_add_changed (b->stats, r.changed);
@@ -708,6 +741,8 @@ eb_batch_run_mbox (EbBatch *b, const char *path, GError **error)
 static Item *
 maildir_make (Run *r, guint i)
 {
+  if (i >= r->files->len)
+    return NULL;
   Item *it = g_new0 (Item, 1);
   it->number = i + 1;
   it->path = g_strdup (g_ptr_array_index (r->files, i));

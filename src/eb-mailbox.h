@@ -47,6 +47,16 @@ GArray *eb_mbox_split (const char *buf, gsize len);
  * resident; the pages come back on demand. */
 GArray *eb_mbox_split_mapped (const char *buf, gsize len);
 
+/* The messages of @len bytes of mbox one at a time, as eb_mbox_split() finds
+ * them, scanning only as far as the message given. */
+typedef struct {
+  const char *buf;
+  gsize       len;
+  gsize       next;   /* the next From_ line, or len */
+} EbMboxIter;
+void     eb_mbox_iter_init (EbMboxIter *iter, const char *buf, gsize len);
+gboolean eb_mbox_iter_next (EbMboxIter *iter, EbMboxMsg *msg);
+
 /* Is @path a Maildir (cur/, new/ and tmp/)? */
 gboolean eb_maildir_sniff (const char *path);
 
