@@ -38,8 +38,11 @@ struct _EbBatch {
   EbStats            *stats;
   gboolean            complete;
   /* the run */
+  const char         *scan_buf;  /* the mbox being split by the workers */
+  gsize               scan_len;
   GMutex              lock;
-  GCond               cond;     /* signalled when an item is done */
+  GCond               cond;     /* signalled when the awaited task is done */
+  gconstpointer       awaited;  /* the task the calling thread waits for */
   guint               done;
   guint64             bytes_done;
   gboolean            mbox;     /* the messages are written into an mbox */
@@ -47,7 +50,11 @@ struct _EbBatch {
   char               *worst_msg;
 };
 
+/* What the workers are given: a message, or a stretch of an mbox to split. */
+typedef enum { TASK_MESSAGE, TASK_SCAN } TaskKind;
+
 typedef struct {
+  TaskKind         kind;
   guint            number;      /* from 1 */
   const char      *buf;         /* the message (mbox: a slice; Maildir: mapped by the worker) */
   gsize            len;
@@ -63,6 +70,19 @@ typedef struct {
   gboolean         failed;      /* writing it in memory failed */
   gboolean         finished;    /* set under the batch lock when planned */
 } Item;
+
+/* A stretch [from, to) of an mbox: its pages are brought in and the From_
+ * lines that start messages there found, ahead of the messages that need
+ * them, so that the split runs on the workers too. */
+typedef struct {
+  TaskKind  kind;
+  gsize     from, to;
+  GArray   *seps;       /* (element-type gsize) */
+  gboolean  finished;   /* set under the batch lock */
+} Scan;
+
+#define SCAN_CHUNK (2 << 20)
+#define SCAN_AHEAD 2
 
 static void
 item_free (Item *it)
@@ -341,11 +361,30 @@ plan_item (Item *it, EbBatch *b)
   }
 }
 
+typedef struct Run Run;
+static void scan_work (Scan *sc, EbBatch *b);
+
+/* Wait on the calling thread until the task @task has set *@finished. */
+static void
+await (EbBatch *b, gconstpointer task, const gboolean *finished)
+{
+  g_mutex_lock (&b->lock);
+  b->awaited = task;
+  while (!*finished)
+    g_cond_wait (&b->cond, &b->lock);
+  b->awaited = NULL;
+  g_mutex_unlock (&b->lock);
+}
+
 static void
 work (gpointer data, gpointer user)
 {
   Item *it = data;
   EbBatch *b = user;
+  if (it->kind == TASK_SCAN) {
+    scan_work (data, b);
+    return;
+  }
   if (b->hook)
     b->hook (it->number, b->hook_data);
   if (it->path && !it->skipped) {   /* a Maildir file: mapped here, released by the consumer */
@@ -371,11 +410,11 @@ work (gpointer data, gpointer user)
   it->finished = TRUE;
   b->done++;
   b->bytes_done += it->len;
-  g_cond_broadcast (&b->cond);
+  if (b->awaited == it)   /* wake the calling thread only when it waits for this one */
+    g_cond_signal (&b->cond);
   g_mutex_unlock (&b->lock);
 }
 
-typedef struct Run Run;
 struct Run {
   EbBatch     *b;
   const char  *path;
@@ -388,7 +427,13 @@ struct Run {
   gsize        len;
   int          in_fd, out_fd;
   GArray      *msgs;          /* split beforehand (for the progress), or NULL */
-  EbMboxIter   iter;          /* else split as the run goes */
+  EbMboxIter   iter;          /* counts the messages of a mailbox never read */
+  /* else split by the workers as the run goes: */
+  GThreadPool *pool;
+  GQueue       scans;         /* (element-type Scan) pushed, in order, not yet taken */
+  gsize        scan_pos;      /* where the next scan starts */
+  GArray      *seps;          /* (element-type gsize) From_ lines found, from seps_head on */
+  guint        seps_head;
   gsize        prev;          /* bytes of the input written (or passed) so far */
   gsize        released;      /* pages given back below this offset */
   gboolean     ok;
@@ -426,6 +471,7 @@ run_pool (Run *r)
   b->done = 0;
   b->bytes_done = 0;
   GThreadPool *pool = g_thread_pool_new (work, b, (gint) b->jobs, TRUE, NULL);
+  r->pool = pool;
   gint64 last = g_get_monotonic_time ();
   for (guint next = 0;; next++) {
     while (more && pushed - next < window) {
@@ -441,10 +487,7 @@ run_pool (Run *r)
     if (next == pushed)
       break;
     Item *it = ring[next % window];
-    g_mutex_lock (&b->lock);
-    while (!it->finished)
-      g_cond_wait (&b->cond, &b->lock);
-    g_mutex_unlock (&b->lock);
+    await (b, it, &it->finished);
     if (b->message && it->result)
       b->message (it->number, it->path ? it->path : r->path, it->offset, it->message_id,
                   it->result, b->message_data);
@@ -457,6 +500,7 @@ run_pool (Run *r)
     }
   }
   g_thread_pool_free (pool, FALSE, TRUE);
+  r->pool = NULL;
   r->n = pushed;
   progress (r, TRUE);
 }
@@ -558,15 +602,90 @@ release_upto (Run *r, gsize to)
   r->released = to / page * page;
 }
 
+static void
+scan_work (Scan *sc, EbBatch *b)
+{
+  const char *buf = b->scan_buf;
+#ifdef MADV_POPULATE_READ
+  /* the pages in one call, not a fault every few (an old kernel: faults) */
+  gsize page = (gsize) sysconf (_SC_PAGESIZE), a = sc->from / page * page;
+  madvise ((void *) (buf + a), sc->to - a, MADV_POPULATE_READ);
+#endif
+  eb_mbox_find_separators (buf, b->scan_len, sc->from, sc->to, sc->seps);
+  g_mutex_lock (&b->lock);
+  sc->finished = TRUE;
+  if (b->awaited == sc)
+    g_cond_signal (&b->cond);
+  g_mutex_unlock (&b->lock);
+}
+
+static void
+scan_free (Scan *sc)
+{
+  g_array_unref (sc->seps);
+  g_free (sc);
+}
+
+/* Keep SCAN_AHEAD scans handed out ahead of the messages (with one job, done
+ * here: the calling thread would otherwise only wait). */
+static void
+scan_fill (Run *r)
+{
+  while (r->scan_pos < r->len && g_queue_get_length (&r->scans) < SCAN_AHEAD) {
+    Scan *sc = g_new0 (Scan, 1);
+    sc->kind = TASK_SCAN;
+    sc->from = r->scan_pos;
+    sc->to = r->len - sc->from > SCAN_CHUNK ? sc->from + SCAN_CHUNK : r->len;
+    sc->seps = g_array_new (FALSE, FALSE, sizeof (gsize));
+    r->scan_pos = sc->to;
+    g_queue_push_tail (&r->scans, sc);
+    if (r->b->jobs > 1)
+      g_thread_pool_push (r->pool, sc, NULL);
+    else   /* one worker: the split runs here, beside it */
+      scan_work (sc, r->b);
+  }
+}
+
+/* Take the From_ lines of the oldest scan (waiting for it). FALSE: none left. */
+static gboolean
+scan_take (Run *r)
+{
+  scan_fill (r);
+  Scan *sc = g_queue_pop_head (&r->scans);
+  if (!sc)
+    return FALSE;
+  await (r->b, sc, &sc->finished);
+  if (r->seps_head > 1024) {
+    g_array_remove_range (r->seps, 0, r->seps_head);
+    r->seps_head = 0;
+  }
+  g_array_append_vals (r->seps, sc->seps->data, sc->seps->len);
+  scan_free (sc);
+  scan_fill (r);
+  return TRUE;
+}
+
 static Item *
 mbox_make (Run *r, guint i)
 {
   EbMboxMsg next;
   const EbMboxMsg *m = &next;
-  if (r->msgs && i < r->msgs->len)
+  if (r->msgs) {
+    if (i >= r->msgs->len)
+      return NULL;
     m = &g_array_index (r->msgs, EbMboxMsg, i);
-  else if (r->msgs || !eb_mbox_iter_next (&r->iter, &next))
-    return NULL;
+  } else {   /* the next From_ line and the one after it (or the end) */
+    while (r->seps->len - r->seps_head < 2 && scan_take (r))
+      ;
+    if (r->seps->len == r->seps_head)
+      return NULL;
+    next.from = g_array_index (r->seps, gsize, r->seps_head);
+    next.end = r->seps->len - r->seps_head > 1 ? g_array_index (r->seps, gsize, r->seps_head + 1)
+                                                : r->len;
+    r->seps_head++;
+    const char *nl = memchr (r->buf + next.from, '\n', r->len - next.from);
+    next.start = nl ? (gsize) (nl - r->buf) + 1 : r->len;
+  }
   Item *it = g_new0 (Item, 1);
   it->number = i + 1;
   it->buf = r->buf + m->start;
@@ -707,6 +826,10 @@ eb_batch_run_mbox (EbBatch *b, const char *path, GError **error)
   Run r = { .b = b, .path = path, .n = msgs ? msgs->len : 0, .make = mbox_make,
             .consume = mbox_consume, .total_bytes = len, .buf = len ? buf : "", .len = len,
             .in_fd = fd, .out_fd = -1, .msgs = msgs };
+  g_queue_init (&r.scans);
+  r.seps = g_array_new (FALSE, FALSE, sizeof (gsize));
+  b->scan_buf = r.buf;
+  b->scan_len = len;
   eb_mbox_iter_init (&r.iter, r.buf, len);
   b->mbox = TRUE;
   if (!writing) {
@@ -731,6 +854,8 @@ eb_batch_run_mbox (EbBatch *b, const char *path, GError **error)
   if (r.failed)   /* told by no line, as ever; practically never */
     fail (b, EB_BATCH_ERROR_IOERR, TRUE, NULL);
   b->complete = TRUE;
+  g_array_unref (r.seps);
+  b->scan_buf = NULL;
   eb_mbox_unlock (lock);
   close (fd);
   return run_end (b, error);

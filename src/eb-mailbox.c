@@ -190,6 +190,31 @@ next_separator (const char *buf, gsize len, gsize p)
 }
 
 void
+eb_mbox_find_separators (const char *buf, gsize len, gsize from, gsize to, GArray *out)
+{
+  to = MIN (to, len);
+  if (from >= to)
+    return;
+  if (from == 0 && is_from_line (buf, len, 0))
+    g_array_append_val (out, from);
+  gsize p = from == 0 ? 0 : from - 1;   /* the "\n" before a separator at @from */
+  const char *end = buf + MIN (len, to + 5);   /* room for "From " after the last */
+  while (p < to) {
+    const char *hit = find_nl_from (buf + p, end);
+    if (!hit)
+      return;
+    gsize nl = (gsize) (hit - buf), s = nl + 1;
+    if (s >= to)
+      return;
+    gboolean blank = nl == 0 || buf[nl - 1] == '\n'
+                     || (buf[nl - 1] == '\r' && (nl == 1 || buf[nl - 2] == '\n'));
+    if (blank && eb_mbox_is_from_line (buf + s, len - s))
+      g_array_append_val (out, s);
+    p = s;
+  }
+}
+
+void
 eb_mbox_iter_init (EbMboxIter *iter, const char *buf, gsize len)
 {
   iter->buf = buf;
