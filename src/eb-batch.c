@@ -127,6 +127,13 @@ eb_batch_free (EbBatch *batch)
 }
 
 void
+eb_batch_set_mode (EbBatch *batch, EbBatchMode mode)
+{
+  g_return_if_fail (batch != NULL);
+  batch->mode = mode;
+}
+
+void
 eb_batch_set_jobs (EbBatch *batch, guint jobs)
 {
   g_return_if_fail (batch != NULL);

@@ -274,6 +274,13 @@ EXTBODY_API EbBatch *eb_batch_new (const EbConfig *config, EbFetcher *fetcher, E
 EXTBODY_API void eb_batch_free (EbBatch *batch);
 
 /**
+ * eb_batch_set_mode:
+ * @batch: the batch
+ * @mode: rewrite, dry run or inspect, for the runs that follow
+ */
+EXTBODY_API void eb_batch_set_mode (EbBatch *batch, EbBatchMode mode);
+
+/**
  * eb_batch_set_jobs:
  * @batch: the batch
  * @jobs: messages planned at once (worker threads), at least 1

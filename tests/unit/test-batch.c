@@ -301,7 +301,8 @@ test_mbox_rewrite (void)
   /* a second run: nothing left to change, the file not replaced */
   GStatBuf st1, st2;
   g_assert_cmpint (g_stat (box.path, &st1), ==, 0);
-  g_autoptr (EbBatch) again = eb_batch_new (config, NULL, EB_BATCH_REWRITE);
+  g_autoptr (EbBatch) again = eb_batch_new (config, NULL, EB_BATCH_INSPECT);
+  eb_batch_set_mode (again, EB_BATCH_REWRITE);
   g_assert_true (eb_batch_run_mbox (again, box.path, NULL));
   g_assert_cmpint (g_stat (box.path, &st2), ==, 0);
   g_assert_cmpuint (st1.st_ino, ==, st2.st_ino);
@@ -420,6 +421,37 @@ test_maildir (void)
   g_assert_true (g_spawn_command_line_sync (cmd, NULL, NULL, NULL, NULL));
 }
 
+/* ---- the split in pieces --------------------------------------------------------- */
+
+/* The workers split an mbox in stretches: every cut gives the From_ lines
+ * eb_mbox_split() gives, however the stretches fall (through a From_ line, a
+ * blank line, a CRLF, "\nFrom " without a date). */
+static void
+test_split_in_pieces (void)
+{
+  static const char *const pieces[] = {
+    "From a Mon Jan  1 00:00:00 2024\n", "From x\n", "\n", "\r\n", "text\n", "\r", "From ",
+    ">From b Mon Jan  1 00:00:00 2024\n", "x", "From a Mon Jan  1 00:00:00 2024\r\n",
+    "From a Mon Jan  1 00:00:00 2024", "0123456789abcdef0123456789abcdef\n",
+  };
+  GRand *rand = g_rand_new_with_seed (16);
+  for (guint iter = 0; iter < 20000; iter++) {
+    g_autoptr (GString) text = g_string_new (NULL);
+    gint n = g_rand_int_range (rand, 0, 40);
+    for (gint i = 0; i < n; i++)
+      g_string_append (text, pieces[g_rand_int_range (rand, 0, G_N_ELEMENTS (pieces))]);
+    g_autoptr (GArray) whole = eb_mbox_split (text->str, text->len);
+    g_autoptr (GArray) seps = g_array_new (FALSE, FALSE, sizeof (gsize));
+    gsize step = (gsize) g_rand_int_range (rand, 1, 64);
+    for (gsize from = 0; from < text->len; from += step)
+      eb_mbox_find_separators (text->str, text->len, from, from + step, seps);
+    g_assert_cmpuint (seps->len, ==, whole->len);
+    for (guint i = 0; i < whole->len; i++)
+      g_assert_cmpuint (g_array_index (seps, gsize, i), ==, g_array_index (whole, EbMboxMsg, i).from);
+  }
+  g_rand_free (rand);
+}
+
 /* ---- failures ------------------------------------------------------------------ */
 
 typedef struct {
@@ -536,6 +568,7 @@ main (int argc, char **argv)
   g_test_add_func ("/batch/mbox/rewrite", test_mbox_rewrite);
   g_test_add_func ("/batch/mbox/write-error", test_mbox_write_error);
   g_test_add_func ("/batch/maildir/rewrite", test_maildir);
+  g_test_add_func ("/batch/mbox/split-in-pieces", test_split_in_pieces);
   g_test_add_func ("/batch/errors", test_errors);
   int rc = g_test_run ();
   g_mime_shutdown ();
