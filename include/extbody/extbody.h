@@ -24,12 +24,7 @@ G_BEGIN_DECLS
  * declared in their own sections (configuration, fetcher, rewrite, reasons).
  */
 
-/**
- * SECTION:eb-stats
- * @title: EbStats
- * @short_description: counters over many messages
- *
- * Thread-safe counters that an administrator and a front end share: messages
+/* EbStats: thread-safe counters that an administrator and a front end share: messages
  * scanned, messages skipped, messages changed, references, references
  * resolved, references left alone by reason, and bytes of input.
  */
@@ -159,12 +154,7 @@ EXTBODY_API char *eb_stats_format_summary (EbStats *stats, gboolean dry_run);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbStats, eb_stats_free)
 
-/**
- * SECTION:eb-batch
- * @title: EbBatch
- * @short_description: every message of a mailbox
- *
- * What rewrite and inspect over mailboxes share: messages taken from an mbox
+/* EbBatch: what rewrite and inspect over mailboxes share: messages taken from an mbox
  * or a Maildir, planned by a bounded pool of worker threads with at most a
  * window of messages in flight, and handed back in input order on the calling
  * thread, their memory given back as the run goes. In %EB_BATCH_REWRITE mode
@@ -195,6 +185,14 @@ typedef enum {
  * to the notice callback.
  */
 #define EB_BATCH_ERROR (eb_batch_error_quark ())
+
+/**
+ * eb_batch_error_quark:
+ *
+ * The quark of %EB_BATCH_ERROR.
+ *
+ * Returns: the error domain.
+ */
 EXTBODY_API GQuark eb_batch_error_quark (void);
 
 /**
