@@ -140,41 +140,119 @@ is_from_line (const char *buf, gsize len, gsize p)
   return p == 0 || eb_mbox_is_from_line (buf + p, len - p);
 }
 
+/* The first "\nFrom " at or after @p, or NULL: sixteen bytes at a time (GCC
+ * and clang vector extensions; plain C elsewhere), a "\n" followed by an "F"
+ * flagging the places memcmp then looks at. */
+typedef guint8 V16 __attribute__ ((vector_size (16)));
+
+static const char *
+find_nl_from (const char *p, const char *end)
+{
+  const V16 nl = { '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n',
+                   '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n' };
+  const V16 ef = { 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F' };
+  while (end - p >= 17 + 5) {
+    V16 a, b;
+    memcpy (&a, p, 16);
+    memcpy (&b, p + 1, 16);
+    V16 m = (V16) ((a == nl) & (b == ef));
+    guint64 w[2];
+    memcpy (w, &m, sizeof w);
+    if (w[0] | w[1]) {
+      for (guint k = 0; k < 16; k++)
+        if (m[k] && memcmp (p + k + 1, "From ", 5) == 0)
+          return p + k;
+    }
+    p += 16;
+  }
+  return end - p >= 6 ? memmem (p, (gsize) (end - p), "\nFrom ", 6) : NULL;
+}
+
+/* The start of the first separator at or after @p: a line that is a From_
+ * line after a blank line (the start of the file counts as one), or @len. */
+static gsize
+next_separator (const char *buf, gsize len, gsize p)
+{
+  if (p == 0 && is_from_line (buf, len, 0))
+    return 0;
+  while (p < len) {
+    const char *hit = find_nl_from (buf + p, buf + len);
+    if (!hit)
+      return len;
+    gsize nl = (gsize) (hit - buf), s = nl + 1;   /* nl ends the line before */
+    gboolean blank = nl == 0 || buf[nl - 1] == '\n'
+                     || (buf[nl - 1] == '\r' && (nl == 1 || buf[nl - 2] == '\n'));
+    if (blank && eb_mbox_is_from_line (buf + s, len - s))
+      return s;
+    p = s;
+  }
+  return len;
+}
+
+void
+eb_mbox_find_separators (const char *buf, gsize len, gsize from, gsize to, GArray *out)
+{
+  to = MIN (to, len);
+  if (from >= to)
+    return;
+  if (from == 0 && is_from_line (buf, len, 0))
+    g_array_append_val (out, from);
+  gsize p = from == 0 ? 0 : from - 1;   /* the "\n" before a separator at @from */
+  const char *end = buf + MIN (len, to + 5);   /* room for "From " after the last */
+  while (p < to) {
+    const char *hit = find_nl_from (buf + p, end);
+    if (!hit)
+      return;
+    gsize nl = (gsize) (hit - buf), s = nl + 1;
+    if (s >= to)
+      return;
+    gboolean blank = nl == 0 || buf[nl - 1] == '\n'
+                     || (buf[nl - 1] == '\r' && (nl == 1 || buf[nl - 2] == '\n'));
+    if (blank && eb_mbox_is_from_line (buf + s, len - s))
+      g_array_append_val (out, s);
+    p = s;
+  }
+}
+
+void
+eb_mbox_iter_init (EbMboxIter *iter, const char *buf, gsize len)
+{
+  iter->buf = buf;
+  iter->len = len;
+  iter->next = next_separator (buf, len, 0);
+}
+
+gboolean
+eb_mbox_iter_next (EbMboxIter *iter, EbMboxMsg *msg)
+{
+  const char *buf = iter->buf;
+  gsize len = iter->len;
+  if (iter->next >= len)
+    return FALSE;
+  msg->from = iter->next;
+  const char *nl = memchr (buf + msg->from, '\n', len - msg->from);
+  msg->start = nl ? (gsize) (nl - buf) + 1 : len;
+  iter->next = msg->end = next_separator (buf, len, msg->start);
+  return TRUE;
+}
+
 static GArray *
 split (const char *buf, gsize len, gboolean release)
 {
   const gsize chunk = 16 << 20;
   gsize page = (gsize) sysconf (_SC_PAGESIZE), released = 0;
   GArray *msgs = g_array_new (FALSE, FALSE, sizeof (EbMboxMsg));
-  gsize p = 0;
-  gboolean prev_blank = TRUE;   /* the start of the file counts as after a blank line */
-  EbMboxMsg cur = { 0 };
-  gboolean open = FALSE;
-  while (p < len) {
-    const char *nl = memchr (buf + p, '\n', len - p);
-    gsize e = nl ? (gsize) (nl - buf) + 1 : len;
-    if (prev_blank && is_from_line (buf, len, p)) {
-      if (open) {
-        cur.end = p;
-        g_array_append_val (msgs, cur);
-      }
-      cur.from = p;
-      cur.start = e;
-      open = TRUE;
-    }
-    gsize content = e - p - (nl ? 1 : 0);
-    prev_blank = content == 0 || (content == 1 && buf[p] == '\r');
-    p = e;
-    if (release && p - released >= chunk) {
-      gsize z = (p - 4096) / page * page;   /* keep the line being looked at */
+  EbMboxIter iter;
+  EbMboxMsg m;
+  eb_mbox_iter_init (&iter, buf, len);
+  while (eb_mbox_iter_next (&iter, &m)) {
+    g_array_append_val (msgs, m);
+    if (release && m.end < len && m.end - released >= chunk) {
+      gsize z = (m.end - 4096) / page * page;   /* keep the line being looked at */
       if (z > released)
         madvise ((void *) (buf + released), z - released, MADV_DONTNEED);
       released = z;
     }
-  }
-  if (open) {
-    cur.end = len;
-    g_array_append_val (msgs, cur);
   }
   return msgs;
 }

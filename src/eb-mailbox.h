@@ -47,6 +47,21 @@ GArray *eb_mbox_split (const char *buf, gsize len);
  * resident; the pages come back on demand. */
 GArray *eb_mbox_split_mapped (const char *buf, gsize len);
 
+/* The messages of @len bytes of mbox one at a time, as eb_mbox_split() finds
+ * them, scanning only as far as the message given. */
+typedef struct {
+  const char *buf;
+  gsize       len;
+  gsize       next;   /* the next From_ line, or len */
+} EbMboxIter;
+void     eb_mbox_iter_init (EbMboxIter *iter, const char *buf, gsize len);
+gboolean eb_mbox_iter_next (EbMboxIter *iter, EbMboxMsg *msg);
+
+/* Append to @out (element-type gsize) the offsets of the From_ lines that start
+ * messages (as eb_mbox_split() finds them) from @from up to, not including,
+ * @to: the split of a large mbox in pieces, each looked at on its own. */
+void eb_mbox_find_separators (const char *buf, gsize len, gsize from, gsize to, GArray *out);
+
 /* Is @path a Maildir (cur/, new/ and tmp/)? */
 gboolean eb_maildir_sniff (const char *path);
 

@@ -17,18 +17,17 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sysexits.h>
 #include <unistd.h>
 
+#include "eb-batch.h"
 #include "eb-config.h"
 #include "eb-dataurl.h"
 #include "eb-error.h"
 #include "eb-fetch.h"
 #include "eb-inspect.h"
 #include "eb-mailbox.h"
-#include "eb-header.h"
 #include "eb-log.h"
 #include "eb-rewrite.h"
 
@@ -210,146 +209,13 @@ parse_options (GOptionContext *ctx, int *argc, char ***argv, int *status)
 
 /* ---- mailboxes ----------------------------------------------------------- */
 
-typedef struct {
-  const char *buf;        /* the message */
-  gsize       len;
-  char       *label;      /* file name, or mbox offset */
-  GBytes     *out;        /* the rewritten message when changed */
-  guint       n_refs, n_resolved;
-  GHashTable *left;       /* token -> count (shared, locked) */
-  gboolean    failed;
-  const char *skipped;    /* why a Maildir entry is not processed, or NULL */
-  gboolean    finished;   /* set (under the batch lock) when processed */
-  GMappedFile *map;       /* a Maildir file, mapped by the worker */
-  gboolean    changed;    /* kept after the output is written and freed */
-} Item;
-
-typedef struct {
-  const EbConfig *config;
-  EbFetcher      *fetcher;
-  GMutex          lock;
-  GCond           cond;   /* signalled when an item is done */
-  guint           done;
-  guint64         bytes_done;
-  GHashTable     *left;   /* reason token -> count */
-  gboolean        mbox;   /* the messages are written into an mbox */
-} Batch;
-
-/* @msg without its top-level Content-Length: field (and its continuation
- * lines). Some mbox writers give the body length there; after a rewrite it
- * would be wrong, and readers that believe it would cut the message or glue
- * the next one on. It is removed rather than updated: what the old value
- * counted (with or without the blank separator line, LF or CRLF) depends on
- * the program that wrote it, and readers that find none split at From_ lines.
- * Returns: (transfer full): @msg itself when it has none. */
-static GBytes *
-drop_content_length (GBytes *msg)
-{
-  gsize len = 0;
-  const char *d = g_bytes_get_data (msg, &len);
-  GByteArray *a = NULL;   /* made at the first such field: one pass, however many */
-  gsize p = 0, kept = 0;
-  while (p < len) {
-    const char *nl = memchr (d + p, '\n', len - p);
-    gsize e = nl ? (gsize) (nl - d) + 1 : len;
-    if (e - p <= 2 && (d[p] == '\n' || (d[p] == '\r' && e - p == 2)))
-      break;   /* the end of the header */
-    if (e - p >= 15 && g_ascii_strncasecmp (d + p, "Content-Length:", 15) == 0) {
-      while (e < len && (d[e] == ' ' || d[e] == '\t')) {   /* and its continuation lines */
-        const char *n2 = memchr (d + e, '\n', len - e);
-        e = n2 ? (gsize) (n2 - d) + 1 : len;
-      }
-      if (!a)
-        a = g_byte_array_sized_new ((guint) MIN (len, G_MAXUINT));
-      g_byte_array_append (a, (const guint8 *) d + kept, (guint) (p - kept));
-      kept = e;
-    }
-    p = e;
-  }
-  if (!a)
-    return g_bytes_ref (msg);
-  g_byte_array_append (a, (const guint8 *) d + kept, (guint) (len - kept));
-  return g_byte_array_free_to_bytes (a);
-}
-
-/* Plan @it and, when it changes, write the new message in memory; count the
- * references left by reason. */
+/* The progress bar (only when standard error is a terminal). */
 static void
-plan_item (Item *it, Batch *b)
+draw_progress (guint done, guint total, guint64 bytes, guint64 total_bytes, gboolean final,
+               gpointer data)
 {
-  /* plan first: only a message that changes is written out (in memory) */
-  g_autoptr (EbRewriteResult) r = eb_rewrite_plan (it->buf, it->len, b->config, b->fetcher,
-                                                   EB_REWRITE_DEFAULT);
-  it->n_refs = r->scan ? r->scan->refs->len : 0;
-  it->n_resolved = r->n_resolved;
-  if (r->changed) {
-    g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
-    if (b->mbox ? eb_rewrite_write_mboxrd (r, it->buf, it->len, out, NULL)
-                : eb_rewrite_write (r, it->buf, it->len, out, NULL)) {
-      g_output_stream_close (out, NULL, NULL);
-      g_autoptr (GBytes) full = g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (out));
-      it->out = drop_content_length (full);
-    } else {
-      it->failed = TRUE;
-    }
-  }
-  g_mutex_lock (&b->lock);
-  if (!r->scan && r->reason != EB_REASON_RESOLVED) {   /* not even parsed: too large */
-    const char *t = eb_reason_token (r->reason);
-    g_hash_table_insert (b->left, (gpointer) t,
-                         GUINT_TO_POINTER (GPOINTER_TO_UINT (g_hash_table_lookup (b->left, t)) + 1));
-  }
-  for (guint i = 0; r && r->scan && i < r->scan->refs->len; i++) {
-    const EbResolution *res = g_ptr_array_index (r->resolutions, i);
-    if (res->reason != EB_REASON_RESOLVED) {
-      const char *t = eb_reason_token (res->reason);
-      g_hash_table_insert (b->left, (gpointer) t,
-                           GUINT_TO_POINTER (GPOINTER_TO_UINT (g_hash_table_lookup (b->left, t)) + 1));
-    }
-  }
-  g_mutex_unlock (&b->lock);
-}
-
-static void
-batch_work (gpointer data, gpointer user)
-{
-  Item *it = data;
-  Batch *b = user;
-  if (!it->buf && !it->skipped) {   /* a Maildir file: mapped here, released by the writer */
-    it->map = eb_maildir_map_entry (it->label, &it->skipped);
-    struct stat st;
-    if (it->map && lstat (it->label, &st) == 0 && st.st_nlink > 1) {
-      /* another name for the same file: replacing this one would leave the
-       * other holding the old message, and silently split the two */
-      it->skipped = "hard-linked (a second name would keep the old message)";
-      g_clear_pointer (&it->map, g_mapped_file_unref);
-    }
-    it->buf = it->map ? g_mapped_file_get_contents (it->map) : NULL;
-    it->len = it->map ? g_mapped_file_get_length (it->map) : 0;
-    if (!it->map && !it->skipped)
-      it->failed = TRUE;
-    if (!it->buf)
-      it->buf = "";
-  }
-  if (!it->skipped)
-    plan_item (it, b);
-  g_mutex_lock (&b->lock);
-  it->changed = it->out != NULL;
-  it->finished = TRUE;
-  b->done++;
-  b->bytes_done += it->len;
-  g_cond_broadcast (&b->cond);
-  g_mutex_unlock (&b->lock);
-}
-
-static void
-progress_line (Batch *b, guint total, guint64 total_bytes, gint64 t0, gboolean final)
-{
-  g_mutex_lock (&b->lock);
-  guint done = b->done;
-  guint64 bytes = b->bytes_done;
-  g_mutex_unlock (&b->lock);
-  double secs = (double) (g_get_monotonic_time () - t0) / G_USEC_PER_SEC;
+  const gint64 *t0 = data;
+  double secs = (double) (g_get_monotonic_time () - *t0) / G_USEC_PER_SEC;
   double rate = secs > 0 ? done / secs : 0;
   double left = rate > 0 ? (total - done) / rate : 0;
   int width = 24, fill = total ? (int) ((guint64) width * done / total) : width;
@@ -361,217 +227,26 @@ progress_line (Batch *b, guint total, guint64 total_bytes, gint64 t0, gboolean f
   fflush (stderr);
 }
 
-static gint
-cmp_left (gconstpointer a, gconstpointer b, gpointer counts)
-{
-  const char *x = *(const char *const *) a, *y = *(const char *const *) b;
-  guint cx = GPOINTER_TO_UINT (g_hash_table_lookup (counts, x));
-  guint cy = GPOINTER_TO_UINT (g_hash_table_lookup (counts, y));
-  return cx != cy ? (cx > cy ? -1 : 1) : strcmp (x, y);
-}
-
 static void
-batch_summary (Batch *b, GPtrArray *items, gboolean dry_run)
+print_notice (const char *line, gpointer data)
 {
-  guint refs = 0, resolved = 0, changed = 0, skipped = 0;
-  for (guint i = 0; i < items->len; i++) {
-    Item *it = g_ptr_array_index (items, i);
-    skipped += it->skipped != NULL;
-    refs += it->n_refs;
-    resolved += it->n_resolved;
-    changed += it->changed;
+  die_line ("%s", line);
+}
+
+/* The sysexits(3) status of a failed batch run. */
+static int
+exit_for_batch_error (const GError *e)
+{
+  if (!e || e->domain != EB_BATCH_ERROR)
+    return EX_SOFTWARE;
+  switch ((EbBatchError) e->code) {
+  case EB_BATCH_ERROR_NOINPUT:   return EX_NOINPUT;
+  case EB_BATCH_ERROR_DATAERR:   return EX_DATAERR;
+  case EB_BATCH_ERROR_CANTCREAT: return EX_CANTCREAT;
+  case EB_BATCH_ERROR_IOERR:     return EX_IOERR;
+  case EB_BATCH_ERROR_TEMPFAIL:  return EX_TEMPFAIL;
   }
-  /* left by reason, most first; where a configuration key decides, its name */
-  static const struct { const char *token, *hint; } hints[] = {
-    { "rate-limited", "raise max_requests_per_host" }, { "fetch-off", "fetch = on" },
-    { "local-file-dirs", "set local_file_dirs" }, { "message-budget", "raise max_message_bytes" },
-    { "part-too-large", "raise max_part_bytes" }, { "size-too-large", "raise max_part_bytes" },
-    { "too-many-refs", "raise max_references" }, { "too-deep", "raise max_nesting_depth" },
-    { "too-many-parts", "raise max_parts" }, { "message-too-large", "raise max_message_size" },
-    { "timed-out", "raise fetch_timeout or message_deadline" },
-  };
-  g_autoptr (GPtrArray) keys = g_ptr_array_new ();
-  GHashTableIter hi;
-  gpointer k0;
-  g_hash_table_iter_init (&hi, b->left);
-  while (g_hash_table_iter_next (&hi, &k0, NULL))
-    g_ptr_array_add (keys, k0);
-  g_ptr_array_sort_with_data (keys, cmp_left, b->left);
-  GString *left = g_string_new (NULL);
-  for (guint i = 0; i < keys->len; i++) {
-    const char *k = g_ptr_array_index (keys, i);
-    g_string_append_printf (left, "%s%s %u", left->len ? ", " : "", k,
-                            GPOINTER_TO_UINT (g_hash_table_lookup (b->left, k)));
-    for (guint h = 0; h < G_N_ELEMENTS (hints); h++)
-      if (strcmp (hints[h].token, k) == 0)
-        g_string_append_printf (left, " (%s)", hints[h].hint);
-  }
-  g_autofree char *skips = skipped ? g_strdup_printf (" (%u entries skipped)", skipped) : g_strdup ("");
-  fprintf (stderr, "%s: %u messages scanned%s, %u references, %u resolved, %u messages %s%s%s\n", prog,
-           items->len - skipped, skips, refs, resolved, changed, dry_run ? "would change" : "changed",
-           left->len ? "; left: " : "", left->str);
-  g_string_free (left, TRUE);
-}
-
-static void
-item_free (Item *it)
-{
-  if (it->map)
-    g_mapped_file_unref (it->map);
-  g_free (it->label);
-  if (it->out)
-    g_bytes_unref (it->out);
-  g_free (it);
-}
-
-static gboolean
-write_all_fd (int fd, const void *p, gsize n, GError **error)
-{
-  const char *c = p;
-  while (n) {
-    ssize_t w = write (fd, c, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0) {
-      int e = w < 0 ? errno : ENOSPC;
-      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot write: %s", g_strerror (e));
-      return FALSE;
-    }
-    c += w;
-    n -= (gsize) w;
-  }
-  return TRUE;
-}
-
-/* Copy @n bytes at @off of @in_fd to @out_fd in the kernel (copy_file_range),
- * falling back to write() from the mapping @buf. */
-static gboolean
-copy_range (int in_fd, const char *buf, gsize off, gsize n, int out_fd, GError **error)
-{
-  loff_t o = (loff_t) off;
-  while (n > 0) {
-    ssize_t c = copy_file_range (in_fd, &o, out_fd, NULL, n, 0);
-    if (c < 0 && errno == EINTR)
-      continue;
-    if (c <= 0)
-      return write_all_fd (out_fd, buf + o, n, error);
-    n -= (gsize) c;
-  }
-  return TRUE;
-}
-
-typedef struct {
-  const char *buf;
-  gsize       len;
-  int         in_fd;
-  GArray     *msgs;
-  GPtrArray  *items;
-  Batch      *batch;
-  guint       jobs;
-  gboolean    progress;
-  gboolean    dry_run;
-} MboxRun;
-
-/* Give back the pages of [from, to) of the mapped mailbox: once a stretch is
- * written, it is not needed again, and memory stays flat however large the
- * mailbox. */
-static void
-release_pages (const char *base, gsize from, gsize to)
-{
-  gsize page = (gsize) sysconf (_SC_PAGESIZE);
-  gsize a = (from + page - 1) / page * page, z = to / page * page;
-  if (z > a)
-    madvise ((void *) (base + a), z - a, MADV_DONTNEED);
-}
-
-/* The line ends that close @d: how many ("\n" or "\r\n" each, a run of them
- * making blank lines) and whether the last is CRLF. */
-static guint
-trailing_eols (const char *d, gsize len, gboolean *crlf)
-{
-  guint n = 0;
-  *crlf = FALSE;
-  while (len > 0 && d[len - 1] == '\n') {
-    len--;
-    gboolean cr = len > 0 && d[len - 1] == '\r';
-    if (n == 0)
-      *crlf = cr;
-    len -= cr;
-    n++;
-  }
-  return n;
-}
-
-/* A rewritten message ends with at least the line ends its original ended with:
- * in an mbox the blank line before the next From_ line is part of the framing,
- * and a top-level body replaced by data without a final newline would glue the
- * next message onto this one. */
-static gboolean
-write_eols_after (int fd, const char *orig, gsize orig_len, const char *out, gsize out_len,
-                  GError **error)
-{
-  gboolean crlf = FALSE, out_crlf = FALSE;
-  guint want = MIN (trailing_eols (orig, orig_len, &crlf), 2);   /* a line end, a blank line */
-  guint have = trailing_eols (out, out_len, &out_crlf);
-  for (; have < want; have++)
-    if (!write_all_fd (fd, crlf ? "\r\n" : "\n", crlf ? 2 : 1, error))
-      return FALSE;
-  return TRUE;
-}
-
-/* Process the messages in order through the worker threads, at most a window
- * of them in flight, and write each one (or its original bytes) as soon as it
- * is the next; in a dry run nothing is written. */
-static gboolean
-mbox_stream (int fd, gpointer data, gboolean *changed, GError **error)
-{
-  MboxRun *w = data;
-  Batch *b = w->batch;
-  guint n = w->items->len, window = MAX (4 * w->jobs, 16);
-  guint pushed = 0, next = 0;
-  gsize prev = 0;      /* bytes of the input written (or passed) so far */
-  gboolean any = FALSE, ok = TRUE;
-  guint64 total_bytes = w->len;
-  gint64 t0 = g_get_monotonic_time (), last = t0;
-  GThreadPool *pool = g_thread_pool_new (batch_work, b, (gint) w->jobs, TRUE, NULL);
-  while (next < n) {
-    while (pushed < n && pushed - next < window)
-      g_thread_pool_push (pool, g_ptr_array_index (w->items, pushed++), NULL);
-    Item *it = g_ptr_array_index (w->items, next);
-    g_mutex_lock (&b->lock);
-    while (!it->finished)
-      g_cond_wait_until (&b->cond, &b->lock, g_get_monotonic_time () + 200 * G_TIME_SPAN_MILLISECOND);
-    g_mutex_unlock (&b->lock);
-    const EbMboxMsg *m = &g_array_index (w->msgs, EbMboxMsg, next);
-    if (it->out) {
-      any = TRUE;
-      if (ok && fd >= 0) {
-        gsize len = 0;
-        const char *d = g_bytes_get_data (it->out, &len);
-        ok = copy_range (w->in_fd, w->buf, prev, m->start - prev, fd, error)
-             && write_all_fd (fd, d, len, error)
-             && write_eols_after (fd, w->buf + m->start, m->end - m->start, d, len, error);
-      }
-      prev = m->end;
-      g_clear_pointer (&it->out, g_bytes_unref);
-    } else if (ok && fd >= 0 && m->end - prev > (8 << 20)) {
-      ok = copy_range (w->in_fd, w->buf, prev, m->end - prev, fd, error);
-      prev = m->end;
-    }
-    release_pages (w->buf, 0, MIN (prev, m->start));
-    next++;
-    if (w->progress && g_get_monotonic_time () - last > 200000) {
-      progress_line (b, n, total_bytes, t0, FALSE);
-      last = g_get_monotonic_time ();
-    }
-  }
-  g_thread_pool_free (pool, FALSE, TRUE);
-  if (ok && fd >= 0)
-    ok = copy_range (w->in_fd, w->buf, prev, w->len - prev, fd, error);
-  if (w->progress)
-    progress_line (b, n, total_bytes, t0, TRUE);
-  *changed = any;
-  return ok;
+  return EX_SOFTWARE;
 }
 
 typedef enum { BOX_NONE, BOX_MBOX, BOX_MAILDIR } BoxKind;
@@ -581,184 +256,23 @@ static int
 rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetcher *fetcher,
                  gboolean recursive, gboolean dry_run, const char *backup, guint jobs)
 {
-  Batch b = { config, fetcher };
-  b.mbox = kind == BOX_MBOX;
-  g_mutex_init (&b.lock);
-  g_cond_init (&b.cond);
-  b.left = g_hash_table_new (g_str_hash, g_str_equal);
-  g_autoptr (GPtrArray) items = g_ptr_array_new_with_free_func ((GDestroyNotify) item_free);
-  gboolean progress = isatty (STDERR_FILENO);
-  int status = 0;
+  g_autoptr (EbBatch) batch = eb_batch_new (config, fetcher,
+                                            dry_run ? EB_BATCH_DRY_RUN : EB_BATCH_REWRITE);
+  gint64 t0 = g_get_monotonic_time ();
+  eb_batch_set_jobs (batch, jobs);
+  eb_batch_set_recursive (batch, recursive);
+  eb_batch_set_backup (batch, backup);
+  eb_batch_set_notice_func (batch, print_notice, NULL);
+  if (isatty (STDERR_FILENO))
+    eb_batch_set_progress_func (batch, draw_progress, &t0);
   g_autoptr (GError) error = NULL;
-
-  if (kind == BOX_MBOX) {
-    /* not through a symbolic link: the rename would replace the link, not the
-     * mailbox; and never a FIFO or a device (O_NONBLOCK: open does not wait) */
-    int fd = open (path, (dry_run ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) {
-      int e = errno;
-      struct stat lst;
-      if (e == ELOOP) {
-        die_line ("cannot open %s: a symbolic link, not followed (name the mailbox itself)", path);
-      } else if ((e == EACCES || e == EPERM || e == EROFS || e == ETXTBSY) && lstat (path, &lst) == 0
-                 && S_ISREG (lst.st_mode)) {
-        /* there, but not writable (permissions, read-only file system,
-         * immutable): it cannot be replaced - sysexits' "cannot create" */
-        die_line ("cannot write %s: %s (the mailbox is unchanged)", path, g_strerror (e));
-        return EX_CANTCREAT;
-      } else {
-        die_line ("cannot open %s: %s", path, g_strerror (e));
-      }
-      return EX_NOINPUT;
-    }
-    struct stat st;
-    if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode)) {
-      die_line ("cannot open %s: not a regular file", path);
-      close (fd);
-      return EX_NOINPUT;
-    }
-    if (st.st_nlink > 1) {
-      /* renaming the new mbox over this name would leave the other names
-       * holding the old one: the link silently broken */
-      die_line ("skipped %s: hard-linked (%lu names; the others would keep the old mailbox); "
-                "the mailbox is unchanged", path, (unsigned long) st.st_nlink);
-      close (fd);
-      return EX_CANTCREAT;
-    }
-    EbMboxLock *lock = dry_run ? NULL : eb_mbox_lock (path, fd, config->lock_timeout, &error);
-    if (!dry_run && !lock) {
-      die_line ("%s (the mailbox is unchanged)", error->message);
-      close (fd);
-      /* a lock file that cannot be created beside it: neither could the new mbox */
-      return g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_ACCES)
-             || g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_PERM)
-             || g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_ROFS) ? EX_CANTCREAT : EX_TEMPFAIL;
-    }
-    if (lock)
-      eb_mbox_remove_stale (path);
-    g_autoptr (GMappedFile) mf = g_mapped_file_new_from_fd (fd, FALSE, &error);
-    if (!mf) {
-      die_line ("cannot read %s: %s", path, error->message);
-      eb_mbox_unlock (lock);
-      close (fd);
-      return EX_IOERR;
-    }
-    const char *buf = g_mapped_file_get_contents (mf);
-    gsize len = g_mapped_file_get_length (mf);
-    if (len > 0 && (len < 5 || memcmp (buf, "From ", 5) != 0)) {
-      die_line ("%s: not an mbox (it does not start with a From_ line); unchanged", path);
-      eb_mbox_unlock (lock);
-      close (fd);
-      return EX_DATAERR;
-    }
-    g_autoptr (GArray) msgs = buf ? eb_mbox_split_mapped (buf, len) : eb_mbox_split ("", 0);
-    if (buf)
-      release_pages (buf, 0, len);   /* what the split touched last comes back on demand */
-    for (guint i = 0; i < msgs->len; i++) {
-      const EbMboxMsg *m = &g_array_index (msgs, EbMboxMsg, i);
-      Item *it = g_new0 (Item, 1);
-      it->buf = buf + m->start;
-      it->len = m->end - m->start;
-      it->label = g_strdup_printf ("%s@%" G_GSIZE_FORMAT, path, m->from);
-      g_ptr_array_add (items, it);
-    }
-    MboxRun w = { buf ? buf : "", len, fd, msgs, items, &b, MAX (jobs, 1), progress, dry_run };
-    if (dry_run) {
-      gboolean changed = FALSE;
-      mbox_stream (-1, &w, &changed, NULL);
-    } else if (!eb_replace_file (path, fd, backup, mbox_stream, &w, &error)) {
-      if (g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_AGAIN)) {
-        die_line ("%s (the mailbox is as that writer left it; run again)", error->message);
-        status = EX_TEMPFAIL;
-      } else {
-        die_line ("%s: %s (the mailbox is unchanged)", path, error->message);
-        /* its directory not writable, a read-only file system: cannot create */
-        status = g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_ACCES)
-                 || g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_PERM)
-                 || g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_ROFS) ? EX_CANTCREAT : EX_IOERR;
-      }
-      for (guint i = 0; i < items->len; i++)   /* for the summary: nothing was */
-        ((Item *) g_ptr_array_index (items, i))->changed = FALSE;
-    }
-    eb_mbox_unlock (lock);
-    close (fd);
-  } else {
-    g_autoptr (GPtrArray) dirs_skipped = g_ptr_array_new_with_free_func (g_free);
-    g_autoptr (GPtrArray) files = eb_maildir_list_full (path, recursive, dirs_skipped, &error);
-    if (!files) {
-      die_line ("%s", error->message);
-      return EX_NOINPUT;
-    }
-    for (guint i = 0; i < dirs_skipped->len; i++) {   /* "PATH: why", reported in order */
-      const char *line = g_ptr_array_index (dirs_skipped, i);
-      const char *sep = g_strrstr (line, ": ");
-      Item *it = g_new0 (Item, 1);
-      it->label = g_strndup (line, (gsize) (sep - line));
-      it->skipped = g_intern_string (sep + 2);
-      g_ptr_array_add (items, it);
-    }
-    for (guint i = 0; i < files->len; i++) {
-      Item *it = g_new0 (Item, 1);
-      it->label = g_strdup (g_ptr_array_index (files, i));
-      g_ptr_array_add (items, it);
-    }
-    /* in order through the workers, a window at a time; each changed message is
-     * replaced as soon as it is done, and its memory given back */
-    guint n = items->len, window = MAX (4 * MAX (jobs, 1), 16), pushed = 0;
-    GThreadPool *pool = g_thread_pool_new (batch_work, &b, (gint) MAX (jobs, 1), TRUE, NULL);
-    gint64 t0 = g_get_monotonic_time (), last = t0;
-    guint64 total_bytes = 0;
-    for (guint next = 0; next < n; next++) {
-      while (pushed < n && pushed - next < window)
-        g_thread_pool_push (pool, g_ptr_array_index (items, pushed++), NULL);
-      Item *it = g_ptr_array_index (items, next);
-      g_mutex_lock (&b.lock);
-      while (!it->finished)
-        g_cond_wait_until (&b.cond, &b.lock, g_get_monotonic_time () + 200 * G_TIME_SPAN_MILLISECOND);
-      g_mutex_unlock (&b.lock);
-      if (it->failed && !it->map) {
-        die_line ("cannot read %s", it->label);
-        status = EX_IOERR;
-      }
-      if (it->skipped)
-        die_line ("skipped %s: %s", it->label, it->skipped);
-      total_bytes += it->len;
-      if (it->out && !dry_run) {
-        gsize len = 0;
-        const char *d = g_bytes_get_data (it->out, &len);
-        g_autofree char *np = NULL;
-        g_autoptr (GError) e = NULL;
-        if (!eb_maildir_replace (it->label, d, len, &np, &e)) {
-          it->changed = FALSE;
-          if (g_error_matches (e, G_FILE_ERROR, G_FILE_ERROR_AGAIN)) {
-            die_line ("%s (left as the mail reader left it; run again)", e->message);
-            status = MAX (status, EX_TEMPFAIL);
-          } else {
-            die_line ("%s (the message is unchanged)", e->message);
-            status = EX_IOERR;
-          }
-        }
-      }
-      g_clear_pointer (&it->out, g_bytes_unref);
-      g_clear_pointer (&it->map, g_mapped_file_unref);
-      it->buf = NULL;
-      if (progress && g_get_monotonic_time () - last > 200000) {
-        progress_line (&b, n, 0, t0, FALSE);
-        last = g_get_monotonic_time ();
-      }
-    }
-    g_thread_pool_free (pool, FALSE, TRUE);
-    if (progress)
-      progress_line (&b, n, total_bytes, t0, TRUE);
+  gboolean ok = kind == BOX_MBOX ? eb_batch_run_mbox (batch, path, &error)
+                                 : eb_batch_run_maildir (batch, path, &error);
+  if (eb_batch_get_complete (batch)) {
+    g_autofree char *summary = eb_stats_format_summary (eb_batch_get_stats (batch), dry_run);
+    die_line ("%s", summary);
   }
-  batch_summary (&b, items, dry_run);
-  for (guint i = 0; i < items->len; i++)
-    if (((Item *) g_ptr_array_index (items, i))->failed)
-      status = MAX (status, EX_IOERR);
-  g_hash_table_unref (b.left);
-  g_mutex_clear (&b.lock);
-  g_cond_clear (&b.cond);
-  return status;
+  return ok ? 0 : exit_for_batch_error (error);
 }
 
 static void
@@ -910,126 +424,49 @@ cmd_rewrite (int argc, char **argv)
 
 /* ---- inspect ---------------------------------------------------------- */
 
-static char *
-message_id_of (const char *buf, gsize len)
-{
-  g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf, 0, len);
-  gint i = eb_header_block_find (blk, buf, "Message-ID");
-  return i >= 0 ? eb_header_field_unfold (&g_array_index (blk->fields, EbHeaderField, i), buf) : NULL;
-}
+typedef struct {
+  const char *box;
+  gboolean    json;
+  EbTable    *table;
+  guint       n_refs;
+} InspectRun;
 
+/* One message of a mailbox: its rows, a JSON line per reference. */
 static void
-inspect_one (const char *box, guint number, const char *source, gint64 offset, const char *buf,
-             gsize len, const EbConfig *config, EbFetcher *fetcher, EbRewriteFlags flags,
-             gboolean json, EbTable *table, guint *n)
+inspect_message (guint number, const char *source, gint64 offset, const char *mid,
+                 const EbRewriteResult *result, gpointer data)
 {
-  g_autoptr (EbRewriteResult) result = eb_rewrite_plan (buf, len, config, fetcher, flags);
+  InspectRun *run = data;
   if (!result->scan || !result->scan->refs->len)
     return;
-  g_autofree char *mid = message_id_of (buf, len);
   /* in the table, a mailbox's message by its number and Message-ID */
-  g_autofree char *label = g_strdup_printf ("%s #%u %s", box, number, mid ? mid : "(no Message-ID)");
+  g_autofree char *label = g_strdup_printf ("%s #%u %s", run->box, number,
+                                            mid ? mid : "(no Message-ID)");
   for (guint i = 0; i < result->scan->refs->len; i++) {
-    (*n)++;
-    if (json) {
+    run->n_refs++;
+    if (run->json) {
       g_autofree char *line = eb_inspect_json (source, offset, mid, result, i);
       printf ("%s\n", line);
     } else {
-      eb_table_add (table, label, result, i);
+      eb_table_add (run->table, label, result, i);
     }
   }
 }
 
-/* Every message of the Maildir @path, walked as rewrite walks it: only regular
- * files, never through a symbolic link, never waiting on a FIFO. */
+/* Every message of the mailbox @path (an mbox: a regular file, not through a
+ * symbolic link; a Maildir walked as rewrite walks it). */
 static guint
-inspect_maildir (const char *path, const EbConfig *config, EbFetcher *fetcher,
-                 EbRewriteFlags flags, gboolean recursive, gboolean json, EbTable *table,
+inspect_mailbox (EbBatch *batch, const char *path, BoxKind kind, gboolean json, EbTable *table,
                  int *status)
 {
-  guint n = 0;
+  InspectRun run = { path, json, table, 0 };
+  eb_batch_set_message_func (batch, inspect_message, &run);
   g_autoptr (GError) error = NULL;
-  if (!eb_maildir_sniff (path)) {
-    die_line ("%s: not a Maildir (no cur/, new/ and tmp/)", path);
-    *status = MAX (*status, EX_NOINPUT);
-    return 0;
-  }
-  g_autoptr (GPtrArray) skips = g_ptr_array_new_with_free_func (g_free);
-  g_autoptr (GPtrArray) files = eb_maildir_list_full (path, recursive, skips, &error);
-  if (!files) {
-    die_line ("%s", error->message);
-    *status = MAX (*status, EX_NOINPUT);
-    return 0;
-  }
-  for (guint i = 0; i < skips->len; i++)
-    die_line ("skipped %s", (char *) g_ptr_array_index (skips, i));
-  for (guint i = 0; i < files->len; i++) {
-    const char *file = g_ptr_array_index (files, i);
-    const char *skipped = NULL;
-    g_autoptr (GMappedFile) mf = eb_maildir_map_entry (file, &skipped);
-    if (skipped) {
-      die_line ("skipped %s: %s", file, skipped);
-      continue;
-    }
-    if (!mf) {
-      die_line ("cannot read %s", file);
-      *status = MAX (*status, EX_IOERR);
-      continue;
-    }
-    const char *buf = g_mapped_file_get_contents (mf);
-    inspect_one (path, i + 1, file, -1, buf ? buf : "", g_mapped_file_get_length (mf), config,
-                 fetcher, flags, json, table, &n);
-  }
-  return n;
-}
-
-/* Every message of the mbox @path: a regular file, not through a symbolic link. */
-static guint
-inspect_mbox (const char *path, const EbConfig *config, EbFetcher *fetcher,
-              EbRewriteFlags flags, gboolean json, EbTable *table, int *status)
-{
-  guint n = 0;
-  int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  struct stat st;
-  if (fd < 0 || fstat (fd, &st) != 0 || !S_ISREG (st.st_mode)) {
-    int e = errno;
-    if (fd < 0 && e == ELOOP)
-      die_line ("cannot open %s: a symbolic link, not followed (name the mailbox itself)", path);
-    else if (fd < 0)
-      die_line ("cannot open %s: %s", path, g_strerror (e));
-    else
-      die_line ("cannot open %s: not a regular file", path);
-    if (fd >= 0)
-      close (fd);
-    *status = MAX (*status, EX_NOINPUT);
-    return 0;
-  }
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GMappedFile) mf = st.st_size > 0 ? g_mapped_file_new_from_fd (fd, FALSE, &error) : NULL;
-  close (fd);
-  if (st.st_size > 0 && !mf) {
-    die_line ("cannot read %s: %s", path, error->message);
-    *status = MAX (*status, EX_IOERR);
-    return 0;
-  }
-  const char *buf = mf ? g_mapped_file_get_contents (mf) : "";
-  gsize len = mf ? g_mapped_file_get_length (mf) : 0;
-  if (len > 0 && (len < 5 || memcmp (buf, "From ", 5) != 0)) {
-    die_line ("%s: not an mbox (it does not start with a From_ line)", path);
-    *status = MAX (*status, EX_DATAERR);
-    return 0;
-  }
-  /* memory stays flat however large the mailbox: the split and each message
-   * give their pages back once passed */
-  g_autoptr (GArray) msgs = len ? eb_mbox_split_mapped (buf, len) : eb_mbox_split ("", 0);
-  for (guint i = 0; i < msgs->len; i++) {
-    const EbMboxMsg *m = &g_array_index (msgs, EbMboxMsg, i);
-    inspect_one (path, i + 1, path, (gint64) m->from, buf + m->start, m->end - m->start, config,
-                 fetcher, flags, json, table, &n);
-    if (len)
-      release_pages (buf, 0, m->end);
-  }
-  return n;
+  if (!(kind == BOX_MBOX ? eb_batch_run_mbox (batch, path, &error)
+                         : eb_batch_run_maildir (batch, path, &error)))
+    *status = MAX (*status, exit_for_batch_error (error));
+  eb_batch_set_message_func (batch, NULL, NULL);
+  return run.n_refs;
 }
 
 static int
@@ -1037,10 +474,12 @@ cmd_inspect (int argc, char **argv)
 {
   gboolean json = FALSE, recursive = FALSE;
   char **mboxes = NULL, **maildirs = NULL;
+  int jobs = (int) g_get_num_processors ();
   GOptionEntry entries[] = {
     { "mbox", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &mboxes, "Every message of the mbox FILE (repeatable)", "FILE" },
     { "maildir", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &maildirs, "Every message of the Maildir DIR (repeatable)", "DIR" },
     { "recursive", 'r', 0, G_OPTION_ARG_NONE, &recursive, "With a Maildir, its Maildir++ subfolders too", NULL },
+    { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs, "Messages of a mailbox looked at at once (default: the number of cores)", "N" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json,
       "One JSON object per reference per line (fields in extbody(1))", NULL },
     { NULL }
@@ -1072,18 +511,23 @@ cmd_inspect (int argc, char **argv)
   gboolean several = argc > 2 || mb || md
                      || (argc == 2 && g_file_test (argv[1], G_FILE_TEST_IS_DIR));
   g_autoptr (EbTable) table = eb_table_new (several);
+  g_autoptr (EbBatch) batch = eb_batch_new (config, fetcher, EB_BATCH_INSPECT);
+  eb_batch_set_jobs (batch, (guint) CLAMP (jobs, 1, 256));
+  eb_batch_set_recursive (batch, recursive);
+  eb_batch_set_flags (batch, flags);
+  eb_batch_set_notice_func (batch, print_notice, NULL);
   guint n_refs = 0;
   for (guint i = 0; mb && mb[i]; i++)
-    n_refs += inspect_mbox (mb[i], config, fetcher, flags, json, table, &status);
+    n_refs += inspect_mailbox (batch, mb[i], BOX_MBOX, json, table, &status);
   for (guint i = 0; md && md[i]; i++)
-    n_refs += inspect_maildir (md[i], config, fetcher, flags, recursive, json, table, &status);
+    n_refs += inspect_mailbox (batch, md[i], BOX_MAILDIR, json, table, &status);
   for (int a = 1; a < argc; a++) {
     g_autoptr (GError) error = NULL;
     /* a directory is no message: a Maildir named without --maildir is read as
      * one (nothing is changed, and no content is sniffed) */
     if (strcmp (argv[a], "-") != 0 && g_file_test (argv[a], G_FILE_TEST_IS_DIR)
         && eb_maildir_sniff (argv[a])) {
-      n_refs += inspect_maildir (argv[a], config, fetcher, flags, recursive, json, table, &status);
+      n_refs += inspect_mailbox (batch, argv[a], BOX_MAILDIR, json, table, &status);
       continue;
     }
     g_autoptr (GBytes) input = read_all (argv[a], &error);

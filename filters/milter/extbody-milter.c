@@ -51,6 +51,8 @@
  * systemd, syslog mail once detached, standard error in the foreground) */
 #define log_line eb_log
 
+static EbStats *stats;   /* every message planned, for the summary at exit */
+
 /* ---- configuration generations -------------------------------------------
  *
  * The configuration and the fetcher built from it make one generation. A
@@ -701,6 +703,8 @@ cb_eom (SMFICTX *ctx)
     msg_done (ctx);
     return status;
   }
+  eb_stats_add_result (stats, result);
+  eb_stats_add_bytes (stats, len);
 
   guint n = eb_rewrite_result_get_n_refs (result);
   guint n_resolved = eb_rewrite_result_get_n_resolved (result);
@@ -737,6 +741,8 @@ cb_eom (SMFICTX *ctx)
     return status;
   }
   status = mods_send (ctx, mods, o, olen, SMFIS_CONTINUE);
+  if (status == SMFIS_CONTINUE)
+    eb_stats_add_changed (stats, 1);
   msg_done (ctx);
   return status;
 }
@@ -1322,6 +1328,7 @@ run (int argc, char **argv)
     kick_thread = g_thread_new ("kick", kick_run, NULL);
   else
     log_line (LOG_WARNING, "cannot find the listening socket: a fetch that waits may hold up other sessions");
+  stats = eb_stats_new ();
   GThread *milter = g_thread_new ("milter", milter_run, NULL);
   pthread_sigmask (SIG_SETMASK, &unblocked, NULL);
 
@@ -1341,6 +1348,10 @@ run (int argc, char **argv)
     }
   }
   g_thread_join (milter);
+  {
+    g_autofree char *summary = eb_stats_format_summary (stats, FALSE);
+    log_line (LOG_INFO, "exiting: %s", summary);
+  }
   if (kick_thread) {
     g_mutex_lock (&kick_lock);
     kick_stop = TRUE;
@@ -1358,5 +1369,6 @@ main (int argc, char **argv)
   /* a message cut off at the stop may still hold the configuration */
   if (g_atomic_int_get (&n_in_flight) == 0)
     gen_install (NULL);
+  g_clear_pointer (&stats, eb_stats_free);
   return status;
 }

@@ -1,0 +1,156 @@
+/* eb-stats.c - counters over many messages (see eb-stats.h). */
+#include <stdlib.h>
+#include <string.h>
+#include "eb-stats.h"
+
+struct _EbStats {
+  GMutex  lock;
+  guint64 messages, skipped, changed, references, resolved, bytes;
+  guint64 left[EB_REASON_N];
+};
+
+EbStats *
+eb_stats_new (void)
+{
+  EbStats *s = g_new0 (EbStats, 1);
+  g_mutex_init (&s->lock);
+  return s;
+}
+
+void
+eb_stats_free (EbStats *stats)
+{
+  if (!stats)
+    return;
+  g_mutex_clear (&stats->lock);
+  g_free (stats);
+}
+
+void
+eb_stats_add_result (EbStats *stats, const EbRewriteResult *r)
+{
+  g_return_if_fail (stats != NULL);
+  g_mutex_lock (&stats->lock);
+  stats->messages++;
+  if (r && !r->scan && r->reason != EB_REASON_RESOLVED && r->reason < EB_REASON_N)
+    stats->left[r->reason]++;   /* not even parsed: too large */
+  for (guint i = 0; r && r->scan && i < r->scan->refs->len; i++) {
+    const EbResolution *res = g_ptr_array_index (r->resolutions, i);
+    stats->references++;
+    if (res->reason == EB_REASON_RESOLVED)
+      stats->resolved++;
+    else if (res->reason < EB_REASON_N)
+      stats->left[res->reason]++;
+  }
+  g_mutex_unlock (&stats->lock);
+}
+
+#define ADDER(name, field, type)                   \
+  void name (EbStats *stats, type n)               \
+  {                                                \
+    g_return_if_fail (stats != NULL);              \
+    g_mutex_lock (&stats->lock);                   \
+    stats->field += n;                             \
+    g_mutex_unlock (&stats->lock);                 \
+  }
+ADDER (eb_stats_add_changed, changed, guint64)
+ADDER (eb_stats_add_bytes, bytes, guint64)
+
+void
+eb_stats_add_skipped (EbStats *stats)
+{
+  g_return_if_fail (stats != NULL);
+  g_mutex_lock (&stats->lock);
+  stats->skipped++;
+  g_mutex_unlock (&stats->lock);
+}
+
+#define GETTER(name, field)                        \
+  guint64 name (EbStats *stats)                    \
+  {                                                \
+    g_return_val_if_fail (stats != NULL, 0);       \
+    g_mutex_lock (&stats->lock);                   \
+    guint64 v = stats->field;                      \
+    g_mutex_unlock (&stats->lock);                 \
+    return v;                                      \
+  }
+GETTER (eb_stats_get_messages, messages)
+GETTER (eb_stats_get_skipped, skipped)
+GETTER (eb_stats_get_changed, changed)
+GETTER (eb_stats_get_references, references)
+GETTER (eb_stats_get_resolved, resolved)
+GETTER (eb_stats_get_bytes, bytes)
+
+guint64
+eb_stats_get_left (EbStats *stats, EbReason reason)
+{
+  g_return_val_if_fail (stats != NULL, 0);
+  if ((guint) reason >= EB_REASON_N)
+    return 0;
+  g_mutex_lock (&stats->lock);
+  guint64 v = stats->left[reason];
+  g_mutex_unlock (&stats->lock);
+  return v;
+}
+
+/* Where a configuration key decides a reason, its name. */
+static const struct {
+  EbReason    reason;
+  const char *hint;
+} hints[] = {
+  { EB_REASON_RATE_LIMITED,      "raise max_requests_per_host" },
+  { EB_REASON_FETCH_OFF,         "fetch = on" },
+  { EB_REASON_LOCAL_FILE_DIRS,   "set local_file_dirs" },
+  { EB_REASON_MESSAGE_BUDGET,    "raise max_message_bytes" },
+  { EB_REASON_PART_TOO_LARGE,    "raise max_part_bytes" },
+  { EB_REASON_SIZE_PARAM,        "raise max_part_bytes" },
+  { EB_REASON_TOO_MANY_REFS,     "raise max_references" },
+  { EB_REASON_TOO_DEEP,          "raise max_nesting_depth" },
+  { EB_REASON_TOO_MANY_PARTS,    "raise max_parts" },
+  { EB_REASON_MESSAGE_TOO_LARGE, "raise max_message_size" },
+  { EB_REASON_TIMED_OUT,         "raise fetch_timeout or message_deadline" },
+};
+
+typedef struct {
+  EbReason reason;
+  guint64  n;
+} Left;
+
+static int
+cmp_left (const void *a, const void *b)
+{
+  const Left *x = a, *y = b;
+  if (x->n != y->n)
+    return x->n > y->n ? -1 : 1;
+  return strcmp (eb_reason_token (x->reason), eb_reason_token (y->reason));
+}
+
+char *
+eb_stats_format_summary (EbStats *stats, gboolean dry_run)
+{
+  g_return_val_if_fail (stats != NULL, NULL);
+  g_mutex_lock (&stats->lock);
+  EbStats s = *stats;   /* a consistent copy (its lock is not used) */
+  g_mutex_unlock (&stats->lock);
+  Left left[EB_REASON_N];
+  guint n = 0;
+  for (guint r = 0; r < EB_REASON_N; r++)
+    if (r != EB_REASON_RESOLVED && s.left[r])
+      left[n++] = (Left) { (EbReason) r, s.left[r] };
+  qsort (left, n, sizeof *left, cmp_left);
+  GString *out = g_string_new (NULL);
+  g_string_append_printf (out, "%" G_GUINT64_FORMAT " messages scanned", s.messages);
+  if (s.skipped)
+    g_string_append_printf (out, " (%" G_GUINT64_FORMAT " entries skipped)", s.skipped);
+  g_string_append_printf (out, ", %" G_GUINT64_FORMAT " references, %" G_GUINT64_FORMAT
+                          " resolved, %" G_GUINT64_FORMAT " messages %s",
+                          s.references, s.resolved, s.changed, dry_run ? "would change" : "changed");
+  for (guint i = 0; i < n; i++) {
+    g_string_append_printf (out, "%s%s %" G_GUINT64_FORMAT, i ? ", " : "; left: ",
+                            eb_reason_token (left[i].reason), left[i].n);
+    for (guint h = 0; h < G_N_ELEMENTS (hints); h++)
+      if (hints[h].reason == left[i].reason)
+        g_string_append_printf (out, " (%s)", hints[h].hint);
+  }
+  return g_string_free (out, FALSE);
+}
