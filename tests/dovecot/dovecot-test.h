@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int
+G_GNUC_UNUSED static int
 dt_sh (const char *cmd, char **out)
 {
   int status = 0;
@@ -23,7 +23,7 @@ dt_sh (const char *cmd, char **out)
   return WIFEXITED (status) ? WEXITSTATUS (status) : 128 + (WIFSIGNALED (status) ? WTERMSIG (status) : 0);
 }
 
-static void
+G_GNUC_UNUSED static void
 dt_put (const char *path, const char *data, int mode)
 {
   g_autoptr (GError) error = NULL;
@@ -34,7 +34,7 @@ dt_put (const char *path, const char *data, int mode)
 
 /* A copy of @src named @name in @dir, mode @mode: what Dovecot runs as another
  * user must not sit in a checkout that user cannot read. */
-static char *
+G_GNUC_UNUSED static char *
 dt_copy (const char *src, const char *dir, const char *name, int mode)
 {
   g_assert_nonnull (src);
@@ -51,7 +51,7 @@ dt_copy (const char *src, const char *dir, const char *name, int mode)
 }
 
 /* A loopback port nobody listens on now (Dovecot binds it a moment later). */
-static guint
+G_GNUC_UNUSED static guint
 dt_free_port (void)
 {
   g_autoptr (GSocket) s = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, 0, NULL);
@@ -63,7 +63,7 @@ dt_free_port (void)
   return got ? g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (got)) : 0;
 }
 
-static void
+G_GNUC_UNUSED static void
 dt_die_with_parent (gpointer data)
 {
   (void) data;
@@ -72,7 +72,7 @@ dt_die_with_parent (gpointer data)
 
 /* Exits 77 unless root, Dovecot and python3 are here. @extra: further
  * programs the test needs (sieve tools), NULL-terminated. */
-static void
+G_GNUC_UNUSED static void
 dt_require (const char *const *extra)
 {
   gboolean ok = geteuid () == 0 && getpwnam ("dovecot") && getpwnam ("dovenull") && getpwnam ("nobody");
@@ -100,7 +100,7 @@ typedef struct {
 /* WORK/dovecot.conf: the common part (no listener but @port when @port is
  * not 0: LMTP on 127.0.0.1) and @extra; then starts Dovecot and waits (at
  * most 20 s) until doveadm reaches it. FALSE when it does not start. */
-static gboolean
+G_GNUC_UNUSED static gboolean
 dt_start (DtServer *s, guint port, const char *extra)
 {
   g_autofree char *dovecot = g_find_program_in_path ("dovecot");
@@ -154,7 +154,7 @@ dt_start (DtServer *s, guint port, const char *extra)
   return FALSE;
 }
 
-static void
+G_GNUC_UNUSED static void
 dt_print_log (const DtServer *s)
 {
   g_autofree char *l = NULL;
@@ -162,7 +162,7 @@ dt_print_log (const DtServer *s)
   g_printerr ("dovecot log:\n%s\n", l ? l : "");
 }
 
-static void
+G_GNUC_UNUSED static void
 dt_stop (DtServer *s, gboolean keep_work)
 {
   if (s->proc) {
@@ -178,7 +178,7 @@ dt_stop (DtServer *s, gboolean keep_work)
 
 /* tests/dovecot/dovecot-client.py ARGS...: its standard output; asserts it
  * exits 0. */
-static char *
+G_GNUC_UNUSED static char *
 dt_client (const char *const *args)
 {
   g_autofree char *client = g_test_build_filename (G_TEST_DIST, "dovecot", "dovecot-client.py", NULL);
@@ -207,7 +207,7 @@ typedef struct {
   GBytes *body;   /* BODY[] */
 } DtMsg;
 
-static void
+G_GNUC_UNUSED static void
 dt_msg_free (gpointer p)
 {
   DtMsg *m = p;
@@ -219,7 +219,7 @@ dt_msg_free (gpointer p)
 }
 
 /* Every message of @user's INBOX, in UID order. */
-static GPtrArray *
+G_GNUC_UNUSED static GPtrArray *
 dt_dump (const DtServer *s, const char *user)
 {
   g_autofree char *out = dt_client ((const char *const[]) { "dump", s->conf, user, NULL });
@@ -243,7 +243,7 @@ dt_dump (const DtServer *s, const char *user)
   return msgs;
 }
 
-static gboolean
+G_GNUC_UNUSED static gboolean
 dt_contains (GBytes *b, const char *needle)
 {
   gsize n = 0;

@@ -46,7 +46,7 @@ deliver (const char *user, const char *msg)
   g_autofree char *file = g_build_filename (server.work, "msg.eml", NULL);
   dt_put (file, msg, 0644);
   g_autofree char *port = g_strdup_printf ("%u", lmtp_port);
-  g_autofree char *out = dt_client ((const char *const[]) { "lmtp", port, "sender@example.org", user, file, NULL });
+  G_GNUC_UNUSED g_autofree char *out = dt_client ((const char *const[]) { "lmtp", port, "sender@example.org", user, file, NULL });
   g_autoptr (GPtrArray) msgs = dt_dump (&server, user);
   g_assert_cmpuint (msgs->len, ==, 1);
   return g_ptr_array_steal_index (msgs, 0);
