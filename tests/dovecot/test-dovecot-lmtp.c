@@ -130,7 +130,7 @@ main (int argc, char **argv)
   bin = g_build_filename (server.work, "bin", NULL);
   g_mkdir (bin, 0755);
   g_autofree char *wrapper_src = g_test_build_filename (G_TEST_DIST, "..", "filters", "dovecot", "extbody-sieve-filter", NULL);
-  g_autofree char *wrapper = dt_copy (wrapper_src, bin, "extbody", 0755);
+  G_GNUC_UNUSED g_autofree char *wrapper = dt_copy (wrapper_src, bin, "extbody", 0755);
   g_autofree char *extbody = dt_copy (g_getenv ("EXTBODY"), bin, "extbody-real", 0755);
   g_autofree char *conf = g_build_filename (server.work, "extbody.conf", NULL);
   dt_put (conf, "", 0644);   /* the defaults: data: URLs only, fetching off */
