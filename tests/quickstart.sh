@@ -34,8 +34,10 @@ packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
 # memcheck, and clang with its libFuzzer runtime for the fuzz build
 [ "$mode" = test ] && packages="$packages valgrind clang libclang-rt-14-dev"
 # Node.js and npm for the differential data: URL test, unless the machine has them
-# Dovecot for test-dovecot's private IMAP instance (the system one is stopped below)
-[ "$mode" = test ] && packages="$packages dovecot-core dovecot-imapd"
+# Dovecot for the tests' private instances (the system one is stopped below):
+# IMAP for test-dovecot and test-dovecot-rest, LMTP and Pigeonhole's Sieve
+# (sieve_extprograms, sievec) for test-dovecot-lmtp
+[ "$mode" = test ] && packages="$packages dovecot-core dovecot-imapd dovecot-lmtpd dovecot-sieve"
 [ "$mode" = test ] && ! command -v npm >/dev/null 2>&1 && packages="$packages nodejs npm"
 # the hostile fetch suite's DNS case: a private network namespace (ip link set lo up)
 [ "$mode" = test ] && packages="$packages iproute2"
