@@ -192,6 +192,17 @@ check_socket (const char *value, GError **error)
   return FALSE;
 }
 
+/* A file named by its absolute path, or empty (none): the milter changes to
+ * / when it detaches. */
+static gboolean
+check_file (const char *value, GError **error)
+{
+  if (!*value || g_path_is_absolute (value))
+    return TRUE;
+  g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\" is not an absolute path", value);
+  return FALSE;
+}
+
 static gboolean
 check_proxy (const char *value, GError **error)
 {
@@ -262,6 +273,10 @@ static const EbConfigKey keys[] = {
        "Directories whose files access-type=local-file references may be read from; empty reads none.", check_dirs, "directory list"),
   KEY (lock_timeout, EB_CONFIG_UINT, "60", 0, 3600,
        "Seconds to wait for an mbox that another program has locked (dot-lock or fcntl); then the run ends with a temporary failure, the mailbox unchanged."),
+  LIST (metrics_file, "",
+       "When set, the counters (messages, references, resolved, left by reason, fetches by outcome, bytes fetched, cache hits, fetch latency) are written to this file in the Prometheus text format, replaced atomically: by extbody-milter every metrics_interval seconds and when it stops, by extbody rewrite --mbox and --maildir at the end of a run. Name it NAME.prom in the directory node_exporter's textfile collector reads.", check_file, "absolute path"),
+  KEY (metrics_interval, EB_CONFIG_UINT, "60", 1, 86400,
+       "Seconds between two writes of metrics_file by extbody-milter."),
   LIST (milter_socket, "unix:/run/extbody/milter.sock",
        "extbody-milter's socket: unix:PATH, inet:PORT@ADDRESS or inet6:PORT@ADDRESS.", check_socket, "socket"),
   LIST (milter_umask, "007",

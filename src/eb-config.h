@@ -47,6 +47,9 @@ struct _EbConfig {
   gboolean allow_credentials;  /* user:password@ in URLs */
   char    *local_file_dirs;    /* directories access-type=local-file may read; empty: none */
   guint    lock_timeout;       /* seconds to wait for a locked mbox */
+  /* statistics */
+  char    *metrics_file;       /* Prometheus text file; empty: none */
+  guint    metrics_interval;   /* seconds, the milter's writes */
   /* the milter */
   char    *milter_socket;      /* libmilter socket spec */
   char    *milter_umask;       /* octal mask for the unix socket's mode */

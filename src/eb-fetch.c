@@ -65,6 +65,9 @@ eb_fetch_result_copy (const EbFetchResult *r)
   c->content_type = g_strdup (r->content_type);
   c->final_url = g_strdup (r->final_url);
   c->from_cache = r->from_cache;
+  c->network = r->network;
+  c->received = r->received;
+  c->elapsed = r->elapsed;
   return c;
 }
 
@@ -486,6 +489,8 @@ typedef struct {
   gboolean     contended;    /* stopped for bytes of fetches still under way */
   gboolean     retried;      /* and started again once they ended */
   const gint  *cancel;       /* (nullable) the thread's cancel flag */
+  gint64       begun;        /* monotonic µs it left its rate-limit wait, or 0 */
+  guint64      received;     /* body bytes that arrived */
 } Transfer;
 
 static gboolean
@@ -523,6 +528,7 @@ write_cb (char *ptr, size_t size, size_t nmemb, void *userdata)
 {
   Transfer *t = userdata;
   gsize n = size * nmemb;
+  t->received += n;
   if (!t->body)
     t->body = g_byte_array_new ();
   if (t->body->len + n > t->max_bytes) {
@@ -911,6 +917,8 @@ transfer_advance (Transfer *t, CURLM *multi)
      * message deadline's business */
     if (t->redirects == 0)
       t->fetch_deadline = now + (gint64) t->f->config->fetch_timeout * G_USEC_PER_SEC;
+    if (!t->begun)
+      t->begun = now;
     g_autofree char *host = NULL;
     long port = 0;
     g_clear_pointer (&t->resolve, curl_slist_free_all);
@@ -969,6 +977,12 @@ static void
 remember (EbFetcher *f, Transfer *t)
 {
   EbReason r = t->result->reason;
+  if (t->begun) {
+    /* for the statistics (eb_stats_add_result) */
+    t->result->network = TRUE;
+    t->result->received = t->received;
+    t->result->elapsed = g_get_monotonic_time () - t->begun;
+  }
   /* outcomes of this message's own limits, or of its cancellation, say
    * nothing about the URL; every other one is remembered: a dead URL that
    * many messages reference is not tried again for each */

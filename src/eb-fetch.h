@@ -38,6 +38,12 @@ typedef struct {
   char    *content_type;  /* (nullable) the server's Content-Type, as sent */
   char    *final_url;     /* (nullable) the URL the data came from, after redirects */
   gboolean from_cache;
+  /* for the statistics: set on the result of a transfer that left its
+   * rate-limit wait (a name lookup, a connection); a copy from the cache
+   * keeps them, so look at from_cache first */
+  gboolean network;
+  guint64  received;      /* body bytes that arrived, redirects and retries included */
+  gint64   elapsed;       /* µs from leaving the rate-limit wait to the outcome */
 } EbFetchResult;
 
 void eb_fetch_result_free (EbFetchResult *r);

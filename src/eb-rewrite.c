@@ -14,6 +14,8 @@ eb_rewrite_result_free (EbRewriteResult *result)
     g_ptr_array_unref (result->resolutions);
   if (result->actions)
     g_ptr_array_unref (result->actions);
+  if (result->fetches)
+    g_array_unref (result->fetches);
   g_free (result);
 }
 
@@ -45,6 +47,7 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
   const char *buf = buf0 + r->skip;
   gsize len = len0 - r->skip;
   r->removed = g_array_new (FALSE, FALSE, sizeof (EbRange));
+  r->fetches = g_array_new (FALSE, TRUE, sizeof (EbFetchRecord));
   g_autoptr (EbHeaderBlock) top = NULL;
   if (flags & EB_REWRITE_STRIP_TRACE) {
     top = eb_header_block_scan (buf, 0, MIN (len, config->max_message_size));
@@ -94,8 +97,16 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
     if (urls->len) {
       g_autoptr (GPtrArray) got = eb_fetcher_fetch_all (fetcher, (const char *const *) urls->pdata,
                                                         urls->len, config->max_part_bytes);
-      for (guint k = 0; k < got->len; k++)
+      for (guint k = 0; k < got->len; k++) {
+        const EbFetchResult *f = got->pdata[k];
+        EbFetchRecord rec = {
+          .outcome = f->reason, .cache_hit = f->from_cache, .network = !f->from_cache && f->network,
+          .bytes = f->received, .elapsed = f->elapsed,
+        };
+        if (rec.cache_hit || rec.network)
+          g_array_append_val (r->fetches, rec);
         g_ptr_array_index (fetched, g_array_index (which, guint, k)) = g_steal_pointer (&got->pdata[k]);
+      }
     }
   }
 

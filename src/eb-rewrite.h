@@ -39,7 +39,20 @@ struct _EbRewriteResult {
   gboolean       changed;      /* the output differs from the input */
   gboolean       filter_field; /* with EB_REWRITE_FILTER_FIELD and something
                                   resolved: eb_rewrite_write() adds the field */
+  GArray        *fetches;      /* (element-type EbFetchRecord) what the fetcher did
+                                  for this message, for the statistics */
 };
+
+/* One URL the fetcher was asked for: taken from its cache (another message's
+ * fetch, or an earlier reference of this one), or fetched with this outcome. */
+typedef struct {
+  EbReason outcome;     /* RESOLVED, or why the fetch gave no data */
+  gboolean cache_hit;   /* served without a fetch of its own */
+  gboolean network;     /* not a cache hit: a fetch that got past its rate-limit
+                           wait (the others are counted among the left only) */
+  guint64  bytes;       /* body bytes that arrived */
+  gint64   elapsed;     /* µs */
+} EbFetchRecord;
 
 /* The length of a leading mbox From_ line ("From sender date", as mail readers
  * save single messages and pipe(8) with flags=F passes them), line break

@@ -4,10 +4,52 @@
 #include "eb-stats.h"
 
 struct _EbStats {
-  GMutex  lock;
-  guint64 messages, skipped, changed, references, resolved, bytes;
-  guint64 left[EB_REASON_N];
+  GMutex          lock;
+  EbStatsSnapshot c;   /* the counters */
 };
+
+const double eb_stats_buckets[EB_STATS_N_BUCKETS] = {
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
+};
+
+/* under the lock */
+static void
+count_fetch (EbStatsSnapshot *c, const EbFetchRecord *f)
+{
+  if (f->cache_hit) {
+    c->cache_hits++;
+    return;
+  }
+  if (!f->network)
+    return;
+  if ((guint) f->outcome < EB_REASON_N)
+    c->fetches[f->outcome]++;
+  c->fetched_bytes += f->bytes;
+  gint64 us = MAX (f->elapsed, 0);
+  c->latency_us += (guint64) us;
+  guint b = 0;
+  while (b < EB_STATS_N_BUCKETS && (double) us > eb_stats_buckets[b] * G_USEC_PER_SEC)
+    b++;
+  c->latency[b]++;
+}
+
+void
+eb_stats_add_fetch (EbStats *stats, const EbFetchRecord *fetch)
+{
+  g_return_if_fail (stats != NULL && fetch != NULL);
+  g_mutex_lock (&stats->lock);
+  count_fetch (&stats->c, fetch);
+  g_mutex_unlock (&stats->lock);
+}
+
+void
+eb_stats_snapshot (EbStats *stats, EbStatsSnapshot *out)
+{
+  g_return_if_fail (stats != NULL && out != NULL);
+  g_mutex_lock (&stats->lock);
+  *out = stats->c;
+  g_mutex_unlock (&stats->lock);
+}
 
 EbStats *
 eb_stats_new (void)
@@ -31,17 +73,20 @@ eb_stats_add_result (EbStats *stats, const EbRewriteResult *r)
 {
   g_return_if_fail (stats != NULL);
   g_mutex_lock (&stats->lock);
-  stats->messages++;
+  EbStatsSnapshot *c = &stats->c;
+  c->messages++;
   if (r && !r->scan && r->reason != EB_REASON_RESOLVED && r->reason < EB_REASON_N)
-    stats->left[r->reason]++;   /* not even parsed: too large */
+    c->left[r->reason]++;   /* not even parsed: too large */
   for (guint i = 0; r && r->scan && i < r->scan->refs->len; i++) {
     const EbResolution *res = g_ptr_array_index (r->resolutions, i);
-    stats->references++;
+    c->references++;
     if (res->reason == EB_REASON_RESOLVED)
-      stats->resolved++;
+      c->resolved++;
     else if (res->reason < EB_REASON_N)
-      stats->left[res->reason]++;
+      c->left[res->reason]++;
   }
+  for (guint i = 0; r && r->fetches && i < r->fetches->len; i++)
+    count_fetch (c, &g_array_index (r->fetches, EbFetchRecord, i));
   g_mutex_unlock (&stats->lock);
 }
 
@@ -50,7 +95,7 @@ eb_stats_add_result (EbStats *stats, const EbRewriteResult *r)
   {                                                \
     g_return_if_fail (stats != NULL);              \
     g_mutex_lock (&stats->lock);                   \
-    stats->field += n;                             \
+    stats->c.field += n;                           \
     g_mutex_unlock (&stats->lock);                 \
   }
 ADDER (eb_stats_add_changed, changed, guint64)
@@ -61,7 +106,7 @@ eb_stats_add_skipped (EbStats *stats)
 {
   g_return_if_fail (stats != NULL);
   g_mutex_lock (&stats->lock);
-  stats->skipped++;
+  stats->c.skipped++;
   g_mutex_unlock (&stats->lock);
 }
 
@@ -70,7 +115,7 @@ eb_stats_add_skipped (EbStats *stats)
   {                                                \
     g_return_val_if_fail (stats != NULL, 0);       \
     g_mutex_lock (&stats->lock);                   \
-    guint64 v = stats->field;                      \
+    guint64 v = stats->c.field;                    \
     g_mutex_unlock (&stats->lock);                 \
     return v;                                      \
   }
@@ -80,6 +125,8 @@ GETTER (eb_stats_get_changed, changed)
 GETTER (eb_stats_get_references, references)
 GETTER (eb_stats_get_resolved, resolved)
 GETTER (eb_stats_get_bytes, bytes)
+GETTER (eb_stats_get_fetched_bytes, fetched_bytes)
+GETTER (eb_stats_get_cache_hits, cache_hits)
 
 guint64
 eb_stats_get_left (EbStats *stats, EbReason reason)
@@ -88,7 +135,19 @@ eb_stats_get_left (EbStats *stats, EbReason reason)
   if ((guint) reason >= EB_REASON_N)
     return 0;
   g_mutex_lock (&stats->lock);
-  guint64 v = stats->left[reason];
+  guint64 v = stats->c.left[reason];
+  g_mutex_unlock (&stats->lock);
+  return v;
+}
+
+guint64
+eb_stats_get_fetches (EbStats *stats, EbReason outcome)
+{
+  g_return_val_if_fail (stats != NULL, 0);
+  if ((guint) outcome >= EB_REASON_N)
+    return 0;
+  g_mutex_lock (&stats->lock);
+  guint64 v = stats->c.fetches[outcome];
   g_mutex_unlock (&stats->lock);
   return v;
 }
@@ -129,9 +188,8 @@ char *
 eb_stats_format_summary (EbStats *stats, gboolean dry_run)
 {
   g_return_val_if_fail (stats != NULL, NULL);
-  g_mutex_lock (&stats->lock);
-  EbStats s = *stats;   /* a consistent copy (its lock is not used) */
-  g_mutex_unlock (&stats->lock);
+  EbStatsSnapshot s;
+  eb_stats_snapshot (stats, &s);
   Left left[EB_REASON_N];
   guint n = 0;
   for (guint r = 0; r < EB_REASON_N; r++)

@@ -272,6 +272,11 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
     g_autofree char *summary = eb_stats_format_summary (eb_batch_get_stats (batch), dry_run);
     die_line ("%s", summary);
   }
+  /* metrics_file: the run's counters, for node_exporter's textfile collector */
+  const char *metrics = eb_config_get_string (config, "metrics_file");
+  g_autoptr (GError) merr = NULL;
+  if (metrics && *metrics && !eb_stats_write_prometheus (eb_batch_get_stats (batch), metrics, &merr))
+    die_line ("cannot write metrics_file: %s", merr->message);
   return ok ? 0 : exit_for_batch_error (error);
 }
 

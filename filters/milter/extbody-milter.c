@@ -1192,6 +1192,49 @@ stop (Life *life, const char *signame)
   return 0;
 }
 
+/* ---- metrics_file ------------------------------------------------------------
+ *
+ * The lifetime counters, written in the Prometheus text format to the
+ * metrics_file of the configuration in force (a reload may change it): at
+ * start, every metrics_interval seconds from the main thread's wait for
+ * signals, and at exit. A failure is logged once until the next success or a
+ * different failure, so a read-only directory does not fill the log. */
+static char *metrics_failure;
+
+static void
+metrics_write (void)
+{
+  g_autoptr (Gen) gen = gen_get ();
+  const char *path = eb_config_get_string (gen->config, "metrics_file");
+  if (!path || !*path)
+    return;
+  g_autoptr (GError) error = NULL;
+  if (eb_stats_write_prometheus (stats, path, &error)) {
+    if (metrics_failure)
+      log_line (LOG_INFO, "metrics_file %s written again", path);
+    g_clear_pointer (&metrics_failure, g_free);
+    return;
+  }
+  if (g_strcmp0 (metrics_failure, error->message) != 0)
+    log_line (LOG_WARNING, "cannot write metrics_file: %s", error->message);
+  g_free (metrics_failure);
+  metrics_failure = g_strdup (error->message);
+}
+
+/* Milliseconds until the next write of metrics_file is due after @last (a
+ * monotonic time), 0 when it is due now; -1: no metrics_file. */
+static int
+metrics_wait (gint64 last)
+{
+  g_autoptr (Gen) gen = gen_get ();
+  const char *path = eb_config_get_string (gen->config, "metrics_file");
+  if (!path || !*path)
+    return -1;
+  gint64 due = last + (gint64) eb_config_get_uint64 (gen->config, "metrics_interval") * G_USEC_PER_SEC;
+  gint64 ms = (due - g_get_monotonic_time () + 999) / 1000;
+  return (int) CLAMP (ms, 0, G_MAXINT);
+}
+
 /* main without the globals' release, so that every return leaves nothing
  * behind (LeakSanitizer runs over the daemon in the tests) */
 static int
@@ -1333,9 +1376,17 @@ run (int argc, char **argv)
   pthread_sigmask (SIG_SETMASK, &unblocked, NULL);
 
   int exit_status = 0;
+  metrics_write ();
+  gint64 metrics_last = g_get_monotonic_time ();
   for (;;) {
-    int sig = signal_next (-1);
-    if (sig == SIGHUP) {
+    int wait = metrics_wait (metrics_last);
+    int sig = wait == 0 ? 0 : signal_next (wait);
+    if (sig == 0) {
+      if (metrics_wait (metrics_last) == 0) {
+        metrics_write ();
+        metrics_last = g_get_monotonic_time ();
+      }
+    } else if (sig == SIGHUP) {
       reload (&life, "SIGHUP");
     } else if (sig == SIGTERM || sig == SIGINT) {
       exit_status = stop (&life, sig == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -1348,6 +1399,8 @@ run (int argc, char **argv)
     }
   }
   g_thread_join (milter);
+  metrics_write ();
+  g_clear_pointer (&metrics_failure, g_free);
   {
     g_autofree char *summary = eb_stats_format_summary (stats, FALSE);
     log_line (LOG_INFO, "exiting: %s", summary);

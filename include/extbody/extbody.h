@@ -1319,7 +1319,10 @@ EXTBODY_API char *eb_log_message_id (const EbRewriteResult *result, const char *
 
 /* EbStats: thread-safe counters that an administrator and a front end share: messages
  * scanned, messages skipped, messages changed, references, references
- * resolved, references left alone by reason, and bytes of input.
+ * resolved, references left alone by reason, bytes of input, and the fetches
+ * made for those messages (by outcome, bytes, cache hits, a latency
+ * histogram). They only grow: one EbStats for a process's lifetime gives the
+ * counters Prometheus expects (eb_stats_write_prometheus()), across reloads.
  */
 typedef struct _EbStats EbStats;
 
@@ -1444,6 +1447,77 @@ EXTBODY_API guint64 eb_stats_get_left (EbStats *stats, EbReason reason);
  * Returns: (transfer full): the line.
  */
 EXTBODY_API char *eb_stats_format_summary (EbStats *stats, gboolean dry_run);
+
+/**
+ * eb_stats_get_fetches:
+ * @stats: the counters
+ * @outcome: %EB_REASON_RESOLVED for the fetches that brought data back, else
+ *   why a fetch gave none
+ *
+ * Fetches are counted by eb_stats_add_result() from the messages' results:
+ * one for each URL fetched from the network (a name lookup or a connection
+ * made), redirects and a retry included in it; a URL taken from the fetcher's
+ * cache is a cache hit instead, and one refused before any network use
+ * (policy, rate limit) is counted among the references left only.
+ *
+ * Returns: the fetches that ended with @outcome.
+ */
+EXTBODY_API guint64 eb_stats_get_fetches (EbStats *stats, EbReason outcome);
+
+/**
+ * eb_stats_get_fetched_bytes:
+ * @stats: the counters
+ *
+ * Returns: the body bytes that arrived over the network, for every fetch
+ * (those stopped at a limit included).
+ */
+EXTBODY_API guint64 eb_stats_get_fetched_bytes (EbStats *stats);
+
+/**
+ * eb_stats_get_cache_hits:
+ * @stats: the counters
+ *
+ * Returns: the URLs taken from the fetcher's cache (an earlier message's
+ * fetch, or an earlier reference of the same message) instead of fetched.
+ */
+EXTBODY_API guint64 eb_stats_get_cache_hits (EbStats *stats);
+
+/**
+ * eb_stats_format_prometheus:
+ * @stats: the counters
+ *
+ * The counters in the Prometheus text exposition format (version 0.0.4), as
+ * the node_exporter textfile collector reads them: a HELP and a TYPE line for
+ * each metric; counters named with _total (extbody_messages_total,
+ * extbody_skipped_total, extbody_messages_changed_total,
+ * extbody_input_bytes_total, extbody_references_total,
+ * extbody_references_resolved_total, extbody_left_total with a reason label
+ * for every reason token, extbody_fetches_total with an outcome label,
+ * extbody_fetched_bytes_total, extbody_fetch_cache_hits_total); and the
+ * histogram extbody_fetch_duration_seconds (fixed buckets from 5 ms to 120 s,
+ * _bucket{le=...}, _sum, _count). Label values are escaped as the format
+ * says. A consistent snapshot: taken under the counters' lock.
+ *
+ * Returns: (transfer full): the text, ending with a newline.
+ */
+EXTBODY_API char *eb_stats_format_prometheus (EbStats *stats);
+
+/**
+ * eb_stats_write_prometheus:
+ * @stats: the counters
+ * @path: the file, usually NAME.prom in node_exporter's
+ *   --collector.textfile.directory
+ * @error: (nullable): where a failure goes
+ *
+ * Writes eb_stats_format_prometheus() to @path atomically: into a temporary
+ * file in the same directory (whose name does not end in .prom), flushed to
+ * disk (fsync), then renamed over @path, mode 0644, so that a reader sees the
+ * old file or the new one, never a part of one. On failure @path is as it was
+ * and no temporary file is left.
+ *
+ * Returns: %TRUE when written; %FALSE with @error (G_FILE_ERROR) set.
+ */
+EXTBODY_API gboolean eb_stats_write_prometheus (EbStats *stats, const char *path, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbStats, eb_stats_free)
 
