@@ -304,14 +304,18 @@ test_check (void)
   g_rmdir (dir);
 }
 
-/* When it stops, one line sums up every message it planned since it started. */
+/* When it stops, one line sums up every message it planned since it started;
+ * with metrics_file, the same counters are left in the Prometheus text format,
+ * read back with the reference parser (python3-prometheus-client) when there. */
 static void
 test_summary_at_exit (void)
 {
   g_autofree char *dir = g_dir_make_tmp ("extbody-milter-XXXXXX", NULL);
   g_autofree char *path = g_build_filename (dir, "milter.sock", NULL);
-  g_autofree char *conf = g_build_filename (dir, "empty.conf", NULL);
-  g_assert_true (g_file_set_contents (conf, "", 0, NULL));
+  g_autofree char *conf = g_build_filename (dir, "metrics.conf", NULL);
+  g_autofree char *prom = g_build_filename (dir, "extbody.prom", NULL);
+  g_autofree char *conf_text = g_strdup_printf ("metrics_file = %s\n", prom);
+  g_assert_true (g_file_set_contents (conf, conf_text, -1, NULL));
   Milter m = { NULL, g_strdup (dir), g_strdup_printf ("unix:%s", path), 0 };
   g_autoptr (GError) error = NULL;
   m.proc = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_PIPE, &error, g_getenv ("EXTBODY_MILTER"),
@@ -334,6 +338,24 @@ test_summary_at_exit (void)
   g_test_message ("%s", err);
   g_assert_nonnull (strstr (err, "extbody-milter: exiting: 2 messages scanned, 2 references, "
                                  "2 resolved, 2 messages changed\n"));
+  /* the file written at exit, parsed by the reference parser */
+  g_assert_true (g_file_test (prom, G_FILE_TEST_IS_REGULAR));
+  if (system ("/usr/bin/python3 -c 'import prometheus_client.parser' 2>/dev/null") == 0) {
+    g_autofree char *script = g_test_build_filename (G_TEST_DIST, "integration", "parse-metrics.py", NULL);
+    g_autofree char *parsed = NULL;
+    int wait = 0;
+    g_assert_true (g_spawn_sync (NULL, (char *[]) { "/usr/bin/python3", script, prom, NULL }, NULL,
+                                 G_SPAWN_DEFAULT, NULL, NULL, &parsed, NULL, &wait, NULL));
+    g_assert_true (g_spawn_check_wait_status (wait, NULL));
+    g_test_message ("%s", parsed);
+    g_assert_nonnull (strstr (parsed, "\nextbody_messages_total{} 2.0\n"));
+    g_assert_nonnull (strstr (parsed, "\nextbody_references_total{} 2.0\n"));
+    g_assert_nonnull (strstr (parsed, "\nextbody_references_resolved_total{} 2.0\n"));
+    g_assert_nonnull (strstr (parsed, "\nextbody_messages_changed_total{} 2.0\n"));
+    g_assert_nonnull (strstr (parsed, "\nextbody_left_total{reason=fetch-off} 0.0\n"));
+  } else {
+    g_test_message ("/usr/bin/python3 with prometheus_client missing: the file is not parsed");
+  }
   g_object_unref (m.proc);
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
   g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL);
