@@ -28,6 +28,8 @@
 # and delivers mail for test.example by local part, to DIR/mail/NAME/Maildir:
 #
 #   plain@         no filter (transport maildir_plain)
+#   cat@           mail/cat: transport_filter = /bin/cat (the benchmark's floor
+#                  for what a transport filter costs)
 #   broken@        the filter with DIR/broken.conf, --on-error accept (the default)
 #   broken-defer@  the filter with DIR/broken-defer.conf, --on-error tempfail
 #   anyone else    mail/extbody: the filter with DIR/extbody.conf, the lines of
@@ -110,6 +112,11 @@ plain:
   domains = +local_domains
   local_parts = plain
   transport = maildir_plain
+cat:
+  driver = accept
+  domains = +local_domains
+  local_parts = cat
+  transport = maildir_cat
 broken:
   driver = accept
   domains = +local_domains
@@ -137,6 +144,19 @@ maildir_plain:
   user = Debian-exim
   group = Debian-exim
   mode = 0644
+maildir_cat:
+  driver = appendfile
+  directory = $DIR/mail/cat/Maildir
+  maildir_format
+  create_directory
+  delivery_date_add
+  envelope_to_add
+  return_path_add
+  user = Debian-exim
+  group = Debian-exim
+  mode = 0644
+  transport_filter = /bin/cat
+  transport_filter_timeout = 300s
 extbody_maildir:
   driver = appendfile
   directory = $DIR/mail/extbody/Maildir
