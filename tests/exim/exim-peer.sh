@@ -30,6 +30,7 @@
 #   plain@         no filter (transport maildir_plain)
 #   cat@           mail/cat: transport_filter = /bin/cat (the benchmark's floor
 #                  for what a transport filter costs)
+#   mbox@          mail/mbox/mbox, an mbox file, with the filter as below
 #   broken@        the filter with DIR/broken.conf, --on-error accept (the default)
 #   broken-defer@  the filter with DIR/broken-defer.conf, --on-error tempfail
 #   anyone else    mail/extbody: the filter with DIR/extbody.conf, the lines of
@@ -117,6 +118,11 @@ cat:
   domains = +local_domains
   local_parts = cat
   transport = maildir_cat
+mbox:
+  driver = accept
+  domains = +local_domains
+  local_parts = mbox
+  transport = mbox_extbody
 broken:
   driver = accept
   domains = +local_domains
@@ -161,6 +167,18 @@ extbody_maildir:
   driver = appendfile
   directory = $DIR/mail/extbody/Maildir
   maildir_format
+  create_directory
+  delivery_date_add
+  envelope_to_add
+  return_path_add
+  user = Debian-exim
+  group = Debian-exim
+  mode = 0644
+  transport_filter = $filter -c $DIR/extbody.conf -q \$message_exim_id
+  transport_filter_timeout = 300s
+mbox_extbody:
+  driver = appendfile
+  file = $DIR/mail/mbox/mbox
   create_directory
   delivery_date_add
   envelope_to_add

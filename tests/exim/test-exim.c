@@ -5,7 +5,8 @@
  * the wrapper filters/exim/extbody-exim:
  *
  * - data: and http references (a loopback test server, fetching on) arrive
- *   resolved, with extbody's record logged under Exim's message id;
+ *   resolved, with extbody's record logged under Exim's message id, in a
+ *   Maildir and in an mbox (Exim writes the From_ line outside the filter);
  * - a message with nothing to resolve arrives byte for byte as sent, apart
  *   from the fields Exim puts on top (Return-path, Envelope-to, Delivery-date,
  *   Received); forged X-Extbody fields are removed;
@@ -349,6 +350,37 @@ test_burst (void)
   g_assert_cmpint (atoi (queued), ==, 0);
 }
 
+/* Exim's mbox delivery (appendfile file =, Debian's mail_spool transport):
+ * Exim writes the From_ line itself, outside the filter; the message after
+ * it is resolved, and a second message is appended after the first. */
+static void
+test_mbox (void)
+{
+  g_autofree char *m1 = data_message ("mbox-1");
+  g_autofree char *m2 = data_message ("mbox-2");
+  g_assert_cmpint (send_to ("mbox@test.example", m1), ==, 0);
+  g_assert_cmpint (send_to ("mbox@test.example", m2), ==, 0);
+  g_autofree char *mbox = NULL;
+  for (int t = 0; t < 30 * 20; t++) {
+    g_free (mbox);
+    mbox = read_text ("mail/mbox/mbox");
+    if (strstr (mbox, "<mbox-2@test.example>") && strstr (mbox, "<mbox-1@test.example>"))
+      break;
+    g_usleep (50000);
+  }
+  g_test_message ("%s", mbox);
+  g_assert_true (g_str_has_prefix (mbox, "From a@test.example "));
+  const char *second = strstr (mbox, "\n\nFrom a@test.example ");
+  g_assert_nonnull (second);
+  g_assert_null (strstr (second + 2, "\nFrom a@test.example "));
+  g_assert_null (strstr (mbox, "external-body;"));
+  g_autofree char *first = g_strndup (mbox, (gsize) (second - mbox));
+  g_assert_nonnull (strstr (first, "\n\nHello, Exim!\n"));
+  g_assert_nonnull (strstr (first, "\nX-Extbody: resolved 1 of 1 external-body reference\n"));
+  g_assert_nonnull (strstr (second, "\n\nHello, Exim!\n"));
+  g_assert_nonnull (strstr (second, "\nX-Extbody: resolved 1 of 1 external-body reference\n"));
+}
+
 /* The default: extbody fails (here, a configuration it refuses: exit 78), and
  * the message is delivered as it came, with a line that says why. */
 static void
@@ -577,6 +609,7 @@ main (int argc, char **argv)
   g_test_add_func ("/exim/3b-forged-trace-fields-removed", test_forged_trace);
   g_test_add_func ("/exim/4-stalled-reference", test_stalled);
   g_test_add_func ("/exim/5-200-messages-10-sessions", test_burst);
+  g_test_add_func ("/exim/5b-mbox", test_mbox);
   g_test_add_func ("/exim/6-failure-delivered-as-it-came", test_failure_accept);
   g_test_add_func ("/exim/7-failure-deferred", test_failure_tempfail);
   g_test_add_func ("/exim/8-stopped-after-limit", test_failure_stopped);
