@@ -4,6 +4,9 @@
 #
 #   exim-peer.sh up DIR SMTP_PORT EXTBODY_EXIM EXTBODY [SECONDS]
 #   exim-peer.sh exim DIR EXIM_ARGUMENT...   (the instance's exim: -bp, -M ID, ...)
+#   exim-peer.sh check DIR LINES         (filters/exim/exim4-extbody.conf: its
+#                                        transports and router in a configuration
+#                                        of their own, checked by exim -bV; after up)
 #   exim-peer.sh down DIR
 #
 # The exim binary is $EXIM, default /opt/extbody-test-exim/usr/sbin/exim4:
@@ -49,10 +52,14 @@ C=$DIR/exim.conf
 
 # run the instance's exim with ARGS in the private namespace
 in_ns () {
+  in_ns_conf "$C" "$@"
+}
+in_ns_conf () {
+  conf=$1; shift
   unshare --mount --propagation private sh -c '
     d=$1; shift
     mount --bind "$d/etc/passwd" /etc/passwd && mount --bind "$d/etc/group" /etc/group && exec "$@"' \
-    sh "$DIR" "$EXIM" -C "$C" "$@"
+    sh "$DIR" "$EXIM" -C "$conf" "$@"
 }
 
 case $cmd in
@@ -230,6 +237,27 @@ EOF
   ;;
 exim)
   in_ns "$@"
+  ;;
+check)
+  LINES=$1
+  awk '/^# router \(after/ { exit } { print }' "$LINES" > "$DIR/check-transports.conf"
+  awk 'f { print } /^# router \(after/ { f = 1 }' "$LINES" > "$DIR/check-routers.conf"
+  grep -q '^extbody_local_user:' "$DIR/check-routers.conf"
+  grep -q '^extbody_maildir_home:' "$DIR/check-transports.conf"
+  cat > "$DIR/check.conf" <<EOF
+domainlist local_domains = test.example
+spool_directory = $DIR/spool
+keep_environment =
+begin routers
+.include $DIR/check-routers.conf
+begin transports
+.include $DIR/check-transports.conf
+EOF
+  in_ns_conf "$DIR/check.conf" -bV >/dev/null
+  for t in extbody_maildir_home extbody_mail_spool; do
+    in_ns_conf "$DIR/check.conf" -bP transport "$t"
+  done
+  in_ns_conf "$DIR/check.conf" -bP router extbody_local_user
   ;;
 down)
   if [ -s "$DIR/exim.pid" ]; then

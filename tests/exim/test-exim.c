@@ -523,6 +523,28 @@ test_failure_stopped (void)
   g_assert_cmpuint (count_in ("broken-defer", "<stopped-2@test.example>", NULL), ==, 1);
 }
 
+/* The lines filters/exim/README.md gives (exim4-extbody.conf) are a valid
+ * Exim configuration: the transports with the filter and the timeout, and
+ * the router. */
+static void
+test_config_lines (void)
+{
+  g_autofree char *lines = g_test_build_filename (G_TEST_DIST, "..", "filters", "exim", "exim4-extbody.conf", NULL);
+  g_autofree char *cmd = g_strdup_printf ("sh '%s' check '%s' '%s' 2>&1", peer, dir, lines);
+  g_autofree char *out = NULL;
+  int rc = sh (cmd, &out);
+  g_test_message ("%s", out);
+  g_assert_cmpint (rc, ==, 0);
+  /* twice: both transports */
+  const char *filter = "transport_filter = /usr/local/libexec/extbody-exim -q $message_exim_id\n"
+                       "transport_filter_timeout = 5m\n";
+  const char *p = strstr (out, filter);
+  g_assert_nonnull (p);
+  g_assert_nonnull (strstr (p + 1, filter));
+  g_assert_nonnull (strstr (out, "transport = extbody_maildir_home\n"));
+  g_assert_nonnull (strstr (out, "check_local_user\n"));
+}
+
 /* A copy of @src in @to (its base name), mode @mode, owned by root. */
 static char *
 copy_for_everyone (const char *src, const char *to, int mode)
@@ -603,6 +625,7 @@ main (int argc, char **argv)
     test_abort_point ("exim", info);
   }
 
+  g_test_add_func ("/exim/0-configuration-lines", test_config_lines);
   g_test_add_func ("/exim/1-data-reference", test_data_reference);
   g_test_add_func ("/exim/2-http-reference", test_http_reference);
   g_test_add_func ("/exim/3-no-reference-byte-identical", test_unchanged);
