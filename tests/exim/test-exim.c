@@ -70,6 +70,17 @@ sh (const char *cmd, char **out)
   return g_spawn_check_wait_status (status, NULL) ? 0 : 1;
 }
 
+/* strstr that fails the test when @needle is not there (noreturn, so the
+ * compiler knows the result is never NULL). */
+static const char *
+must_find (const char *haystack, const char *needle)
+{
+  const char *p = strstr (haystack, needle);
+  if (!p)
+    g_error ("\"%s\" not found in:\n%s", needle, haystack);
+  return p;
+}
+
 static char *
 read_text (const char *rel)
 {
@@ -383,8 +394,7 @@ test_mbox (void)
   }
   g_test_message ("%s", mbox);
   g_assert_true (g_str_has_prefix (mbox, "From a@test.example "));
-  const char *second = strstr (mbox, "\n\nFrom a@test.example ");
-  g_assert_nonnull (second);
+  const char *second = must_find (mbox, "\n\nFrom a@test.example ");
   g_assert_null (strstr (second + 2, "\nFrom a@test.example "));
   g_assert_null (strstr (mbox, "external-body;"));
   g_autofree char *first = g_strndup (mbox, (gsize) (second - mbox));
@@ -549,8 +559,7 @@ test_config_lines (void)
   /* twice: both transports */
   const char *filter = "transport_filter = /usr/local/libexec/extbody-exim -q $message_exim_id\n"
                        "transport_filter_timeout = 5m\n";
-  const char *p = strstr (out, filter);
-  g_assert_nonnull (p);
+  const char *p = must_find (out, filter);
   g_assert_nonnull (strstr (p + 1, filter));
   g_assert_nonnull (strstr (out, "transport = extbody_maildir_home\n"));
   g_assert_nonnull (strstr (out, "check_local_user\n"));
