@@ -39,6 +39,8 @@ packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
 # (sieve_extprograms, sievec) for test-dovecot-lmtp
 [ "$mode" = test ] && packages="$packages dovecot-core dovecot-imapd dovecot-lmtpd dovecot-sieve"
 [ "$mode" = test ] && ! command -v npm >/dev/null 2>&1 && packages="$packages nodejs npm"
+# the libraries of Debian's exim4-daemon-light, which test-exim runs unpacked (below)
+[ "$mode" = test ] && packages="$packages libgnutls-dane0 libidn12 libnsl2 libdb5.3 libpcre2-8-0"
 # the hostile fetch suite's DNS case: a private network namespace (ip link set lo up)
 [ "$mode" = test ] && packages="$packages iproute2"
 # the Debian packages' build (tests/packaging/deb-smoke.sh)
@@ -68,6 +70,28 @@ if [ -n "$missing" ]; then
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
+
+# Exim 4 for test-exim and tests/bench/bench-exim.py. Debian's
+# exim4-daemon-light conflicts with postfix (both provide
+# mail-transport-agent), so it is never installed: the packages are fetched
+# with apt-get download and unpacked with dpkg-deb -x under
+# /opt/extbody-test-exim, where test-exim finds it (the CMake cache path
+# EXTBODY_TEST_EXIM). Nothing runs from it but the tests' private instance.
+exim_root=/opt/extbody-test-exim
+if [ "$mode" = test ] && [ ! -x "$exim_root/usr/sbin/exim4" ]; then
+  if [ "$(id -u)" -eq 0 ]; then sudo=; else sudo=sudo; fi
+  echo "==> unpacking Debian's exim4-daemon-light into $exim_root (not installed: it conflicts with postfix)"
+  debs=$(mktemp -d)
+  chmod 755 "$debs"
+  if (cd "$debs" && { apt-get download -q exim4-daemon-light exim4-base 2>/dev/null \
+        || { $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null \
+             && apt-get download -q exim4-daemon-light exim4-base; }; }); then
+    for deb in "$debs"/*.deb; do $sudo dpkg-deb -x "$deb" "$exim_root"; done
+  else
+    echo "==> could not fetch Exim: test-exim will skip"
+  fi
+  rm -rf "$debs"
+fi
 
 if [ "$mode" = test ]; then
   # the second data: URL implementation for test-diff-dataurl (exact version,

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Exim benchmark (root: it runs a private Exim on 127.0.0.1, tests/exim/exim-peer.sh).
+
+Postfix's smtp-source sends --count messages of about 5 KB from 10 concurrent
+SMTP sessions to one private Exim 4 (Debian's exim4-daemon-light unpacked under
+/opt/extbody-test-exim by tests/quickstart.sh, or $EXIM); measured in the same
+run and on the same instance, messages per second delivered to the Maildir
+(from the first message sent to the last one delivered) through a transport
+with no filter, with transport_filter = /bin/cat (the floor a transport filter
+costs: a pipe and two more processes a delivery), and with extbody's
+filters/exim/extbody-exim; for mail without references and for mail where one
+message in ten carries a data: reference. Each row is the median of --repeat
+runs, the rows of a run taken in turn. Not a test: nothing asserts a speed.
+
+    python3 tests/bench/bench-exim.py [--build build] [--count 1000] [--repeat 3]
+"""
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PEER = os.path.join(HERE, "..", "exim", "exim-peer.sh")
+WRAPPER = os.path.join(HERE, "..", "..", "filters", "exim", "extbody-exim")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def refs_message(path):
+    with open(path, "w", newline="") as f:
+        f.write("From: a@test.example\r\nTo: b@test.example\r\nSubject: with a reference\r\n"
+                "MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n"
+                "--b\r\nContent-Type: text/plain\r\n\r\n" + ("some text to make it about 5 KB long\r\n" * 120) +
+                "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n"
+                "\tURL=\"data:text/plain,Hello%2C%20\r\n\tbenchmark!%0A\"\r\n\r\n"
+                "Content-Type: text/plain\r\n\r\n--b--\r\n")
+
+
+def delivered(box):
+    try:
+        return len(os.listdir(box))
+    except FileNotFoundError:
+        return 0
+
+
+def run(work, port, count, rcpt, box, mix, timeout=600):
+    """Send count messages to rcpt; seconds until all are in box (Maildir/new)."""
+    before = delivered(box)
+    t0 = time.perf_counter()
+    if mix:
+        plain = count * 9 // 10
+        a = subprocess.Popen(["smtp-source", "-d", "-s", "9", "-m", str(plain), "-l", "5120",
+                              "-f", "a@test.example", "-t", rcpt, "127.0.0.1:%d" % port])
+        b = subprocess.Popen(["smtp-source", "-d", "-s", "1", "-m", str(count - plain),
+                              "-F", os.path.join(work, "refs.eml"),
+                              "-f", "a@test.example", "-t", rcpt, "127.0.0.1:%d" % port])
+        if a.wait() or b.wait():
+            raise RuntimeError("smtp-source failed")
+    else:
+        subprocess.run(["smtp-source", "-d", "-s", "10", "-m", str(count), "-l", "5120",
+                        "-f", "a@test.example", "-t", rcpt, "127.0.0.1:%d" % port], check=True)
+    end = time.time() + timeout
+    while delivered(box) < before + count:
+        if time.time() > end:
+            raise RuntimeError("only %d of %d delivered to %s" % (delivered(box) - before, count, box))
+        time.sleep(0.01)
+    return time.perf_counter() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(HERE, "..", "..", "build"))
+    ap.add_argument("--count", type=int, default=1000)
+    ap.add_argument("--repeat", type=int, default=3, help="runs per row; the median is shown")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("bench-exim.py runs a private Exim and needs root")
+    exim = os.environ.get("EXIM", "/opt/extbody-test-exim/usr/sbin/exim4")
+    if not os.access(exim, os.X_OK):
+        sys.exit("no Exim at %s: run sh tests/quickstart.sh test (it unpacks Debian's exim4-daemon-light), "
+                 "or set EXIM" % exim)
+    extbody_src = os.path.join(os.path.abspath(a.build), "src", "extbody")
+    work = tempfile.mkdtemp(prefix="extbody-bench-exim-")
+    os.chmod(work, 0o755)
+    port = free_port()
+    try:
+        # the filter runs as Exim's user: copies it can read and run
+        run_dir = os.path.join(work, "run")
+        os.mkdir(run_dir)
+        os.chmod(run_dir, 0o755)
+        wrapper = shutil.copy(WRAPPER, run_dir)
+        extbody = shutil.copy(extbody_src, run_dir)
+        os.chmod(wrapper, 0o755)
+        os.chmod(extbody, 0o755)
+        with open(os.path.join(work, "extbody.conf"), "w") as f:
+            f.write("[extbody]\nfetch = off\n")
+        refs_message(os.path.join(work, "refs.eml"))
+        env = dict(os.environ, EXIM=exim)
+        subprocess.run(["sh", PEER, "up", work, str(port), wrapper, extbody], check=True, env=env)
+        rows = [("no filter", "plain@test.example", "plain"),
+                ("transport_filter = /bin/cat", "cat@test.example", "cat"),
+                ("extbody-exim", "b@test.example", "extbody")]
+        # one message to each first: the Maildirs exist, the caches are warm
+        for _, rcpt, box in rows:
+            run(work, port, 1, rcpt, os.path.join(work, "mail", box, "Maildir", "new"), False)
+        for mix in (False, True):
+            label = "one in ten with a data: reference" if mix else "no references"
+            print("%d messages of ~5 KB from 10 sessions, %s, delivered to a Maildir:" % (a.count, label))
+            rates = {name: [] for name, _, _ in rows}
+            for _ in range(a.repeat):
+                for name, rcpt, box in rows:
+                    dt = run(work, port, a.count, rcpt, os.path.join(work, "mail", box, "Maildir", "new"), mix)
+                    rates[name].append(a.count / dt)
+            got = {}
+            for name, _, _ in rows:
+                r = rates[name]
+                got[name] = sorted(r)[len(r) // 2]
+                print("  %-30s %7.0f msg/s (runs: %s)" % (name, got[name], " ".join("%.0f" % x for x in r)))
+            print("  ratio extbody-exim/no filter: %.2f (slowdown %.0f%%)" %
+                  (got["extbody-exim"] / got["no filter"], 100 * (1 - got["extbody-exim"] / got["no filter"])))
+            print("  ratio extbody-exim/cat filter: %.2f" % (got["extbody-exim"] / got["transport_filter = /bin/cat"]))
+    finally:
+        subprocess.run(["sh", PEER, "down", work], env=dict(os.environ, EXIM=exim))
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
