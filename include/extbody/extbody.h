@@ -88,7 +88,8 @@ EXTBODY_API const char *eb_get_version_string (void);
  *
  * The versions of the libraries libextbody runs with, for a program's
  * --version: "GMime 3.2.13, GLib 2.74.6, " then what libcurl says of itself
- * (curl_version(): "libcurl/7.88.1 OpenSSL/3.0.11 ...").
+ * (curl_version(): "libcurl/7.88.1 OpenSSL/3.0.11 ..."). It may be called
+ * before eb_init().
  *
  * Returns: (transfer full): the text.
  */
