@@ -87,9 +87,9 @@ EXTBODY_API const char *eb_get_version_string (void);
  * eb_get_library_versions:
  *
  * The versions of the libraries libextbody runs with, for a program's
- * --version: "GMime 3.2.13, GLib 2.74.6, " then what libcurl says of itself
- * (curl_version(): "libcurl/7.88.1 OpenSSL/3.0.11 ..."). It may be called
- * before eb_init().
+ * --version: "GMime 3.2.13, GLib 2.74.6, " then libcurl's own version text,
+ * its TLS and other libraries included ("libcurl/7.88.1 OpenSSL/3.0.11 ...").
+ * It may be called before eb_init().
  *
  * Returns: (transfer full): the text.
  */
