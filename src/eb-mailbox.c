@@ -1,6 +1,7 @@
 /* eb-mailbox.c - mbox and Maildir (see eb-mailbox.h). */
 #include "eb-mailbox.h"
 #include "eb-error.h"
+#include <extbody/extbody.h>    /* eb_maildir_sniff, eb_cleanup_run: public */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -62,14 +62,14 @@ gboolean eb_mbox_iter_next (EbMboxIter *iter, EbMboxMsg *msg);
  * @to: the split of a large mbox in pieces, each looked at on its own. */
 void eb_mbox_find_separators (const char *buf, gsize len, gsize from, gsize to, GArray *out);
 
-/* Is @path a Maildir (cur/, new/ and tmp/)? */
+/* Is @path a Maildir (cur/, new/ and tmp/)? Public (extbody.h). */
 gboolean eb_maildir_sniff (const char *path);
 
 /* Files that must not outlive the process when a signal stops it: the new
  * mailbox being written and the dot-lock. eb_cleanup_add() returns a slot for
  * eb_cleanup_remove() (-1 when all are taken: the file is then not covered);
  * eb_cleanup_run() unlinks every covered file and is async-signal-safe, for a
- * SIGTERM, SIGINT or SIGHUP handler. */
+ * SIGTERM, SIGINT or SIGHUP handler (public: extbody.h). */
 int  eb_cleanup_add (const char *path);
 void eb_cleanup_remove (int slot);
 void eb_cleanup_run (void);

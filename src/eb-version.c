@@ -28,6 +28,14 @@ eb_get_version_string (void)
   return EXTBODY_VERSION_STRING;
 }
 
+char *
+eb_get_library_versions (void)
+{
+  return g_strdup_printf ("GMime %u.%u.%u, GLib %u.%u.%u, %s", gmime_major_version,
+                          gmime_minor_version, gmime_micro_version, glib_major_version,
+                          glib_minor_version, glib_micro_version, curl_version ());
+}
+
 /* GMime's and libcurl's global state: set up once, before threads start. */
 G_LOCK_DEFINE_STATIC (init);
 static gboolean initialized;

@@ -9,8 +9,6 @@
  */
 #include <gio/gio.h>
 #include <gio/gunixoutputstream.h>
-#include <gmime/gmime.h>
-#include <curl/curl.h>
 #include <json-glib/json-glib.h>
 #include <errno.h>
 #include <signal.h>
@@ -21,15 +19,8 @@
 #include <sysexits.h>
 #include <unistd.h>
 
-#include "eb-batch.h"
-#include "eb-config.h"
-#include "eb-dataurl.h"
-#include "eb-error.h"
-#include "eb-fetch.h"
-#include "eb-inspect.h"
-#include "eb-mailbox.h"
-#include "eb-log.h"
-#include "eb-rewrite.h"
+/* the public API only, as any program linking libextbody sees it */
+#include <extbody/extbody.h>
 
 static const char *prog = "extbody";
 
@@ -159,8 +150,11 @@ load_config (int *status)
     *status = EX_CONFIG;
     return NULL;
   }
-  if (opt_fetch)
-    config->fetch = TRUE;
+  if (opt_fetch && !eb_config_set (config, "fetch", "on", &error)) {
+    die_line ("%s", error->message);
+    *status = EX_CONFIG;
+    return NULL;
+  }
   return g_steal_pointer (&config);
 }
 
@@ -168,7 +162,7 @@ load_config (int *status)
 static EbFetcher *
 make_fetcher (const EbConfig *config, int *status)
 {
-  if (!config->fetch)
+  if (!eb_config_get_boolean (config, "fetch"))
     return NULL;
   g_autoptr (GError) error = NULL;
   EbFetcher *f = eb_fetcher_new (config, &error);
@@ -400,7 +394,7 @@ cmd_rewrite (int argc, char **argv)
   g_autoptr (GOutputStream) out = g_unix_output_stream_new (STDOUT_FILENO, FALSE);
   g_autoptr (EbRewriteResult) result = NULL;
   EbRewriteFlags flags = opt_no_precheck ? EB_REWRITE_NO_PRECHECK : EB_REWRITE_DEFAULT;
-  if (filter && config->strip_trace_fields)
+  if (filter && eb_config_get_boolean (config, "strip_trace_fields"))
     flags |= EB_REWRITE_STRIP_TRACE;
   if (filter)
     flags |= EB_REWRITE_FILTER_FIELD;
@@ -413,16 +407,19 @@ cmd_rewrite (int argc, char **argv)
     eb_log_message (queue_id, mid, result);
   }
   if (report) {
-    if (result->reason != EB_REASON_RESOLVED)
-      fprintf (stderr, "%s: message left unchanged: %s: %s\n", prog,
-               eb_reason_token (result->reason), eb_reason_text (result->reason));
-    for (guint i = 0; result->scan && i < result->scan->refs->len; i++) {
+    EbReason reason = eb_rewrite_result_get_reason (result);
+    if (reason != EB_REASON_RESOLVED)
+      fprintf (stderr, "%s: message left unchanged: %s: %s\n", prog, eb_reason_token (reason),
+               eb_reason_text (reason));
+    guint n_refs = eb_rewrite_result_get_n_refs (result);
+    for (guint i = 0; i < n_refs; i++) {
       g_autofree char *line = eb_inspect_report_line (result, i);
       fprintf (stderr, "%s: %s\n", prog, line);
     }
-    if (result->removed && result->removed->len)
+    guint n_removed = eb_rewrite_result_get_n_removed (result);
+    if (n_removed)
       fprintf (stderr, "%s: removed %u X-Extbody trace field%s that came with the message\n", prog,
-               result->removed->len, result->removed->len == 1 ? "" : "s");
+               n_removed, n_removed == 1 ? "" : "s");
   }
   return 0;
 }
@@ -442,12 +439,13 @@ inspect_message (guint number, const char *source, gint64 offset, const char *mi
                  const EbRewriteResult *result, gpointer data)
 {
   InspectRun *run = data;
-  if (!result->scan || !result->scan->refs->len)
+  guint n_refs = eb_rewrite_result_get_n_refs (result);
+  if (!n_refs)
     return;
   /* in the table, a mailbox's message by its number and Message-ID */
   g_autofree char *label = g_strdup_printf ("%s #%u %s", run->box, number,
                                             mid ? mid : "(no Message-ID)");
-  for (guint i = 0; i < result->scan->refs->len; i++) {
+  for (guint i = 0; i < n_refs; i++) {
     run->n_refs++;
     if (run->json) {
       g_autofree char *line = eb_inspect_json (source, offset, mid, result, i);
@@ -547,10 +545,13 @@ cmd_inspect (int argc, char **argv)
     const char *in_buf = g_bytes_get_data (input, &in_len);
     g_autoptr (EbRewriteResult) result = eb_rewrite_plan (in_buf ? in_buf : "", in_len, config,
                                                           fetcher, flags);
-    if (result->reason != EB_REASON_RESOLVED && (result->parsed || result->reason == EB_REASON_MESSAGE_TOO_LARGE))
+    EbReason reason = eb_rewrite_result_get_reason (result);
+    if (reason != EB_REASON_RESOLVED
+        && (eb_rewrite_result_get_parsed (result) || reason == EB_REASON_MESSAGE_TOO_LARGE))
       fprintf (stderr, "%s: %s: message left unchanged: %s\n", prog, argv[a],
-               eb_reason_text (result->reason));
-    for (guint i = 0; result->scan && i < result->scan->refs->len; i++) {
+               eb_reason_text (reason));
+    guint n_refs_msg = eb_rewrite_result_get_n_refs (result);
+    for (guint i = 0; i < n_refs_msg; i++) {
       n_refs++;
       if (json) {
         g_autofree char *line = eb_inspect_json (argv[a], -1, NULL, result, i);
@@ -619,9 +620,9 @@ cmd_data_url (int argc, char **argv)
     die_line ("%s", error->message);
     return EX_DATAERR;
   }
-  g_autofree char *ser = eb_mime_type_serialize (du->mime_type);
+  g_autofree char *ser = eb_mime_type_serialize (eb_data_url_get_mime_type (du));
   gsize blen = 0;
-  const guint8 *body = g_bytes_get_data (du->body, &blen);
+  const guint8 *body = g_bytes_get_data (eb_data_url_get_body (du), &blen);
   if (json) {
     g_autofree char *b64 = g_base64_encode (body, blen);
     g_autoptr (JsonBuilder) b = json_builder_new ();
@@ -739,9 +740,8 @@ main (int argc, char **argv)
     return 0;
   }
   if (!strcmp (cmd, "-V") || !strcmp (cmd, "--version")) {
-    printf ("extbody %s (GMime %u.%u.%u, GLib %u.%u.%u, %s)\n", EXTBODY_VERSION,
-            gmime_major_version, gmime_minor_version, gmime_micro_version,
-            glib_major_version, glib_minor_version, glib_micro_version, curl_version ());
+    g_autofree char *libs = eb_get_library_versions ();
+    printf ("extbody %s (%s)\n", eb_get_version_string (), libs);
     return 0;
   }
 
@@ -754,8 +754,7 @@ main (int argc, char **argv)
   sigaction (SIGINT, &sa, NULL);
   sigaction (SIGHUP, &sa, NULL);
   signal (SIGPIPE, SIG_IGN);
-  g_mime_init ();
-  curl_global_init (CURL_GLOBAL_DEFAULT);
+  eb_init ();
   /* the library's diagnostics (and GMime's) as "extbody: ..." on standard
    * error, or in the journal; rewrite --log can send them to syslog */
   eb_log_init (prog, EB_LOG_STDERR);
@@ -780,7 +779,6 @@ main (int argc, char **argv)
   g_strfreev (opt_set);
   g_strfreev (opt_allow_network);
   g_free (opt_config);
-  g_mime_shutdown ();
-  curl_global_cleanup ();
+  eb_shutdown ();
   return status;
 }

@@ -84,6 +84,18 @@ EXTBODY_API guint eb_get_micro_version (void);
 EXTBODY_API const char *eb_get_version_string (void);
 
 /**
+ * eb_get_library_versions:
+ *
+ * The versions of the libraries libextbody runs with, for a program's
+ * --version: "GMime 3.2.13, GLib 2.74.6, " then libcurl's own version text,
+ * its TLS and other libraries included ("libcurl/7.88.1 OpenSSL/3.0.11 ...").
+ * It may be called before eb_init().
+ *
+ * Returns: (transfer full): the text.
+ */
+EXTBODY_API char *eb_get_library_versions (void);
+
+/**
  * eb_init:
  *
  * Initialize the libraries libextbody uses (GMime, libcurl). Call it once,
@@ -1747,5 +1759,26 @@ EXTBODY_API gboolean eb_batch_get_complete (EbBatch *batch);
 EXTBODY_API EbStats *eb_batch_get_stats (EbBatch *batch);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbBatch, eb_batch_free)
+
+/**
+ * eb_maildir_sniff:
+ * @path: (type filename): a directory
+ *
+ * Whether @path is a Maildir: it holds the directories cur/, new/ and tmp/.
+ * Nothing is read but their existence.
+ *
+ * Returns: TRUE when it is one.
+ */
+EXTBODY_API gboolean eb_maildir_sniff (const char *path);
+
+/**
+ * eb_cleanup_run:
+ *
+ * Unlink every file a batch run in progress must not leave behind: the new
+ * mbox being written beside the old one and the dot-lock. Async-signal-safe:
+ * for a handler of SIGTERM, SIGINT or SIGHUP, which then lets the signal take
+ * its default course. The mailbox itself stays as it was.
+ */
+EXTBODY_API void eb_cleanup_run (void);
 
 G_END_DECLS
