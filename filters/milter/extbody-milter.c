@@ -1270,7 +1270,11 @@ run (int argc, char **argv)
     return EX_USAGE;
   }
   if (opt_version) {
-    printf ("extbody-milter %s\n", EXTBODY_VERSION);
+    g_autofree char *libs = eb_get_library_versions ();
+    unsigned int mmaj = 0, mmin = 0, mpl = 0;
+    smfi_version (&mmaj, &mmin, &mpl);
+    printf ("extbody-milter %s (libextbody %s, %s, libmilter %u.%u.%u)\n", EXTBODY_VERSION,
+            eb_get_version_string (), libs, mmaj, mmin, mpl);
     return 0;
   }
   if (argc > 1) {

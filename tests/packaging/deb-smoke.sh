@@ -62,6 +62,7 @@ DEBIAN_FRONTEND=noninteractive dpkg -i "$out"/*.deb
 fail() { echo "deb-smoke: FAILED: $*" >&2; exit 1; }
 echo "==> extbody --version"
 /usr/bin/extbody --version
+/usr/sbin/extbody-milter --version
 echo "==> extbody-milter -n (the packaged configuration)"
 /usr/sbin/extbody-milter -n || fail "extbody-milter -n rejects the packaged configuration"
 grep -q '^milter_socket = unix:/var/spool/postfix/extbody/extbody.sock$' /etc/extbody/extbody.conf \
