@@ -214,6 +214,76 @@ eb_mbox_find_separators (const char *buf, gsize len, gsize from, gsize to, GArra
   }
 }
 
+/* "external-body" in any case at @p (@p + 13 <= the end), as
+ * eb_message_may_hold_external_body() looks for it. */
+static gboolean
+is_external_body_at (const char *p)
+{
+  static const char pat[] = "external-body";
+  for (guint i = 0; i < sizeof pat - 1; i++)
+    if (g_ascii_tolower (p[i]) != pat[i])
+      return FALSE;
+  return TRUE;
+}
+
+/* One candidate of eb_mbox_find_separators_and_hits at @q: a "\n" (a From_
+ * line may follow) or a "-" (the middle of "external-body"). */
+static inline void
+candidate (const char *buf, gsize len, gsize from, gsize to, gsize q, GArray *seps, GArray *hits)
+{
+  if (buf[q] == '\n') {
+    gsize s = q + 1;
+    if (s < to && s >= from && len - s >= 5 && memcmp (buf + s, "From ", 5) == 0) {
+      gboolean blank = q == 0 || buf[q - 1] == '\n'
+                       || (buf[q - 1] == '\r' && (q == 1 || buf[q - 2] == '\n'));
+      if (blank && eb_mbox_is_from_line (buf + s, len - s))
+        g_array_append_val (seps, s);
+    }
+  } else if (buf[q] == '-' && q >= from && q >= 8 && len - q >= 5
+             && is_external_body_at (buf + q - 8)) {
+    gsize h = q - 8;
+    g_array_append_val (hits, h);
+  }
+}
+
+void
+eb_mbox_find_separators_and_hits (const char *buf, gsize len, gsize from, gsize to, GArray *seps,
+                                  GArray *hits)
+{
+  to = MIN (to, len);
+  if (from >= to)
+    return;
+  if (from == 0 && is_from_line (buf, len, 0))
+    g_array_append_val (seps, from);
+  /* sixteen bytes at a time: a "\n" before an "F", or a "-" before a "b" or
+   * "B", flags a place to look at (the "\n" before a separator at @from is
+   * the byte before it) */
+  gsize q = from == 0 ? 0 : from - 1;
+  const V16 nl = { '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n',
+                   '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n' };
+  const V16 ef = { 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F' };
+  const V16 da = { '-', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-' };
+  const V16 bb = { 'b', 'b', 'b', 'b', 'b', 'b', 'b', 'b', 'b', 'b', 'b', 'b', 'b', 'b', 'b', 'b' };
+  const V16 lc = { 0x20, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20,
+                   0x20, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20 };
+  while (q + 16 <= to && len - q >= 17) {
+    V16 a, b;
+    memcpy (&a, buf + q, 16);
+    memcpy (&b, buf + q + 1, 16);
+    V16 m = (V16) (((a == nl) & (b == ef)) | ((a == da) & ((b | lc) == bb)));
+    guint64 w[2];
+    memcpy (w, &m, sizeof w);
+    if (w[0] | w[1])
+      for (guint k = 0; k < 16; k++)
+        if (m[k])
+          candidate (buf, len, from, to, q + k, seps, hits);
+    q += 16;
+  }
+  for (; q < to; q++)
+    if (buf[q] == '\n' || buf[q] == '-')
+      candidate (buf, len, from, to, q, seps, hits);
+}
+
 void
 eb_mbox_iter_init (EbMboxIter *iter, const char *buf, gsize len)
 {

@@ -62,6 +62,14 @@ gboolean eb_mbox_iter_next (EbMboxIter *iter, EbMboxMsg *msg);
  * @to: the split of a large mbox in pieces, each looked at on its own. */
 void eb_mbox_find_separators (const char *buf, gsize len, gsize from, gsize to, GArray *out);
 
+/* eb_mbox_find_separators(), and in the same pass the offsets where
+ * "external-body" (in any case, as eb_message_may_hold_external_body() looks
+ * for it) starts, for the "-" in it from @from up to, not including, @to
+ * (@hits, element-type gsize): a message with none in it holds no external
+ * body. */
+void eb_mbox_find_separators_and_hits (const char *buf, gsize len, gsize from, gsize to,
+                                       GArray *seps, GArray *hits);
+
 /* Is @path a Maildir (cur/, new/ and tmp/)? */
 gboolean eb_maildir_sniff (const char *path);
 

@@ -33,18 +33,31 @@ eb_rewrite_from_line_len (const char *buf, gsize len)
   return end;
 }
 
-EbRewriteResult *
-eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher *fetcher,
-                 EbRewriteFlags flags)
+static EbRewriteResult *
+result_new (const char *buf, gsize len)
 {
   EbRewriteResult *r = g_new0 (EbRewriteResult, 1);
   r->reason = EB_REASON_RESOLVED;
   r->resolutions = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_resolution_free);
   r->actions = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_action_free);
-  r->skip = eb_rewrite_from_line_len (buf0, len0);
+  r->skip = eb_rewrite_from_line_len (buf, len);
+  r->removed = g_array_new (FALSE, FALSE, sizeof (EbRange));
+  return r;
+}
+
+EbRewriteResult *
+eb_rewrite_plan_unmatched (const char *buf, gsize len)
+{
+  return result_new (buf, len);
+}
+
+EbRewriteResult *
+eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher *fetcher,
+                 EbRewriteFlags flags)
+{
+  EbRewriteResult *r = result_new (buf0, len0);
   const char *buf = buf0 + r->skip;
   gsize len = len0 - r->skip;
-  r->removed = g_array_new (FALSE, FALSE, sizeof (EbRange));
   g_autoptr (EbHeaderBlock) top = NULL;
   if (flags & EB_REWRITE_STRIP_TRACE) {
     top = eb_header_block_scan (buf, 0, MIN (len, config->max_message_size));
