@@ -40,6 +40,7 @@ struct _EbBatch {
   /* the run */
   const char         *scan_buf;  /* the mbox being split by the workers */
   gsize               scan_len;
+  int                 scan_fd;   /* its file, read by the split (-1: the mapping is) */
   GMutex              lock;
   GCond               cond;     /* signalled when the awaited task is done */
   gconstpointer       awaited;  /* the task the calling thread waits for */
@@ -651,15 +652,28 @@ static void
 scan_work (Scan *sc, EbBatch *b)
 {
   const char *buf = b->scan_buf;
+  /* looking for "external-body" too, the split reads the file: the pages of
+   * the messages without it are never mapped (no faults, nothing to give
+   * back); a read that fails falls back to the mapping */
+  if (sc->hits && b->scan_fd >= 0) {
+    if (eb_mbox_read_separators_and_hits (b->scan_fd, b->scan_len, sc->from, sc->to, sc->seps,
+                                          sc->hits))
+      goto done;
+    g_array_set_size (sc->seps, 0);
+    g_array_set_size (sc->hits, 0);
+  }
 #ifdef MADV_POPULATE_READ
-  /* the pages in one call, not a fault every few (an old kernel: faults) */
-  gsize page = (gsize) sysconf (_SC_PAGESIZE), a = sc->from / page * page;
-  madvise ((void *) (buf + a), sc->to - a, MADV_POPULATE_READ);
+  {
+    /* the pages in one call, not a fault every few (an old kernel: faults) */
+    gsize page = (gsize) sysconf (_SC_PAGESIZE), a = sc->from / page * page;
+    madvise ((void *) (buf + a), sc->to - a, MADV_POPULATE_READ);
+  }
 #endif
   if (sc->hits)
     eb_mbox_find_separators_and_hits (buf, b->scan_len, sc->from, sc->to, sc->seps, sc->hits);
   else
     eb_mbox_find_separators (buf, b->scan_len, sc->from, sc->to, sc->seps);
+done:
   g_mutex_lock (&b->lock);
   sc->finished = TRUE;
   if (b->awaited == sc)
@@ -900,6 +914,7 @@ eb_batch_run_mbox (EbBatch *b, const char *path, GError **error)
     r.hits = g_array_new (FALSE, FALSE, sizeof (gsize));
   b->scan_buf = r.buf;
   b->scan_len = len;
+  b->scan_fd = fd;
   eb_mbox_iter_init (&r.iter, r.buf, len);
   b->mbox = TRUE;
   if (!writing) {

@@ -331,6 +331,38 @@ eb_mbox_find_separators_and_hits (const char *buf, gsize len, gsize from, gsize 
       candidate (buf, len, from, to, q, seps, hits);
 }
 
+gboolean
+eb_mbox_read_separators_and_hits (int fd, gsize len, gsize from, gsize to, GArray *seps,
+                                  GArray *hits)
+{
+  /* a piece, with the bytes before it that tell a blank line and the start of
+   * "external-body", and after it the rest of a From_ line and of "body" */
+  const gsize piece = 256 << 10, before = 8, after = FROM_LINE_MAX + 8;
+  to = MIN (to, len);
+  if (from >= to)
+    return TRUE;
+  g_autofree char *tmp = g_malloc (MIN (piece, to - from) + before + after);
+  for (gsize f = from; f < to; f += piece) {
+    gsize t = MIN (to, f + piece);
+    gsize off = f >= before ? f - before : 0, end = MIN (len, t + after), got = 0;
+    while (got < end - off) {
+      ssize_t n = pread (fd, tmp + got, end - off - got, (off_t) (off + got));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return FALSE;
+      got += (gsize) n;
+    }
+    guint s0 = seps->len, h0 = hits->len;
+    eb_mbox_find_separators_and_hits (tmp, end - off, f - off, t - off, seps, hits);
+    for (guint i = s0; i < seps->len; i++)
+      g_array_index (seps, gsize, i) += off;
+    for (guint i = h0; i < hits->len; i++)
+      g_array_index (hits, gsize, i) += off;
+  }
+  return TRUE;
+}
+
 void
 eb_mbox_iter_init (EbMboxIter *iter, const char *buf, gsize len)
 {

@@ -70,6 +70,13 @@ void eb_mbox_find_separators (const char *buf, gsize len, gsize from, gsize to, 
 void eb_mbox_find_separators_and_hits (const char *buf, gsize len, gsize from, gsize to,
                                        GArray *seps, GArray *hits);
 
+/* eb_mbox_find_separators_and_hits() over the mbox @fd of @len bytes, read
+ * with pread() a piece at a time into one buffer instead of mapped: the pages
+ * of the messages never looked at again are not mapped. FALSE: a read failed
+ * (what was found so far is in @seps and @hits). */
+gboolean eb_mbox_read_separators_and_hits (int fd, gsize len, gsize from, gsize to, GArray *seps,
+                                           GArray *hits);
+
 /* Is @path a Maildir (cur/, new/ and tmp/)? */
 gboolean eb_maildir_sniff (const char *path);
 
