@@ -40,6 +40,7 @@ struct _EbBatch {
   /* the run */
   const char         *scan_buf;  /* the mbox being split by the workers */
   gsize               scan_len;
+  int                 scan_fd;   /* its file, read by the split (-1: the mapping is) */
   GMutex              lock;
   GCond               cond;     /* signalled when the awaited task is done */
   gconstpointer       awaited;  /* the task the calling thread waits for */
@@ -68,6 +69,7 @@ typedef struct {
   gboolean         changed;     /* it changes (or would) */
   gboolean         unreadable;  /* a Maildir file that could not be read */
   gboolean         failed;      /* writing it in memory failed */
+  gboolean         unmatched;   /* no "external-body" in it: planned by the consumer */
   gboolean         finished;    /* set under the batch lock when planned */
 } Item;
 
@@ -78,11 +80,17 @@ typedef struct {
   TaskKind  kind;
   gsize     from, to;
   GArray   *seps;       /* (element-type gsize) */
+  GArray   *hits;       /* (element-type gsize) where "external-body" starts, or NULL */
   gboolean  finished;   /* set under the batch lock */
 } Scan;
 
 #define SCAN_CHUNK (2 << 20)
 #define SCAN_AHEAD 2
+/* Messages the split found no "external-body" in take no worker: besides the
+ * window of messages being planned, up to RING_SPREAD times as many such
+ * messages wait for their turn, together at most SPAN_MAX bytes of the mbox. */
+#define RING_SPREAD 8
+#define SPAN_MAX (8 << 20)
 
 static void
 item_free (Item *it)
@@ -368,6 +376,22 @@ plan_item (Item *it, EbBatch *b)
   }
 }
 
+/* The plan of a message the split found no "external-body" in: what
+ * plan_item() would find, on the calling thread, without reading it again. */
+static void
+plan_unmatched (Item *it, EbBatch *b)
+{
+  g_autoptr (EbRewriteResult) r = eb_rewrite_plan_unmatched (it->buf, it->len);
+  eb_stats_add_result (b->stats, r);
+  eb_stats_add_bytes (b->stats, it->len);
+  if (b->message)
+    it->result = g_steal_pointer (&r);
+  g_mutex_lock (&b->lock);
+  b->done++;
+  b->bytes_done += it->len;
+  g_mutex_unlock (&b->lock);
+}
+
 typedef struct Run Run;
 static void scan_work (Scan *sc, EbBatch *b);
 
@@ -441,6 +465,9 @@ struct Run {
   gsize        scan_pos;      /* where the next scan starts */
   GArray      *seps;          /* (element-type gsize) From_ lines found, from seps_head on */
   guint        seps_head;
+  GArray      *hits;          /* (element-type gsize) "external-body" found, from hits_head on,
+                                 or NULL: every message is planned by a worker */
+  guint        hits_head;
   gsize        prev;          /* bytes of the input written (or passed) so far */
   gsize        released;      /* pages given back below this offset */
   gboolean     ok;
@@ -472,34 +499,46 @@ static void
 run_pool (Run *r)
 {
   EbBatch *b = r->b;
-  guint window = eb_batch_window (b->jobs), pushed = 0;
+  guint window = eb_batch_window (b->jobs), pushed = 0, pooled = 0;
+  guint ring_len = r->hits ? window * RING_SPREAD : window;
+  guint64 span = 0;   /* bytes of the items made and not yet consumed */
   gboolean more = TRUE;
-  g_autofree Item **ring = g_new0 (Item *, window);
+  g_autofree Item **ring = g_new0 (Item *, ring_len);
   b->done = 0;
   b->bytes_done = 0;
   GThreadPool *pool = g_thread_pool_new (work, b, (gint) b->jobs, TRUE, NULL);
   r->pool = pool;
   gint64 last = g_get_monotonic_time ();
   for (guint next = 0;; next++) {
-    while (more && pushed - next < window) {
+    while (more && pushed - next < ring_len && pooled < window
+           && (pushed == next || span < SPAN_MAX)) {
       Item *it = r->make (r, pushed);
       if (!it) {
         more = FALSE;
         break;
       }
-      ring[pushed % window] = it;
-      g_thread_pool_push (pool, it, NULL);
+      ring[pushed % ring_len] = it;
+      span += it->len;
+      if (!it->unmatched) {
+        g_thread_pool_push (pool, it, NULL);
+        pooled++;
+      }
       pushed++;
     }
     if (next == pushed)
       break;
-    Item *it = ring[next % window];
-    await (b, it, &it->finished);
+    Item *it = ring[next % ring_len];
+    if (it->unmatched)
+      plan_unmatched (it, b);
+    else
+      await (b, it, &it->finished);
+    pooled -= !it->unmatched;
+    span -= it->len;
     if (b->message && it->result)
       b->message (it->number, it->path ? it->path : r->path, it->offset, it->message_id,
                   it->result, b->message_data);
     r->consume (r, it);
-    ring[next % window] = NULL;
+    ring[next % ring_len] = NULL;
     item_free (it);
     if (b->progress && g_get_monotonic_time () - last > 200000) {
       progress (r, FALSE);
@@ -613,12 +652,28 @@ static void
 scan_work (Scan *sc, EbBatch *b)
 {
   const char *buf = b->scan_buf;
+  /* looking for "external-body" too, the split reads the file: the pages of
+   * the messages without it are never mapped (no faults, nothing to give
+   * back); a read that fails falls back to the mapping */
+  if (sc->hits && b->scan_fd >= 0) {
+    if (eb_mbox_read_separators_and_hits (b->scan_fd, b->scan_len, sc->from, sc->to, sc->seps,
+                                          sc->hits))
+      goto done;
+    g_array_set_size (sc->seps, 0);
+    g_array_set_size (sc->hits, 0);
+  }
 #ifdef MADV_POPULATE_READ
-  /* the pages in one call, not a fault every few (an old kernel: faults) */
-  gsize page = (gsize) sysconf (_SC_PAGESIZE), a = sc->from / page * page;
-  madvise ((void *) (buf + a), sc->to - a, MADV_POPULATE_READ);
+  {
+    /* the pages in one call, not a fault every few (an old kernel: faults) */
+    gsize page = (gsize) sysconf (_SC_PAGESIZE), a = sc->from / page * page;
+    madvise ((void *) (buf + a), sc->to - a, MADV_POPULATE_READ);
+  }
 #endif
-  eb_mbox_find_separators (buf, b->scan_len, sc->from, sc->to, sc->seps);
+  if (sc->hits)
+    eb_mbox_find_separators_and_hits (buf, b->scan_len, sc->from, sc->to, sc->seps, sc->hits);
+  else
+    eb_mbox_find_separators (buf, b->scan_len, sc->from, sc->to, sc->seps);
+done:
   g_mutex_lock (&b->lock);
   sc->finished = TRUE;
   if (b->awaited == sc)
@@ -630,6 +685,8 @@ static void
 scan_free (Scan *sc)
 {
   g_array_unref (sc->seps);
+  if (sc->hits)
+    g_array_unref (sc->hits);
   g_free (sc);
 }
 
@@ -644,6 +701,7 @@ scan_fill (Run *r)
     sc->from = r->scan_pos;
     sc->to = r->len - sc->from > SCAN_CHUNK ? sc->from + SCAN_CHUNK : r->len;
     sc->seps = g_array_new (FALSE, FALSE, sizeof (gsize));
+    sc->hits = r->hits ? g_array_new (FALSE, FALSE, sizeof (gsize)) : NULL;
     r->scan_pos = sc->to;
     g_queue_push_tail (&r->scans, sc);
     if (r->b->jobs > 1)
@@ -667,6 +725,13 @@ scan_take (Run *r)
     r->seps_head = 0;
   }
   g_array_append_vals (r->seps, sc->seps->data, sc->seps->len);
+  if (r->hits) {
+    if (r->hits_head > 1024) {
+      g_array_remove_range (r->hits, 0, r->hits_head);
+      r->hits_head = 0;
+    }
+    g_array_append_vals (r->hits, sc->hits->data, sc->hits->len);
+  }
   scan_free (sc);
   scan_fill (r);
   return TRUE;
@@ -698,6 +763,13 @@ mbox_make (Run *r, guint i)
   it->buf = r->buf + m->start;
   it->len = m->end - m->start;
   it->offset = (gint64) m->from;
+  if (r->hits) {   /* every "external-body" before the message's end has been found */
+    while (r->hits_head < r->hits->len && g_array_index (r->hits, gsize, r->hits_head) < m->start)
+      r->hits_head++;
+    it->unmatched = r->hits_head == r->hits->len
+                    || g_array_index (r->hits, gsize, r->hits_head) >= m->end;
+    it->finished = it->unmatched;
+  }
   return it;
 }
 
@@ -835,8 +907,14 @@ eb_batch_run_mbox (EbBatch *b, const char *path, GError **error)
             .in_fd = fd, .out_fd = -1, .msgs = msgs };
   g_queue_init (&r.scans);
   r.seps = g_array_new (FALSE, FALSE, sizeof (gsize));
+  /* the split looks for "external-body" too, as the pre-check would, and a
+   * message without it takes no worker (not with a test's work hook, which
+   * sees every message) */
+  if (!msgs && !b->hook && !(b->flags & (EB_REWRITE_NO_PRECHECK | EB_REWRITE_STRIP_TRACE)))
+    r.hits = g_array_new (FALSE, FALSE, sizeof (gsize));
   b->scan_buf = r.buf;
   b->scan_len = len;
+  b->scan_fd = fd;
   eb_mbox_iter_init (&r.iter, r.buf, len);
   b->mbox = TRUE;
   if (!writing) {
@@ -862,6 +940,8 @@ eb_batch_run_mbox (EbBatch *b, const char *path, GError **error)
     fail (b, EB_BATCH_ERROR_IOERR, TRUE, NULL);
   b->complete = TRUE;
   g_array_unref (r.seps);
+  if (r.hits)
+    g_array_unref (r.hits);
   b->scan_buf = NULL;
   eb_mbox_unlock (lock);
   close (fd);

@@ -6,7 +6,11 @@
  * oldest, consumes it (writes it, or its original bytes, calls the message
  * callback) and frees it before the next is handed out, so memory follows the
  * window and not the mailbox. A mapped mbox gives its pages back as the run
- * passes them.
+ * passes them. An mbox's split (read with pread(), a piece at a time, on the
+ * workers) also looks for "external-body" as the pre-check does: a message
+ * without it takes no worker and is never mapped, its plan made by the
+ * calling thread in its turn (not with EB_REWRITE_NO_PRECHECK or
+ * EB_REWRITE_STRIP_TRACE, a progress callback or a work hook).
  */
 #pragma once
 #include "eb-config.h"

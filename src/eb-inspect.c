@@ -110,7 +110,7 @@ eb_inspect_json (const char *source, gint64 mbox_offset, const char *message_id,
     add_str (b, "new_type", res->type);
     json_builder_set_member_name (b, "data_size");
     json_builder_add_int_value (b, (gint64) g_bytes_get_size (res->data));
-    add_str (b, "sha256", res->sha256);
+    add_str (b, "sha256", eb_resolution_sha256 (res));
     add_str (b, "encoding", eb_transfer_name (res->encoding));
   }
   json_builder_end_object (b);

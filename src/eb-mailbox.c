@@ -215,6 +215,155 @@ eb_mbox_find_separators (const char *buf, gsize len, gsize from, gsize to, GArra
   }
 }
 
+/* "external-body" in any case at @p (@p + 13 <= the end), as
+ * eb_message_may_hold_external_body() looks for it. */
+static gboolean
+is_external_body_at (const char *p)
+{
+  static const char pat[] = "external-body";
+  for (guint i = 0; i < sizeof pat - 1; i++)
+    if (g_ascii_tolower (p[i]) != pat[i])
+      return FALSE;
+  return TRUE;
+}
+
+/* One candidate of eb_mbox_find_separators_and_hits at @q: a "\n" (a From_
+ * line may follow) or a "-" (the middle of "external-body"). */
+static inline void
+candidate (const char *buf, gsize len, gsize from, gsize to, gsize q, GArray *seps, GArray *hits)
+{
+  if (buf[q] == '\n') {
+    gsize s = q + 1;
+    if (s < to && s >= from && len - s >= 5 && memcmp (buf + s, "From ", 5) == 0) {
+      gboolean blank = q == 0 || buf[q - 1] == '\n'
+                       || (buf[q - 1] == '\r' && (q == 1 || buf[q - 2] == '\n'));
+      if (blank && eb_mbox_is_from_line (buf + s, len - s))
+        g_array_append_val (seps, s);
+    }
+  } else if (buf[q] == '-' && q >= from && q >= 8 && len - q >= 5
+             && is_external_body_at (buf + q - 8)) {
+    gsize h = q - 8;
+    g_array_append_val (hits, h);
+  }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_AVX2_SCAN 1
+
+/* 64 bytes at a time with AVX2: the bytes that are "\n", "F", "-" and "b" or
+ * "B" as bit masks; a candidate is a "\n" before an "F" or a "-" before a
+ * "b" (the last byte of a block is paired with the first of the next).
+ * Returns where it stopped (fewer than 64 bytes before @to, or @len). */
+__attribute__ ((target ("avx2"))) static gsize
+scan_avx2 (const char *buf, gsize len, gsize from, gsize to, gsize q, GArray *seps, GArray *hits)
+{
+  const __m256i nl = _mm256_set1_epi8 ('\n'), ef = _mm256_set1_epi8 ('F');
+  const __m256i da = _mm256_set1_epi8 ('-'), bb = _mm256_set1_epi8 ('b');
+  const __m256i lc = _mm256_set1_epi8 (0x20);
+  while (q + 64 <= to && len - q >= 65) {
+    __m256i a0 = _mm256_loadu_si256 ((const __m256i *) (const void *) (buf + q));
+    __m256i a1 = _mm256_loadu_si256 ((const __m256i *) (const void *) (buf + q + 32));
+#define MASK64(x0, x1) \
+    ((guint64) (guint32) _mm256_movemask_epi8 (x0) | ((guint64) (guint32) _mm256_movemask_epi8 (x1) << 32))
+    guint64 mnl = MASK64 (_mm256_cmpeq_epi8 (a0, nl), _mm256_cmpeq_epi8 (a1, nl));
+    guint64 mda = MASK64 (_mm256_cmpeq_epi8 (a0, da), _mm256_cmpeq_epi8 (a1, da));
+    if (!(mnl | mda)) {
+      q += 64;
+      continue;
+    }
+    guint64 mef = MASK64 (_mm256_cmpeq_epi8 (a0, ef), _mm256_cmpeq_epi8 (a1, ef));
+    guint64 mbb = MASK64 (_mm256_cmpeq_epi8 (_mm256_or_si256 (a0, lc), bb),
+                          _mm256_cmpeq_epi8 (_mm256_or_si256 (a1, lc), bb));
+#undef MASK64
+    char after = buf[q + 64];
+    mef = (mef >> 1) | ((guint64) (after == 'F') << 63);
+    mbb = (mbb >> 1) | ((guint64) ((after | 0x20) == 'b') << 63);
+    guint64 c = (mnl & mef) | (mda & mbb);
+    while (c) {
+      candidate (buf, len, from, to, q + (gsize) __builtin_ctzll (c), seps, hits);
+      c &= c - 1;
+    }
+    q += 64;
+  }
+  return q;
+}
+#endif
+
+void
+eb_mbox_find_separators_and_hits (const char *buf, gsize len, gsize from, gsize to, GArray *seps,
+                                  GArray *hits)
+{
+  to = MIN (to, len);
+  if (from >= to)
+    return;
+  if (from == 0 && is_from_line (buf, len, 0))
+    g_array_append_val (seps, from);
+  /* a "\n" before an "F", or a "-" before a "b" or "B", flags a place to look
+   * at (the "\n" before a separator at @from is the byte before it) */
+  gsize q = from == 0 ? 0 : from - 1;
+#ifdef HAVE_AVX2_SCAN
+  if (__builtin_cpu_supports ("avx2"))
+    q = scan_avx2 (buf, len, from, to, q, seps, hits);
+#endif
+  /* sixteen bytes at a time */
+  const V16 nl = { '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n',
+                   '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n' };
+  const V16 ef = { 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F' };
+  const V16 da = { '-', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-' };
+  const V16 bb = { 'b', 'b', 'b', 'b', 'b', 'b', 'b', 'b', 'b', 'b', 'b', 'b', 'b', 'b', 'b', 'b' };
+  const V16 lc = { 0x20, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20,
+                   0x20, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20, 0x20 };
+  while (q + 16 <= to && len - q >= 17) {
+    V16 a, b;
+    memcpy (&a, buf + q, 16);
+    memcpy (&b, buf + q + 1, 16);
+    V16 m = (V16) (((a == nl) & (b == ef)) | ((a == da) & ((b | lc) == bb)));
+    guint64 w[2];
+    memcpy (w, &m, sizeof w);
+    if (w[0] | w[1])
+      for (guint k = 0; k < 16; k++)
+        if (m[k])
+          candidate (buf, len, from, to, q + k, seps, hits);
+    q += 16;
+  }
+  for (; q < to; q++)
+    if (buf[q] == '\n' || buf[q] == '-')
+      candidate (buf, len, from, to, q, seps, hits);
+}
+
+gboolean
+eb_mbox_read_separators_and_hits (int fd, gsize len, gsize from, gsize to, GArray *seps,
+                                  GArray *hits)
+{
+  /* a piece, with the bytes before it that tell a blank line and the start of
+   * "external-body", and after it the rest of a From_ line and of "body" */
+  const gsize piece = 256 << 10, before = 8, after = FROM_LINE_MAX + 8;
+  to = MIN (to, len);
+  if (from >= to)
+    return TRUE;
+  g_autofree char *tmp = g_malloc (MIN (piece, to - from) + before + after);
+  for (gsize f = from; f < to; f += piece) {
+    gsize t = MIN (to, f + piece);
+    gsize off = f >= before ? f - before : 0, end = MIN (len, t + after), got = 0;
+    while (got < end - off) {
+      ssize_t n = pread (fd, tmp + got, end - off - got, (off_t) (off + got));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return FALSE;
+      got += (gsize) n;
+    }
+    guint s0 = seps->len, h0 = hits->len;
+    eb_mbox_find_separators_and_hits (tmp, end - off, f - off, t - off, seps, hits);
+    for (guint i = s0; i < seps->len; i++)
+      g_array_index (seps, gsize, i) += off;
+    for (guint i = h0; i < hits->len; i++)
+      g_array_index (hits, gsize, i) += off;
+  }
+  return TRUE;
+}
+
 void
 eb_mbox_iter_init (EbMboxIter *iter, const char *buf, gsize len)
 {

@@ -62,6 +62,21 @@ gboolean eb_mbox_iter_next (EbMboxIter *iter, EbMboxMsg *msg);
  * @to: the split of a large mbox in pieces, each looked at on its own. */
 void eb_mbox_find_separators (const char *buf, gsize len, gsize from, gsize to, GArray *out);
 
+/* eb_mbox_find_separators(), and in the same pass the offsets where
+ * "external-body" (in any case, as eb_message_may_hold_external_body() looks
+ * for it) starts, for the "-" in it from @from up to, not including, @to
+ * (@hits, element-type gsize): a message with none in it holds no external
+ * body. */
+void eb_mbox_find_separators_and_hits (const char *buf, gsize len, gsize from, gsize to,
+                                       GArray *seps, GArray *hits);
+
+/* eb_mbox_find_separators_and_hits() over the mbox @fd of @len bytes, read
+ * with pread() a piece at a time into one buffer instead of mapped: the pages
+ * of the messages never looked at again are not mapped. FALSE: a read failed
+ * (what was found so far is in @seps and @hits). */
+gboolean eb_mbox_read_separators_and_hits (int fd, gsize len, gsize from, gsize to, GArray *seps,
+                                           GArray *hits);
+
 /* Is @path a Maildir (cur/, new/ and tmp/)? Public (extbody.h). */
 gboolean eb_maildir_sniff (const char *path);
 

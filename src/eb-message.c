@@ -61,11 +61,42 @@ add_cut (GArray *cuts, gsize at, gsize n)
   g_array_append_val (cuts, c);
 }
 
+/* Does every logical line of @buf (a line and its continuation lines, line
+ * ends included) hold at most EB_SHADOW_FIELD_MAX bytes? Then nothing is cut.
+ * From each logical line's start, the last line break before the farthest
+ * place the next may start is looked for backwards: a few looks per
+ * EB_SHADOW_FIELD_MAX bytes in a body, each byte looked at at most twice. */
+static gboolean
+lines_short (const char *buf, gsize len)
+{
+  gsize l = 0;   /* a logical line starts here */
+  while (len - l > EB_SHADOW_FIELD_MAX) {
+    gsize hi = l + EB_SHADOW_FIELD_MAX, next = 0;   /* the next start is in (l, hi] */
+    while (hi > l) {
+      const char *nl = memrchr (buf + l, '\n', hi - l);
+      if (!nl)
+        break;
+      gsize i = (gsize) (nl - buf);   /* i + 1 < len: hi < len */
+      if (buf[i + 1] != ' ' && buf[i + 1] != '\t') {
+        next = i + 1;
+        break;
+      }
+      hi = i;
+    }
+    if (!next)
+      return FALSE;
+    l = next;
+  }
+  return TRUE;
+}
+
 /* Returns: (transfer full): the shadow, or NULL when nothing needs cutting (then
  * GMime reads the original bytes). */
 static GByteArray *
 make_shadow (const char *buf, gsize len, GArray *cuts)
 {
+  if (lines_short (buf, len))
+    return NULL;
   GByteArray *shadow = NULL;
   gsize p = 0, kept_to = 0;   /* buf[kept_to, p) is not yet copied */
   gsize budget = 0;
@@ -281,6 +312,16 @@ locate (EbRef *ref, const Item *it, const char *buf, gsize len, GArray *cuts)
   ref->located = TRUE;
 }
 
+/* A byte array around bytes it does not own. */
+typedef GByteArray EbBorrowedBytes;
+
+static void
+borrowed_bytes_free (EbBorrowedBytes *a)
+{
+  g_byte_array_free (a, FALSE);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbBorrowedBytes, borrowed_bytes_free)
+
 EbMessageScan *
 eb_message_scan (const char *buf, gsize len, const EbConfig *config)
 {
@@ -291,9 +332,14 @@ eb_message_scan (const char *buf, gsize len, const EbConfig *config)
 
   g_autoptr (GArray) cuts = g_array_new (FALSE, FALSE, sizeof (Cut));
   GByteArray *shadow = make_shadow (buf, len, cuts);
-  g_autoptr (GMimeStream) stream = shadow
-    ? g_mime_stream_mem_new_with_byte_array (shadow)   /* takes it */
-    : g_mime_stream_mem_new_with_buffer (buf, len);
+  /* without a shadow GMime reads the bytes where they are, not a copy: a byte
+   * array around them that the stream does not own, let go (not the bytes)
+   * after everything GMime made */
+  g_autoptr (EbBorrowedBytes) borrowed = shadow ? NULL
+                                         : g_byte_array_new_take ((guint8 *) (gpointer) buf, len);
+  g_autoptr (GMimeStream) stream = g_mime_stream_mem_new_with_byte_array (shadow ? shadow : borrowed);
+  if (borrowed)
+    g_mime_stream_mem_set_owner (GMIME_STREAM_MEM (stream), FALSE);
   g_autoptr (GMimeParser) parser = g_mime_parser_new_with_stream (stream);
   g_mime_parser_set_persist_stream (parser, TRUE);
   g_mime_parser_set_format (parser, GMIME_FORMAT_MESSAGE);

@@ -12,13 +12,38 @@ eb_resolution_free (EbResolution *res)
   if (!res)
     return;
   g_free (res->detail);
-  if (res->header)
-    g_string_free (res->header, TRUE);
+  if (res->head)
+    g_string_free (res->head, TRUE);
   if (res->data)
     g_bytes_unref (res->data);
   g_free (res->type);
-  g_free (res->sha256);
+  g_free (res->trace);
+  g_free (res->eol);
+  g_free (res->digest);
   g_free (res);
+}
+
+const char *
+eb_resolution_sha256 (const EbResolution *cres)
+{
+  EbResolution *res = (EbResolution *) cres;   /* a cache: computed once */
+  if (!res->digest && res->reason == EB_REASON_RESOLVED && res->data)
+    res->digest = g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, res->data);
+  return res->digest;
+}
+
+const GString *
+eb_resolution_header (const EbResolution *cres)
+{
+  EbResolution *res = (EbResolution *) cres;   /* finished once */
+  if (res->head && res->trace) {
+    g_string_append_printf (res->head, "%s: %s;%s\tsize=%" G_GSIZE_FORMAT "; sha256=%s%s",
+                            EB_TRACE_FIELD, res->trace, res->eol, g_bytes_get_size (res->data),
+                            eb_resolution_sha256 (res), res->eol);
+    g_string_append (res->head, res->eol);
+    g_clear_pointer (&res->trace, g_free);
+  }
+  return res->head;
 }
 
 static EbResolution *
@@ -442,14 +467,13 @@ eb_resolve (const EbRef *ref, const EbAction *action, const char *buf, gsize len
     append_field (h, buf, f, eol);
   }
   g_string_append_printf (h, "Content-Transfer-Encoding: %s%s", eb_transfer_name (enc), eol);
-  res->sha256 = g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, data);
-  g_string_append_printf (h, "%s: %s;%s\tsize=%" G_GSIZE_FORMAT "; sha256=%s%s",
-                          EB_TRACE_FIELD, source, eol, dlen, res->sha256, eol);
-  g_string_append (h, eol);
+  /* the trace field (size and SHA-256) when the header is first asked for */
+  res->trace = g_steal_pointer (&source);
+  res->eol = g_strdup (eol);
 
   *budget += dlen;
   res->reason = EB_REASON_RESOLVED;
-  res->header = h;
+  res->head = h;
   res->data = g_steal_pointer (&data);
   res->encoding = enc;
   res->type = g_strdup (type);

@@ -35,19 +35,32 @@ eb_rewrite_from_line_len (const char *buf, gsize len)
   return end;
 }
 
-EbRewriteResult *
-eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher *fetcher,
-                 EbRewriteFlags flags)
+static EbRewriteResult *
+result_new (const char *buf, gsize len)
 {
   EbRewriteResult *r = g_new0 (EbRewriteResult, 1);
   r->reason = EB_REASON_RESOLVED;
   r->resolutions = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_resolution_free);
   r->actions = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_action_free);
-  r->skip = eb_rewrite_from_line_len (buf0, len0);
-  const char *buf = buf0 + r->skip;
-  gsize len = len0 - r->skip;
+  r->skip = eb_rewrite_from_line_len (buf, len);
   r->removed = g_array_new (FALSE, FALSE, sizeof (EbRange));
   r->fetches = g_array_new (FALSE, TRUE, sizeof (EbFetchRecord));
+  return r;
+}
+
+EbRewriteResult *
+eb_rewrite_plan_unmatched (const char *buf, gsize len)
+{
+  return result_new (buf, len);
+}
+
+EbRewriteResult *
+eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher *fetcher,
+                 EbRewriteFlags flags)
+{
+  EbRewriteResult *r = result_new (buf0, len0);
+  const char *buf = buf0 + r->skip;
+  gsize len = len0 - r->skip;
   g_autoptr (EbHeaderBlock) top = NULL;
   if (flags & EB_REWRITE_STRIP_TRACE) {
     top = eb_header_block_scan (buf, 0, MIN (len, config->max_message_size));
@@ -309,8 +322,9 @@ splice (const EbRewriteResult *r, const char *buf0, gsize len0, GOutputStream *o
     ok = write_verbatim (r, buf, pos, ref->block_start, &field_at, out, error)
          && (res == root && body_only ? TRUE
              : res == root && r->filter_field
-             ? write_header_with_field (r, res->header, r->scan->eol, out, error)
-             : g_output_stream_write_all (out, res->header->str, res->header->len, NULL, NULL, error))
+             ? write_header_with_field (r, eb_resolution_header (res), r->scan->eol, out, error)
+             : g_output_stream_write_all (out, eb_resolution_header (res)->str,
+                                          eb_resolution_header (res)->len, NULL, NULL, error))
          && write_data (res, r->scan->eol, mboxrd, out, error);
     pos = ref->end;
   }
@@ -428,7 +442,8 @@ eb_rewrite_header_edits (const EbRewriteResult *r, const char *buf0, gsize len0)
   g_autoptr (EbHeaderBlock) top = eb_header_block_scan (buf, 0, len);
   g_autoptr (GArray) old = fields_of (buf, top->end, NULL);
   const EbResolution *root = root_resolution (r);
-  g_autoptr (GArray) neu = root ? fields_of (root->header->str, root->header->len, NULL)
+  g_autoptr (GArray) neu = root ? fields_of (eb_resolution_header (root)->str,
+                                           eb_resolution_header (root)->len, NULL)
                                 : fields_of (buf, top->end, r->removed);
   /* name by name: changed values in place, new ones added, missing ones
    * deleted (from the last, so that the indices stay valid) */
@@ -618,7 +633,7 @@ eb_rewrite_result_get_ref_sha256 (const EbRewriteResult *result, guint i)
 {
   CHECK_REF (result, i, NULL);
   const EbResolution *r = res_at (result, i);
-  return r->reason == EB_REASON_RESOLVED ? r->sha256 : NULL;
+  return r->reason == EB_REASON_RESOLVED ? eb_resolution_sha256 (r) : NULL;
 }
 
 EbHeaderEditKind

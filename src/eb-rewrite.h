@@ -59,6 +59,12 @@ typedef struct {
  * included, or 0. */
 gsize eb_rewrite_from_line_len (const char *buf, gsize len);
 
+/* What eb_rewrite_plan() returns for @buf when the pre-check finds no
+ * "external-body" in it and @flags has no EB_REWRITE_STRIP_TRACE, without
+ * looking at the message again: the caller (the mbox split, which looks for
+ * it in the same pass) has made sure of it. */
+EbRewriteResult *eb_rewrite_plan_unmatched (const char *buf, gsize len);
+
 struct _EbHeaderEdit {
   EbHeaderEditKind kind;
   char            *name;

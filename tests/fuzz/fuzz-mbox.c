@@ -1,7 +1,10 @@
 /* fuzz-mbox: mbox splitting; messages in order, inside the input, not
  * overlapping, each after its From_ line, which (but for the file's first
- * line) reads as a real From_ line. */
+ * line) reads as a real From_ line; the split in pieces that also looks for
+ * "external-body" finds the same From_ lines and every match, once, and a
+ * message holds one exactly when the pre-check says so. */
 #include "eb-mailbox.h"
+#include "eb-message.h"
 
 int
 LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
@@ -18,6 +21,35 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
   }
   if (m->len && g_array_index (m, EbMboxMsg, m->len - 1).end != size)
     __builtin_trap ();
+
+  const char *d = (const char *) data;
+  gsize step = size ? (gsize) data[0] % 97 + 1 : 1;
+  GArray *seps = g_array_new (FALSE, FALSE, sizeof (gsize));
+  GArray *hits = g_array_new (FALSE, FALSE, sizeof (gsize));
+  for (gsize from = 0; from < size; from += step)
+    eb_mbox_find_separators_and_hits (d, size, from, from + step, seps, hits);
+  if (seps->len != m->len)
+    __builtin_trap ();
+  for (guint i = 0; i < m->len; i++)
+    if (g_array_index (seps, gsize, i) != g_array_index (m, EbMboxMsg, i).from)
+      __builtin_trap ();
+  guint k = 0;
+  for (gsize p = 0; p + 13 <= size; p++)
+    if (g_ascii_strncasecmp (d + p, "external-body", 13) == 0
+        && (k >= hits->len || g_array_index (hits, gsize, k++) != p))
+      __builtin_trap ();
+  if (k != hits->len)
+    __builtin_trap ();
+  for (guint i = 0, h = 0; i < m->len; i++) {
+    const EbMboxMsg *x = &g_array_index (m, EbMboxMsg, i);
+    while (h < hits->len && g_array_index (hits, gsize, h) < x->start)
+      h++;
+    gboolean hit = h < hits->len && g_array_index (hits, gsize, h) < x->end;
+    if (hit != eb_message_may_hold_external_body (d + x->start, x->end - x->start))
+      __builtin_trap ();
+  }
+  g_array_unref (seps);
+  g_array_unref (hits);
   g_array_unref (m);
   return 0;
 }

@@ -4,6 +4,7 @@
  * a dry run that changes nothing, an mbox rewritten crash-safely (a write error
  * leaves it intact), a Maildir rewritten, and failures mapped to their codes. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -13,6 +14,7 @@
 #include "eb-gmime.h"
 #include "eb-batch.h"
 #include "eb-mailbox.h"
+#include "eb-message.h"
 
 static const char from_line[] = "From sender@example.org Mon Jan  1 00:00:00 2024\n";
 
@@ -452,6 +454,79 @@ test_split_in_pieces (void)
   g_rand_free (rand);
 }
 
+/* The split that also looks for "external-body" (the pre-check's search, in
+ * the same pass): the same From_ lines, every place "external-body" starts in
+ * any case, once, however the stretches fall - from memory and read from the
+ * file a piece at a time - and a message holds one exactly when the pre-check
+ * says it may hold an external body. */
+static void
+check_hits (const GString *text, GArray *seps, GArray *hits)
+{
+  g_autoptr (GArray) whole = eb_mbox_split (text->str, text->len);
+  g_assert_cmpuint (seps->len, ==, whole->len);
+  for (guint i = 0; i < whole->len; i++)
+    g_assert_cmpuint (g_array_index (seps, gsize, i), ==, g_array_index (whole, EbMboxMsg, i).from);
+  guint k = 0;
+  for (gsize p = 0; p + 13 <= text->len; p++) {
+    if (g_ascii_strncasecmp (text->str + p, "external-body", 13) != 0)
+      continue;
+    g_assert_cmpuint (k, <, hits->len);
+    g_assert_cmpuint (g_array_index (hits, gsize, k), ==, p);
+    k++;
+  }
+  g_assert_cmpuint (k, ==, hits->len);
+  for (guint i = 0; i < whole->len; i++) {
+    const EbMboxMsg *m = &g_array_index (whole, EbMboxMsg, i);
+    gboolean hit = FALSE;
+    for (guint j = 0; j < hits->len && !hit; j++)
+      hit = g_array_index (hits, gsize, j) >= m->start && g_array_index (hits, gsize, j) < m->end;
+    g_assert_cmpint (hit, ==, eb_message_may_hold_external_body (text->str + m->start,
+                                                                 m->end - m->start));
+  }
+}
+
+static void
+test_split_hits_in_pieces (void)
+{
+  static const char *const pieces[] = {
+    "From a Mon Jan  1 00:00:00 2024\n", "\n", "\r\n", "text\n", "From ", "-", "b", "B",
+    "external-body", "EXTERNAL-BODY", "eXtErNaL-bOdY", "external-bod", "xternal-body", "external",
+    "-body", "external_body", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\n",
+    "Content-Type: message/external-body; access-type=URL;\n URL=\"data:,x\"\n",
+  };
+  GRand *rand = g_rand_new_with_seed (17);
+  g_autofree char *dir = g_dir_make_tmp ("eb-hits-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "mbox", NULL);
+  for (guint iter = 0; iter < 4000; iter++) {
+    g_autoptr (GString) text = g_string_new (NULL);
+    /* now and then larger than the 256 KB the file is read in */
+    gint n = iter % 500 == 0 ? 30000 : g_rand_int_range (rand, 0, 60);
+    for (gint i = 0; i < n; i++)
+      g_string_append (text, pieces[g_rand_int_range (rand, 0, G_N_ELEMENTS (pieces))]);
+    gsize step = (gsize) g_rand_int_range (rand, 1, n > 1000 ? 400000 : 300);
+    g_autoptr (GArray) seps = g_array_new (FALSE, FALSE, sizeof (gsize));
+    g_autoptr (GArray) hits = g_array_new (FALSE, FALSE, sizeof (gsize));
+    for (gsize from = 0; from < text->len; from += step)
+      eb_mbox_find_separators_and_hits (text->str, text->len, from, from + step, seps, hits);
+    check_hits (text, seps, hits);
+    if (iter % 10 == 0) {   /* read from the file */
+      g_assert_true (g_file_set_contents (path, text->str, (gssize) text->len, NULL));
+      int fd = g_open (path, O_RDONLY, 0);
+      g_assert_cmpint (fd, >=, 0);
+      g_array_set_size (seps, 0);
+      g_array_set_size (hits, 0);
+      for (gsize from = 0; from < text->len; from += step)
+        g_assert_true (eb_mbox_read_separators_and_hits (fd, text->len, from, from + step, seps,
+                                                          hits));
+      close (fd);
+      check_hits (text, seps, hits);
+    }
+  }
+  g_unlink (path);
+  g_rmdir (dir);
+  g_rand_free (rand);
+}
+
 /* ---- failures ------------------------------------------------------------------ */
 
 typedef struct {
@@ -569,6 +644,7 @@ main (int argc, char **argv)
   g_test_add_func ("/batch/mbox/write-error", test_mbox_write_error);
   g_test_add_func ("/batch/maildir/rewrite", test_maildir);
   g_test_add_func ("/batch/mbox/split-in-pieces", test_split_in_pieces);
+  g_test_add_func ("/batch/mbox/split-and-hits-in-pieces", test_split_hits_in_pieces);
   g_test_add_func ("/batch/errors", test_errors);
   int rc = g_test_run ();
   g_mime_shutdown ();

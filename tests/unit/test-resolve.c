@@ -263,7 +263,7 @@ test_decide_walk (void)
     g_assert_null (a->detail);
     g_autoptr (EbResolution) res = resolve (&s, a, config, NULL, NULL);
     g_assert_cmpint (res->reason, ==, walk[i]);
-    g_assert_null (res->header);
+    g_assert_null (eb_resolution_header (res));
   }
   /* not located: unlocatable, whatever the read said */
   g_auto (Scanned) s = { 0 };
@@ -428,7 +428,7 @@ test_data (gconstpointer data)
   g_autoptr (EbResolution) res = resolve (&s, a, config, NULL, &budget);
   g_assert_cmpstr (eb_reason_token (res->reason), ==, eb_reason_token (c->reason));
   if (c->reason != EB_REASON_RESOLVED) {
-    g_assert_null (res->header);
+    g_assert_null (eb_resolution_header (res));
     g_assert_null (res->data);
     g_assert_cmpuint (budget, ==, c->budget);
     g_assert_nonnull (res->detail);
@@ -443,7 +443,7 @@ test_data (gconstpointer data)
   g_assert_cmpuint (budget, ==, c->budget + n);
   g_autofree char *sha = g_compute_checksum_for_data (G_CHECKSUM_SHA256, (const guchar *) c->data,
                                                       strlen (c->data));
-  g_assert_cmpstr (res->sha256, ==, sha);
+  g_assert_cmpstr (eb_resolution_sha256 (res), ==, sha);
   g_assert_null (res->detail);
 }
 
@@ -473,8 +473,8 @@ test_data_default_type (void)
     g_assert_cmpint (res->reason, ==, EB_REASON_RESOLVED);
     g_assert_cmpstr (res->type, ==, cases[i].type);
     g_autofree char *line = g_strdup_printf ("\n%s\n", cases[i].ct);
-    g_test_message ("%s", res->header->str);
-    g_assert_nonnull (strstr (res->header->str, line));
+    g_test_message ("%s", eb_resolution_header (res)->str);
+    g_assert_nonnull (strstr (eb_resolution_header (res)->str, line));
   }
 }
 
@@ -573,7 +573,7 @@ test_fetch (gconstpointer data)
   g_assert_cmpstr (eb_reason_token (res->reason), ==, eb_reason_token (c->reason));
   if (c->reason != EB_REASON_RESOLVED) {
     g_assert_cmpstr (res->detail, ==, c->detail);
-    g_assert_null (res->header);
+    g_assert_null (eb_resolution_header (res));
     g_assert_cmpuint (budget, ==, 0);
     return;
   }
@@ -583,7 +583,7 @@ test_fetch (gconstpointer data)
   /* the Content-Type written: the inner one, or the type that governs */
   if (strstr (c->inner, "Content-Type:") == NULL) {
     g_autofree char *line = g_strdup_printf ("Content-Type: %s\n", c->type);
-    g_assert_true (g_str_has_prefix (strstr (res->header->str, "Content-Type:"), line));
+    g_assert_true (g_str_has_prefix (strstr (eb_resolution_header (res)->str, "Content-Type:"), line));
   }
 }
 
@@ -672,9 +672,9 @@ check_header_part (const char *eol)
     "\tsize=5; sha256=%s\n"
     "\n", sha);
   g_autofree char *want = eol_text (tmpl, eol);
-  g_assert_cmpstr (res->header->str, ==, want);
+  g_assert_cmpstr (eb_resolution_header (res)->str, ==, want);
   g_assert_cmpint (res->encoding, ==, EB_OUT_7BIT);
-  g_assert_cmpstr (res->sha256, ==, sha);
+  g_assert_cmpstr (eb_resolution_sha256 (res), ==, sha);
 }
 
 static void
@@ -738,7 +738,7 @@ check_header_root (const char *eol)
     "\tsize=%" G_GSIZE_FORMAT "; sha256=%s\n"
     "\n", strlen (body), sha);
   g_autofree char *want = eol_text (tmpl, eol);
-  g_assert_cmpstr (res->header->str, ==, want);
+  g_assert_cmpstr (eb_resolution_header (res)->str, ==, want);
 }
 
 static void
@@ -773,7 +773,7 @@ test_header_trace (void)
   g_assert_cmpint (res->reason, ==, EB_REASON_RESOLVED);
   g_autofree char *want = g_strdup_printf (
     "X-Extbody-Resolved: access-type=anon-ftp;\n\tURL=\"ftp://h/f;type=a\";\n\tsize=5; sha256=%s\n\n", sha);
-  g_assert_true (g_str_has_suffix (res->header->str, want));
+  g_assert_true (g_str_has_suffix (eb_resolution_header (res)->str, want));
 
   /* local-file: a real file read through the library */
   g_autofree char *path = g_build_filename (dir, "a file.txt", NULL);
@@ -792,7 +792,7 @@ test_header_trace (void)
   g_autofree char *want2 = g_strdup_printf (
     "X-Extbody-Resolved: access-type=local-file;\n\tname=\"%s\";\n\tsize=5; sha256=%s\n\n",
     f2->final_url, sha);
-  g_assert_true (g_str_has_suffix (res2->header->str, want2));
+  g_assert_true (g_str_has_suffix (eb_resolution_header (res2)->str, want2));
   g_assert_cmpstr (g_bytes_get_data (res2->data, NULL), !=, NULL);
   g_unlink (path);
   g_rmdir (dir);

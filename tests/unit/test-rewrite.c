@@ -626,7 +626,7 @@ test_no_phantom (void)
     "\tsize=3; sha256=%s\n"
     "\n"
     "abc\n"
-    "--b--\n", res->sha256);
+    "--b--\n", eb_resolution_sha256 (res));
   g_autofree char *out = g_strndup ((char *) r.out->data, r.out->len);
   g_assert_cmpstr (out, ==, want);
 }
