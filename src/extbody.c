@@ -288,7 +288,7 @@ static int
 cmd_rewrite (int argc, char **argv)
 {
   gboolean report = FALSE, recursive = FALSE, dry_run = FALSE, filter = FALSE;
-  char *mbox = NULL, *maildir = NULL, *backup = NULL;
+  g_autofree char *mbox = NULL, *maildir = NULL, *backup = NULL;
   g_autofree char *log = NULL, *queue_id = NULL;
   int jobs = (int) g_get_num_processors ();
   GOptionEntry entries[] = {
@@ -351,9 +351,6 @@ cmd_rewrite (int argc, char **argv)
   }
   if ((log || queue_id) && kind != BOX_NONE) {
     die_line ("--%s goes with one message, not a mailbox (try --help)", log ? "log" : "queue-id");
-    g_free (mbox);
-    g_free (maildir);
-    g_free (backup);
     return EX_USAGE;
   }
   if (log)
@@ -371,9 +368,6 @@ cmd_rewrite (int argc, char **argv)
     g_autofree char *bk = backup ? g_strconcat (path, backup, NULL) : NULL;
     int rc = rewrite_mailbox (path, kind, config, fetcher, recursive, dry_run, bk,
                               (guint) CLAMP (jobs, 1, 256));
-    g_free (mbox);
-    g_free (maildir);
-    g_free (backup);
     return rc;
   }
   g_autoptr (GError) error = NULL;
