@@ -9,7 +9,9 @@
  * the library gives (eb_rewrite_header_edits: no re-parse, no diff here) are
  * sent with smfi_chgheader/smfi_addheader, one trace field X-Extbody is added,
  * and the body the library writes (eb_rewrite_write_body) replaces the old one
- * in one unbroken run of smfi_replacebody calls. Nothing changed: no modification at all. A failure
+ * in one unbroken run of smfi_replacebody calls (a spilled message's new body
+ * is written to a spill file of its own and sent from its mapping, so memory
+ * does not follow the message). Nothing changed: no modification at all. A failure
  * inside accepts the message unchanged (on_error = accept) or tempfails it.
  * Every modification is checked to fit in a milter packet before the first is
  * sent (a message is changed whole or not at all); a refusal once they have
@@ -43,6 +45,8 @@
 
 #include <gio/gio.h>
 #include <glib-unix.h>
+#include <glib/gstdio.h>
+#include <gio/gunixoutputstream.h>
 #include <libmilter/mfapi.h>
 
 #include <extbody/extbody.h>
@@ -693,7 +697,21 @@ cb_eom (SMFICTX *ctx)
     len = m->mem->len;
   }
 
-  g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
+  /* a spilled message's new body is written to a spill file too (unlinked
+   * at once) and sent from its mapping: memory does not follow the message */
+  g_autoptr (GOutputStream) out = NULL;
+  int out_fd = -1;
+  if (m->fd >= 0) {
+    g_autofree char *opath = NULL;
+    out_fd = g_file_open_tmp ("extbody-milter-XXXXXX", &opath, NULL);
+    if (out_fd >= 0) {
+      g_unlink (opath);
+      out = g_unix_output_stream_new (out_fd, TRUE);   /* closed with the stream */
+    }
+  }
+  if (!out)
+    out = g_memory_output_stream_new_resizable ();
+  g_autoptr (GMappedFile) out_map = NULL;
   g_autoptr (EbRewriteResult) result = NULL;
   g_autoptr (GError) error = NULL;
   gboolean ok = rewrite_waiting (ctx, gen, buf, len, out, &result, &error);
@@ -720,9 +738,35 @@ cb_eom (SMFICTX *ctx)
     msg_done (ctx);
     return status;
   }
-  g_output_stream_close (out, NULL, NULL);
-  const char *o = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (out));
-  gsize olen = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (out));
+  const char *o = NULL;
+  gsize olen = 0;
+  if (out_fd >= 0) {
+    /* the mapping holds the file; the stream (unbuffered) closes the fd */
+    g_autoptr (GError) e = NULL;
+    out_map = g_mapped_file_new_from_fd (out_fd, FALSE, &e);
+    g_output_stream_close (out, NULL, NULL);
+    if (!out_map) {
+      log_line (LOG_ERR, "%s: cannot map the new body's spill file: %s", queue_id (ctx), e->message);
+      status = finish_unchanged (ctx, m, on_error_status (m));
+      msg_done (ctx);
+      return status;
+    }
+    o = g_mapped_file_get_contents (out_map);
+    olen = g_mapped_file_get_length (out_map);
+  } else {
+    g_output_stream_close (out, NULL, NULL);
+    o = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (out));
+    olen = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (out));
+  }
+  if (olen == 0) {
+    /* libmilter sends a new body as one or more packets of data and has no
+     * way to say "empty": the old body would stay under the new header */
+    log_line (LOG_ERR, "%s: the new body is empty, which the milter protocol cannot send: "
+              "the message is not rewritten", queue_id (ctx));
+    status = finish_unchanged (ctx, m, SMFIS_ACCEPT);
+    msg_done (ctx);
+    return status;
+  }
   g_autoptr (GPtrArray) mods = g_ptr_array_new_with_free_func ((GDestroyNotify) mod_free);
   g_autoptr (GPtrArray) edits = eb_rewrite_header_edits (result, buf, len);
   mods_from_edits (mods, edits);

@@ -166,7 +166,9 @@ test_spill (void)
   guint spilled = spool_files_created ((const char *[]) { "-o", "fetch=off", "-o", "milter_spill_size=64", NULL },
                                        scripts);
   g_test_message ("spool files with milter_spill_size=64: %u", spilled);
-  g_assert_cmpuint (spilled, ==, 2);
+  /* each message spilled, and its new body written to a spill file of its own
+   * and sent from there (memory does not follow the message) */
+  g_assert_cmpuint (spilled, ==, 4);
   g_assert_cmpuint (spool_files_created ((const char *[]) { "-o", "fetch=off", NULL }, scripts), ==, 0);
 }
 
