@@ -222,10 +222,16 @@ connect_one (EbRedis *r, char **why)
   return c;
 }
 
+static gboolean
+timed_out (const redisContext *c)
+{
+  return c->err == REDIS_ERR_IO && strstr (c->errstr, "temporarily unavailable");
+}
+
 /* A connection for one command, or NULL when Redis is down (and not to be
- * tried yet, or tried now and failed). */
+ * tried yet, or tried now and failed). *@reused: it was idle in the pool. */
 static redisContext *
-acquire (EbRedis *r)
+acquire (EbRedis *r, gboolean *reused)
 {
   gint64 now = g_get_monotonic_time ();
   g_mutex_lock (&r->lock);
@@ -238,6 +244,7 @@ acquire (EbRedis *r)
   }
   redisContext *c = r->idle->len ? g_ptr_array_steal_index_fast (r->idle, r->idle->len - 1) : NULL;
   g_mutex_unlock (&r->lock);
+  *reused = c != NULL;
   if (c)
     return c;
   g_autofree char *why = NULL;
@@ -251,7 +258,9 @@ static void
 release (EbRedis *r, redisContext *c)
 {
   if (c->err) {
-    g_autofree char *why = g_strdup (c->errstr[0] ? c->errstr : "no answer");
+    /* SO_RCVTIMEO expired: EAGAIN, as hiredis reports it */
+    g_autofree char *why = timed_out (c) ? g_strdup ("no answer within redis_timeout")
+                                : g_strdup (c->errstr[0] ? c->errstr : "no answer");
     redisFree (c);
     mark_down (r, why);
     return;
@@ -267,13 +276,32 @@ release (EbRedis *r, redisContext *c)
     redisFree (c);
 }
 
+/* A command on a connection from the pool. One that had been idle may have
+ * been closed meanwhile (Redis restarted, an idle timeout): when it fails
+ * other than by a timeout, the command is sent once more on a new one. */
+static redisReply *
+run_pooled (EbRedis *r, redisContext **c, gboolean reused, int argc, const char **argv, const size_t *lens)
+{
+  redisReply *reply = run (r, *c, argc, argv, lens);
+  if (reply || !reused || timed_out (*c))
+    return reply;
+  g_autofree char *why = NULL;
+  redisContext *fresh = connect_one (r, &why);
+  if (!fresh)
+    return NULL;   /* the old one's error is reported */
+  redisFree (*c);
+  *c = fresh;
+  return run (r, *c, argc, argv, lens);
+}
+
 redisReply *
 eb_redis_command (EbRedis *r, int argc, const char **argv, const size_t *lens)
 {
-  redisContext *c = acquire (r);
+  gboolean reused = FALSE;
+  redisContext *c = acquire (r, &reused);
   if (!c)
     return NULL;
-  redisReply *reply = run (r, c, argc, argv, lens);
+  redisReply *reply = run_pooled (r, &c, reused, argc, argv, lens);
   release (r, c);
   return reply;
 }
@@ -302,10 +330,11 @@ eb_redis_script (EbRedis *r, EbRedisScript *script, int nkeys, int argc, const c
   alens[0] = 7;
   alens[1] = 40;
   alens[2] = strlen (n);
-  redisContext *c = acquire (r);
+  gboolean reused = FALSE;
+  redisContext *c = acquire (r, &reused);
   if (!c)
     return NULL;
-  redisReply *reply = run (r, c, argc + 3, args, alens);
+  redisReply *reply = run_pooled (r, &c, reused, argc + 3, args, alens);
   if (reply && reply->type == REDIS_REPLY_ERROR && g_str_has_prefix (reply->str, "NOSCRIPT")) {
     freeReplyObject (reply);
     const char *load[] = { "SCRIPT", "LOAD", script->source };
