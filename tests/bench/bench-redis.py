@@ -147,7 +147,8 @@ def run(a, work, instances, redis_port, http_port, tag):
                     if not todo:
                         break
                     i = todo.pop(0)
-                port = smtp_ports[i % len(smtp_ports)]
+                # every URL reaches every instance: not i % n (30 URLs, 3 instances)
+                port = smtp_ports[(i + i // len(urls)) % len(smtp_ports)]
                 if port not in conns:
                     conns[port] = smtplib.SMTP("127.0.0.1", port, timeout=120)
                 conns[port].sendmail("a@test.example", ["b@test.example"],
