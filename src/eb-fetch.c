@@ -1253,7 +1253,7 @@ shared_store (EbFetcher *f, Transfer *t, gboolean keep)
   size_t lens[] = { strlen (entry), strlen (lk), g_bytes_get_size (value), strlen (ttl), strlen (argv[4]) };
   if (!argv[2])
     argv[2] = "";
-  g_autoptr (redisReply) reply = eb_redis_script (f->redis, &store_script, 2, 5, argv, lens);
+  G_GNUC_UNUSED g_autoptr (redisReply) reply = eb_redis_script (f->redis, &store_script, 2, 5, argv, lens);
   g_clear_pointer (&t->lock_token, g_free);
 }
 
