@@ -212,6 +212,52 @@ check_proxy (const char *value, GError **error)
   return FALSE;
 }
 
+/* Where the pool's Redis listens: HOST:PORT (a name or an IPv4 address),
+ * [IPV6]:PORT, or unix:/ABSOLUTE/PATH; empty: no Redis. */
+static gboolean
+check_redis_server (const char *value, GError **error)
+{
+  if (!*value)
+    return TRUE;
+  if (g_str_has_prefix (value, "unix:")) {
+    if (g_path_is_absolute (value + 5))
+      return TRUE;
+    g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\": the socket path must be absolute", value);
+    return FALSE;
+  }
+  const char *colon = strrchr (value, ':');
+  gboolean ok = colon && colon > value && colon[1] && strlen (colon + 1) <= 5;
+  for (const char *c = ok ? colon + 1 : ""; ok && *c; c++)
+    ok = g_ascii_isdigit (*c);
+  guint64 port = ok ? g_ascii_strtoull (colon + 1, NULL, 10) : 0;
+  ok = ok && port >= 1 && port <= 65535;
+  if (ok && value[0] == '[')
+    ok = colon[-1] == ']' && colon - value > 2;
+  else if (ok)
+    for (const char *c = value; ok && c < colon; c++)
+      ok = g_ascii_isalnum (*c) || *c == '-' || *c == '.' || *c == '_';
+  if (ok)
+    return TRUE;
+  g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
+               "\"%s\" is not HOST:PORT, [IPV6]:PORT or unix:/PATH", value);
+  return FALSE;
+}
+
+/* Key prefixes are written into Redis commands as they are: printable ASCII
+ * without white space, at most 64 characters. */
+static gboolean
+check_redis_prefix (const char *value, GError **error)
+{
+  gboolean ok = strlen (value) <= 64;
+  for (const char *c = value; ok && *c; c++)
+    ok = *c > ' ' && *c < 127;
+  if (ok)
+    return TRUE;
+  g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
+               "\"%s\" is not a key prefix (at most 64 printable characters, no white space)", value);
+  return FALSE;
+}
+
 static const EbConfigKey keys[] = {
   KEY (max_message_size, EB_CONFIG_SIZE, "64M", 1024, G_GUINT64_CONSTANT (1) << 40,
        "Messages larger than this are passed on unchanged, without a MIME parse."),
@@ -261,6 +307,16 @@ static const EbConfigKey keys[] = {
        "Seconds a fetched URL is remembered and not fetched again; 0 caches nothing."),
   KEY (cache_entries, EB_CONFIG_UINT, "256", 0, 1000000,
        "URLs remembered at most."),
+  LIST (redis_server, "",
+       "The Redis server a pool of extbody instances shares its fetch cache, its fetch coalescing and its per-host rate limits through: HOST:PORT, [IPV6]:PORT or unix:/PATH; empty: each instance keeps its own. Redis is an optimisation: when it is down, slow or answers nonsense, an instance falls back to its own cache and limits.", check_redis_server, "Redis server"),
+  KEY (redis_timeout, EB_CONFIG_UINT, "200", 1, 60000,
+       "Milliseconds to connect to Redis and for each Redis command; past it Redis counts as down and is tried again later, with a growing pause."),
+  LIST (redis_prefix, "extbody:",
+       "Prefix of every Redis key extbody uses, so that several pools or other programs can share one Redis.", check_redis_prefix, "key prefix"),
+  STR (redis_password, "",
+       "Password sent with AUTH when connecting to Redis; empty: none.", NULL),
+  KEY (redis_max_body, EB_CONFIG_SIZE, "1M", 0, G_GUINT64_CONSTANT (512) << 20,
+       "Largest fetched body stored in Redis; a larger one stays in the instance's own cache, and other instances fetch it themselves."),
   LIST (proxy, "",
        "Proxy URL for every fetch; empty means none, whatever the environment says.", check_proxy, "URL"),
   STR (ca_file, "",

@@ -41,6 +41,12 @@ struct _EbConfig {
   guint    max_concurrent_fetches;
   guint    cache_ttl;          /* seconds */
   guint    cache_entries;
+  /* a pool's shared cache, coalescing and rate limits (eb-redis.h) */
+  char    *redis_server;       /* host:port, [v6]:port or unix:/path; empty: none */
+  guint    redis_timeout;      /* milliseconds, connect and each command */
+  char    *redis_prefix;       /* prepended to every key */
+  char    *redis_password;     /* AUTH; empty: none */
+  guint64  redis_max_body;     /* bodies larger stay in the local cache only */
   char    *proxy;              /* empty: no proxy, whatever the environment says */
   char    *ca_file;            /* empty: the system's CAs */
   char    *content_type_mismatch;  /* keep | accept */

@@ -2,6 +2,7 @@
 #include "eb-fetch.h"
 #include "eb-error.h"
 #include "eb-policy.h"
+#include "eb-redis.h"
 #include <curl/curl.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -28,6 +29,7 @@ struct _EbFetcher {
   GHashTable *rate;            /* host -> Bucket */
   GHashTable *inflight;        /* url being fetched by some thread (under lock) */
   GCond       done;            /* signalled when an in-flight fetch ends */
+  EbRedis    *redis;           /* (nullable) the pool's shared cache and limits */
 };
 
 typedef struct {
@@ -137,6 +139,7 @@ eb_fetcher_new (const EbConfig *config, GError **error)
   f->rate = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   f->inflight = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   g_cond_init (&f->done);
+  f->redis = eb_redis_new (config);
   return f;
 }
 
@@ -157,6 +160,7 @@ eb_fetcher_free (EbFetcher *f)
   g_hash_table_unref (f->rate);
   g_hash_table_unref (f->inflight);
   g_cond_clear (&f->done);
+  eb_redis_free (f->redis);
   g_free (f);
 }
 
@@ -281,10 +285,57 @@ typedef struct {
 /* Reserve the next slot for a request to @host. Returns: the monotonic time
  * (µs) at which it may start (now when a token is free), or -1 when that would
  * be after @deadline (nothing reserved then). */
+/* The same bucket in Redis, for the whole pool: the state is a hash (tokens,
+ * at) under the host's key, the clock Redis's own (TIME), so that instances
+ * on several hosts agree. ARGV: burst, tokens per µs, the longest wait in µs.
+ * Returns the wait in µs (0: now), or -1 when it would be longer (nothing
+ * reserved then). A key holding something else is an error reply: the caller
+ * falls back to the local bucket. */
+static EbRedisScript rate_script = EB_REDIS_SCRIPT (
+  "local t = redis.call('TIME')\n"
+  "local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+  "local burst = tonumber(ARGV[1])\n"
+  "local per_us = tonumber(ARGV[2])\n"
+  "local v = redis.call('HMGET', KEYS[1], 'tokens', 'at')\n"
+  "local tokens = tonumber(v[1]) or burst\n"
+  "local at = tonumber(v[2]) or now\n"
+  "if at > now then at = now end\n"
+  "tokens = math.min(burst, tokens + (now - at) * per_us)\n"
+  "local wait = 0\n"
+  "if tokens < 1 then wait = math.ceil((1 - tokens) / per_us) end\n"
+  "if wait > tonumber(ARGV[3]) then wait = -1 else tokens = tokens - 1 end\n"
+  "redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'at', string.format('%.0f', now))\n"
+  "redis.call('PEXPIRE', KEYS[1], math.floor(120000 + math.max(wait, 0) / 1000))\n"
+  "return wait\n");
+
+/* Returns: TRUE when Redis decided (*start set as rate_reserve returns it). */
+static gboolean
+rate_reserve_shared (EbFetcher *f, const char *host, gint64 now, gint64 deadline, gint64 *start)
+{
+  if (!f->redis)
+    return FALSE;
+  double burst = f->config->max_requests_per_host;
+  g_autofree char *key_name = g_strconcat ("r:", host, NULL);
+  g_autofree char *key = eb_redis_key (f->redis, key_name);
+  g_autofree char *b = g_strdup_printf ("%u", f->config->max_requests_per_host);
+  char per[G_ASCII_DTOSTR_BUF_SIZE];
+  g_ascii_dtostr (per, sizeof per, burst / (60.0 * G_USEC_PER_SEC));
+  g_autofree char *most = g_strdup_printf ("%" G_GINT64_FORMAT, MAX (deadline - now, 0));
+  const char *argv[] = { key, b, per, most };
+  g_autoptr (redisReply) reply = eb_redis_script (f->redis, &rate_script, 1, 4, argv, NULL);
+  if (!reply || reply->type != REDIS_REPLY_INTEGER)
+    return FALSE;
+  *start = reply->integer < 0 ? -1 : now + reply->integer;
+  return TRUE;
+}
+
 static gint64
 rate_reserve (EbFetcher *f, const char *host, gint64 deadline)
 {
   gint64 now = g_get_monotonic_time ();
+  gint64 shared = 0;
+  if (rate_reserve_shared (f, host, now, deadline, &shared))
+    return shared;
   double burst = f->config->max_requests_per_host;
   double per_us = burst / (60.0 * G_USEC_PER_SEC);
   g_mutex_lock (&f->lock);
@@ -491,6 +542,9 @@ typedef struct {
   const gint  *cancel;       /* (nullable) the thread's cancel flag */
   gint64       begun;        /* monotonic µs it left its rate-limit wait, or 0 */
   guint64      received;     /* body bytes that arrived */
+  char        *address;      /* the address the body came from (CURLINFO_PRIMARY_IP) */
+  char        *lock_token;   /* (nullable) this call holds the URL's lock in Redis */
+  gboolean     remote;       /* another instance is fetching it: wait in Redis */
 } Transfer;
 
 static gboolean
@@ -836,6 +890,10 @@ transfer_done (Transfer *t, CURLcode code)
     char *ct = NULL;
     curl_easy_getinfo (t->easy, CURLINFO_CONTENT_TYPE, &ct);
     r->content_type = g_strdup (ct);
+    char *ip = NULL;
+    curl_easy_getinfo (t->easy, CURLINFO_PRIMARY_IP, &ip);
+    g_free (t->address);
+    t->address = g_strdup (ip);
   }
   r->final_url = g_strdup (t->url);
   t->result = r;
@@ -970,6 +1028,268 @@ transfer_advance (Transfer *t, CURLM *multi)
   }
 }
 
+/* ---- the pool's shared cache in Redis ------------------------------------- */
+
+/* An entry: a GVariant of SHARED_TYPE, read back only when it is in normal
+ * form (GVariant's check for untrusted data) and every field is one a fresh
+ * fetch could have given. Keys: PREFIX "c:" SHA256(URL asked for) for the
+ * entry, PREFIX "l:" SHA256(URL) for the lock of the instance fetching it. */
+#define SHARED_VERSION 1
+#define SHARED_TYPE "(uuayayayayayxay)"   /* version, reason, detail, content type, final URL,
+                                            * address, sha256 of the body (hex), stored at (µs since
+                                            * the epoch), body */
+
+static char *
+shared_key (EbFetcher *f, const char *kind, const char *url)
+{
+  g_autofree char *h = g_compute_checksum_for_string (G_CHECKSUM_SHA256, url, -1);
+  g_autofree char *name = g_strconcat (kind, h, NULL);
+  return eb_redis_key (f->redis, name);
+}
+
+static gboolean
+shared_on (EbFetcher *f)
+{
+  return f->redis && f->config->cache_ttl && f->config->cache_entries;
+}
+
+static GBytes *
+shared_encode (const EbFetchResult *r, const char *address)
+{
+  g_autofree char *sha = r->body ? g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, r->body) : NULL;
+  gsize n = r->body ? g_bytes_get_size (r->body) : 0;
+  GVariant *body = g_variant_new_fixed_array (G_VARIANT_TYPE_BYTE, r->body ? g_bytes_get_data (r->body, NULL) : "",
+                                              n, 1);
+  g_autoptr (GVariant) v = g_variant_ref_sink (
+    g_variant_new ("(uu^ay^ay^ay^ay^ayx@ay)", (guint32) SHARED_VERSION, (guint32) r->reason,
+                   r->detail ? r->detail : "", r->content_type ? r->content_type : "",
+                   r->final_url ? r->final_url : "", address ? address : "", sha ? sha : "",
+                   g_get_real_time (), body));
+  return g_variant_get_data_as_bytes (v);
+}
+
+static gboolean
+printable (const char *s, gsize most)
+{
+  gsize n = strlen (s);
+  if (n > most)
+    return FALSE;
+  for (gsize i = 0; i < n; i++)
+    if ((guchar) s[i] < 0x20 || s[i] == 0x7f)
+      return FALSE;
+  return TRUE;
+}
+
+/* Is the connection a fresh fetch made to @address, for @final_url, one the
+ * policy allows? */
+static gboolean
+shared_address_allowed (EbFetcher *f, const char *address, const char *final_url)
+{
+  if (f->config->proxy && *f->config->proxy)
+    return TRUE;   /* through a proxy, the address is the proxy's, checked at connect */
+  CURLU *u = curl_url ();
+  char *port = NULL;
+  gboolean ok = curl_url_set (u, CURLUPART_URL, final_url, 0) == CURLUE_OK
+                && curl_url_get (u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK && port;
+  guint16 p = ok ? (guint16) atoi (port) : 0;
+  curl_free (port);
+  curl_url_cleanup (u);
+  if (!ok)
+    return FALSE;
+  struct sockaddr_in in4 = { 0 };
+  struct sockaddr_in6 in6 = { 0 };
+  const struct sockaddr *sa = NULL;
+  if (inet_pton (AF_INET, address, &in4.sin_addr) == 1) {
+    in4.sin_family = AF_INET;
+    in4.sin_port = htons (p);
+    sa = (const struct sockaddr *) &in4;
+  } else if (inet_pton (AF_INET6, address, &in6.sin6_addr) == 1) {
+    in6.sin6_family = AF_INET6;
+    in6.sin6_port = htons (p);
+    sa = (const struct sockaddr *) &in6;
+  } else {
+    return FALSE;
+  }
+  return eb_policy_check (f->policy, sa, NULL) == EB_POLICY_ALLOWED;
+}
+
+/* An entry read from Redis for @url, checked as a fresh fetch would be.
+ * Returns: (transfer full) (nullable): NULL for anything else (junk, another
+ * version, expired for this instance's cache_ttl, a body whose sha256 differs,
+ * larger than @max_bytes, from a URL or an address the policy refuses). The
+ * checks against the reference (media type agreement, size, Content-MD5) are
+ * eb-resolve's, on this result as on any. */
+static EbFetchResult *
+shared_decode (EbFetcher *f, const char *url, const char *data, gsize len, guint64 max_bytes)
+{
+  g_autoptr (GBytes) bytes = g_bytes_new (data, len);
+  g_autoptr (GVariant) v = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE (SHARED_TYPE), bytes, FALSE));
+  if (!g_variant_is_normal_form (v))
+    return NULL;
+  guint32 version = 0, reason = 0;
+  const char *detail, *type, *final_url, *address, *sha;
+  gint64 at = 0;
+  g_autoptr (GVariant) body = NULL;
+  g_variant_get (v, "(uu^&ay^&ay^&ay^&ay^&ayx@ay)", &version, &reason, &detail, &type, &final_url,
+                 &address, &sha, &at, &body);
+  gint64 now = g_get_real_time ();
+  gsize n = 0;
+  const guint8 *d = g_variant_get_fixed_array (body, &n, 1);
+  if (version != SHARED_VERSION || reason >= EB_REASON_N || reason == EB_REASON_RATE_LIMITED
+      || reason == EB_REASON_MESSAGE_BUDGET || at > now + 60 * G_USEC_PER_SEC
+      || now - at > (gint64) f->config->cache_ttl * G_USEC_PER_SEC
+      || !printable (detail, 1024) || !printable (type, 1024) || !printable (final_url, 8192))
+    return NULL;
+  g_autoptr (EbFetchResult) r = g_new0 (EbFetchResult, 1);
+  r->reason = reason;
+  r->detail = *detail ? g_strdup (detail) : NULL;
+  r->final_url = g_strdup (*final_url ? final_url : url);
+  r->from_cache = TRUE;
+  if (reason != EB_REASON_RESOLVED)
+    return n == 0 ? g_steal_pointer (&r) : NULL;
+  /* data: what a fresh fetch would have accepted, byte for byte */
+  if (n > max_bytes)
+    return NULL;
+  g_autoptr (GBytes) got = g_bytes_new (n ? d : NULL, n);
+  g_autofree char *sum = g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, got);
+  if (strcmp (sum, sha) != 0)
+    return NULL;
+  g_autofree char *why = NULL;
+  if (check_url (f, r->final_url, &why, NULL) != EB_REASON_RESOLVED
+      || !shared_address_allowed (f, address, r->final_url))
+    return NULL;
+  r->body = g_steal_pointer (&got);
+  r->content_type = *type ? g_strdup (type) : NULL;
+  return g_steal_pointer (&r);
+}
+
+/* One round trip: the entry when there is one; else the lock, taken with
+ * @token for @ttl ms unless another instance holds it. Returns {1, entry},
+ * {2} (the lock is @token's now), or {0, the lock's PTTL}. */
+static EbRedisScript lookup_script = EB_REDIS_SCRIPT (
+  "local v = redis.call('GET', KEYS[1])\n"
+  "if v then return {1, v} end\n"
+  "if ARGV[1] ~= '' and redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {2} end\n"
+  "return {0, redis.call('PTTL', KEYS[2])}\n");
+
+/* Store the entry (unless empty) for ARGV[2] ms, and release the lock when it
+ * is still @token's (compare and delete: one that expired and was taken by
+ * another instance is left to it). */
+static EbRedisScript store_script = EB_REDIS_SCRIPT (
+  "if ARGV[1] ~= '' then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end\n"
+  "if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end\n"
+  "return 1\n");
+
+typedef enum {
+  SHARED_MISS,     /* fetch it (no Redis, junk, or not waited for) */
+  SHARED_HIT,      /* *result set */
+  SHARED_OWN,      /* fetch it: this call holds the lock (t->lock_token) */
+  SHARED_WAIT,     /* another instance holds the lock */
+  SHARED_STALE,    /* a lock without expiry, or longer than a message: not an instance's */
+} SharedOutcome;
+
+static SharedOutcome
+shared_outcome (EbFetcher *f, const char *url, redisReply *reply, guint64 max_bytes, EbFetchResult **result)
+{
+  if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 1
+      || reply->element[0]->type != REDIS_REPLY_INTEGER)
+    return SHARED_MISS;
+  long long kind = reply->element[0]->integer;
+  if (kind == 1 && reply->elements == 2 && reply->element[1]->type == REDIS_REPLY_STRING) {
+    *result = shared_decode (f, url, reply->element[1]->str, reply->element[1]->len, max_bytes);
+    return *result ? SHARED_HIT : SHARED_MISS;
+  }
+  if (kind == 2)
+    return SHARED_OWN;
+  if (kind == 0 && reply->elements == 2 && reply->element[1]->type == REDIS_REPLY_INTEGER) {
+    long long pttl = reply->element[1]->integer;
+    if (pttl == -2)
+      return SHARED_MISS;
+    if (pttl < 0 || pttl > (long long) f->config->message_deadline * 1000)
+      return SHARED_STALE;
+    return SHARED_WAIT;
+  }
+  return SHARED_MISS;
+}
+
+/* Before fetching @t's URL: the pool's entry, or its lock (only when @lock:
+ * the first round, which may wait). */
+static SharedOutcome
+shared_lookup (EbFetcher *f, Transfer *t, gboolean lock)
+{
+  g_autofree char *entry = shared_key (f, "c:", t->asked);
+  g_autofree char *lk = shared_key (f, "l:", t->asked);
+  guint8 raw[16];
+  for (guint i = 0; i < 4; i++)
+    ((guint32 *) raw)[i] = g_random_int ();
+  g_autofree char *token = lock ? g_compute_checksum_for_data (G_CHECKSUM_SHA1, raw, sizeof raw) : g_strdup ("");
+  g_autofree char *ttl = g_strdup_printf ("%" G_GINT64_FORMAT,
+                                          MAX ((t->deadline - g_get_monotonic_time ()) / 1000, 1));
+  const char *argv[] = { entry, lk, token, ttl };
+  g_autoptr (redisReply) reply = eb_redis_script (f->redis, &lookup_script, 2, 4, argv, NULL);
+  SharedOutcome o = shared_outcome (f, t->asked, reply, t->max_bytes, &t->result);
+  if (o == SHARED_OWN)
+    t->lock_token = g_steal_pointer (&token);
+  return o;
+}
+
+/* After @t's fetch: its result for the pool when @keep (and its body is
+ * within redis_max_body), and its lock released. */
+static void
+shared_store (EbFetcher *f, Transfer *t, gboolean keep)
+{
+  if (!shared_on (f) || (!keep && !t->lock_token))
+    return;
+  const EbFetchResult *r = t->result;
+  if (!r || (r->body && g_bytes_get_size (r->body) > f->config->redis_max_body))
+    keep = FALSE;
+  if (!keep && !t->lock_token)
+    return;
+  g_autofree char *entry = shared_key (f, "c:", t->asked);
+  g_autofree char *lk = shared_key (f, "l:", t->asked);
+  g_autoptr (GBytes) value = keep ? shared_encode (r, t->address) : g_bytes_new (NULL, 0);
+  g_autofree char *ttl = g_strdup_printf ("%u", f->config->cache_ttl * 1000);
+  const char *argv[] = { entry, lk, g_bytes_get_data (value, NULL), ttl, t->lock_token ? t->lock_token : "-" };
+  size_t lens[] = { strlen (entry), strlen (lk), g_bytes_get_size (value), strlen (ttl), strlen (argv[4]) };
+  if (!argv[2])
+    argv[2] = "";
+  G_GNUC_UNUSED g_autoptr (redisReply) reply = eb_redis_script (f->redis, &store_script, 2, 5, argv, lens);
+  g_clear_pointer (&t->lock_token, g_free);
+}
+
+static EbRedisScript wait_script = EB_REDIS_SCRIPT (
+  "local v = redis.call('GET', KEYS[1])\n"
+  "if v then return {1, v} end\n"
+  "return {0, redis.call('PTTL', KEYS[2])}\n");
+
+/* Wait for another instance's fetch of @url: its entry, until its lock goes
+ * away or expires, or until only the time to fetch it here is left of the
+ * message's deadline. Returns: (transfer full) (nullable): the result, or
+ * NULL: fetch it here. */
+static EbFetchResult *
+shared_wait (EbFetcher *f, const char *url, gint64 deadline, guint64 max_bytes)
+{
+  g_autofree char *entry = shared_key (f, "c:", url);
+  g_autofree char *lk = shared_key (f, "l:", url);
+  const char *argv[] = { entry, lk };
+  gint64 reserve = MIN ((gint64) f->config->fetch_timeout, (gint64) f->config->message_deadline / 2) * G_USEC_PER_SEC;
+  gint64 until = deadline - reserve;
+  gulong pause = 5000;
+  const gint *cancel = g_private_get (&cancel_key);
+  for (;;) {
+    g_autoptr (redisReply) reply = eb_redis_script (f->redis, &wait_script, 2, 2, argv, NULL);
+    EbFetchResult *r = NULL;
+    SharedOutcome o = shared_outcome (f, url, reply, max_bytes, &r);
+    if (o == SHARED_HIT)
+      return r;
+    if (o != SHARED_WAIT || g_get_monotonic_time () + (gint64) pause >= until
+        || (cancel && g_atomic_int_get (cancel)))
+      return NULL;
+    g_usleep (pause);
+    pause = MIN (pause * 3 / 2, 100000);
+  }
+}
+
 /* Every outcome but a rate limit or the message's own limits (its budget, its
  * deadline) is remembered: a dead URL that many messages reference is not
  * tried again for each. */
@@ -987,17 +1307,24 @@ remember (EbFetcher *f, Transfer *t)
    * nothing about the URL; every other one is remembered: a dead URL that
    * many messages reference is not tried again for each */
   if (r == EB_REASON_RATE_LIMITED || r == EB_REASON_MESSAGE_BUDGET || transfer_cancelled (t)
-      || (r == EB_REASON_TIMED_OUT && g_get_monotonic_time () >= t->deadline))
+      || (r == EB_REASON_TIMED_OUT && g_get_monotonic_time () >= t->deadline)) {
+    shared_store (f, t, FALSE);
     return;
+  }
   cache_put (f, t->asked, t->result);
+  shared_store (f, t, TRUE);
 }
 
 /* One round: fetch @urls under @round's deadline and budget; with @defer, a URL
  * that another thread is fetching is not waited for here (waiting while holding
- * claims could deadlock): its result is left NULL for the caller. */
+ * claims could deadlock): its result is left NULL for the caller. Likewise a
+ * URL another instance of the pool is fetching (Redis holds its lock): its
+ * result is left NULL, it is added to @remote, and this call keeps its claim
+ * on it (the caller waits in Redis, then releases the claim), so that this
+ * process's other threads wait for it here rather than fetch it. */
 static GPtrArray *
 fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, gboolean defer,
-             Round *round)
+             Round *round, GPtrArray *remote)
 {
   Progress *progress = g_private_get (&progress_key);
   gint64 last_progress = g_get_monotonic_time ();
@@ -1043,6 +1370,21 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
     g_autofree char *detail = NULL;
     g_autofree char *host = NULL;
     EbReason why = check_url (f, urls[i], &detail, &host);
+    /* the pool's cache, and its lock, once the URL may be fetched at all */
+    if (why == EB_REASON_RESOLVED && shared_on (f)) {
+      SharedOutcome o = shared_lookup (f, t, defer && t->claimed && remote);
+      if (o == SHARED_HIT) {
+        cache_put (f, urls[i], t->result);
+        gsize size = t->result->body ? g_bytes_get_size (t->result->body) : 0;
+        round->held += size, round->done += size;
+        continue;
+      }
+      if (o == SHARED_WAIT && defer && t->claimed && remote) {
+        t->remote = TRUE;
+        g_ptr_array_add (remote, g_strdup (urls[i]));
+        continue;
+      }
+    }
     if (why == EB_REASON_RESOLVED && (t->start_at = rate_reserve (f, host, deadline)) < 0) {
       why = EB_REASON_RATE_LIMITED;
       detail = g_strdup_printf ("host %.100s: no slot before the message deadline", host);
@@ -1086,7 +1428,7 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
     /* start transfers up to the limit */
     while (running_handles < f->config->max_concurrent_fetches && next < transfers->len) {
       Transfer *t = g_ptr_array_index (transfers, next++);
-      if (t->result || t->deferred)
+      if (t->result || t->deferred || t->remote)
         continue;
       if (g_get_monotonic_time () >= deadline) {
         transfer_end (t, EB_REASON_TIMED_OUT, g_strdup ("message deadline passed"));
@@ -1155,7 +1497,7 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
 
   for (guint i = 0; i < n; i++) {
     Transfer *t = g_hash_table_lookup (index, urls[i]);
-    if (t->deferred) {
+    if (t->deferred || t->remote) {
       g_ptr_array_add (results, NULL);
       continue;
     }
@@ -1173,13 +1515,16 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
   g_mutex_lock (&f->lock);
   for (guint i = 0; i < transfers->len; i++) {
     Transfer *t = g_ptr_array_index (transfers, i);
-    if (t->claimed)
+    if (t->claimed && !t->remote)
       g_hash_table_remove (f->inflight, t->asked);
   }
   g_cond_broadcast (&f->done);
   g_mutex_unlock (&f->lock);
   for (guint i = 0; i < transfers->len; i++) {
     Transfer *t = g_ptr_array_index (transfers, i);
+    /* a lock taken for a fetch that never started (rate limit, deadline) */
+    if (t->lock_token)
+      shared_store (f, t, FALSE);
     if (t->easy)
       curl_easy_cleanup (t->easy);
     if (t->body)
@@ -1194,6 +1539,8 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
     g_free (t->content_encoding);
     g_free (t->url);
     g_free (t->asked);
+    g_free (t->address);
+    g_free (t->lock_token);
     g_free (t);
   }
   return results;
@@ -1273,11 +1620,38 @@ eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 ma
     .deadline = g_get_monotonic_time () + (gint64) f->config->message_deadline * G_USEC_PER_SEC,
     .limit = f->config->max_message_bytes,
   };
-  GPtrArray *results = fetch_round (f, urls, n, max_bytes, TRUE, &round);
+  g_autoptr (GPtrArray) remote = g_ptr_array_new_with_free_func (g_free);
+  GPtrArray *results = fetch_round (f, urls, n, max_bytes, TRUE, &round, remote);
   g_autoptr (GPtrArray) again = g_ptr_array_new ();
   g_autoptr (GArray) where = g_array_new (FALSE, FALSE, sizeof (guint));
+  /* first the URLs another instance is fetching: this call holds their claims */
   for (guint i = 0; i < n; i++) {
-    if (g_ptr_array_index (results, i))
+    if (g_ptr_array_index (results, i)
+        || !g_ptr_array_find_with_equal_func (remote, urls[i], g_str_equal, NULL))
+      continue;
+    gboolean first = TRUE;
+    for (guint j = 0; j < i && first; j++)
+      first = strcmp (urls[j], urls[i]) != 0;
+    EbFetchResult *r = NULL;
+    if (first) {
+      r = shared_wait (f, urls[i], round.deadline, max_bytes);
+      if (r)
+        cache_put (f, urls[i], r);
+    } else {
+      r = cache_get (f, urls[i]);
+    }
+    if (r) {
+      if (r->body && r->reason == EB_REASON_RESOLVED)
+        round.held += g_bytes_get_size (r->body), round.done += g_bytes_get_size (r->body);
+      g_ptr_array_index (results, i) = r;
+    } else {
+      g_ptr_array_add (again, (gpointer) urls[i]);
+      g_array_append_val (where, i);
+    }
+  }
+  for (guint i = 0; i < n; i++) {
+    if (g_ptr_array_index (results, i)
+        || g_ptr_array_find_with_equal_func (remote, urls[i], g_str_equal, NULL))
       continue;
     /* holding no claim now: wait for the other thread (until the deadline),
      * then take its result */
@@ -1305,9 +1679,16 @@ eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 ma
   }
   if (again->len) {
     g_autoptr (GPtrArray) got = fetch_round (f, (const char *const *) again->pdata, again->len,
-                                             max_bytes, FALSE, &round);
+                                             max_bytes, FALSE, &round, NULL);
     for (guint k = 0; k < got->len; k++)
       g_ptr_array_index (results, g_array_index (where, guint, k)) = g_steal_pointer (&got->pdata[k]);
+  }
+  if (remote->len) {
+    g_mutex_lock (&f->lock);
+    for (guint k = 0; k < remote->len; k++)
+      g_hash_table_remove (f->inflight, remote->pdata[k]);
+    g_cond_broadcast (&f->done);
+    g_mutex_unlock (&f->lock);
   }
   return results;
 }

@@ -26,7 +26,7 @@ cd "$top"
 
 # --- packages ------------------------------------------------------------
 packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
-  libcurl4-openssl-dev libjson-glib-dev libmilter-dev ca-certificates"
+  libcurl4-openssl-dev libjson-glib-dev libmilter-dev libhiredis-dev ca-certificates"
 # the tests' own servers and certificates
 [ "$mode" = test ] && packages="$packages python3 python3-pyftpdlib python3-prometheus-client openssl curl miltertest postfix strace"
 # the API reference (gtk-doc), built in every build and installed by test-install
@@ -38,6 +38,8 @@ packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
 # IMAP for test-dovecot and test-dovecot-rest, LMTP and Pigeonhole's Sieve
 # (sieve_extprograms, sievec) for test-dovecot-lmtp
 [ "$mode" = test ] && packages="$packages dovecot-core dovecot-imapd dovecot-lmtpd dovecot-sieve"
+# Redis for the pool tests' private servers (the system one is stopped below)
+[ "$mode" = test ] && packages="$packages redis-server"
 [ "$mode" = test ] && ! command -v npm >/dev/null 2>&1 && packages="$packages nodejs npm"
 # the libraries of Debian's exim4-daemon-light, which test-exim runs unpacked (below)
 [ "$mode" = test ] && packages="$packages libgnutls-dane0 libidn12 libnsl2 libdb5.3 libpcre2-8-0"
@@ -66,6 +68,14 @@ if [ -n "$missing" ]; then
                else
                  $sudo service dovecot stop 2>/dev/null || true
                fi ;;
+  esac
+  # likewise the system Redis (port 6379): the tests start their own
+  case "$missing" in
+    *redis-server*) if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+                      $sudo systemctl disable --now redis-server.service 2>/dev/null || true
+                    else
+                      $sudo service redis-server stop 2>/dev/null || true
+                    fi ;;
   esac
 fi
 

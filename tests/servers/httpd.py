@@ -24,6 +24,8 @@ Paths:
   /long                 Content-Length 5, 50 bytes
   /big?n=N              N bytes without a Content-Length (close-delimited)
   /hits                 how many requests this server has answered (text)
+  /counts               the requests each target (path and query) got, one
+                        "N TARGET" line each, /hits and /counts not counted
   /header-flood         a response header of 200 lines of 1 KB
   /headers?n=N          a response whose header (status line to blank line) is N bytes
   /hold?gate=G&n=I      wait until gate G is opened (at most 60 s), then "held I\n"
@@ -47,6 +49,7 @@ INFLIGHT = 0   # /slow requests in progress
 PEAK = 0       # the most of them at once
 GATES = {}     # /hold gate name: threading.Event
 HELD = {}      # /hold gate name: requests waiting there
+COUNTS = {}    # request target: requests
 
 
 def gate(name):
@@ -80,6 +83,13 @@ class Handler(BaseHTTPRequestHandler):
         q = urllib.parse.parse_qs(u.query)
         p = u.path
         host = self.headers.get("Host", "127.0.0.1")
+        if p not in ("/hits", "/counts"):
+            with LOCK:
+                COUNTS[self.path] = COUNTS.get(self.path, 0) + 1
+        if p == "/counts":
+            with LOCK:
+                body = "".join("%d %s\n" % (n, t) for t, n in sorted(COUNTS.items()))
+            return self.send(200, body.encode())
         if p == "/text":
             return self.send(200, b"hello from the test server\n")
         if p == "/bin":

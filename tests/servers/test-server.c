@@ -8,6 +8,11 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <hiredis/hiredis.h>
+#include <glib/gstdio.h>
 
 void
 test_skip_all (const char *reason)
@@ -189,4 +194,163 @@ test_http_get_number (guint port, const char *path)
   const char *body = strstr (resp->str, "\r\n\r\n");
   g_assert_nonnull (body);
   return g_ascii_strtoll (body + 4, NULL, 10);
+}
+
+/* ---- a private redis-server ---------------------------------------------- */
+
+static guint
+free_port (void)
+{
+  int fd = socket (AF_INET, SOCK_STREAM, 0);
+  g_assert_cmpint (fd, >=, 0);
+  struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  socklen_t len = sizeof a;
+  g_assert_cmpint (bind (fd, (struct sockaddr *) &a, sizeof a), ==, 0);
+  g_assert_cmpint (getsockname (fd, (struct sockaddr *) &a, &len), ==, 0);
+  close (fd);
+  return ntohs (a.sin_port);
+}
+
+static gboolean
+redis_answers (guint port)
+{
+  struct timeval tv = { 1, 0 };
+  redisContext *c = redisConnectWithTimeout ("127.0.0.1", (int) port, tv);
+  gboolean ok = FALSE;
+  if (c && !c->err) {
+    redisSetTimeout (c, tv);
+    redisReply *r = redisCommand (c, "PING");
+    ok = r && r->type == REDIS_REPLY_STATUS;
+    if (r)
+      freeReplyObject (r);
+  }
+  if (c)
+    redisFree (c);
+  return ok;
+}
+
+static void
+redis_spawn (TestRedis *r)
+{
+  g_autofree char *conf = g_build_filename (r->dir, "redis.conf", NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
+  g_subprocess_launcher_set_child_setup (launcher, server_child_setup, NULL, NULL);
+  r->proc = g_subprocess_launcher_spawn (launcher, &error, "/usr/bin/redis-server", conf, NULL);
+  g_assert_no_error (error);
+  g_autofree char *kill_cmd = g_strdup_printf ("kill -CONT %s; kill -KILL %s",
+                                               g_subprocess_get_identifier (r->proc),
+                                               g_subprocess_get_identifier (r->proc));
+  r->watchdog = test_watchdog_add (kill_cmd);
+  /* it answers within a second or two; a broken one fails the test below */
+  for (guint i = 0; i < 200 && !redis_answers (r->port); i++)
+    g_usleep (50000);
+  g_assert_true (redis_answers (r->port));
+}
+
+TestRedis *
+test_redis_start (void)
+{
+  if (!g_file_test ("/usr/bin/redis-server", G_FILE_TEST_IS_EXECUTABLE))
+    return NULL;
+  TestRedis *r = g_new0 (TestRedis, 1);
+  r->dir = g_dir_make_tmp ("extbody-redis-XXXXXX", NULL);
+  g_assert_nonnull (r->dir);
+  r->port = free_port ();
+  g_autofree char *conf = g_build_filename (r->dir, "redis.conf", NULL);
+  g_autofree char *text = g_strdup_printf ("port %u\nbind 127.0.0.1\nprotected-mode no\n"
+                                           "save \"\"\nappendonly no\ndaemonize no\n"
+                                           "dir %s\nlogfile \"\"\nloglevel warning\n",
+                                           r->port, r->dir);
+  g_assert_true (g_file_set_contents (conf, text, -1, NULL));
+  redis_spawn (r);
+  return r;
+}
+
+void
+test_redis_kill (TestRedis *r)
+{
+  if (!r->proc)
+    return;
+  g_subprocess_send_signal (r->proc, SIGCONT);
+  g_subprocess_force_exit (r->proc);
+  g_subprocess_wait (r->proc, NULL, NULL);
+  test_watchdog_remove (r->watchdog);
+  g_clear_object (&r->proc);
+}
+
+void
+test_redis_restart (TestRedis *r)
+{
+  test_redis_kill (r);
+  redis_spawn (r);
+}
+
+void
+test_redis_signal (TestRedis *r, int sig)
+{
+  g_assert_nonnull (r->proc);
+  g_subprocess_send_signal (r->proc, sig);
+}
+
+void
+test_redis_stop (TestRedis *r)
+{
+  if (!r)
+    return;
+  test_redis_kill (r);
+  g_autofree char *conf = g_build_filename (r->dir, "redis.conf", NULL);
+  g_unlink (conf);
+  g_rmdir (r->dir);
+  g_free (r->dir);
+  g_free (r);
+}
+
+static void
+reply_text (GString *s, const redisReply *reply)
+{
+  switch (reply->type) {
+  case REDIS_REPLY_STRING:
+  case REDIS_REPLY_STATUS:
+    g_string_append_len (s, reply->str, (gssize) reply->len);
+    break;
+  case REDIS_REPLY_ERROR:
+    g_string_append_printf (s, "ERR: %s", reply->str);
+    break;
+  case REDIS_REPLY_INTEGER:
+    g_string_append_printf (s, "%lld", reply->integer);
+    break;
+  case REDIS_REPLY_NIL:
+    g_string_append (s, "(nil)");
+    break;
+  case REDIS_REPLY_ARRAY:
+    for (size_t i = 0; i < reply->elements; i++) {
+      if (i)
+        g_string_append_c (s, '\n');
+      reply_text (s, reply->element[i]);
+    }
+    break;
+  default:
+    break;
+  }
+}
+
+char *
+test_redis_command (TestRedis *r, const char *format, ...)
+{
+  struct timeval tv = { 10, 0 };
+  redisContext *c = redisConnectWithTimeout ("127.0.0.1", (int) r->port, tv);
+  g_assert_nonnull (c);
+  g_assert_cmpint (c->err, ==, 0);
+  redisSetTimeout (c, tv);
+  va_list ap;
+  va_start (ap, format);
+  redisReply *reply = redisvCommand (c, format, ap);
+  va_end (ap);
+  g_assert_nonnull (reply);
+  GString *s = g_string_new (NULL);
+  reply_text (s, reply);
+  freeReplyObject (reply);
+  redisFree (c);
+  return g_string_free (s, FALSE);
 }

@@ -34,6 +34,35 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (TestServer, test_server_stop)
  * extbody): the number its body starts with (httpd.py's /hits, /peak). */
 gint64 test_http_get_number (guint port, const char *path);
 
+/* A private redis-server (Debian's /usr/bin/redis-server) on a free
+ * 127.0.0.1 port, with a configuration of its own under a temporary
+ * directory: no persistence (save "", appendonly no), no system files. It
+ * dies with the test (PR_SET_PDEATHSIG, and the watchdog kills it). */
+typedef struct {
+  GSubprocess *proc;       /* NULL while stopped */
+  guint        watchdog;
+  guint        port;
+  char        *dir;        /* its configuration and working directory */
+} TestRedis;
+
+/* NULL when redis-server is not installed (the caller skips). Returns once
+ * it answers PING. */
+TestRedis *test_redis_start (void);
+/* Kill it (SIGKILL: a crash, as far as extbody can tell); test_redis_restart
+ * starts it again on the same port, empty. */
+void test_redis_kill (TestRedis *redis);
+void test_redis_restart (TestRedis *redis);
+/* Send @sig (SIGSTOP, SIGCONT) to it. */
+void test_redis_signal (TestRedis *redis, int sig);
+/* Stop it and remove its directory. */
+void test_redis_stop (TestRedis *redis);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TestRedis, test_redis_stop)
+/* Run one command (hiredis's redisCommand format) on a fresh connection;
+ * returns the reply as text: a string or status as it is, an integer in
+ * decimal, nil as "(nil)", an error as "ERR: ...", an array as its elements
+ * joined by "\n". Asserts that Redis answered. */
+char *test_redis_command (TestRedis *redis, const char *format, ...);
+
 /* The whole program cannot run here (no root, no Postfix, no Node, ...): print
  * "SKIP: @reason" and exit 77, which ctest reports as skipped (every test has
  * SKIP_RETURN_CODE 77). Call it before g_test_run (): GLib's g_test_run exits

@@ -249,6 +249,23 @@ test_typed_keys (void)
     { "milter_socket", "bogus", FALSE },
     { "proxy", "http://127.0.0.1:3128", TRUE },
     { "proxy", "127.0.0.1:3128", FALSE },
+    { "redis_server", "", TRUE },
+    { "redis_server", "127.0.0.1:6379", TRUE },
+    { "redis_server", "redis.example.net:6380", TRUE },
+    { "redis_server", "[::1]:6379", TRUE },
+    { "redis_server", "unix:/run/redis/redis.sock", TRUE },
+    { "redis_server", "unix:redis.sock", FALSE },
+    { "redis_server", "127.0.0.1", FALSE },
+    { "redis_server", "127.0.0.1:0", FALSE },
+    { "redis_server", "127.0.0.1:65536", FALSE },
+    { "redis_server", "::1:6379", FALSE },
+    { "redis_server", "[]:6379", FALSE },
+    { "redis_server", "redis://127.0.0.1:6379", FALSE },
+    { "redis_timeout", "0", FALSE },
+    { "redis_timeout", "250", TRUE },
+    { "redis_prefix", "pool-a:", TRUE },
+    { "redis_prefix", "two words", FALSE },
+    { "redis_max_body", "4M", TRUE },
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
     g_autoptr (EbConfig) c = eb_config_new ();
