@@ -291,6 +291,20 @@ test_redis_signal (TestRedis *r, int sig)
 {
   g_assert_nonnull (r->proc);
   g_subprocess_send_signal (r->proc, sig);
+  /* kill() returns before a process running on another core has stopped:
+   * wait until it has (state T), or has run again after SIGCONT, so that
+   * the next request meets the state the test asked for */
+  g_autofree char *stat_path = g_strdup_printf ("/proc/%s/stat", g_subprocess_get_identifier (r->proc));
+  for (int i = 0; i < 400 && (sig == SIGSTOP || sig == SIGCONT); i++) {
+    g_autofree char *stat = NULL;
+    if (!g_file_get_contents (stat_path, &stat, NULL, NULL))
+      break;
+    const char *paren = strrchr (stat, ')');
+    gboolean stopped = paren && paren[1] == ' ' && (paren[2] == 'T' || paren[2] == 't');
+    if (stopped == (sig == SIGSTOP))
+      break;
+    g_usleep (5000);
+  }
 }
 
 void
