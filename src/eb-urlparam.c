@@ -5,12 +5,18 @@
 #include "eb-params.h"
 #include <string.h>
 
-/* An RFC 2047 encoded-word: =?charset?B|Q?text?= with no white space. */
+/* An RFC 2047 encoded-word: =?charset?B|Q?text?= with no white space. The
+ * candidates are found by memchr ('=' is rare in a URL but for base64 padding
+ * and queries). */
 static gboolean
 has_encoded_word (const guint8 *d, gsize n)
 {
   for (gsize i = 0; i + 1 < n; i++) {
-    if (d[i] != '=' || d[i + 1] != '?')
+    const guint8 *eq = memchr (d + i, '=', n - 1 - i);
+    if (!eq)
+      return FALSE;
+    i = (gsize) (eq - d);
+    if (d[i + 1] != '?')
       continue;
     gsize j = i + 2, cs = j;
     while (j < n && d[j] != '?' && d[j] > 0x20 && d[j] < 0x7F)
@@ -30,6 +36,19 @@ has_encoded_word (const guint8 *d, gsize n)
 }
 
 static const char hexu[] = "0123456789ABCDEF";
+
+/* The octets RFC 2017 3.1 step 1 percent-encodes: SPACE, CTL, '"', '\\' and
+ * 8-bit (0x00-0x20, 0x7F-0xFF); the row is the high nibble. */
+static const guint8 must_encode[256] = {
+  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,
+  1,0,1,0,0,0,0,0, 0,0,0,0,0,0,0,0,  0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0,
+  0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0,  0,0,0,0,0,0,0,0, 0,0,0,0,1,0,0,0,
+  0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0,  0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,1,
+  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,
+  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,
+  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,
+  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,
+};
 
 char *
 eb_urlparam_reassemble (const char *raw, gsize len, GError **error)
@@ -55,11 +74,9 @@ eb_urlparam_reassemble (const char *raw, gsize len, GError **error)
    * and may not stand in a URL is counted for percent-encoding */
   gsize m = n;
   gsize need = 0;
-  for (gsize i = 0; i < n; i++) {
-    guint8 c = d[i];
-    if (c <= 0x20 || c >= 0x7F || c == '"' || c == '\\')
-      need += 2;
-  }
+  for (gsize i = 0; i < n; i++)
+    need += must_encode[d[i]];
+  need *= 2;
   gsize s = 0, e = m;
   if (m >= 2 && d[0] == '<' && d[m - 1] == '>') {
     s = 1;
@@ -82,7 +99,7 @@ eb_urlparam_reassemble (const char *raw, gsize len, GError **error)
   gsize o = 0;
   for (gsize i = s; i < e; i++) {
     guint8 c = d[i];
-    if (c <= 0x20 || c >= 0x7F || c == '"' || c == '\\') {
+    if (must_encode[c]) {
       url[o++] = '%';
       url[o++] = hexu[c >> 4];
       url[o++] = hexu[c & 15];
