@@ -50,6 +50,32 @@ static const guint8 must_encode[256] = {
   1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,
 };
 
+/* How many octets of [d, d+n) must be percent-encoded: eight at a time while a
+ * word holds none (no byte below 0x21, with its high bit set, 0x7F, '"' or
+ * '\\'), the table for a word that does. */
+static gsize
+count_must_encode (const guint8 *d, gsize n)
+{
+  const guint64 ones = G_GUINT64_CONSTANT (0x0101010101010101);
+  const guint64 highs = ones * 0x80;
+#define HAS_ZERO(v) (((v) - ones) & ~(v) & highs)
+  gsize need = 0, i = 0;
+  for (; i + 8 <= n; i += 8) {
+    guint64 w;
+    memcpy (&w, d + i, 8);
+    guint64 x7f = w ^ (ones * 0x7F), dq = w ^ (ones * '"'), bs = w ^ (ones * '\\');
+    if (((w - ones * 0x21) & ~w & highs) == 0 && (w & highs) == 0 && HAS_ZERO (x7f) == 0
+        && HAS_ZERO (dq) == 0 && HAS_ZERO (bs) == 0)
+      continue;
+    for (gsize j = i; j < i + 8; j++)
+      need += must_encode[d[j]];
+  }
+#undef HAS_ZERO
+  for (; i < n; i++)
+    need += must_encode[d[i]];
+  return need;
+}
+
 char *
 eb_urlparam_reassemble (const char *raw, gsize len, GError **error)
 {
@@ -73,10 +99,7 @@ eb_urlparam_reassemble (const char *raw, gsize len, GError **error)
   /* linear white space is already gone (eb_params_get_octets); what is left
    * and may not stand in a URL is counted for percent-encoding */
   gsize m = n;
-  gsize need = 0;
-  for (gsize i = 0; i < n; i++)
-    need += must_encode[d[i]];
-  need *= 2;
+  gsize need = count_must_encode (d, n) * 2;
   gsize s = 0, e = m;
   if (m >= 2 && d[0] == '<' && d[m - 1] == '>') {
     s = 1;
