@@ -1,7 +1,10 @@
 /* eb-params.c - RFC 2045 / RFC 2231 parameters from raw header text (see
  * eb-params.h). One pass of cursor parsers over the bytes; sections are
  * collected per name in a hash table and checked when a value is asked for.
- * Linear in the input (sections are sorted once per name asked for). */
+ * Linear in the input (sections are sorted once per name asked for). Values can
+ * be as large as a message (data: URLs), so the long runs are found by memchr
+ * and table or word-at-a-time scans, never byte by byte through GLib calls,
+ * and a value that needs no change is shared, not copied. */
 #include "eb-params.h"
 #include "eb-error.h"
 #include <stdlib.h>
@@ -52,6 +55,58 @@ entry_free (Entry *e)
   g_free (e);
 }
 
+/* ---- character classes ----------------------------------------------------- */
+
+/* RFC 2045 token characters: printable US-ASCII but SPACE and the tspecials
+ * ()<>@,;:\"/[]?= ; the row is the high nibble. */
+static const guint8 token_char[256] = {
+  /* 0x00 */ 0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0,
+  /* 0x10 */ 0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0,
+  /* 0x20  SP ! " # $ % & '  ( ) * + , - . / */
+             0,1,0,1,1,1,1,1, 0,0,1,1,0,1,1,0,
+  /* 0x30  0-9 : ; < = > ? */
+             1,1,1,1,1,1,1,1, 1,1,0,0,0,0,0,0,
+  /* 0x40  @ A-O */
+             0,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,
+  /* 0x50  P-Z [ \ ] ^ _ */
+             1,1,1,1,1,1,1,1, 1,1,1,0,0,0,1,1,
+  /* 0x60  ` a-o */
+             1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,
+  /* 0x70  p-z { | } ~ DEL */
+             1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,0,
+  /* 0x80 - 0xFF: none */
+};
+
+#define IS_LWS(c) ((c) == ' ' || (c) == '\t' || (c) == '\r' || (c) == '\n')
+
+/* The first SP, HTAB, CR or LF in [p, end), or end. Eight bytes at a time
+ * while none of them is below 0x21 (all four are); the rare other control
+ * characters only send a word to the byte loop. */
+static const guint8 *
+find_lws (const guint8 *p, const guint8 *end)
+{
+  const guint64 ones = G_GUINT64_CONSTANT (0x0101010101010101);
+  const guint64 highs = G_GUINT64_CONSTANT (0x8080808080808080);
+  while (p < end) {
+    if (end - p >= 8) {
+      guint64 w;
+      memcpy (&w, p, 8);
+      if (((w - ones * 0x21) & ~w & highs) == 0) {   /* no byte < 0x21 */
+        p += 8;
+        continue;
+      }
+      for (const guint8 *q = p + 8; p < q; p++)
+        if (IS_LWS (*p))
+          return p;
+      continue;
+    }
+    if (IS_LWS (*p))
+      return p;
+    p++;
+  }
+  return end;
+}
+
 /* ---- cursor parsers: advance *in only on success ------------------------ */
 
 static void
@@ -84,16 +139,10 @@ skip_cfws (const char **in, const char *end)
 }
 
 static gboolean
-is_token_char (guchar c)
-{
-  return c > 0x20 && c < 0x7F && !strchr ("()<>@,;:\\\"/[]?=", c);
-}
-
-static gboolean
 decode_token (const char **in, const char *end, const char **start, gsize *len)
 {
   const char *p = *in;
-  while (p < end && is_token_char ((guchar) *p))
+  while (p < end && token_char[(guchar) *p])
     p++;
   if (p == *in)
     return FALSE;
@@ -104,26 +153,44 @@ decode_token (const char **in, const char *end, const char **start, gsize *len)
 }
 
 /* A quoted-string at *in; FALSE (and *in at end) when unterminated. With @out
- * NULL the string is only skipped. The value is sized exactly, copied in runs. */
+ * NULL the string is only skipped. The closing quote is found by memchr from
+ * backslash to backslash (a quoted-pair takes the next byte, whatever it is);
+ * the value is copied in runs between quoted-pairs. */
 static gboolean
 decode_quoted (const char **in, const char *end, GBytes **out)
 {
   const char *p = *in + 1;
-  gsize n = 0;
-  while (p < end && *p != '"') {
-    if (*p == '\\' && p + 1 < end)
-      p++;
-    p++;
-    n++;
+  const char *qt = NULL;        /* the next '"' at or after p, once found */
+  gboolean pairs = FALSE;
+  for (;;) {
+    if (!qt || qt < p) {
+      qt = p < end ? memchr (p, '"', (gsize) (end - p)) : NULL;
+      if (!qt) {
+        *in = end;
+        return FALSE;
+      }
+    }
+    const char *bs = memchr (p, '\\', (gsize) (qt - p));
+    if (!bs)
+      break;
+    if (bs + 1 >= end) {
+      *in = end;
+      return FALSE;
+    }
+    pairs = TRUE;
+    p = bs + 2;
   }
-  if (p >= end) {
-    *in = end;
-    return FALSE;
-  }
-  const char *close = p;
+  const char *close = qt;
   if (out) {
-    guint8 *v = g_malloc (n + 1);
+    gsize span = (gsize) (close - (*in + 1));
+    guint8 *v = g_malloc (span + 1);
     gsize o = 0;
+    if (!pairs) {
+      memcpy (v, *in + 1, span);
+      *out = g_bytes_new_take (v, span);
+      *in = close + 1;
+      return TRUE;
+    }
     for (const char *q = *in + 1; q < close;) {
       const char *bs = memchr (q, '\\', (gsize) (close - q));
       const char *run_end = bs ? bs : close;
@@ -155,6 +222,8 @@ skip_junk (const char **in, const char *end)
       continue;
     }
     p++;
+    while (p < end && *p != ';' && *p != '"' && *p != '(')
+      p++;
   }
   *in = p;
 }
@@ -409,42 +478,60 @@ cmp_section (gconstpointer a, gconstpointer b)
   return x < y ? -1 : x > y;
 }
 
-/* Append the %XX-decoded bytes of [s, s+n) to @out. */
-static gboolean
-pct_decode_into (GByteArray *out, const guint8 *s, gsize n)
+/* The output of join: a buffer sized once for the whole value (decoding and
+ * stripping only ever shorten), filled in runs. */
+typedef struct {
+  guint8 *data;
+  gsize   len, cap;
+} Out;
+
+static void
+out_put (Out *out, const guint8 *d, gsize l)
 {
-  for (gsize i = 0; i < n; i++) {
-    if (s[i] != '%') {
-      g_byte_array_append (out, s + i, 1);
-      continue;
+  g_assert (out->len + l <= out->cap);
+  if (l) {
+    memcpy (out->data + out->len, d, l);
+    out->len += l;
+  }
+}
+
+/* Append the %XX-decoded bytes of [s, s+n) to @out, copying the runs between
+ * escapes whole. */
+static gboolean
+pct_decode_into (Out *out, const guint8 *s, gsize n)
+{
+  const guint8 *p = s, *end = s + n;
+  while (p < end) {
+    const guint8 *pc = memchr (p, '%', (gsize) (end - p));
+    if (!pc) {
+      out_put (out, p, (gsize) (end - p));
+      break;
     }
-    if (i + 2 >= n || !g_ascii_isxdigit (s[i + 1]) || !g_ascii_isxdigit (s[i + 2]))
+    out_put (out, p, (gsize) (pc - p));
+    if (end - pc <= 2 || !g_ascii_isxdigit (pc[1]) || !g_ascii_isxdigit (pc[2]))
       return FALSE;
-    guint8 b = (guint8) (g_ascii_xdigit_value (s[i + 1]) << 4 | g_ascii_xdigit_value (s[i + 2]));
-    g_byte_array_append (out, &b, 1);
-    i += 2;
+    guint8 b = (guint8) (g_ascii_xdigit_value (pc[1]) << 4 | g_ascii_xdigit_value (pc[2]));
+    out_put (out, &b, 1);
+    p = pc + 3;
   }
   return TRUE;
 }
 
 /* Append [d, d+l) to @out, without SP, HTAB, CR and LF when @strip. */
 static void
-append_text (GByteArray *out, const guint8 *d, gsize l, gboolean strip)
+append_text (Out *out, const guint8 *d, gsize l, gboolean strip)
 {
   if (!strip) {
-    g_byte_array_append (out, d, (guint) l);
+    out_put (out, d, l);
     return;
   }
-  gsize i = 0;
-  while (i < l) {
-    gsize j = i;
-    while (j < l && d[j] != ' ' && d[j] != '\t' && d[j] != '\r' && d[j] != '\n')
-      j++;
-    if (j > i)
-      g_byte_array_append (out, d + i, (guint) (j - i));
-    while (j < l && (d[j] == ' ' || d[j] == '\t' || d[j] == '\r' || d[j] == '\n'))
-      j++;
-    i = j;
+  const guint8 *p = d, *end = d + l;
+  while (p < end) {
+    const guint8 *w = find_lws (p, end);
+    out_put (out, p, (gsize) (w - p));
+    p = w;
+    while (p < end && IS_LWS (*p))
+      p++;
   }
 }
 
@@ -473,16 +560,19 @@ join (const Entry *e, gboolean strip, char **charset, GError **error)
     g_set_error (error, EB_ERROR, EB_ERROR_AMBIGUOUS, "parameter %s given twice", e->name);
     return NULL;
   }
-  GByteArray *out = g_byte_array_new ();
   const Section *secs = NULL;
   guint n = 0;
   Section single;
   g_autoptr (GArray) sorted = NULL;
   if (e->n_plain) {
+    /* the value itself when nothing is to go: shared, not copied */
     gsize l = 0;
     const guint8 *d = g_bytes_get_data (e->plain, &l);
-    append_text (out, d, l, strip);
-    return g_byte_array_free_to_bytes (out);
+    if (!strip || find_lws (d, d + l) == d + l)
+      return g_bytes_ref (e->plain);
+    Out out = { g_malloc (l), 0, l };
+    append_text (&out, d, l, strip);
+    return g_bytes_new_take (out.data, out.len);
   }
   if (e->n_single_ext) {
     single = (Section) { 0, TRUE, e->single_ext };
@@ -496,7 +586,6 @@ join (const Entry *e, gboolean strip, char **charset, GError **error)
     n = sorted->len;
     for (guint i = 0; i < n; i++) {
       if (secs[i].num != i) {
-        g_byte_array_unref (out);
         g_set_error (error, EB_ERROR, EB_ERROR_AMBIGUOUS,
                      i > 0 && secs[i].num == secs[i - 1].num
                        ? "parameter %s: RFC 2231 section %u given twice"
@@ -506,18 +595,22 @@ join (const Entry *e, gboolean strip, char **charset, GError **error)
       }
     }
   }
+  gsize total = 0;
+  for (guint i = 0; i < n; i++)
+    total += g_bytes_get_size (secs[i].value);
+  Out out = { g_malloc (total), 0, total };
   for (guint i = 0; i < n; i++) {
     gsize l = 0;
     const guint8 *d = g_bytes_get_data (secs[i].value, &l);
     if (!secs[i].extended) {
-      append_text (out, d, l, strip);
+      append_text (&out, d, l, strip);
       continue;
     }
     if (secs[i].num == 0) {
       const guint8 *q1 = memchr (d, '\'', l);
       const guint8 *q2 = q1 ? memchr (q1 + 1, '\'', l - (gsize) (q1 + 1 - d)) : NULL;
       if (!q2) {
-        g_byte_array_unref (out);
+        g_free (out.data);
         g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
                      "parameter %s: extended value without charset'language'", e->name);
         return NULL;
@@ -527,13 +620,13 @@ join (const Entry *e, gboolean strip, char **charset, GError **error)
       l -= (gsize) (q2 + 1 - d);
       d = q2 + 1;
     }
-    if (!pct_decode_into (out, d, l)) {
-      g_byte_array_unref (out);
+    if (!pct_decode_into (&out, d, l)) {
+      g_free (out.data);
       g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "parameter %s: bad %%XX escape", e->name);
       return NULL;
     }
   }
-  return g_byte_array_free_to_bytes (out);
+  return g_bytes_new_take (out.data, out.len);
 }
 
 GBytes *
@@ -567,11 +660,13 @@ eb_params_get (const EbParams *params, const char *name, GError **error)
     return NULL;
   gsize l = 0;
   const char *d = g_bytes_get_data (octets, &l);
-  GString *v = g_string_sized_new (l);
-  for (gsize i = 0; i < l; i++)   /* unfold: folds lose their line breaks */
-    if (d[i] != '\r' && d[i] != '\n')
-      g_string_append_c (v, d[i]);
-  char *value = g_string_free (v, FALSE);
+  char *value = g_malloc (l + 1);
+  gsize o = 0;
+  for (gsize i = 0; i < l; i++) {  /* unfold: folds lose their line breaks */
+    value[o] = d[i];
+    o += d[i] != '\r' && d[i] != '\n';
+  }
+  value[o] = '\0';
   if (charset && g_ascii_strcasecmp (charset, "us-ascii") && g_ascii_strcasecmp (charset, "utf-8")) {
     char *conv = g_convert (value, -1, "UTF-8", charset, NULL, NULL, NULL);
     if (conv) {

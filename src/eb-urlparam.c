@@ -5,12 +5,18 @@
 #include "eb-params.h"
 #include <string.h>
 
-/* An RFC 2047 encoded-word: =?charset?B|Q?text?= with no white space. */
+/* An RFC 2047 encoded-word: =?charset?B|Q?text?= with no white space. The
+ * candidates are found by memchr ('=' is rare in a URL but for base64 padding
+ * and queries). */
 static gboolean
 has_encoded_word (const guint8 *d, gsize n)
 {
   for (gsize i = 0; i + 1 < n; i++) {
-    if (d[i] != '=' || d[i + 1] != '?')
+    const guint8 *eq = memchr (d + i, '=', n - 1 - i);
+    if (!eq)
+      return FALSE;
+    i = (gsize) (eq - d);
+    if (d[i + 1] != '?')
       continue;
     gsize j = i + 2, cs = j;
     while (j < n && d[j] != '?' && d[j] > 0x20 && d[j] < 0x7F)
@@ -30,6 +36,45 @@ has_encoded_word (const guint8 *d, gsize n)
 }
 
 static const char hexu[] = "0123456789ABCDEF";
+
+/* The octets RFC 2017 3.1 step 1 percent-encodes: SPACE, CTL, '"', '\\' and
+ * 8-bit (0x00-0x20, 0x7F-0xFF); the row is the high nibble. */
+static const guint8 must_encode[256] = {
+  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,
+  1,0,1,0,0,0,0,0, 0,0,0,0,0,0,0,0,  0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0,
+  0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0,  0,0,0,0,0,0,0,0, 0,0,0,0,1,0,0,0,
+  0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0,  0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,1,
+  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,
+  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,
+  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,
+  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,  1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,
+};
+
+/* How many octets of [d, d+n) must be percent-encoded: eight at a time while a
+ * word holds none (no byte below 0x21, with its high bit set, 0x7F, '"' or
+ * '\\'), the table for a word that does. */
+static gsize
+count_must_encode (const guint8 *d, gsize n)
+{
+  const guint64 ones = G_GUINT64_CONSTANT (0x0101010101010101);
+  const guint64 highs = ones * 0x80;
+#define HAS_ZERO(v) (((v) - ones) & ~(v) & highs)
+  gsize need = 0, i = 0;
+  for (; i + 8 <= n; i += 8) {
+    guint64 w;
+    memcpy (&w, d + i, 8);
+    guint64 x7f = w ^ (ones * 0x7F), dq = w ^ (ones * '"'), bs = w ^ (ones * '\\');
+    if (((w - ones * 0x21) & ~w & highs) == 0 && (w & highs) == 0 && HAS_ZERO (x7f) == 0
+        && HAS_ZERO (dq) == 0 && HAS_ZERO (bs) == 0)
+      continue;
+    for (gsize j = i; j < i + 8; j++)
+      need += must_encode[d[j]];
+  }
+#undef HAS_ZERO
+  for (; i < n; i++)
+    need += must_encode[d[i]];
+  return need;
+}
 
 char *
 eb_urlparam_reassemble (const char *raw, gsize len, GError **error)
@@ -54,12 +99,7 @@ eb_urlparam_reassemble (const char *raw, gsize len, GError **error)
   /* linear white space is already gone (eb_params_get_octets); what is left
    * and may not stand in a URL is counted for percent-encoding */
   gsize m = n;
-  gsize need = 0;
-  for (gsize i = 0; i < n; i++) {
-    guint8 c = d[i];
-    if (c <= 0x20 || c >= 0x7F || c == '"' || c == '\\')
-      need += 2;
-  }
+  gsize need = count_must_encode (d, n) * 2;
   gsize s = 0, e = m;
   if (m >= 2 && d[0] == '<' && d[m - 1] == '>') {
     s = 1;
@@ -82,7 +122,7 @@ eb_urlparam_reassemble (const char *raw, gsize len, GError **error)
   gsize o = 0;
   for (gsize i = s; i < e; i++) {
     guint8 c = d[i];
-    if (c <= 0x20 || c >= 0x7F || c == '"' || c == '\\') {
+    if (must_encode[c]) {
       url[o++] = '%';
       url[o++] = hexu[c >> 4];
       url[o++] = hexu[c & 15];

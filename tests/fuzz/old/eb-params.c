@@ -1,0 +1,593 @@
+/* eb-params.c - RFC 2045 / RFC 2231 parameters from raw header text (see
+ * eb-params.h). One pass of cursor parsers over the bytes; sections are
+ * collected per name in a hash table and checked when a value is asked for.
+ * Linear in the input (sections are sorted once per name asked for). */
+#include "eb-params.h"
+#include "eb-error.h"
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  guint    num;        /* section number */
+  gboolean extended;   /* name*N* : %XX encoded, section 0 with charset'lang' */
+  GBytes  *value;      /* quoted-pairs undone, nothing else */
+} Section;
+
+typedef struct {
+  char    *name;          /* lowercase */
+  guint    n_plain;       /* name=... */
+  GBytes  *plain;
+  guint    n_single_ext;  /* name*=... */
+  GBytes  *single_ext;
+  GArray  *sections;      /* (element-type Section) name*N / name*N* */
+  char    *syntax;        /* (nullable) the first syntax problem */
+  char    *cached;        /* the value eb_params_get returned */
+} Entry;
+
+struct _EbParams {
+  char       *media_type;
+  GHashTable *entries;    /* name -> Entry */
+  GPtrArray  *order;      /* (element-type Entry) first appearance */
+  GPtrArray  *warnings;   /* NULL-terminated */
+};
+
+static void
+section_clear (gpointer p)
+{
+  Section *s = p;
+  g_bytes_unref (s->value);
+}
+
+static void
+entry_free (Entry *e)
+{
+  g_free (e->name);
+  if (e->plain)
+    g_bytes_unref (e->plain);
+  if (e->single_ext)
+    g_bytes_unref (e->single_ext);
+  g_array_unref (e->sections);
+  g_free (e->syntax);
+  g_free (e->cached);
+  g_free (e);
+}
+
+/* ---- cursor parsers: advance *in only on success ------------------------ */
+
+static void
+skip_cfws (const char **in, const char *end)
+{
+  const char *p = *in;
+  while (p < end) {
+    if (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') {
+      p++;
+    } else if (*p == '(') {
+      int depth = 0;
+      while (p < end) {
+        if (*p == '\\' && p + 1 < end) {
+          p += 2;
+          continue;
+        }
+        if (*p == '(')
+          depth++;
+        else if (*p == ')' && --depth == 0) {
+          p++;
+          break;
+        }
+        p++;
+      }
+    } else {
+      break;
+    }
+  }
+  *in = p;
+}
+
+static gboolean
+is_token_char (guchar c)
+{
+  return c > 0x20 && c < 0x7F && !strchr ("()<>@,;:\\\"/[]?=", c);
+}
+
+static gboolean
+decode_token (const char **in, const char *end, const char **start, gsize *len)
+{
+  const char *p = *in;
+  while (p < end && is_token_char ((guchar) *p))
+    p++;
+  if (p == *in)
+    return FALSE;
+  *start = *in;
+  *len = (gsize) (p - *in);
+  *in = p;
+  return TRUE;
+}
+
+/* A quoted-string at *in; FALSE (and *in at end) when unterminated. With @out
+ * NULL the string is only skipped. The value is sized exactly, copied in runs. */
+static gboolean
+decode_quoted (const char **in, const char *end, GBytes **out)
+{
+  const char *p = *in + 1;
+  gsize n = 0;
+  while (p < end && *p != '"') {
+    if (*p == '\\' && p + 1 < end)
+      p++;
+    p++;
+    n++;
+  }
+  if (p >= end) {
+    *in = end;
+    return FALSE;
+  }
+  const char *close = p;
+  if (out) {
+    guint8 *v = g_malloc (n + 1);
+    gsize o = 0;
+    for (const char *q = *in + 1; q < close;) {
+      const char *bs = memchr (q, '\\', (gsize) (close - q));
+      const char *run_end = bs ? bs : close;
+      memcpy (v + o, q, (gsize) (run_end - q));
+      o += (gsize) (run_end - q);
+      if (!bs)
+        break;
+      v[o++] = (guint8) bs[1];
+      q = bs + 2;
+    }
+    *out = g_bytes_new_take (v, o);
+  }
+  *in = close + 1;
+  return TRUE;
+}
+
+/* Skip to the next ';' outside quoted strings and comments. */
+static void
+skip_junk (const char **in, const char *end)
+{
+  const char *p = *in;
+  while (p < end && *p != ';') {
+    if (*p == '"') {
+      decode_quoted (&p, end, NULL);
+      continue;
+    }
+    if (*p == '(') {
+      skip_cfws (&p, end);
+      continue;
+    }
+    p++;
+  }
+  *in = p;
+}
+
+static void
+warn (EbParams *params, const char *fmt, ...) G_GNUC_PRINTF (2, 3);
+
+static void
+warn (EbParams *params, const char *fmt, ...)
+{
+  if (params->warnings->len > 100)
+    return;   /* hostile input: the first hundred say enough */
+  va_list ap;
+  va_start (ap, fmt);
+  char *w = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  g_ptr_array_insert (params->warnings, (gint) params->warnings->len - 1, w);
+}
+
+static Entry *
+entry_for (EbParams *params, const char *name, gsize len)
+{
+  g_autofree char *lower = g_ascii_strdown (name, (gssize) len);
+  Entry *e = g_hash_table_lookup (params->entries, lower);
+  if (!e) {
+    e = g_new0 (Entry, 1);
+    e->name = g_steal_pointer (&lower);
+    e->sections = g_array_new (FALSE, FALSE, sizeof (Section));
+    g_array_set_clear_func (e->sections, section_clear);
+    g_hash_table_insert (params->entries, e->name, e);
+    g_ptr_array_add (params->order, e);
+  }
+  return e;
+}
+
+static void
+entry_syntax (Entry *e, const char *why)
+{
+  if (!e->syntax)
+    e->syntax = g_strdup_printf ("parameter %s: %s", e->name, why);
+}
+
+static gboolean
+wanted (const char *const *only, const char *name, gsize len)
+{
+  if (!only)
+    return TRUE;
+  for (guint i = 0; only[i]; i++)
+    if (strlen (only[i]) == len && g_ascii_strncasecmp (only[i], name, len) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+EbParams *
+eb_params_parse (const char *raw, gsize len)
+{
+  return eb_params_parse_only (raw, len, NULL);
+}
+
+EbParams *
+eb_params_parse_only (const char *raw, gsize len, const char *const *only)
+{
+  EbParams *params = g_new0 (EbParams, 1);
+  params->entries = g_hash_table_new (g_str_hash, g_str_equal);
+  params->order = g_ptr_array_new_with_free_func ((GDestroyNotify) entry_free);
+  params->warnings = g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_add (params->warnings, NULL);
+
+  const char *p = raw, *end = raw + len;
+  const char *ts, *ss;
+  gsize tl, sl;
+  skip_cfws (&p, end);
+  const char *q = p;
+  if (decode_token (&q, end, &ts, &tl)) {
+    skip_cfws (&q, end);
+    if (q < end && *q == '/') {
+      q++;
+      skip_cfws (&q, end);
+      if (decode_token (&q, end, &ss, &sl)) {
+        g_autofree char *t = g_ascii_strdown (ts, (gssize) tl);
+        g_autofree char *s = g_ascii_strdown (ss, (gssize) sl);
+        params->media_type = g_strconcat (t, "/", s, NULL);
+        p = q;
+      }
+    }
+  }
+  if (!params->media_type)
+    warn (params, "no valid type/subtype");
+
+  while (p < end) {
+    skip_cfws (&p, end);
+    if (p >= end)
+      break;
+    if (*p != ';') {
+      const char *junk = p;
+      skip_junk (&p, end);
+      warn (params, "junk skipped: %.*s", (int) MIN (40, p - junk), junk);
+      continue;
+    }
+    p++;
+    skip_cfws (&p, end);
+    if (p >= end || *p == ';')
+      continue;
+    const char *as;
+    gsize al;
+    if (!decode_token (&p, end, &as, &al)) {
+      const char *junk = p;
+      skip_junk (&p, end);
+      warn (params, "junk skipped: %.*s", (int) MIN (40, p - junk), junk);
+      continue;
+    }
+    /* attribute [ "*" section ] [ "*" ] */
+    const char *star = memchr (as, '*', al);
+    gsize nl = star ? (gsize) (star - as) : al;
+    if (nl == 0) {
+      skip_junk (&p, end);
+      warn (params, "parameter without a name");
+      continue;
+    }
+    if (!wanted (only, as, nl)) {
+      /* not asked for: step over its value without storing it */
+      skip_cfws (&p, end);
+      if (p < end && *p == '=') {
+        p++;
+        skip_cfws (&p, end);
+        if (p < end && *p == '"')
+          decode_quoted (&p, end, NULL);
+      }
+      skip_junk (&p, end);
+      continue;
+    }
+    Entry *e = entry_for (params, as, nl);
+    gboolean is_section = FALSE, extended = FALSE;
+    guint num = 0;
+    if (star) {
+      const char *s = star + 1, *se = as + al;
+      if (s == se) {
+        extended = TRUE;            /* name* */
+      } else {
+        const char *d = s;
+        while (d < se && g_ascii_isdigit (*d))
+          d++;
+        if (d == s || (d - s > 1 && *s == '0') || d - s > 6
+            || !(d == se || (d + 1 == se && *d == '*'))) {
+          entry_syntax (e, "malformed RFC 2231 section");
+          skip_junk (&p, end);
+          continue;
+        }
+        is_section = TRUE;
+        num = (guint) strtoul (s, NULL, 10);
+        extended = d + 1 == se;
+      }
+    }
+    skip_cfws (&p, end);
+    if (p >= end || *p != '=') {
+      entry_syntax (e, "no '=' after the name");
+      skip_junk (&p, end);
+      continue;
+    }
+    p++;
+    skip_cfws (&p, end);
+    GBytes *value = NULL;
+    if (p < end && *p == '"') {
+      if (!decode_quoted (&p, end, &value)) {
+        entry_syntax (e, "unterminated quoted string");
+        continue;
+      }
+      if (p < end && *p != ';' && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n'
+          && *p != '(') {
+        /* e.g. URL="a; b="c: which quote was meant is anybody's guess */
+        g_bytes_unref (value);
+        entry_syntax (e, "text right after the closing quote");
+        skip_junk (&p, end);
+        continue;
+      }
+    } else {
+      const char *vs;
+      gsize vl;
+      if (!decode_token (&p, end, &vs, &vl)) {
+        entry_syntax (e, "value is neither a token nor a quoted string");
+        skip_junk (&p, end);
+        continue;
+      }
+      if (p < end && *p != ';' && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n'
+          && *p != '(') {
+        /* e.g. URL=http://x: a bare value that is not a token */
+        entry_syntax (e, "unquoted value is not a token (quote it)");
+        skip_junk (&p, end);
+        continue;
+      }
+      value = g_bytes_new (vs, vl);
+    }
+    if (is_section) {
+      Section sec = { num, extended, value };
+      g_array_append_val (e->sections, sec);
+    } else if (extended) {
+      if (e->single_ext)
+        g_bytes_unref (e->single_ext);
+      e->single_ext = value;
+      e->n_single_ext++;
+    } else {
+      if (e->plain)
+        g_bytes_unref (e->plain);
+      e->plain = value;
+      e->n_plain++;
+    }
+  }
+  return params;
+}
+
+void
+eb_params_free (EbParams *params)
+{
+  if (!params)
+    return;
+  g_free (params->media_type);
+  g_hash_table_unref (params->entries);
+  g_ptr_array_unref (params->order);
+  g_ptr_array_unref (params->warnings);
+  g_free (params);
+}
+
+const char *
+eb_params_get_media_type (const EbParams *params)
+{
+  return params->media_type;
+}
+
+guint
+eb_params_get_n (const EbParams *params)
+{
+  return params->order->len;
+}
+
+const char *
+eb_params_get_name_at (const EbParams *params, guint i)
+{
+  g_return_val_if_fail (i < params->order->len, NULL);
+  return ((Entry *) g_ptr_array_index (params->order, i))->name;
+}
+
+const char * const *
+eb_params_get_warnings (const EbParams *params)
+{
+  return (const char * const *) params->warnings->pdata;
+}
+
+static gint
+cmp_section (gconstpointer a, gconstpointer b)
+{
+  guint x = ((const Section *) a)->num, y = ((const Section *) b)->num;
+  return x < y ? -1 : x > y;
+}
+
+/* Append the %XX-decoded bytes of [s, s+n) to @out. */
+static gboolean
+pct_decode_into (GByteArray *out, const guint8 *s, gsize n)
+{
+  for (gsize i = 0; i < n; i++) {
+    if (s[i] != '%') {
+      g_byte_array_append (out, s + i, 1);
+      continue;
+    }
+    if (i + 2 >= n || !g_ascii_isxdigit (s[i + 1]) || !g_ascii_isxdigit (s[i + 2]))
+      return FALSE;
+    guint8 b = (guint8) (g_ascii_xdigit_value (s[i + 1]) << 4 | g_ascii_xdigit_value (s[i + 2]));
+    g_byte_array_append (out, &b, 1);
+    i += 2;
+  }
+  return TRUE;
+}
+
+/* Append [d, d+l) to @out, without SP, HTAB, CR and LF when @strip. */
+static void
+append_text (GByteArray *out, const guint8 *d, gsize l, gboolean strip)
+{
+  if (!strip) {
+    g_byte_array_append (out, d, (guint) l);
+    return;
+  }
+  gsize i = 0;
+  while (i < l) {
+    gsize j = i;
+    while (j < l && d[j] != ' ' && d[j] != '\t' && d[j] != '\r' && d[j] != '\n')
+      j++;
+    if (j > i)
+      g_byte_array_append (out, d + i, (guint) (j - i));
+    while (j < l && (d[j] == ' ' || d[j] == '\t' || d[j] == '\r' || d[j] == '\n'))
+      j++;
+    i = j;
+  }
+}
+
+/* Join @e's value into octets; *charset gets section 0's charset (or NULL).
+ * With @strip, linear white space is removed from the quoted and token parts
+ * (never from octets that %XX decoding produced). */
+static GBytes *
+join (const Entry *e, gboolean strip, char **charset, GError **error)
+{
+  *charset = NULL;
+  if (e->syntax) {
+    g_set_error_literal (error, EB_ERROR, EB_ERROR_SYNTAX, e->syntax);
+    return NULL;
+  }
+  guint forms = (e->n_plain > 0) + (e->n_single_ext > 0) + (e->sections->len > 0);
+  if (forms == 0) {
+    g_set_error (error, EB_ERROR, EB_ERROR_MISSING, "no %s parameter", e->name);
+    return NULL;
+  }
+  if (forms > 1) {
+    g_set_error (error, EB_ERROR, EB_ERROR_AMBIGUOUS,
+                 "parameter %s given both whole and in RFC 2231 sections", e->name);
+    return NULL;
+  }
+  if (e->n_plain > 1 || e->n_single_ext > 1) {
+    g_set_error (error, EB_ERROR, EB_ERROR_AMBIGUOUS, "parameter %s given twice", e->name);
+    return NULL;
+  }
+  GByteArray *out = g_byte_array_new ();
+  const Section *secs = NULL;
+  guint n = 0;
+  Section single;
+  g_autoptr (GArray) sorted = NULL;
+  if (e->n_plain) {
+    gsize l = 0;
+    const guint8 *d = g_bytes_get_data (e->plain, &l);
+    append_text (out, d, l, strip);
+    return g_byte_array_free_to_bytes (out);
+  }
+  if (e->n_single_ext) {
+    single = (Section) { 0, TRUE, e->single_ext };
+    secs = &single;
+    n = 1;
+  } else {
+    sorted = g_array_sized_new (FALSE, FALSE, sizeof (Section), e->sections->len);
+    g_array_append_vals (sorted, e->sections->data, e->sections->len);
+    g_array_sort (sorted, cmp_section);
+    secs = (const Section *) sorted->data;
+    n = sorted->len;
+    for (guint i = 0; i < n; i++) {
+      if (secs[i].num != i) {
+        g_byte_array_unref (out);
+        g_set_error (error, EB_ERROR, EB_ERROR_AMBIGUOUS,
+                     i > 0 && secs[i].num == secs[i - 1].num
+                       ? "parameter %s: RFC 2231 section %u given twice"
+                       : "parameter %s: RFC 2231 section %u missing",
+                     e->name, i > 0 && secs[i].num == secs[i - 1].num ? secs[i].num : i);
+        return NULL;
+      }
+    }
+  }
+  for (guint i = 0; i < n; i++) {
+    gsize l = 0;
+    const guint8 *d = g_bytes_get_data (secs[i].value, &l);
+    if (!secs[i].extended) {
+      append_text (out, d, l, strip);
+      continue;
+    }
+    if (secs[i].num == 0) {
+      const guint8 *q1 = memchr (d, '\'', l);
+      const guint8 *q2 = q1 ? memchr (q1 + 1, '\'', l - (gsize) (q1 + 1 - d)) : NULL;
+      if (!q2) {
+        g_byte_array_unref (out);
+        g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
+                     "parameter %s: extended value without charset'language'", e->name);
+        return NULL;
+      }
+      if (q1 > d)
+        *charset = g_strndup ((const char *) d, (gsize) (q1 - d));
+      l -= (gsize) (q2 + 1 - d);
+      d = q2 + 1;
+    }
+    if (!pct_decode_into (out, d, l)) {
+      g_byte_array_unref (out);
+      g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "parameter %s: bad %%XX escape", e->name);
+      return NULL;
+    }
+  }
+  return g_byte_array_free_to_bytes (out);
+}
+
+GBytes *
+eb_params_get_octets (const EbParams *params, const char *name, gboolean strip_lws,
+                      GError **error)
+{
+  g_autofree char *lower = g_ascii_strdown (name, -1);
+  Entry *e = g_hash_table_lookup (params->entries, lower);
+  if (!e) {
+    g_set_error (error, EB_ERROR, EB_ERROR_MISSING, "no %s parameter", lower);
+    return NULL;
+  }
+  g_autofree char *charset = NULL;
+  return join (e, strip_lws, &charset, error);
+}
+
+const char *
+eb_params_get (const EbParams *params, const char *name, GError **error)
+{
+  g_autofree char *lower = g_ascii_strdown (name, -1);
+  Entry *e = g_hash_table_lookup (params->entries, lower);
+  if (!e) {
+    g_set_error (error, EB_ERROR, EB_ERROR_MISSING, "no %s parameter", lower);
+    return NULL;
+  }
+  if (e->cached)
+    return e->cached;
+  g_autofree char *charset = NULL;
+  g_autoptr (GBytes) octets = join (e, FALSE, &charset, error);
+  if (!octets)
+    return NULL;
+  gsize l = 0;
+  const char *d = g_bytes_get_data (octets, &l);
+  GString *v = g_string_sized_new (l);
+  for (gsize i = 0; i < l; i++)   /* unfold: folds lose their line breaks */
+    if (d[i] != '\r' && d[i] != '\n')
+      g_string_append_c (v, d[i]);
+  char *value = g_string_free (v, FALSE);
+  if (charset && g_ascii_strcasecmp (charset, "us-ascii") && g_ascii_strcasecmp (charset, "utf-8")) {
+    char *conv = g_convert (value, -1, "UTF-8", charset, NULL, NULL, NULL);
+    if (conv) {
+      g_free (value);
+      value = conv;
+    }
+  }
+  e->cached = value;
+  return value;
+}
+
+char *
+eb_content_type_get_media_type (const char *value)
+{
+  g_return_val_if_fail (value != NULL, NULL);
+  g_autoptr (EbParams) params = eb_params_parse_only (value, strlen (value),
+                                                      (const char *const[]) { NULL });
+  return g_strdup (eb_params_get_media_type (params));
+}
