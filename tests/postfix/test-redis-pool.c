@@ -154,16 +154,24 @@ milter_start (guint k)
   g_assert_true (g_file_test (m->sock, G_FILE_TEST_EXISTS));
 }
 
-static void
+/* SIGTERM, and wait. Returns: whether it exited 0 (under the sanitizers, a
+ * leak or an error found on the way makes it fail). */
+static gboolean
 milter_stop (guint k)
 {
   Instance *m = &inst[k];
   if (!m->proc)
-    return;
+    return TRUE;
   g_subprocess_send_signal (m->proc, SIGTERM);
   g_subprocess_wait (m->proc, NULL, NULL);
   test_watchdog_remove (m->watchdog);
+  gboolean ok = g_subprocess_get_if_exited (m->proc) && g_subprocess_get_exit_status (m->proc) == 0;
+  if (!ok) {
+    g_autofree char *log = milter_log (k);
+    g_printerr ("milter %u did not exit 0; its log:\n%s", k, log);
+  }
   g_clear_object (&m->proc);
+  return ok;
 }
 
 /* Its private Postfix, with the milter's socket as its only smtpd_milters. */
@@ -832,7 +840,8 @@ main (int argc, char **argv)
   for (guint k = 0; k < N_MILTERS; k++)
     postfix_stop (k);
   for (guint k = 0; k < N_MILTERS; k++) {
-    milter_stop (k);
+    if (!milter_stop (k))
+      rc = 1;
     g_free (inst[k].log);
     g_free (inst[k].sock);
     g_free (inst[k].pidfile);
