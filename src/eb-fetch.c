@@ -73,16 +73,17 @@ eb_fetch_result_copy (const EbFetchResult *r)
   return c;
 }
 
+/* A list key's items (eb_config_split_list: the one list syntax, already
+ * checked when the configuration loaded), lowercased when @lower; a domain is
+ * kept without a leading or trailing dot. */
 static GStrv
 split_list (const char *text, gboolean lower)
 {
-  g_auto (GStrv) parts = g_strsplit_set (text ? text : "", ", \t", -1);
+  g_autoptr (GPtrArray) items = eb_config_split_list (text, NULL);
   GStrvBuilder *b = g_strv_builder_new ();
-  for (guint i = 0; parts[i]; i++) {
-    if (!*parts[i])
-      continue;
-    g_autofree char *v = lower ? g_ascii_strdown (parts[i], -1) : g_strdup (parts[i]);
-    /* a domain is written without a leading or trailing dot */
+  for (guint i = 0; items && i < items->len; i++) {
+    const char *item = g_ptr_array_index (items, i);
+    g_autofree char *v = lower ? g_ascii_strdown (item, -1) : g_strdup (item);
     char *s = v;
     while (*s == '.')
       s++;
@@ -1551,7 +1552,11 @@ eb_fetch_local_file (const char *path, const char *dirs, guint64 max_bytes)
 {
   EbFetchResult *r = g_new0 (EbFetchResult, 1);
   r->final_url = g_strdup (path);
-  g_auto (GStrv) list = g_strsplit_set (dirs ? dirs : "", ", \t", -1);
+  g_autoptr (GPtrArray) dir_items = eb_config_split_list (dirs, NULL);
+  if (!dir_items)
+    dir_items = g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_add (dir_items, NULL);
+  char **list = (char **) dir_items->pdata;
   char real[PATH_MAX];
   if (!g_path_is_absolute (path) || !realpath (path, real)) {
     r->reason = EB_REASON_REFUSED_PATH;
