@@ -47,29 +47,6 @@ script (const char *name)
   return g_test_build_filename (G_TEST_DIST, "exim", name, NULL);
 }
 
-static guint
-free_port (void)
-{
-  int s = socket (AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
-  socklen_t l = sizeof a;
-  g_assert_cmpint (bind (s, (struct sockaddr *) &a, sizeof a), ==, 0);
-  getsockname (s, (struct sockaddr *) &a, &l);
-  close (s);
-  return ntohs (a.sin_port);
-}
-
-static int
-sh (const char *cmd, char **out)
-{
-  int status = 0;
-  g_autoptr (GError) error = NULL;
-  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", (char *) cmd, NULL }, NULL, 0, NULL, NULL,
-                out, NULL, &status, &error);
-  g_assert_no_error (error);
-  return g_spawn_check_wait_status (status, NULL) ? 0 : 1;
-}
-
 /* strstr that fails the test when @needle is not there (noreturn, so the
  * compiler knows the result is never NULL). */
 static const char *
@@ -124,7 +101,7 @@ send_to (const char *rcpt, const char *msg)
   g_file_set_contents (file, msg, -1, NULL);
   g_autofree char *send = script ("send.py");
   g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u '%s' '%s' >/dev/null 2>&1", send, smtp_port, file, rcpt);
-  return sh (cmd, NULL);
+  return test_sh (cmd, NULL);
 }
 
 /* How many messages in mail/@box/Maildir/new hold @needle; the last one's
@@ -333,7 +310,7 @@ test_burst (void)
   g_autofree char *send = script ("send.py");
   g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u --burst 200 10", send, smtp_port);
   g_autofree char *out = NULL;
-  g_assert_cmpint (sh (cmd, &out), ==, 0);
+  g_assert_cmpint (test_sh (cmd, &out), ==, 0);
   g_assert_cmpint (atoi (out), ==, 200);
   /* every one delivered, each exactly once, each resolved */
   g_autofree char *new = g_build_filename (dir, "mail", "extbody", "Maildir", "new", NULL);
@@ -370,7 +347,7 @@ test_burst (void)
   /* and nothing left in Exim's queue */
   g_autofree char *bp = g_strdup_printf ("sh '%s' exim '%s' -bpc", peer, dir);
   g_autofree char *queued = NULL;
-  g_assert_cmpint (sh (bp, &queued), ==, 0);
+  g_assert_cmpint (test_sh (bp, &queued), ==, 0);
   g_assert_cmpint (atoi (queued), ==, 0);
 }
 
@@ -476,7 +453,7 @@ test_failure_tempfail (void)
   g_assert_cmpuint (count_in ("broken-defer", "<defer-1@test.example>", NULL), ==, 0);
   g_autofree char *bp = g_strdup_printf ("sh '%s' exim '%s' -bp", peer, dir);
   g_autofree char *queue = NULL;
-  g_assert_cmpint (sh (bp, &queue), ==, 0);
+  g_assert_cmpint (test_sh (bp, &queue), ==, 0);
   g_assert_nonnull (strstr (queue, id));
   g_autofree char *xlog = read_text ("log/extbody.log");
   g_autofree char *note = g_strdup_printf ("queue_id=%s extbody rewrite failed with status 78", id);
@@ -553,7 +530,7 @@ test_config_lines (void)
   g_autofree char *lines = g_test_build_filename (G_TEST_DIST, "..", "filters", "exim", "exim4-extbody.conf", NULL);
   g_autofree char *cmd = g_strdup_printf ("sh '%s' check '%s' '%s' 2>&1", peer, dir, lines);
   g_autofree char *out = NULL;
-  int rc = sh (cmd, &out);
+  int rc = test_sh (cmd, &out);
   g_test_message ("%s", out);
   g_assert_cmpint (rc, ==, 0);
   /* twice: both transports */
@@ -599,12 +576,12 @@ main (int argc, char **argv)
     test_skip_all ("EXTBODY is not set (run through ctest)");
   g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);
   g_setenv ("EXIM", exim, TRUE);
-  if (sh ("unshare --mount --propagation private true >/dev/null 2>&1", NULL) != 0)
+  if (test_sh ("unshare --mount --propagation private true >/dev/null 2>&1", NULL) != 0)
     test_skip_all ("unshare --mount does not work here (Exim's user lives in a private /etc/passwd)");
   /* it runs when it gets as far as its version, or as looking up its user
    * (Debian-exim, which exim-peer.sh provides in the namespace) */
   g_autofree char *check = g_strdup_printf ("'%s' -bV 2>&1 | grep -q -e '^Exim version' -e 'failed to find uid'", exim);
-  if (sh (check, NULL) != 0)
+  if (test_sh (check, NULL) != 0)
     test_skip_all ("the unpacked Exim does not run (its libraries: apt-get install libgnutls-dane0 libidn12 libnsl2)");
 
   dir = g_dir_make_tmp ("extbody-exim-XXXXXX", NULL);
@@ -633,12 +610,12 @@ main (int argc, char **argv)
                                            "fetch_timeout = 2\nmessage_deadline = 4\n");
   write_conf ("extbody", conf);
 
-  smtp_port = free_port ();
+  smtp_port = test_free_port ();
   g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u '%s' '%s' %d", peer, dir, smtp_port, wrapper, extbody,
                                          FILTER_LIMIT);
   g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, dir);
   guint wd_exim = test_watchdog_add (down);
-  g_assert_cmpint (sh (up, NULL), ==, 0);
+  g_assert_cmpint (test_sh (up, NULL), ==, 0);
   {
     g_autofree char *pid = read_text ("exim.pid");
     g_autofree char *info = g_strdup_printf ("exim=%d httpd=%s smtp=%u http=%u", atoi (pid),
@@ -659,10 +636,10 @@ main (int argc, char **argv)
   g_test_add_func ("/exim/8-stopped-after-limit", test_failure_stopped);
   int rc = g_test_run ();
 
-  sh (down, NULL);
+  test_sh (down, NULL);
   test_watchdog_remove (wd_exim);
   g_clear_pointer (&httpd, test_server_stop);
-  sh (rm_dir, NULL);
+  test_sh (rm_dir, NULL);
   test_watchdog_remove (wd_dir);
   g_free (peer);
   g_free (dir);

@@ -24,19 +24,11 @@
 #include <unistd.h>
 #include "eb-mailbox.h"
 #include "run-command.h"
+#include "test-server.h"
 
 static char *work;
 static char *maildir;
 static guint port;
-
-static int
-sh (const char *cmd, char **out)
-{
-  int status = 0;
-  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", (char *) cmd, NULL }, NULL, 0, NULL, NULL, out,
-                NULL, &status, NULL);
-  return WIFEXITED (status) ? WEXITSTATUS (status) : -1;
-}
 
 static void
 put (const char *path, const char *data)
@@ -47,18 +39,6 @@ put (const char *path, const char *data)
 }
 
 /* A loopback port nobody listens on now (Dovecot binds it a moment later). */
-static guint
-free_port (void)
-{
-  g_autoptr (GSocket) s = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, 0, NULL);
-  g_autoptr (GInetAddress) lo = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
-  g_autoptr (GSocketAddress) a = g_inet_socket_address_new (lo, 0);
-  if (!s || !g_socket_bind (s, a, FALSE, NULL))
-    return 0;
-  g_autoptr (GSocketAddress) got = g_socket_get_local_address (s, NULL);
-  return got ? g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (got)) : 0;
-}
-
 typedef struct {
   guint  uid;
   char  *flags;   /* "\Flagged \Seen", sorted; \Recent (per session) left out */
@@ -161,7 +141,7 @@ test_new_uid (void)
   put (plain, PLAIN_MSG);
   g_autofree char *own = g_strdup_printf ("chown -R nobody:nogroup '%s' && chmod 0600 '%s' '%s'",
                                           maildir, ref, plain);
-  g_assert_cmpint (sh (own, NULL), ==, 0);
+  g_assert_cmpint (test_sh (own, NULL), ==, 0);
 
   g_autoptr (GPtrArray) before = imap_fetch_all ();
   g_assert_cmpuint (before->len, ==, 2);
@@ -207,7 +187,7 @@ test_new_uid (void)
   /* the rewritten file is still the user's */
   g_autofree char *ls = g_strdup_printf ("find '%s/cur' -type f -user nobody -perm 0600 | wc -l", maildir);
   g_autofree char *count = NULL;
-  sh (ls, &count);
+  test_sh (ls, &count);
   g_assert_cmpint (atoi (count), ==, 2);
 }
 
@@ -238,7 +218,7 @@ main (int argc, char **argv)
     g_autofree char *d = g_build_filename (maildir, *sub, NULL);
     g_mkdir_with_parents (d, 0700);
   }
-  port = free_port ();
+  port = test_free_port ();
   g_autofree char *conf = g_build_filename (work, "dovecot.conf", NULL);
   g_autofree char *log = g_build_filename (work, "dovecot.log", NULL);
   g_autofree char *text = g_strdup_printf (
@@ -303,6 +283,6 @@ main (int argc, char **argv)
   }
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", work);
   if (ret != 1)
-    sh (rm, NULL);
+    test_sh (rm, NULL);
   return ret;
 }

@@ -15,15 +15,6 @@
 static char *work;
 static char *conf;
 
-static int
-sh (const char *cmd, char **out)
-{
-  int status = 0;
-  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", (char *) cmd, NULL }, NULL, 0, NULL, NULL, out,
-                NULL, &status, NULL);
-  return WIFEXITED (status) ? WEXITSTATUS (status) : -1;
-}
-
 static char *
 gen (const char *name, int count, const char *format)
 {
@@ -32,7 +23,7 @@ gen (const char *name, int count, const char *format)
   g_autofree char *cmd = g_strdup_printf (
     "python3 '%s' --seed 1 --count %d --ext-fraction 0.1 --format %s --out '%s' --force -q",
     genpy, count, format, out);
-  g_assert_cmpint (sh (cmd, NULL), ==, 0);
+  g_assert_cmpint (test_sh (cmd, NULL), ==, 0);
   return out;
 }
 
@@ -65,7 +56,7 @@ static void
 copy (const char *from, const char *to)
 {
   g_autofree char *cmd = g_strdup_printf ("rm -rf '%s' && cp -a '%s' '%s'", to, from, to);
-  g_assert_cmpint (sh (cmd, NULL), ==, 0);
+  g_assert_cmpint (test_sh (cmd, NULL), ==, 0);
 }
 
 static void
@@ -82,7 +73,7 @@ test_mbox_roundtrip (void)
   g_assert_nonnull (strstr (err, "200 messages scanned"));
   g_autofree char *bak = g_strconcat (box, ".bak", NULL);
   g_autofree char *cmp = g_strdup_printf ("cmp -s '%s' '%s'", bak, orig);
-  g_assert_cmpint (sh (cmp, NULL), ==, 0);
+  g_assert_cmpint (test_sh (cmp, NULL), ==, 0);
   g_autoptr (GHashTable) a = mbox_messages (orig);
   g_autoptr (GHashTable) b = mbox_messages (box);
   g_assert_cmpuint (g_hash_table_size (a), ==, 200);
@@ -152,18 +143,18 @@ test_maildir (void)
   /* a Maildir++ size in one changed name */
   g_autofree char *find = g_strdup_printf ("grep -l -r -i 'URL.*=.*\"data:' '%s/cur' | head -1", md);
   g_autofree char *victim = NULL;
-  sh (find, &victim);
+  test_sh (find, &victim);
   g_strstrip (victim);
   g_autofree char *sized = g_strdup_printf ("%.*s,S=1234:2,FS", (int) (strstr (victim, ":2,") - victim), victim);
   g_assert_cmpint (g_rename (victim, sized), ==, 0);
   g_autofree char *untouched_before = NULL;
   g_autofree char *ls = g_strdup_printf ("cd '%s' && find . -type f -printf '%%p %%i %%T@\\n' | sort", md);
-  sh (ls, &untouched_before);
+  test_sh (ls, &untouched_before);
 
   g_auto (CmdResult) dry = { 0 };
   RUN (&dry, NULL, "rewrite", "-c", conf, "-o", "fetch=off", "--dry-run", "--maildir", md);
   g_autofree char *after_dry = NULL;
-  sh (ls, &after_dry);
+  test_sh (ls, &after_dry);
   g_assert_cmpstr (after_dry, ==, untouched_before);
   g_autofree char *derr = bytes_str (dry.err);
   g_assert_nonnull (strstr (derr, "7 messages would change"));
@@ -172,7 +163,7 @@ test_maildir (void)
   RUN (&r, NULL, "rewrite", "-c", conf, "-o", "fetch=off", "--maildir", md);
   g_assert_cmpint (r.status, ==, 0);
   g_autofree char *after = NULL;
-  sh (ls, &after);
+  test_sh (ls, &after);
   /* unchanged files: same inode and time; 7 changed; the sized one renamed */
   g_auto (GStrv) lb = g_strsplit (untouched_before, "\n", -1);
   guint kept = 0;
@@ -186,11 +177,11 @@ test_maildir (void)
   g_assert_false (g_file_test (sized, G_FILE_TEST_EXISTS));
   g_autofree char *glob = g_strdup_printf ("ls '%s'/cur | grep -c ',S=[0-9]*:2,FS$'", md);
   g_autofree char *cnt = NULL;
-  sh (glob, &cnt);
+  test_sh (glob, &cnt);
   g_assert_cmpint (atoi (cnt), ==, 1);
   g_autofree char *tmpcount = g_strdup_printf ("ls -A '%s/tmp' | wc -l", md);
   g_autofree char *tc = NULL;
-  sh (tmpcount, &tc);
+  test_sh (tmpcount, &tc);
   g_assert_cmpint (atoi (tc), ==, 0);
 }
 
@@ -217,7 +208,7 @@ test_kill (void)
     g_autofree char *cmd = g_strdup_printf (
       "'%s' rewrite -c '%s' -o fetch=off %s '%s' 2>/dev/null & p=$!; sleep %u.%03u; kill -9 $p 2>/dev/null; wait $p 2>/dev/null; true",
       g_getenv ("EXTBODY"), conf, maildir ? "--maildir" : "--mbox", target, delay_ms / 1000, delay_ms % 1000);
-    sh (cmd, NULL);
+    test_sh (cmd, NULL);
     if (!maildir) {
       g_autoptr (GHashTable) now = mbox_messages (target);
       g_assert_cmpuint (g_hash_table_size (now), ==, 1000);
@@ -232,16 +223,16 @@ test_kill (void)
        * removed: a kill between the two leaves both (one message, at most) */
       g_autofree char *count = g_strdup_printf ("find '%s/cur' '%s/new' -type f | wc -l", target, target);
       g_autofree char *c = NULL;
-      sh (count, &c);
+      test_sh (count, &c);
       g_assert_cmpint (atoi (c), >=, 1000);
       g_assert_cmpint (atoi (c), <=, 1001);
       g_autofree char *ids = g_strdup_printf ("cat '%s'/cur/* '%s'/new/* | grep -o 'X-Extbody-Bench: extbody-gen-corpus/1; seed=1; index=[0-9]*' | sort | uniq -d | wc -l", target, target);
       g_autofree char *dups = NULL;
-      sh (ids, &dups);
+      test_sh (ids, &dups);
       g_assert_cmpint (atoi (dups), ==, atoi (c) - 1000);
       g_autofree char *idcount = g_strdup_printf ("cat '%s'/cur/* '%s'/new/* | grep -o 'X-Extbody-Bench: extbody-gen-corpus/1; seed=1; index=[0-9]*' | sort -u | wc -l", target, target);
       g_autofree char *ic = NULL;
-      sh (idcount, &ic);
+      test_sh (idcount, &ic);
       g_assert_cmpint (atoi (ic), ==, 1000);   /* none lost */
     }
     /* a clean run after the kill finishes the work (a stale dot-lock is removed) */
@@ -250,7 +241,7 @@ test_kill (void)
     g_assert_cmpint (r.status, ==, 0);
     if (!maildir) {
       g_autofree char *cmp = g_strdup_printf ("cmp -s '%s' '%s'", target, final);
-      g_assert_cmpint (sh (cmp, NULL), ==, 0);
+      g_assert_cmpint (test_sh (cmp, NULL), ==, 0);
     }
   }
   g_rand_free (rnd);
@@ -266,17 +257,17 @@ test_write_error (void)
   copy (orig, box);
   g_autofree char *cmd = g_strdup_printf ("ulimit -f 1000; '%s' rewrite -c '%s' -o fetch=off --mbox '%s' 2>'%s/fsize.err'",
                                           g_getenv ("EXTBODY"), conf, box, work);
-  g_assert_cmpint (sh (cmd, NULL), ==, EX_IOERR);
+  g_assert_cmpint (test_sh (cmd, NULL), ==, EX_IOERR);
   g_autofree char *err = NULL;
   g_autofree char *ep = g_build_filename (work, "fsize.err", NULL);
   g_file_get_contents (ep, &err, NULL, NULL);
   g_test_message ("%s", err);
   g_assert_nonnull (strstr (err, "the mailbox is unchanged"));
   g_autofree char *cmp = g_strdup_printf ("cmp -s '%s' '%s'", box, orig);
-  g_assert_cmpint (sh (cmp, NULL), ==, 0);
+  g_assert_cmpint (test_sh (cmp, NULL), ==, 0);
   g_autofree char *left = g_strdup_printf ("ls -A '%s' | grep -c 'fsize.mbox.extbody' || true", work);
   g_autofree char *l = NULL;
-  sh (left, &l);
+  test_sh (left, &l);
   g_assert_cmpint (atoi (l), ==, 0);
 }
 
@@ -301,7 +292,7 @@ test_delivery_during_run (void)
     "'%s' rewrite -c '%s' --fetch --allow-network 127.0.0.1/32 --mbox '%s' 2>/dev/null & p=$!; sleep 0.5; "
     "python3 '%s' '%s' '<delivered-1@test.example>'; wait $p",
     g_getenv ("EXTBODY"), conf, box, deliver, box);
-  g_assert_cmpint (sh (cmd, NULL), ==, 0);
+  g_assert_cmpint (test_sh (cmd, NULL), ==, 0);
   g_autofree char *out = NULL;
   g_file_get_contents (box, &out, NULL, NULL);
   g_assert_nonnull (strstr (out, "<delivered-1@test.example>"));
@@ -363,7 +354,7 @@ test_inspect (void)
   g_autofree char *genpy = g_test_build_filename (G_TEST_DIST, "bench", "gen-corpus.py", NULL);
   g_autofree char *cmp = g_strdup_printf ("python3 '%s' --seed 1 --count 200 --ext-fraction 0.1 --out '%s.check' --force -q && cmp -s '%s' '%s.check'",
                                           genpy, box, box, box);
-  g_assert_cmpint (sh (cmp, NULL), ==, 0);
+  g_assert_cmpint (test_sh (cmp, NULL), ==, 0);
 }
 
 int
@@ -383,7 +374,7 @@ main (int argc, char **argv)
   g_test_add_func ("/mailbox/fetch-once", test_fetch_once);
   int rc = g_test_run ();
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", work);
-  sh (rm, NULL);
+  test_sh (rm, NULL);
   g_free (conf);
   g_free (work);
   return rc;

@@ -51,29 +51,6 @@ script (const char *name)
   return g_test_build_filename (G_TEST_DIST, "postfix", name, NULL);
 }
 
-static guint
-free_port (void)
-{
-  int s = socket (AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
-  socklen_t l = sizeof a;
-  g_assert_cmpint (bind (s, (struct sockaddr *) &a, sizeof a), ==, 0);
-  getsockname (s, (struct sockaddr *) &a, &l);
-  close (s);
-  return ntohs (a.sin_port);
-}
-
-static int
-sh (const char *cmd, char **out)
-{
-  int status = 0;
-  g_autoptr (GError) error = NULL;
-  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", (char *) cmd, NULL }, NULL, 0, NULL, NULL,
-                out, NULL, &status, &error);
-  g_assert_no_error (error);
-  return g_spawn_check_wait_status (status, NULL) ? 0 : 1;
-}
-
 static int
 send_to (guint port, const char *msg)
 {
@@ -81,7 +58,7 @@ send_to (guint port, const char *msg)
   g_assert_true (g_file_set_contents (file, msg, -1, NULL));
   g_autofree char *send = script ("send.py");
   g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u '%s' >/dev/null 2>&1", send, port, file);
-  return sh (cmd, NULL);
+  return test_sh (cmd, NULL);
 }
 
 static char *
@@ -166,7 +143,7 @@ queued (void)
 {
   g_autofree char *cmd = g_strdup_printf ("postqueue -c '%s/etc' -j", pfdir);
   g_autofree char *out = NULL;
-  g_assert_cmpint (sh (cmd, &out), ==, 0);
+  g_assert_cmpint (test_sh (cmd, &out), ==, 0);
   guint n = 0;
   for (const char *p = out; (p = strstr (p, "\"queue_id\"")); p++)
     n++;
@@ -235,7 +212,7 @@ test_multi_instance_directories (void)
   g_autofree char *line = g_strdup_printf ("multi_instance_directories = %s/etc", pfdir);
   write_default_main_cf (line);
   g_autofree char *flush = g_strdup_printf ("postqueue -c '%s/etc' -f", pfdir);
-  g_assert_cmpint (sh (flush, NULL), ==, 0);
+  g_assert_cmpint (test_sh (flush, NULL), ==, 0);
   g_autofree char *got = delivered ("<inst-1@test.example>", 30);
   g_assert_nonnull (got);
   g_test_message ("%s", got);
@@ -289,7 +266,7 @@ test_part_header_milter_cut (void)
 {
   g_autofree char *hsl = NULL;
   g_autofree char *cmd = g_strdup_printf ("postconf -c '%s/etc' -h header_size_limit", pfdir);
-  g_assert_cmpint (sh (cmd, &hsl), ==, 0);
+  g_assert_cmpint (test_sh (cmd, &hsl), ==, 0);
   g_assert_cmpstr (g_strstrip (hsl), ==, "4194304");
   g_autofree char *m = big ("big-milter");
   g_assert_cmpint (send_to (port_milter, m), ==, 0);
@@ -364,7 +341,7 @@ main (int argc, char **argv)
   if (!g_getenv ("EXTBODY_MILTER") || !g_getenv ("EXTBODY"))
     test_skip_all ("EXTBODY_MILTER and EXTBODY are not set (run through ctest)");
   g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);
-  if (sh ("unshare --mount --propagation private true >/dev/null 2>&1", NULL) != 0)
+  if (test_sh ("unshare --mount --propagation private true >/dev/null 2>&1", NULL) != 0)
     test_skip_all ("unshare --mount does not work here (a private /etc/postfix is needed)");
 
   dir = g_dir_make_tmp ("extbody-pfi-XXXXXX", NULL);
@@ -414,12 +391,12 @@ main (int argc, char **argv)
   etc_postfix = g_build_filename (dir, "etc-postfix", NULL);
   g_autofree char *copy = g_strdup_printf ("cp -a /etc/postfix/. '%s/' && rm -f '%s/main.cf'", etc_postfix, etc_postfix);
   g_assert_cmpint (g_mkdir (etc_postfix, 0755), ==, 0);
-  g_assert_cmpint (sh (copy, NULL), ==, 0);
+  g_assert_cmpint (test_sh (copy, NULL), ==, 0);
   write_default_main_cf (NULL);
 
-  port_pipe = free_port ();
-  port_milter = free_port ();
-  port_nomime = free_port ();
+  port_pipe = test_free_port ();
+  port_milter = test_free_port ();
+  port_nomime = test_free_port ();
   g_autofree char *peer = script ("pf-peer.sh");
   g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);
   guint wd_pf = test_watchdog_add (stop);
@@ -446,7 +423,7 @@ main (int argc, char **argv)
   g_autofree char *up_script = g_build_filename (dir, "up.sh", NULL);
   g_assert_true (g_file_set_contents (up_script, up, -1, NULL));
   g_autofree char *unshare = g_strdup_printf ("unshare --mount --propagation private sh '%s'", up_script);
-  g_assert_cmpint (sh (unshare, NULL), ==, 0);
+  g_assert_cmpint (test_sh (unshare, NULL), ==, 0);
   g_usleep (G_USEC_PER_SEC);   /* the reload is asynchronous */
   {
     g_autofree char *pidfile = g_build_filename (pfdir, "spool", "pid", "master.pid", NULL);
@@ -473,13 +450,13 @@ main (int argc, char **argv)
   int rc = g_test_run ();
 
   g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
-  sh (down, NULL);
+  test_sh (down, NULL);
   test_watchdog_remove (wd_pf);
   g_subprocess_send_signal (milter, SIGTERM);
   g_subprocess_wait (milter, NULL, NULL);
   g_object_unref (milter);
   test_watchdog_remove (wd_milter);
-  sh (rm_dir, NULL);
+  test_sh (rm_dir, NULL);
   test_watchdog_remove (wd_dir);
   g_free (big_payload);
   g_free (big_base64);

@@ -59,29 +59,6 @@ script (const char *name)
   return g_test_build_filename (G_TEST_DIST, "postfix", name, NULL);
 }
 
-static guint
-free_port (void)
-{
-  int s = socket (AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
-  socklen_t l = sizeof a;
-  g_assert_cmpint (bind (s, (struct sockaddr *) &a, sizeof a), ==, 0);
-  getsockname (s, (struct sockaddr *) &a, &l);
-  close (s);
-  return ntohs (a.sin_port);
-}
-
-static int
-sh (const char *cmd)
-{
-  int status = 0;
-  g_autoptr (GError) error = NULL;
-  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", (char *) cmd, NULL }, NULL, 0, NULL, NULL,
-                NULL, NULL, &status, &error);
-  g_assert_no_error (error);
-  return g_spawn_check_wait_status (status, NULL) ? 0 : 1;
-}
-
 static void
 write_conf (const char *text)
 {
@@ -578,13 +555,13 @@ main (int argc, char **argv)
   write_conf (conf_a);
   milter_start (NULL);
 
-  smtp_port = free_port ();
+  smtp_port = test_free_port ();
   g_autofree char *peer = script ("pf-peer.sh");
   g_autofree char *spec = g_strdup_printf ("unix:%s", sock);
   g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u '%s' tempfail", peer, pfdir, smtp_port, spec);
   g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);
   guint wd_pf = test_watchdog_add (stop);
-  g_assert_cmpint (sh (up), ==, 0);
+  g_assert_cmpint (test_sh (up, NULL), ==, 0);
 
   g_test_add_func ("/postfix-lifecycle/1-reload-with-messages-in-flight", test_reload_in_flight);
   g_test_add_func ("/postfix-lifecycle/2-reload-bad-configuration-keeps-the-old", test_reload_bad);
@@ -595,7 +572,7 @@ main (int argc, char **argv)
   int rc = g_test_run ();
 
   g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
-  sh (down);
+  test_sh (down, NULL);
   test_watchdog_remove (wd_pf);
   if (milter) {
     milter_signal (SIGTERM);
@@ -603,7 +580,7 @@ main (int argc, char **argv)
   }
   g_clear_pointer (&httpd, test_server_stop);
   g_hash_table_unref (expected);
-  sh (rm_dir);
+  test_sh (rm_dir, NULL);
   test_watchdog_remove (wd_dir);
   return rc;
 }

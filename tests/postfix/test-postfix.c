@@ -32,29 +32,6 @@ script (const char *name)
   return g_test_build_filename (G_TEST_DIST, "postfix", name, NULL);
 }
 
-static guint
-free_port (void)
-{
-  int s = socket (AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
-  socklen_t l = sizeof a;
-  g_assert_cmpint (bind (s, (struct sockaddr *) &a, sizeof a), ==, 0);
-  getsockname (s, (struct sockaddr *) &a, &l);
-  close (s);
-  return ntohs (a.sin_port);
-}
-
-static int
-sh (const char *cmd, char **out)
-{
-  int status = 0;
-  g_autoptr (GError) error = NULL;
-  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", (char *) cmd, NULL }, NULL, 0, NULL, NULL,
-                out, NULL, &status, &error);
-  g_assert_no_error (error);
-  return g_spawn_check_wait_status (status, NULL) ? 0 : 1;
-}
-
 static int
 send_file (const char *msg)
 {
@@ -62,7 +39,7 @@ send_file (const char *msg)
   g_file_set_contents (file, msg, -1, NULL);
   g_autofree char *send = script ("send.py");
   g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u '%s' >/dev/null 2>&1", send, smtp_port, file);
-  return sh (cmd, NULL);
+  return test_sh (cmd, NULL);
 }
 
 /* The delivered file holding @needle, waiting up to @seconds. */
@@ -229,7 +206,7 @@ test_burst (void)
   g_autofree char *send = script ("send.py");
   g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u --burst 200 10", send, smtp_port);
   g_autofree char *out = NULL;
-  g_assert_cmpint (sh (cmd, &out), ==, 0);
+  g_assert_cmpint (test_sh (cmd, &out), ==, 0);
   g_assert_cmpint (atoi (out), ==, 200);
   /* every one delivered, each exactly once, each resolved */
   guint seen[200] = { 0 };
@@ -273,7 +250,7 @@ test_milter_stopped (void)
   wd_milter = 0;
   g_autofree char *peer = script ("pf-peer.sh");
   g_autofree char *cmd = g_strdup_printf ("sh '%s' set '%s' milter_default_action=accept", peer, pfdir);
-  g_assert_cmpint (sh (cmd, NULL), ==, 0);
+  g_assert_cmpint (test_sh (cmd, NULL), ==, 0);
   g_usleep (6 * G_USEC_PER_SEC);   /* libmilter's own shutdown delay */
   const char *m =
     "From: a@test.example\r\nTo: b@test.example\r\nSubject: no milter\r\n"
@@ -313,12 +290,12 @@ static void
 test_pipe (void)
 {
   g_autofree char *pf2 = g_build_filename (dir, "pf2", NULL);
-  guint port2 = free_port ();
+  guint port2 = test_free_port ();
   g_autofree char *peer = script ("pf-peer.sh");
   g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u '' accept", peer, pf2, port2);
   g_autofree char *stop2 = g_strdup_printf ("postfix -c '%s/etc' stop", pf2);
   guint wd = test_watchdog_add (stop2);
-  g_assert_cmpint (sh (up, NULL), ==, 0);
+  g_assert_cmpint (test_sh (up, NULL), ==, 0);
   /* pipe(8) runs the filter as nobody, who may not reach the checkout (root's
    * 0700 home) nor the build tree: what it runs and reads is copied into a
    * directory of the test's own that everyone can read */
@@ -336,10 +313,10 @@ test_pipe (void)
     "setpriv --reuid=nobody --regid=nogroup --clear-groups -- '%s' --version >/dev/null && "
     "setpriv --reuid=nobody --regid=nogroup --clear-groups -- test -r '%s' -a -x '%s'",
     extbody, conf, pipe);
-  g_assert_cmpint (sh (check, NULL), ==, 0);
+  g_assert_cmpint (test_sh (check, NULL), ==, 0);
   g_autofree char *ldd = g_strdup_printf ("ldd '%s'", extbody);
   g_autofree char *libs = NULL;
-  sh (ldd, &libs);
+  test_sh (ldd, &libs);
   g_assert_nonnull (libs);
   g_assert_null (strstr (libs, g_getenv ("G_TEST_BUILDDIR") ? g_getenv ("G_TEST_BUILDDIR") : "/nonexistent/"));
   g_autofree char *svc = g_strdup_printf (
@@ -347,7 +324,7 @@ test_pipe (void)
     "'extbody unix - n n - 10 pipe flags=FRq user=nobody null_sender= "
     "argv=%s -c %s -e %s -q ${queue_id} -f ${sender} -- ${recipient}'",
     peer, pf2, pipe, conf, extbody);
-  g_assert_cmpint (sh (svc, NULL), ==, 0);
+  g_assert_cmpint (test_sh (svc, NULL), ==, 0);
   /* sendmail hands the message to postdrop, which is setgid and so ignores
    * MAIL_CONFIG unless the system's main.cf lists the directory: this instance
    * gets its own command_directory with a plain copy of postdrop and a
@@ -358,12 +335,12 @@ test_pipe (void)
     "rm -f '%s/bin/postdrop' && cp /usr/sbin/postdrop '%s/bin/postdrop' && chmod 755 '%s/bin/postdrop' && "
     "chmod 1733 '%s/spool/maildrop' && sh '%s' set '%s' command_directory='%s/bin'",
     pf2, pf2, pf2, pf2, pf2, pf2, peer, pf2, pf2);
-  g_assert_cmpint (sh (cmds, NULL), ==, 0);
+  g_assert_cmpint (test_sh (cmds, NULL), ==, 0);
   g_autofree char *filt = g_strdup_printf (
     "sed -i 's|^127.0.0.1:%u inet n - n - - smtpd$|127.0.0.1:%u inet n - n - - smtpd -o content_filter=extbody:dummy|' '%s/etc/master.cf' && "
     "touch -d '-1 minute' '%s/etc/master.cf' && postfix -c '%s/etc' reload >/dev/null",
     port2, port2, pf2, pf2, pf2);
-  g_assert_cmpint (sh (filt, NULL), ==, 0);
+  g_assert_cmpint (test_sh (filt, NULL), ==, 0);
 
   guint saved = smtp_port;
   g_autofree char *saved_new = maildir_new;
@@ -412,7 +389,7 @@ test_pipe (void)
   maildir_new = g_steal_pointer (&saved_new);
   smtp_port = saved;
   g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pf2);
-  sh (down, NULL);
+  test_sh (down, NULL);
   test_watchdog_remove (wd);
 }
 
@@ -459,12 +436,12 @@ main (int argc, char **argv)
   for (int i = 0; i < 200 && !g_file_test (sock, G_FILE_TEST_EXISTS); i++)
     g_usleep (20000);
 
-  smtp_port = free_port ();
+  smtp_port = test_free_port ();
   g_autofree char *peer = script ("pf-peer.sh");
   g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u '%s' tempfail", peer, pfdir, smtp_port, spec);
   g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);
   guint wd_pf = test_watchdog_add (stop);
-  g_assert_cmpint (sh (up, NULL), ==, 0);
+  g_assert_cmpint (test_sh (up, NULL), ==, 0);
   {
     g_autofree char *pidfile = g_build_filename (pfdir, "spool", "pid", "master.pid", NULL);
     g_autofree char *master = NULL;
@@ -486,7 +463,7 @@ main (int argc, char **argv)
   int rc = g_test_run ();
 
   g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
-  sh (down, NULL);
+  test_sh (down, NULL);
   test_watchdog_remove (wd_pf);
   if (milter) {
     g_subprocess_send_signal (milter, SIGTERM);
@@ -495,7 +472,7 @@ main (int argc, char **argv)
   test_watchdog_remove (wd_milter);
   g_clear_pointer (&httpd, test_server_stop);
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
-  sh (rm, NULL);
+  test_sh (rm, NULL);
   test_watchdog_remove (wd_dir);
   return rc;
 }

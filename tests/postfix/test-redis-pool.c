@@ -71,29 +71,6 @@ script (const char *name)
 }
 
 static guint
-free_port (void)
-{
-  int s = socket (AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
-  socklen_t l = sizeof a;
-  g_assert_cmpint (bind (s, (struct sockaddr *) &a, sizeof a), ==, 0);
-  getsockname (s, (struct sockaddr *) &a, &l);
-  close (s);
-  return ntohs (a.sin_port);
-}
-
-static int
-sh (const char *cmd)
-{
-  int status = 0;
-  g_autoptr (GError) error = NULL;
-  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", (char *) cmd, NULL }, NULL, 0, NULL, NULL,
-                NULL, NULL, &status, &error);
-  g_assert_no_error (error);
-  return g_spawn_check_wait_status (status, NULL) ? 0 : 1;
-}
-
-static guint
 count (const char *text, const char *needle)
 {
   guint n = 0;
@@ -181,18 +158,18 @@ postfix_start (guint k)
   Instance *m = &inst[k];
   m->pfdir = g_strdup_printf ("%s/pf-%u", dir, k);
   m->maildir_new = g_build_filename (m->pfdir, "mail", "Maildir", "new", NULL);
-  m->smtp_port = free_port ();
+  m->smtp_port = test_free_port ();
   g_autofree char *peer = script ("pf-peer.sh");
   g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", m->pfdir);
   m->wd_pf = test_watchdog_add (stop);
   g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u 'unix:%s' tempfail", peer, m->pfdir, m->smtp_port,
                                          m->sock);
-  g_assert_cmpint (sh (up), ==, 0);
+  g_assert_cmpint (test_sh (up, NULL), ==, 0);
   /* Postfix waits for the end of message longer than the milter's
    * message_deadline (20 s at most here): past the deadline the milter gives
    * up on its own, and a message it took too long over would be deferred */
   g_autofree char *set = g_strdup_printf ("sh '%s' set '%s' milter_content_timeout=40s", peer, m->pfdir);
-  g_assert_cmpint (sh (set), ==, 0);
+  g_assert_cmpint (test_sh (set, NULL), ==, 0);
 }
 
 static void
@@ -203,7 +180,7 @@ postfix_stop (guint k)
     return;
   g_autofree char *peer = script ("pf-peer.sh");
   g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, m->pfdir);
-  sh (down);
+  test_sh (down, NULL);
   test_watchdog_remove (m->wd_pf);
 }
 
@@ -852,7 +829,7 @@ main (int argc, char **argv)
   g_clear_pointer (&httpd, test_server_stop);
   g_hash_table_unref (expected);
   g_free (conf);
-  sh (rm_dir);
+  test_sh (rm_dir, NULL);
   test_watchdog_remove (wd_dir);
   g_free (dir);
   return rc;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -198,17 +199,27 @@ test_http_get_number (guint port, const char *path)
 
 /* ---- a private redis-server ---------------------------------------------- */
 
-static guint
-free_port (void)
+guint
+test_free_port (void)
 {
-  int fd = socket (AF_INET, SOCK_STREAM, 0);
-  g_assert_cmpint (fd, >=, 0);
+  int s = socket (AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
-  socklen_t len = sizeof a;
-  g_assert_cmpint (bind (fd, (struct sockaddr *) &a, sizeof a), ==, 0);
-  g_assert_cmpint (getsockname (fd, (struct sockaddr *) &a, &len), ==, 0);
-  close (fd);
+  socklen_t l = sizeof a;
+  g_assert_cmpint (bind (s, (struct sockaddr *) &a, sizeof a), ==, 0);
+  g_assert_cmpint (getsockname (s, (struct sockaddr *) &a, &l), ==, 0);
+  close (s);
   return ntohs (a.sin_port);
+}
+
+int
+test_sh (const char *cmd, char **out)
+{
+  int status = 0;
+  g_autoptr (GError) error = NULL;
+  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", (char *) cmd, NULL }, NULL, 0, NULL, NULL,
+                out, NULL, &status, &error);
+  g_assert_no_error (error);
+  return WIFEXITED (status) ? WEXITSTATUS (status) : -1;
 }
 
 static gboolean
@@ -256,7 +267,7 @@ test_redis_start (void)
   TestRedis *r = g_new0 (TestRedis, 1);
   r->dir = g_dir_make_tmp ("extbody-redis-XXXXXX", NULL);
   g_assert_nonnull (r->dir);
-  r->port = free_port ();
+  r->port = test_free_port ();
   g_autofree char *conf = g_build_filename (r->dir, "redis.conf", NULL);
   g_autofree char *text = g_strdup_printf ("port %u\nbind 127.0.0.1\nprotected-mode no\n"
                                            "save \"\"\nappendonly no\ndaemonize no\n"

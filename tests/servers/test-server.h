@@ -30,6 +30,13 @@ TestServer *test_server_start (const char *script, const char *const *args,
 void test_server_stop (TestServer *server);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TestServer, test_server_stop)
 
+/* A TCP port on 127.0.0.1 that is free now (bound, read back, closed). */
+guint test_free_port (void);
+
+/* Run @cmd with /bin/sh -c; @out (nullable) gets its standard output.
+ * Returns: the exit status, or -1 when it did not exit (a signal). */
+int test_sh (const char *cmd, char **out);
+
 /* GET @path from http://127.0.0.1:@port directly (HTTP/1.0, not through
  * extbody): the number its body starts with (httpd.py's /hits, /peak). */
 gint64 test_http_get_number (guint port, const char *path);
