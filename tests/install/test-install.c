@@ -67,6 +67,35 @@ example_env (void)
   return env;
 }
 
+/* The installed programs find their own library wherever the installation
+ * lands (here: a DESTDIR, not the configured prefix), with no
+ * LD_LIBRARY_PATH and no ldconfig run: their RPATH is relative to them. */
+static void
+test_programs_find_library (void)
+{
+  const char *progs[] = { "bin/extbody", "sbin/extbody-milter" };
+  for (guint i = 0; i < G_N_ELEMENTS (progs); i++) {
+    g_autofree char *path = g_build_filename (prefix, progs[i], NULL);
+    if (!g_file_test (path, G_FILE_TEST_IS_EXECUTABLE)) {
+      g_test_message ("%s not installed (libmilter missing?)", progs[i]);
+      continue;
+    }
+    char **env = g_get_environ ();
+    env = g_environ_unsetenv (env, "LD_LIBRARY_PATH");
+    const char *argv[] = { path, "--version", NULL };
+    g_autoptr (GBytes) out = NULL;
+    g_autofree char *err = NULL;
+    int status = run (NULL, env, argv, &out, &err);
+    g_strfreev (env);
+    g_test_message ("%s --version: %d %s", progs[i], status, err ? err : "");
+    g_assert_cmpint (status, ==, 0);
+    gsize n = 0;
+    const char *text = g_bytes_get_data (out, &n);
+    g_autofree char *line = g_strndup (text, n);
+    g_assert_nonnull (strstr (line, "GMime"));
+  }
+}
+
 static void
 test_files (void)
 {
@@ -207,6 +236,7 @@ main (int argc, char **argv)
 
   g_test_add_func ("/install/files", test_files);
   g_test_add_func ("/install/example", test_example);
+  g_test_add_func ("/install/programs-find-their-library", test_programs_find_library);
   int r = g_test_run ();
   remove_tree (destdir);
   g_free (prefix);
