@@ -36,7 +36,27 @@ eb_ref_free (EbRef *ref)
   g_free (ref->permission);
   g_free (ref->inner_type);
   g_free (ref->inner_cte);
+  g_free (ref->alt_path);
+  eb_header_block_free (ref->alt_outer);
   g_free (ref);
+}
+
+gsize
+eb_ref_replaced_start (const EbRef *ref)
+{
+  return ref->alt ? ref->alt_start : ref->block_start;
+}
+
+gsize
+eb_ref_replaced_end (const EbRef *ref)
+{
+  return ref->alt ? ref->alt_end : ref->end;
+}
+
+gboolean
+eb_ref_replaced_is_root (const EbRef *ref)
+{
+  return ref->alt ? ref->alt_is_root : ref->is_root;
 }
 
 static void

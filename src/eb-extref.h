@@ -38,6 +38,21 @@ typedef struct {
   char      *inner_type;    /* (nullable) media type of the inner Content-Type, lowercase */
   gboolean   inner_type_bad;/* the inner header has a Content-Type we cannot read */
   char      *inner_cte;     /* (nullable) the inner Content-Transfer-Encoding, unfolded */
+
+  /* The fallback shape (filled in by eb-message; what `externalize --fallback`
+   * writes): the reference is the second and last part of a multipart/alternative
+   * of exactly two parts whose first is text/plain. When the reference resolves,
+   * that whole alternative entity, not the reference alone, is replaced by the
+   * restored part. */
+  gboolean   alt;           /* the shape was found and its offsets checked */
+  char      *alt_path;      /* the alternative's part path ("" for the body of the
+                               top-level message) */
+  gboolean   alt_is_root;   /* the alternative is the body of a message */
+  gsize      alt_start;     /* first byte of its header block (a root: the message's) */
+  gsize      alt_end;       /* one past its last byte (its close delimiter and
+                               epilogue included), before the line break that
+                               belongs to the next delimiter; or the end */
+  EbHeaderBlock *alt_outer; /* the header block at alt_start */
 } EbRef;
 
 EbRef *eb_ref_new (void);
@@ -48,5 +63,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbRef, eb_ref_free)
  * using block_start, content_start and end. Never fails: problems are recorded
  * in read_reason and read_detail. */
 void eb_ref_read (EbRef *ref, const char *buf, gsize len);
+
+/* The bytes a resolved @ref replaces: [start, end). The reference itself, or
+ * the whole multipart/alternative of the fallback shape. */
+gsize eb_ref_replaced_start (const EbRef *ref);
+gsize eb_ref_replaced_end (const EbRef *ref);
+/* Is what a resolved @ref replaces the body of a message (RFC 2046 5.2.3.7
+ * merge with that message's header)? */
+gboolean eb_ref_replaced_is_root (const EbRef *ref);
 
 G_END_DECLS

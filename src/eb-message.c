@@ -169,6 +169,10 @@ typedef struct {
   guint         depth;
   GPtrArray    *bounds;  /* enclosing boundaries, nearest first (shared) */
   gboolean      sealed;  /* inside a signed or encrypted entity */
+  /* the fallback shape (see is_fallback_alternative): set on the reference */
+  GMimeObject  *alt;         /* the multipart/alternative it is the last part of */
+  GMimeMessage *alt_msg;     /* set when that alternative is the body of this message */
+  GPtrArray    *alt_bounds;  /* the boundaries enclosing that alternative */
 } Item;
 
 /* RFC 2046 5.1.1: boundary := 0*69<bchars> bcharsnospace */
@@ -270,6 +274,128 @@ is_external_body (GMimeObject *obj)
 {
   GMimeContentType *ct = g_mime_object_get_content_type (obj);
   return ct && g_mime_content_type_is_type (ct, "message", "external-body");
+}
+
+/* The fallback shape `externalize --fallback` writes: a multipart/alternative
+ * of exactly two parts, a text/plain leaf (the link, for readers that do not
+ * show external-body parts) and then a message/external-body (RFC 2046 5.1.4:
+ * the last alternative is the preferred one). */
+static gboolean
+is_fallback_alternative (GMimeObject *obj)
+{
+  GMimeContentType *ct = g_mime_object_get_content_type (obj);
+  if (!GMIME_IS_MULTIPART (obj) || !ct || !g_mime_content_type_is_type (ct, "multipart", "alternative"))
+    return FALSE;
+  GMimeMultipart *mp = GMIME_MULTIPART (obj);
+  if (g_mime_multipart_get_count (mp) != 2)
+    return FALSE;
+  GMimeObject *text = g_mime_multipart_get_part (mp, 0);
+  GMimeObject *ref = g_mime_multipart_get_part (mp, 1);
+  GMimeContentType *tt = g_mime_object_get_content_type (text);
+  return GMIME_IS_PART (text) && tt && g_mime_content_type_is_type (tt, "text", "plain")
+         && GMIME_IS_PART (ref) && is_external_body (ref);
+}
+
+static gint64
+max_header_offset (GMimeObject *obj, gint64 best)
+{
+  GMimeHeaderList *hl = g_mime_object_get_header_list (obj);
+  int n = hl ? g_mime_header_list_get_count (hl) : 0;
+  for (int i = 0; i < n; i++)
+    best = MAX (best, g_mime_header_get_offset (g_mime_header_list_get_header_at (hl, i)));
+  return best;
+}
+
+/* Does the line at @q start with "--@b"? */
+static gboolean
+dash_boundary_at (const char *buf, gsize len, gsize q, const char *b)
+{
+  gsize bl = strlen (b);
+  return len - q >= bl + 2 && buf[q] == '-' && buf[q + 1] == '-' && memcmp (buf + q + 2, b, bl) == 0;
+}
+
+/* For a located reference of the fallback shape (@it->alt set): find the
+ * alternative entity in the bytes, from its header block to the end of its
+ * epilogue, and check it: its header block ends in a blank line before its first
+ * part and holds every header GMime read for it; the reference is followed by the
+ * alternative's close delimiter (not another delimiter that GMime took as its
+ * end); the epilogue runs to the next enclosing delimiter (or the end of the
+ * input for a message with no enclosing multipart). Anything else: the shape is
+ * not recorded and the reference alone is replaced, as any other. */
+static void
+locate_alt (EbRef *ref, const Item *it, const char *buf, gsize len, GArray *cuts)
+{
+  if (!ref->located || !it->alt || !it->alt_bounds || it->bounds->len == 0)
+    return;
+  const char *b = g_ptr_array_index (it->bounds, 0);   /* the alternative's own boundary */
+  gint64 hs = min_header_offset (it->alt, -1);
+  gint64 hmax = max_header_offset (it->alt, -1);
+  if (it->alt_msg) {
+    hs = min_header_offset (GMIME_OBJECT (it->alt_msg), hs);
+    hmax = max_header_offset (GMIME_OBJECT (it->alt_msg), hmax);
+  }
+  hs = map_offset (cuts, hs);
+  hmax = map_offset (cuts, hmax);
+  if (hs < 0 || hmax < hs || (gsize) hs >= ref->block_start || (hs > 0 && buf[hs - 1] != '\n'))
+    return;
+  g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf, (gsize) hs, ref->block_start);
+  if (!blk->blank || blk->fields->len == 0 || (gsize) hmax >= blk->end)
+    return;
+  /* the first delimiter at the start of a line after the header */
+  gboolean first = FALSE;
+  for (gsize q = blk->body; q < ref->block_start && !first; ) {
+    if (dash_boundary_at (buf, ref->block_start, q, b))
+      first = TRUE;
+    const char *nl = memchr (buf + q, '\n', ref->block_start - q);
+    if (!nl)
+      break;
+    q = (gsize) (nl - buf) + 1;
+  }
+  if (!first)
+    return;
+  /* the close delimiter right after the reference */
+  gsize q = ref->end;
+  if (q < len && buf[q] == '\r')
+    q++;
+  if (q >= len || buf[q] != '\n')
+    return;
+  q++;
+  if (!dash_boundary_at (buf, len, q, b) || len - q < strlen (b) + 4
+      || memcmp (buf + q + 2 + strlen (b), "--", 2) != 0)
+    return;
+  /* ... which no enclosing boundary would also take as its own */
+  for (guint i = 0; i < it->alt_bounds->len; i++)
+    if (dash_boundary_at (buf, len, q, g_ptr_array_index (it->alt_bounds, i)))
+      return;
+  /* the epilogue: up to the line break before the next enclosing delimiter */
+  gsize end = len;
+  if (it->alt_bounds->len) {
+    gboolean found = FALSE;
+    const char *nl;
+    for (gsize p = q; !found && (nl = memchr (buf + p, '\n', len - p)) != NULL; ) {
+      gsize n = (gsize) (nl - buf);
+      gsize at = n > q && buf[n - 1] == '\r' ? n - 1 : n;
+      if (delimiter_follows (buf, len, at, it->alt_bounds)) {
+        end = at;
+        found = TRUE;
+      }
+      p = n + 1;
+    }
+    if (!found)
+      return;
+  }
+  g_autofree char *path = g_strdup (ref->path);
+  char *dot = strrchr (path, '.');
+  if (dot)
+    *dot = '\0';
+  else
+    *path = '\0';
+  ref->alt = TRUE;
+  ref->alt_path = g_steal_pointer (&path);
+  ref->alt_is_root = it->alt_msg != NULL;
+  ref->alt_start = (gsize) hs;
+  ref->alt_end = end;
+  ref->alt_outer = g_steal_pointer (&blk);
 }
 
 static void
@@ -392,6 +518,11 @@ eb_message_scan (const char *buf, gsize len, const EbConfig *config)
         GMimeObject *c = g_mime_multipart_get_part (mp, i);
         Item child = { c, NULL, child_path (it.path, i), it.depth + 1, bounds,
                        it.sealed || is_sealed (c) };
+        if (i == 1 && is_fallback_alternative (it.obj)) {
+          child.alt = it.obj;
+          child.alt_msg = it.msg;
+          child.alt_bounds = it.bounds;
+        }
         g_array_append_val (stack, child);
       }
     } else if (GMIME_IS_MESSAGE_PART (it.obj)) {
@@ -417,6 +548,7 @@ eb_message_scan (const char *buf, gsize len, const EbConfig *config)
       else if (scan->refs->len >= config->max_references)
         ref->walk_reason = EB_REASON_TOO_MANY_REFS;
       locate (ref, &it, buf, len, cuts);
+      locate_alt (ref, &it, buf, len, cuts);
       if (ref->located)
         eb_ref_read (ref, buf, len);
       else

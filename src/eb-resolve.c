@@ -441,12 +441,15 @@ eb_resolve (const EbRef *ref, const EbAction *action, const char *buf, gsize len
   GString *h = g_string_new (NULL);
   const EbHeaderBlock *outer = ref->outer;
   const EbHeaderBlock *inner = ref->inner;
-  if (ref->is_root) {
-    for (guint i = 0; i < outer->fields->len; i++) {
-      const EbHeaderField *f = &g_array_index (outer->fields, EbHeaderField, i);
-      if (!eb_header_field_is_content (f, buf))
-        append_field (h, buf, f, eol);
-    }
+  /* first the fields other than Content-* of the entity replaced: for the
+   * body of a message, the message header (RFC 2046 5.2.3.7); for the
+   * fallback shape, the multipart/alternative's own header, which the
+   * restored part takes the place of */
+  const EbHeaderBlock *top = ref->alt ? ref->alt_outer : ref->is_root ? outer : NULL;
+  for (guint i = 0; top && i < top->fields->len; i++) {
+    const EbHeaderField *f = &g_array_index (top->fields, EbHeaderField, i);
+    if (!eb_header_field_is_content (f, buf))
+      append_field (h, buf, f, eol);
   }
   for (guint i = 0; i < inner->fields->len; i++) {
     const EbHeaderField *f = &g_array_index (inner->fields, EbHeaderField, i);

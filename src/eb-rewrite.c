@@ -126,14 +126,14 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
   guint64 budget = 0;
   for (guint i = 0; i < nrefs; i++) {
     EbRef *ref = g_ptr_array_index (r->scan->refs, i);
-    if (r->removed->len && ref->is_root && ref->block_start == 0 && ref->outer) {
-      /* the body of the message itself: its new header is built from the
-       * message header, less the fields removed */
-      for (guint k = ref->outer->fields->len; k-- > 0;) {
-        const EbHeaderField *f = &g_array_index (ref->outer->fields, EbHeaderField, k);
-        if (eb_header_field_is (f, buf, EB_FILTER_FIELD) || eb_header_field_is (f, buf, EB_TRACE_FIELD))
-          g_array_remove_index (ref->outer->fields, k);
-      }
+    /* the body of the message itself (or the fallback alternative that is):
+     * its new header is built from the message header, less the fields removed */
+    EbHeaderBlock *own = eb_ref_replaced_start (ref) != 0 || !eb_ref_replaced_is_root (ref) ? NULL
+                         : ref->alt ? ref->alt_outer : ref->outer;
+    for (guint k = r->removed->len && own ? own->fields->len : 0; k-- > 0;) {
+      const EbHeaderField *f = &g_array_index (own->fields, EbHeaderField, k);
+      if (eb_header_field_is (f, buf, EB_FILTER_FIELD) || eb_header_field_is (f, buf, EB_TRACE_FIELD))
+        g_array_remove_index (own->fields, k);
     }
     EbResolution *res = eb_resolve (ref, g_ptr_array_index (r->actions, i), buf, len, r->scan->eol,
                                     config, g_ptr_array_index (fetched, i), &budget);
@@ -141,20 +141,21 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
       r->n_resolved++;
     g_ptr_array_add (r->resolutions, res);
   }
-  /* Replaced ranges never overlap (an external-body's content is not walked), but
-   * a bug here must not cost mail: check, and change nothing if they do. */
+  /* Replaced ranges never overlap (an external-body's content is not walked, a
+   * fallback alternative holds only its reference), but a bug here must not
+   * cost mail: check, and change nothing if they do. */
   gsize last_end = 0;
   for (guint i = 0; i < r->scan->refs->len; i++) {
     const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
     const EbResolution *res = g_ptr_array_index (r->resolutions, i);
     if (res->reason != EB_REASON_RESOLVED)
       continue;
-    if (ref->block_start < last_end) {
+    if (eb_ref_replaced_start (ref) < last_end) {
       g_critical ("overlapping replacement ranges at part %s; message left unchanged", ref->path);
       r->n_resolved = 0;
       break;
     }
-    last_end = ref->end;
+    last_end = eb_ref_replaced_end (ref);
   }
   r->changed = r->n_resolved > 0 || r->removed->len > 0;
   r->filter_field = (flags & EB_REWRITE_FILTER_FIELD) && r->n_resolved > 0;
@@ -171,13 +172,14 @@ first_resolved (const EbRewriteResult *r)
   return NULL;
 }
 
-/* A resolved reference that is the body of the message itself (its new header
- * replaces the message header), or NULL. */
+/* A resolved reference that is the body of the message itself, or the
+ * fallback alternative that is (its new header replaces the message header),
+ * or NULL. */
 static const EbResolution *
 root_resolution (const EbRewriteResult *r)
 {
   const EbRef *first = first_resolved (r);
-  if (!first || !first->is_root || first->block_start != 0)
+  if (!first || !eb_ref_replaced_is_root (first) || eb_ref_replaced_start (first) != 0)
     return NULL;
   for (guint i = 0; i < r->scan->refs->len; i++)
     if (g_ptr_array_index (r->scan->refs, i) == first)
@@ -309,7 +311,7 @@ splice (const EbRewriteResult *r, const char *buf0, gsize len0, GOutputStream *o
     const EbRange *rg = &g_array_index (r->removed, EbRange, k);
     if (rg->start < pos)
       continue;
-    if (first && first->block_start <= rg->start)
+    if (first && eb_ref_replaced_start (first) <= rg->start)
       break;
     ok = write_verbatim (r, buf, pos, rg->start, &field_at, out, error);
     pos = rg->end;
@@ -319,14 +321,14 @@ splice (const EbRewriteResult *r, const char *buf0, gsize len0, GOutputStream *o
     const EbResolution *res = g_ptr_array_index (r->resolutions, i);
     if (res->reason != EB_REASON_RESOLVED)
       continue;
-    ok = write_verbatim (r, buf, pos, ref->block_start, &field_at, out, error)
+    ok = write_verbatim (r, buf, pos, eb_ref_replaced_start (ref), &field_at, out, error)
          && (res == root && body_only ? TRUE
              : res == root && r->filter_field
              ? write_header_with_field (r, eb_resolution_header (res), r->scan->eol, out, error)
              : g_output_stream_write_all (out, eb_resolution_header (res)->str,
                                           eb_resolution_header (res)->len, NULL, NULL, error))
          && write_data (res, r->scan->eol, mboxrd, out, error);
-    pos = ref->end;
+    pos = eb_ref_replaced_end (ref);
   }
   if (ok)
     ok = write_verbatim (r, buf, pos, len, &field_at, out, error);
