@@ -112,6 +112,8 @@ eb_inspect_json (const char *source, gint64 mbox_offset, const char *message_id,
     json_builder_add_int_value (b, (gint64) g_bytes_get_size (res->data));
     add_str (b, "sha256", eb_resolution_sha256 (res));
     add_str (b, "encoding", eb_transfer_name (res->encoding));
+    if (ref->alt)   /* the fallback shape: the whole alternative is replaced */
+      add_str (b, "replaced_part", ref->alt_path);
   }
   json_builder_end_object (b);
   g_autoptr (JsonGenerator) gen = json_generator_new ();
@@ -268,6 +270,12 @@ eb_inspect_report_line (const EbRewriteResult *result, guint i)
   if (res->reason == EB_REASON_RESOLVED) {
     g_string_append_printf (s, "resolved (%s, %" G_GSIZE_FORMAT " bytes, %s)", res->type,
                             g_bytes_get_size (res->data), eb_transfer_name (res->encoding));
+    if (ref->alt && *ref->alt_path) {
+      g_autofree char *ap = eb_inspect_printable (ref->alt_path, 40);
+      g_string_append_printf (s, ", replacing multipart/alternative at part %s", ap);
+    } else if (ref->alt) {
+      g_string_append (s, ", replacing the multipart/alternative message body");
+    }
   } else {
     g_string_append_printf (s, "left: %s: %s", eb_reason_token (res->reason),
                             eb_reason_text (res->reason));
