@@ -8,7 +8,10 @@
  * follows. GMime never writes anything.
  *
  * The walk is iterative (no recursion) and bounded by max_nesting_depth and
- * max_parts; references past max_references are marked.
+ * max_parts; references past max_references are marked. A reference that is
+ * the second and last part of a two-part multipart/alternative whose first is
+ * text/plain (the fallback shape of externalize) also gets that alternative's
+ * exact location (EbRef alt, checked against the bytes like the rest).
  */
 #pragma once
 #include <glib.h>

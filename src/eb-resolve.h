@@ -12,7 +12,11 @@
  * the outer Content-Type or Content-Transfer-Encoding), the new
  * Content-Transfer-Encoding, and the trace field X-Extbody-Resolved. For the body
  * of a message (RFC 2046 5.2.3.7 merge): the message's own fields except its
- * Content-* fields, then the same content fields.
+ * Content-* fields, then the same content fields. For a reference in the
+ * fallback shape (EbRef alt: the last of a two-part multipart/alternative after
+ * text/plain), which replaces the whole alternative: the alternative's own
+ * fields except its Content-* fields (for the body of a message: the message
+ * header, as above), then the fields the bare reference would get.
  */
 #pragma once
 #include <glib.h>
