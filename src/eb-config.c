@@ -155,6 +155,32 @@ check_dirs (const char *value, GError **error)
   return TRUE;
 }
 
+/* Media-type patterns for externalize_types: type/subtype, type/* or * / *,
+ * each side an RFC 2045 token. */
+static gboolean
+check_type_patterns (const char *value, GError **error)
+{
+  g_autoptr (GPtrArray) items = eb_config_split_list (value, error);
+  if (!items)
+    return FALSE;
+  for (guint i = 0; i < items->len; i++) {
+    const char *v = items->pdata[i];
+    const char *slash = strchr (v, '/');
+    gboolean ok = slash && slash > v && slash[1] && !strchr (slash + 1, '/');
+    for (const char *c = v; ok && *c; c++)
+      ok = c == slash || (g_ascii_isgraph (*c) && !strchr ("()<>@,;:\\\"/[]?=", *c));
+    if (ok && strchr (v, '*'))   /* '*' only as a whole side, and never * / subtype */
+      ok = (slash - v == 1 && v[0] == '*' ? strcmp (slash + 1, "*") == 0 : !memchr (v, '*', (gsize) (slash - v)))
+           && (strcmp (slash + 1, "*") == 0 || !strchr (slash + 1, '*'));
+    if (!ok) {
+      g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
+                   "\"%s\" is not a media-type pattern (type/subtype, type/* or */*)", v);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 /* libmilter's socket: unix:PATH or local:PATH (absolute), inet:PORT[@ADDRESS],
  * inet6:PORT[@ADDRESS], with PORT 1 to 65535. */
 static gboolean
@@ -329,6 +355,14 @@ static const EbConfigKey keys[] = {
        "Directories whose files access-type=local-file references may be read from; empty reads none.", check_dirs, "directory list"),
   KEY (lock_timeout, EB_CONFIG_UINT, "60", 0, 3600,
        "Seconds to wait for an mbox that another program has locked (dot-lock or fcntl); then the run ends with a temporary failure, the mailbox unchanged."),
+  KEY (externalize_min_size, EB_CONFIG_SIZE, "1M", 1, G_GUINT64_CONSTANT (1) << 40,
+       "extbody externalize takes out of a message the parts of at least this many decoded bytes (and only those that externalize_types matches; never text meant to be read inline, never parts under multipart/signed, multipart/encrypted or multipart/related)."),
+  LIST (externalize_types, "*/*",
+       "The media types extbody externalize may take out of messages: type/subtype, type/* or */*, separated by commas or spaces, compared ignoring case.", check_type_patterns, "media-type pattern list"),
+  KEY (externalize_retention, EB_CONFIG_UINT, "0", 0, 36500,
+       "Days the stored parts are kept: each reference extbody externalize writes gets an expiration parameter that many days ahead (RFC 2046 5.2.3); 0 writes none."),
+  BOOL (externalize_fallback, "off",
+        "extbody externalize writes each reference inside a multipart/alternative, after a short text/plain part with the link, for mail readers that do not show message/external-body (extbody rewrite restores the original part alone)."),
   LIST (metrics_file, "",
        "When set, the counters (messages, references, resolved, left by reason, fetches by outcome, bytes fetched, cache hits, fetch latency) are written to this file in the Prometheus text format, replaced atomically: by extbody-milter every metrics_interval seconds and when it stops, by extbody rewrite --mbox and --maildir at the end of a run. Name it NAME.prom in the directory node_exporter's textfile collector reads.", check_file, "absolute path"),
   KEY (metrics_interval, EB_CONFIG_UINT, "60", 1, 86400,

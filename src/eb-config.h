@@ -53,6 +53,11 @@ struct _EbConfig {
   gboolean allow_credentials;  /* user:password@ in URLs */
   char    *local_file_dirs;    /* directories access-type=local-file may read; empty: none */
   guint    lock_timeout;       /* seconds to wait for a locked mbox */
+  /* externalize: which parts, and the reference written (eb-externalize.h) */
+  guint64  externalize_min_size;   /* decoded bytes from which a part is taken out */
+  char    *externalize_types;      /* media-type patterns: type/subtype, type/*, * / * */
+  guint    externalize_retention;  /* days until the expiration parameter; 0: none */
+  gboolean externalize_fallback;   /* the reference inside multipart/alternative with a text part */
   /* statistics */
   char    *metrics_file;       /* Prometheus text file; empty: none */
   guint    metrics_interval;   /* seconds, the milter's writes */

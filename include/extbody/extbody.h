@@ -207,6 +207,10 @@ typedef enum {
  * @EB_REASON_SIGNED: inside a signed or encrypted entity: resolving would break it
  * @EB_REASON_OUTER_CTE: the external-body entity has a transfer encoding RFC 2046 forbids
  * @EB_REASON_NESTED_REF: the phantom header's type is message/external-body again
+ * @EB_REASON_STORE_FAILED: externalize: the store could not take the part (the
+ *   detail is the store's one-line error); the part stays as it was
+ * @EB_REASON_WOULD_EXTERNALIZE: externalize with %EB_EXTERNALIZE_NO_STORE: the
+ *   part would be stored and replaced by a reference
  * @EB_REASON_N: the number of reasons (not a reason)
  *
  * Why a reference was resolved or left alone, or why a whole message was left
@@ -256,6 +260,8 @@ typedef enum {
   EB_REASON_SIGNED,
   EB_REASON_OUTER_CTE,
   EB_REASON_NESTED_REF,
+  EB_REASON_STORE_FAILED,
+  EB_REASON_WOULD_EXTERNALIZE,
   EB_REASON_N
 } EbReason;
 
@@ -872,7 +878,8 @@ typedef struct _EbHeaderEdit EbHeaderEdit;
  *
  * The value of the %EB_FILTER_FIELD field for the message planned in @result,
  * after the colon, as a milter passes it: " resolved 1 of 2 external-body
- * references".
+ * references"; for a plan of eb_externalize_plan(), " externalized 1 of 2
+ * parts".
  *
  * Returns: (transfer full): the value.
  */
@@ -1780,5 +1787,67 @@ EXTBODY_API gboolean eb_maildir_sniff (const char *path);
  * its default course. The mailbox itself stays as it was.
  */
 EXTBODY_API void eb_cleanup_run (void);
+
+/* ---- externalize ------------------------------------------------------------ */
+
+/**
+ * EbExternalizeFlags:
+ * @EB_EXTERNALIZE_DEFAULT: none
+ * @EB_EXTERNALIZE_FALLBACK: write each reference inside a multipart/alternative
+ *   after a short text/plain part with the link (as externalize_fallback = on)
+ * @EB_EXTERNALIZE_FILTER_FIELD: when something was externalized, the written
+ *   message gets the %EB_FILTER_FIELD field ("externalized N of M parts")
+ * @EB_EXTERNALIZE_NO_STORE: decide only: every candidate is left with
+ *   %EB_REASON_WOULD_EXTERNALIZE; nothing is stored, nothing changed
+ *
+ * How eb_externalize_plan() works.
+ */
+typedef enum {
+  EB_EXTERNALIZE_DEFAULT      = 0,
+  EB_EXTERNALIZE_FALLBACK     = 1 << 0,
+  EB_EXTERNALIZE_FILTER_FIELD = 1 << 1,
+  EB_EXTERNALIZE_NO_STORE     = 1 << 2,
+} EbExternalizeFlags;
+
+/**
+ * eb_externalize_plan:
+ * @buf: the message (a leading mbox From_ line is kept and skipped)
+ * @len: its length
+ * @config: the configuration (externalize_min_size, externalize_types,
+ *   externalize_retention, externalize_fallback, and the walk limits)
+ * @store: (nullable): where the parts go; %NULL plans as with
+ *   %EB_EXTERNALIZE_NO_STORE
+ * @flags: how
+ *
+ * Plans the externalization of @buf: every leaf part eligible (not text meant
+ * to be read inline, not under multipart/signed, multipart/encrypted or
+ * multipart/related, of at least externalize_min_size decoded bytes, of a type
+ * externalize_types matches, whose transfer encoding decodes cleanly) is a
+ * candidate: stored through @store and, once stored and verified, replaced
+ * by a message/external-body reference (access-type=URL) whose phantom header
+ * keeps the part's own Content-Type, Content-ID, Content-Description and
+ * Content-Disposition as written, with a Content-MD5 of the stored bytes.
+ * A part the store failed to take is left with %EB_REASON_STORE_FAILED. The
+ * result is written with eb_rewrite_write() and the other writers; every byte
+ * outside a replaced part is copied as it was, and a message with nothing
+ * externalized comes out byte for byte as it came in. In the result, the
+ * "references" are the candidates and "resolved" those externalized; for each
+ * externalized one, eb_rewrite_result_get_ref_url() gives the URL.
+ *
+ * Returns: (transfer full): the plan, never %NULL.
+ */
+EXTBODY_API EbRewriteResult *eb_externalize_plan (const char *buf, gsize len,
+                                                  const EbConfig *config, EbStore *store,
+                                                  EbExternalizeFlags flags);
+
+/**
+ * eb_batch_set_store:
+ * @batch: the batch
+ * @store: (nullable): kept (not copied) for the batch's lifetime; non-%NULL:
+ *   every message is planned with eb_externalize_plan() (in a dry run with
+ *   %EB_EXTERNALIZE_NO_STORE added), and the batch's rewrite flags are not used
+ * @flags: the flags each message is externalized with
+ */
+EXTBODY_API void eb_batch_set_store (EbBatch *batch, EbStore *store, EbExternalizeFlags flags);
 
 G_END_DECLS
