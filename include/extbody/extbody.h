@@ -368,10 +368,12 @@ EXTBODY_API gboolean eb_config_set (EbConfig *config, const char *key, const cha
  * @option: "KEY=VALUE", as given to -o
  * @error: return location for a #GError
  *
- * Apply one command-line override.
+ * Apply one command-line override. Credentials (externalize_store_user,
+ * externalize_store_password) are refused: they are read from the
+ * configuration file only.
  *
  * Returns: FALSE with %EB_ERROR_SYNTAX when the '=' is missing, with
- *   %EB_ERROR_CONFIG for an unknown key or a bad value.
+ *   %EB_ERROR_CONFIG for an unknown key, a bad value or a credential key.
  */
 EXTBODY_API gboolean eb_config_apply_option (EbConfig *config, const char *option, GError **error);
 
@@ -392,7 +394,9 @@ EXTBODY_API gboolean eb_config_add_networks (EbConfig *config, const char *const
  * eb_config_dump:
  * @config: a configuration
  *
- * Every key with its current value, one "key = value" line each.
+ * Every key with its current value, one "key = value" line each; a password
+ * that is set (externalize_store_password, redis_password) is written as
+ * "(set; not shown)".
  *
  * Returns: (transfer full): the text.
  */
@@ -498,6 +502,65 @@ EXTBODY_API void eb_fetch_set_thread_progress (EbFetchProgressFunc func, gpointe
 EXTBODY_API void eb_fetch_set_thread_cancel (const gint *flag);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbFetcher, eb_fetcher_free)
+
+/* ---- store (externalize) ----------------------------------------------------- */
+
+/**
+ * EbStore:
+ *
+ * Where `extbody externalize` puts the parts it takes out of messages: a
+ * directory served by a web server under externalize_base_url, or a WebDAV
+ * collection written with HTTP PUT (externalize_store). Objects are named by
+ * the SHA-256 of their bytes. A store may be shared by threads.
+ */
+typedef struct _EbStore EbStore;
+
+/**
+ * eb_store_new:
+ * @config: the configuration (externalize_store, externalize_base_url,
+ *   externalize_store_user, externalize_store_password,
+ *   externalize_store_timeout, ca_file; read, not kept)
+ * @error: return location for a #GError
+ *
+ * The store @config names. A directory must exist and externalize_base_url
+ * must be set for it; a WebDAV store's objects are served under its own URL
+ * unless externalize_base_url says otherwise. eb_init() must have been called.
+ *
+ * Returns: (transfer full) (nullable): the store, or NULL with
+ *   %EB_ERROR_CONFIG when externalize_store is unset or unusable.
+ */
+EXTBODY_API EbStore *eb_store_new (const EbConfig *config, GError **error);
+
+/**
+ * eb_store_free:
+ * @store: (nullable) (transfer full): a store
+ *
+ * Free @store, when no thread uses it any more.
+ */
+EXTBODY_API void eb_store_free (EbStore *store);
+
+/**
+ * eb_store_put:
+ * @store: a store
+ * @data: the bytes to store (the decoded part)
+ * @sha256_hex: (nullable): the lowercase hex SHA-256 of @data, or NULL to
+ *   have it computed; it is checked against @data either way
+ * @error: return location for a #GError
+ *
+ * Store @data under its digest, unless the store already holds exactly those
+ * bytes; read the object back and check its size and SHA-256 before
+ * answering. Thread-safe.
+ *
+ * Returns: (transfer full) (nullable): the URL a resolver fetches the object
+ *   by (externalize_base_url, "/", the hex digest), or NULL with %EB_ERROR_IO
+ *   and a one-line message naming the store and the cause (an HTTP status, a
+ *   libcurl error, an errno text, "read back 123 bytes, expected 456"); then
+ *   no message may refer to the object.
+ */
+EXTBODY_API char *eb_store_put (EbStore *store, GBytes *data, const char *sha256_hex,
+                                GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbStore, eb_store_free)
 
 /* ---- rewrite ---------------------------------------------------------------- */
 
