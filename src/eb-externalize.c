@@ -172,7 +172,10 @@ static char *
 fresh_boundary (const char *sha256, const EbRef *ref, GString *const *texts, guint ntexts)
 {
   for (guint k = 0;; k++) {
-    g_autofree char *b = g_strdup_printf ("=_extbody_%.24s_%u", sha256, k);
+    /* after the first, each starts with its own number, so that no enclosing
+     * boundary is a prefix of them all */
+    g_autofree char *b = k == 0 ? g_strdup_printf ("=_extbody_%.24s", sha256)
+                                : g_strdup_printf ("%u=_extbody_%.24s", k, sha256);
     gsize bl = strlen (b);
     gboolean ok = TRUE;
     for (guint i = 0; ok && i < ntexts; i++)
