@@ -439,3 +439,25 @@ eb_externalize_plan (const char *buf0, gsize len0, const EbConfig *config, EbSto
   r->filter_field = (flags & EB_EXTERNALIZE_FILTER_FIELD) && r->n_resolved > 0;
   return r;
 }
+
+char *
+eb_externalize_report_line (const EbRewriteResult *r, guint i)
+{
+  g_return_val_if_fail (r != NULL && r->scan && i < r->scan->refs->len, NULL);
+  const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
+  const EbResolution *res = g_ptr_array_index (r->resolutions, i);
+  GString *s = g_string_new (NULL);
+  g_string_append_printf (s, "part %s %s %s bytes: ", ref->path, res->type ? res->type : "?",
+                          ref->size ? ref->size : "?");
+  if (res->reason == EB_REASON_RESOLVED)
+    g_string_append_printf (s, "externalized %s", ref->url);
+  else
+    g_string_append_printf (s, "left: %s: %s", eb_reason_token (res->reason),
+                            eb_reason_text (res->reason));
+  if (res->detail) {
+    g_autofree char *d = g_strdup (res->detail);
+    g_strdelimit (d, "\r\n", ' ');
+    g_string_append_printf (s, " (%s)", d);
+  }
+  return g_string_free (s, FALSE);
+}

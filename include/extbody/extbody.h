@@ -1904,6 +1904,20 @@ EXTBODY_API EbRewriteResult *eb_externalize_plan (const char *buf, gsize len,
                                                   EbExternalizeFlags flags);
 
 /**
+ * eb_externalize_report_line:
+ * @result: a plan from eb_externalize_plan()
+ * @i: a candidate, from 0 to eb_rewrite_result_get_n_refs() - 1
+ *
+ * One line (no newline) about candidate @i for people: its part path, media
+ * type and decoded size, then "externalized URL" or "left: TOKEN: text"
+ * followed by the detail (the store's error) when there is one, e.g.
+ * "part 2 application/pdf 5242880 bytes: externalized http://files.example/ab12...".
+ *
+ * Returns: (transfer full): the line.
+ */
+EXTBODY_API char *eb_externalize_report_line (const EbRewriteResult *result, guint i);
+
+/**
  * eb_batch_set_store:
  * @batch: the batch
  * @store: (nullable): kept (not copied) for the batch's lifetime; non-%NULL:
