@@ -390,10 +390,12 @@ test_dir_served_by_nginx (void)
     "  scgi_temp_path %s/scgi;\n"
     "  server {\n"
     "    listen 127.0.0.1:%u;\n"
-    "    location /objects/ {\n"
-    "      alias %s/;\n"
+    /* as data/store-nginx.conf.example has it */
+    "    location ~ \"^/objects/([0-9a-f]{64})$\" {\n"
+    "      alias %s/$1;\n"
     "      default_type application/octet-stream;\n"
     "    }\n"
+    "    location /objects/ { return 404; }\n"
     "  }\n"
     "}\n",
     daemon_user ? "user " : "", daemon_user ? daemon_user : "", daemon_user ? ";\n" : "",
@@ -415,6 +417,16 @@ test_dir_served_by_nginx (void)
   g_assert_cmpint (status, ==, 200);
   g_assert_nonnull (got);
   g_assert_true (g_bytes_equal (got, data));
+  /* only object names are served: no listing, no other file */
+  g_autofree char *stray = g_build_filename (objects, ".tmp-file", NULL);
+  g_assert_true (g_file_set_contents (stray, "x", 1, NULL));
+  g_assert_cmpint (g_chmod (stray, 0644), ==, 0);
+  const char *others[] = { "", ".tmp-file" };
+  for (guint i = 0; i < G_N_ELEMENTS (others); i++) {
+    g_autofree char *u = g_strdup_printf ("%s/%s", base, others[i]);
+    g_autoptr (GBytes) b = http_get (u, &status);
+    g_assert_cmpint (status, ==, 404);
+  }
 }
 
 /* ---- WebDAV (Apache) ------------------------------------------------------- */
@@ -472,8 +484,11 @@ apache_start (void)
     "<Directory />\n  Require all denied\n</Directory>\n"
     /* the store: basic authentication */
     "Alias /dav %s/dav\n"
+    /* as data/store-apache-dav.conf.example has it: reading is open */
     "<Directory %s/dav>\n  Dav On\n  AuthType Basic\n  AuthName store\n"
-    "  AuthUserFile %s/htpasswd\n  Require valid-user\n</Directory>\n"
+    "  AuthUserFile %s/htpasswd\n"
+    "  <LimitExcept GET HEAD OPTIONS>\n    Require valid-user\n  </LimitExcept>\n"
+    "  <Limit GET HEAD OPTIONS>\n    Require all granted\n  </Limit>\n</Directory>\n"
     /* refuses every PUT */
     "Alias /ro %s/ro\n"
     "<Directory %s/ro>\n  Dav On\n  <Limit PUT>\n    Require all denied\n  </Limit>\n"
@@ -588,7 +603,11 @@ test_dav_put_dedup (void)
   g_autofree char *path = g_strdup_printf ("%s/dav/%s", adir, hex);
   assert_file_is (path, data);
   g_assert_cmpuint (count_requests ("PUT", "dav", hex), ==, 1);
-  g_assert_cmpuint (count_requests ("GET", "dav", hex), >=, 0);
+  /* a reader fetches it without credentials; the temporary names are not served */
+  long status = 0;
+  g_autoptr (GBytes) got = http_get (url, &status);
+  g_assert_cmpint (status, ==, 200);
+  g_assert_true (g_bytes_equal (got, data));
 
   /* again: HEAD and a verifying GET, no PUT */
   g_autofree char *url2 = eb_store_put_full (s, data, hex, &out, &e);
