@@ -415,11 +415,16 @@ dav_verify (const EbStore *store, Dav *dav, const char *url, const char *hex, gu
                  store->location, hex, status);
     return FALSE;
   }
-  if (d.over || rc == CURLE_FILESIZE_EXCEEDED || d.n != size) {
+  if (d.over || rc == CURLE_FILESIZE_EXCEEDED || d.n > size) {
     g_set_error (error, EB_ERROR, EB_ERROR_IO,
-                 "store %s: read back %s%" G_GUINT64_FORMAT " bytes of %s, expected %" G_GUINT64_FORMAT,
-                 store->location, d.n > size || rc == CURLE_FILESIZE_EXCEEDED ? "more than " : "",
-                 MIN (d.n, size), hex, size);
+                 "store %s: read back more than %" G_GUINT64_FORMAT " bytes of %s, expected %" G_GUINT64_FORMAT,
+                 store->location, size, hex, size);
+    return FALSE;
+  }
+  if (d.n != size) {
+    g_set_error (error, EB_ERROR, EB_ERROR_IO,
+                 "store %s: read back %" G_GUINT64_FORMAT " bytes of %s, expected %" G_GUINT64_FORMAT,
+                 store->location, d.n, hex, size);
     return FALSE;
   }
   if (!g_str_equal (g_checksum_get_string (sum), hex)) {
