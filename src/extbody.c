@@ -1,6 +1,7 @@
 /* extbody - resolve message/external-body references in mail.
  *
  *   extbody rewrite [-c FILE] [-o KEY=VALUE] [--report] [FILE]
+ *   extbody externalize [-c FILE] [-o KEY=VALUE] [--fallback] [--report] [FILE]
  *   extbody inspect [-c FILE] [-o KEY=VALUE] [--json] FILE...
  *   extbody data-url [--json] [--type] URL|-
  *   extbody config [-c FILE] [-o KEY=VALUE] [--defaults]
@@ -418,6 +419,200 @@ cmd_rewrite (int argc, char **argv)
   return 0;
 }
 
+/* ---- externalize ------------------------------------------------------- */
+
+/* A part the store could not take: one line on standard error, always. */
+static void
+print_store_failures (const char *where, const EbRewriteResult *result)
+{
+  guint n = eb_rewrite_result_get_n_refs (result);
+  for (guint i = 0; i < n; i++) {
+    if (eb_rewrite_result_get_ref_reason (result, i) != EB_REASON_STORE_FAILED)
+      continue;
+    g_autofree char *line = eb_externalize_report_line (result, i);
+    die_line ("%s%s%s", where ? where : "", where ? " " : "", line);
+  }
+}
+
+typedef struct {
+  const char *box;
+  gboolean    report;
+} ExternalizeRun;
+
+static void
+externalize_message (guint number, const char *source, gint64 offset, const char *mid,
+                     const EbRewriteResult *result, gpointer data)
+{
+  ExternalizeRun *run = data;
+  guint n = eb_rewrite_result_get_n_refs (result);
+  g_autofree char *where = g_strdup_printf ("%s #%u", run->box, number);
+  if (!run->report) {
+    print_store_failures (where, result);
+    return;
+  }
+  for (guint i = 0; i < n; i++) {
+    g_autofree char *line = eb_externalize_report_line (result, i);
+    die_line ("%s %s", where, line);
+  }
+}
+
+/* "N messages scanned, N parts to externalize, N externalized, N messages
+ * changed; left: TOKEN N, ..." */
+static char *
+externalize_summary (EbStats *stats, gboolean dry_run)
+{
+  GString *s = g_string_new (NULL);
+  g_string_append_printf (s, "%" G_GUINT64_FORMAT " messages scanned, %" G_GUINT64_FORMAT
+                          " candidate parts, %" G_GUINT64_FORMAT " externalized, %" G_GUINT64_FORMAT
+                          " messages %s",
+                          eb_stats_get_messages (stats), eb_stats_get_references (stats),
+                          eb_stats_get_resolved (stats), eb_stats_get_changed (stats),
+                          dry_run ? "would change" : "changed");
+  const char *sep = "; left: ";
+  for (guint r = 1; r < EB_REASON_N; r++) {
+    guint64 n = eb_stats_get_left (stats, (EbReason) r);
+    if (!n)
+      continue;
+    g_string_append_printf (s, "%s%s %" G_GUINT64_FORMAT, sep, eb_reason_token ((EbReason) r), n);
+    sep = ", ";
+  }
+  return g_string_free (s, FALSE);
+}
+
+static int
+cmd_externalize (int argc, char **argv)
+{
+  gboolean report = FALSE, recursive = FALSE, dry_run = FALSE, filter = FALSE, fallback = FALSE;
+  g_autofree char *mbox = NULL, *maildir = NULL, *backup = NULL;
+  int jobs = (int) g_get_num_processors ();
+  GOptionEntry entries[] = {
+    { "fallback", 0, 0, G_OPTION_ARG_NONE, &fallback,
+      "Write each reference inside a multipart/alternative after a short text part with the link (externalize_fallback = on)", NULL },
+    { "report", 0, 0, G_OPTION_ARG_NONE, &report,
+      "Write one line per candidate part to standard error", NULL },
+    { "mbox", 0, 0, G_OPTION_ARG_FILENAME, &mbox, "Externalize the parts of the mbox FILE in place (locked, crash-safe)", "FILE" },
+    { "maildir", 0, 0, G_OPTION_ARG_FILENAME, &maildir, "Externalize the parts of the messages of the Maildir DIR", "DIR" },
+    { "recursive", 'r', 0, G_OPTION_ARG_NONE, &recursive, "With a Maildir, its Maildir++ subfolders too", NULL },
+    { "dry-run", 'n', 0, G_OPTION_ARG_NONE, &dry_run, "Report what would change; store and change nothing", NULL },
+    { "backup", 0, 0, G_OPTION_ARG_STRING, &backup, "Keep the original mbox as FILE+SUFFIX", "SUFFIX" },
+    { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs, "Messages processed at once (default: the number of cores)", "N" },
+    { "filter", 0, 0, G_OPTION_ARG_NONE, &filter,
+      "The message is mail in transit: when something is externalized, add an X-Extbody field as the milter does", NULL },
+    { NULL }
+  };
+  g_autoptr (GOptionContext) ctx = new_context ("[FILE]",
+      "Take the large parts out of one message read from FILE (or standard input):\n"
+      "store each in externalize_store and replace it by a message/external-body\n"
+      "reference (RFC 2017 access-type=URL); write the message to standard output. A\n"
+      "message with nothing to take out is written byte for byte as it was read; a\n"
+      "part the store cannot take stays as it was (one line on standard error). A\n"
+      "mailbox is changed in place only when named with --mbox FILE or --maildir DIR.",
+      entries, TRUE);
+  int status = 0;
+  if (!parse_options (ctx, &argc, &argv, &status))
+    return status;
+  if (argc > 2) {
+    die_line ("externalize takes at most one FILE (try --help)");
+    return EX_USAGE;
+  }
+  const char *path = argc == 2 ? argv[1] : NULL;
+  BoxKind kind = BOX_NONE;
+  if (mbox || maildir) {
+    if (path || (mbox && maildir)) {
+      die_line ("give one FILE, --mbox FILE or --maildir DIR (try --help)");
+      return EX_USAGE;
+    }
+    kind = mbox ? BOX_MBOX : BOX_MAILDIR;
+    path = mbox ? mbox : maildir;
+  }
+  if (filter && kind != BOX_NONE) {
+    die_line ("--filter goes with one message, not a mailbox (try --help)");
+    return EX_USAGE;
+  }
+  if (kind == BOX_NONE && (backup || recursive || dry_run)) {
+    die_line ("--%s goes with --mbox or --maildir (try --help)",
+              backup ? "backup" : recursive ? "recursive" : "dry-run");
+    return EX_USAGE;
+  }
+  if (backup && kind != BOX_MBOX) {
+    die_line ("--backup goes with an mbox");
+    return EX_USAGE;
+  }
+  g_autoptr (EbConfig) config = load_config (&status);
+  if (!config)
+    return status;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (EbStore) store = eb_store_new (config, &error);
+  if (!store) {
+    die_line ("%s", error->message);
+    return EX_CONFIG;
+  }
+  EbExternalizeFlags flags = fallback ? EB_EXTERNALIZE_FALLBACK : EB_EXTERNALIZE_DEFAULT;
+
+  if (kind != BOX_NONE) {
+    g_autoptr (EbBatch) batch = eb_batch_new (config, NULL,
+                                              dry_run ? EB_BATCH_DRY_RUN : EB_BATCH_REWRITE);
+    gint64 t0 = g_get_monotonic_time ();
+    eb_batch_set_store (batch, store, flags);
+    eb_batch_set_jobs (batch, (guint) CLAMP (jobs, 1, 256));
+    eb_batch_set_recursive (batch, recursive);
+    g_autofree char *bk = backup ? g_strconcat (path, backup, NULL) : NULL;
+    eb_batch_set_backup (batch, bk);
+    eb_batch_set_notice_func (batch, print_notice, NULL);
+    ExternalizeRun run = { path, report };
+    eb_batch_set_message_func (batch, externalize_message, &run);
+    if (isatty (STDERR_FILENO))
+      eb_batch_set_progress_func (batch, draw_progress, &t0);
+    gboolean ok = kind == BOX_MBOX ? eb_batch_run_mbox (batch, path, &error)
+                                   : eb_batch_run_maildir (batch, path, &error);
+    if (eb_batch_get_complete (batch)) {
+      g_autofree char *summary = externalize_summary (eb_batch_get_stats (batch), dry_run);
+      die_line ("%s", summary);
+    }
+    const char *metrics = eb_config_get_string (config, "metrics_file");
+    g_autoptr (GError) merr = NULL;
+    if (metrics && *metrics && !eb_stats_write_prometheus (eb_batch_get_stats (batch), metrics, &merr))
+      die_line ("cannot write metrics_file: %s", merr->message);
+    return ok ? 0 : exit_for_batch_error (error);
+  }
+
+  g_autoptr (GBytes) input = read_all (path, &error);
+  if (!input) {
+    die_line ("%s%s", error->message,
+              g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_ISDIR)
+                ? " (a Maildir is externalized with --maildir DIR)" : "");
+    return exit_for_read_error (error);
+  }
+  gsize in_len = 0;
+  const char *in_buf = g_bytes_get_data (input, &in_len);
+  if (in_len == 0) {
+    die_line ("%s: empty input, not a message", path ? path : "standard input");
+    return EX_DATAERR;
+  }
+  if (filter)
+    flags |= EB_EXTERNALIZE_FILTER_FIELD;
+  g_autoptr (EbRewriteResult) result = eb_externalize_plan (in_buf, in_len, config, store, flags);
+  g_autoptr (GOutputStream) out = g_unix_output_stream_new (STDOUT_FILENO, FALSE);
+  if (!eb_rewrite_write (result, in_buf, in_len, out, &error)) {
+    die_line ("cannot write the message: %s", error->message);
+    return EX_IOERR;
+  }
+  EbReason reason = eb_rewrite_result_get_reason (result);
+  if (report && reason != EB_REASON_RESOLVED)
+    fprintf (stderr, "%s: message left unchanged: %s: %s\n", prog, eb_reason_token (reason),
+             eb_reason_text (reason));
+  if (report) {
+    guint n = eb_rewrite_result_get_n_refs (result);
+    for (guint i = 0; i < n; i++) {
+      g_autofree char *line = eb_externalize_report_line (result, i);
+      die_line ("%s", line);
+    }
+  } else {
+    print_store_failures (NULL, result);
+  }
+  return 0;
+}
+
 /* ---- inspect ---------------------------------------------------------- */
 
 typedef struct {
@@ -698,13 +893,16 @@ usage (FILE *to)
     "                          never changed); write it to standard output\n"
     "  rewrite --mbox FILE     rewrite an mbox in place (locked, crash-safe)\n"
     "  rewrite --maildir DIR   rewrite the changed messages of a Maildir\n"
+    "  externalize [FILE]      store the large parts of one message (externalize_store)\n"
+    "                          and replace them by references; write it to standard\n"
+    "                          output (--mbox FILE, --maildir DIR: in place)\n"
     "  inspect [FILE...] [--mbox FILE] [--maildir DIR]\n"
     "                          list every external-body reference and what rewrite\n"
     "                          would do with it; change nothing\n"
     "  data-url URL|-          run the WHATWG data: URL processor on URL\n"
     "  config [--check]        check the configuration and print the values in force\n"
     "\n"
-    "Options of rewrite, inspect and config:\n"
+    "Options of rewrite, externalize, inspect and config:\n"
     "  -c, --config=FILE       configuration file (default " EB_CONFIG_DEFAULT_PATH ")\n"
     "  -o, --set=KEY=VALUE     override one configuration key (repeatable)\n"
     "  --allow-network=CIDR    add a block to allow_networks (repeatable)\n"
@@ -760,6 +958,8 @@ main (int argc, char **argv)
   g_set_prgname (name);
   if (!strcmp (cmd, "rewrite"))
     status = cmd_rewrite (subc, sub);
+  else if (!strcmp (cmd, "externalize"))
+    status = cmd_externalize (subc, sub);
   else if (!strcmp (cmd, "inspect"))
     status = cmd_inspect (subc, sub);
   else if (!strcmp (cmd, "data-url"))

@@ -47,6 +47,10 @@ packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
 [ "$mode" = test ] && packages="$packages iproute2"
 # the Debian packages' build (tests/packaging/deb-smoke.sh)
 [ "$mode" = test ] && packages="$packages dpkg-dev debhelper fakeroot"
+# the externalize stores' servers (test-store): nginx serving a directory store,
+# Apache with mod_dav and mod_auth_basic (htpasswd from apache2-utils) as a
+# WebDAV store; each test runs a private instance (the system ones are stopped)
+[ "$mode" = test ] && packages="$packages nginx-light apache2 apache2-utils"
 missing=
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
@@ -68,6 +72,18 @@ if [ -n "$missing" ]; then
                else
                  $sudo service dovecot stop 2>/dev/null || true
                fi ;;
+  esac
+  # likewise the system nginx and Apache (port 80): the tests start their own
+  case "$missing" in
+    *nginx*|*apache2*)
+      for svc in nginx apache2; do
+        case "$missing" in *"$svc"*) ;; *) continue ;; esac
+        if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+          $sudo systemctl disable --now "$svc.service" 2>/dev/null || true
+        else
+          $sudo service "$svc" stop 2>/dev/null || true
+        fi
+      done ;;
   esac
   # likewise the system Redis (port 6379): the tests start their own
   case "$missing" in

@@ -296,6 +296,44 @@ test_typed_keys (void)
   g_assert_cmpstr (c->allow_networks, ==, "127.0.0.1/32, ::1");
 }
 
+/* Store credentials: read from the file, refused by -o, never printed. */
+static void
+test_store_credentials (void)
+{
+  g_autoptr (EbConfig) c = eb_config_new ();
+  g_autoptr (GError) e = NULL;
+  const char *file_only[] = { "externalize_store_user=alice", "externalize_store_password=s3cret",
+                              " externalize_store_password =x" };
+  for (guint i = 0; i < G_N_ELEMENTS (file_only); i++) {
+    g_assert_false (eb_config_apply_option (c, file_only[i], &e));
+    g_assert_error (e, EB_ERROR, EB_ERROR_CONFIG);
+    g_assert_nonnull (strstr (e->message, "only in the configuration file"));
+    g_clear_error (&e);
+  }
+  g_assert_true (eb_config_apply_option (c, "externalize_store_timeout=5", &e));
+  g_assert_no_error (e);
+  g_assert_cmpuint (eb_config_get_uint64 (c, "externalize_store_timeout"), ==, 5);
+
+  g_autofree char *path = g_build_filename (g_get_tmp_dir (), "extbody-test-store-cred.conf", NULL);
+  g_assert_true (g_file_set_contents (path,
+                                      "externalize_store = https://dav.example/store\n"
+                                      "externalize_store_user = alice\n"
+                                      "externalize_store_password = s3cret-Pw\n"
+                                      "redis_password = r3dis-Pw\n", -1, NULL));
+  g_assert_true (eb_config_load_file (c, path, FALSE, &e));
+  g_assert_no_error (e);
+  g_unlink (path);
+  g_assert_cmpstr (eb_config_get_string (c, "externalize_store_password"), ==, "s3cret-Pw");
+  g_autofree char *dump = eb_config_dump (c);
+  g_assert_null (strstr (dump, "s3cret-Pw"));
+  g_assert_null (strstr (dump, "r3dis-Pw"));
+  g_assert_nonnull (strstr (dump, "externalize_store_password = (set; not shown)\n"));
+  g_assert_nonnull (strstr (dump, "externalize_store_user = alice\n"));
+  g_autoptr (EbConfig) d = eb_config_new ();
+  g_autofree char *dump_d = eb_config_dump (d);
+  g_assert_nonnull (strstr (dump_d, "externalize_store_password = \n"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -307,6 +345,7 @@ main (int argc, char **argv)
   g_test_add_func ("/config/split-list", test_split_list);
   g_test_add_func ("/config/no-group-line", test_no_group_line);
   g_test_add_func ("/config/typed-keys", test_typed_keys);
+  g_test_add_func ("/config/store-credentials", test_store_credentials);
   g_test_add_func ("/config/documented/keys", test_documented_keys);
   g_test_add_func ("/config/documented/reasons", test_documented_reasons);
   return g_test_run ();

@@ -1,0 +1,193 @@
+/* test-externalize-cmd.c - `extbody externalize`, end to end: exit codes,
+ * standard output and standard error, with a directory store in a temporary
+ * directory (and a WebDAV store nobody answers for the store failure). */
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include "run-command.h"
+
+typedef struct {
+  char *dir;     /* the test's directory */
+  char *store;   /* dir/store */
+  char *opt_store, *opt_base;
+} Fx;
+
+static void
+fx_setup (Fx *f, gconstpointer d G_GNUC_UNUSED)
+{
+  f->dir = g_dir_make_tmp ("eb-ext-cmd-XXXXXX", NULL);
+  f->store = g_build_filename (f->dir, "store", NULL);
+  g_assert_cmpint (g_mkdir (f->store, 0755), ==, 0);
+  f->opt_store = g_strdup_printf ("externalize_store=%s", f->store);
+  f->opt_base = g_strdup ("externalize_base_url=http://127.0.0.1:8080/objects");
+}
+
+static void
+fx_teardown (Fx *f, gconstpointer d G_GNUC_UNUSED)
+{
+  g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", f->dir);
+  g_assert_cmpint (system (cmd), ==, 0);
+  g_free (f->dir);
+  g_free (f->store);
+  g_free (f->opt_store);
+  g_free (f->opt_base);
+}
+
+/* A message with a 3000-byte base64 attachment and a text body. */
+static char *
+message (guint seed)
+{
+  guint8 d[3000];
+  for (guint i = 0; i < sizeof d; i++)
+    d[i] = (guint8) (i * 37 + seed);
+  g_autofree char *b = g_base64_encode (d, sizeof d);
+  GString *s = g_string_new ("From: a@example.org\nTo: b@example.org\nSubject: att\nMIME-Version: 1.0\n"
+                             "Content-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: text/plain\n\nhi\n"
+                             "--b\nContent-Type: application/pdf; name=r.pdf\nContent-Transfer-Encoding: base64\n\n");
+  for (gsize i = 0, n = strlen (b); i < n; i += 76) {
+    g_string_append_len (s, b + i, (gssize) MIN (76, n - i));
+    g_string_append_c (s, '\n');
+  }
+  g_string_append (s, "--b--\n");
+  return g_string_free (s, FALSE);
+}
+
+static guint
+objects (const char *dir)
+{
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  guint n = 0;
+  while (d && g_dir_read_name (d))
+    n++;
+  return n;
+}
+
+static void
+test_no_store (Fx *f, gconstpointer d G_GNUC_UNUSED)
+{
+  g_autofree char *conf = g_build_filename (f->dir, "empty.conf", NULL);
+  g_assert_true (g_file_set_contents (conf, "# nothing set\n", -1, NULL));
+  g_autofree char *m = message (1);
+  g_autoptr (GBytes) in = g_bytes_new (m, strlen (m));
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, in, "externalize", "-c", conf);
+  g_assert_cmpint (r.status, ==, 78);
+  g_assert_cmpuint (g_bytes_get_size (r.out), ==, 0);
+  g_autofree char *err = bytes_str (r.err);
+  g_assert_nonnull (strstr (err, "externalize_store"));
+  g_assert_cmpuint (n_lines (r.err), ==, 1);
+}
+
+static void
+test_usage (Fx *f, gconstpointer d G_GNUC_UNUSED)
+{
+  g_auto (CmdResult) a = { 0 }, b = { 0 }, c = { 0 };
+  RUN (&a, NULL, "externalize", "-o", f->opt_store, "-o", f->opt_base, "x", "y");
+  g_assert_cmpint (a.status, ==, 64);
+  RUN (&b, NULL, "externalize", "-o", f->opt_store, "-o", f->opt_base, "--backup", ".bak", "x");
+  g_assert_cmpint (b.status, ==, 64);
+  RUN (&c, NULL, "externalize", "-o", f->opt_store, "-o", f->opt_base, "/nonexistent/message");
+  g_assert_cmpint (c.status, ==, 66);
+}
+
+static void
+test_one_message (Fx *f, gconstpointer d G_GNUC_UNUSED)
+{
+  g_autofree char *m = message (2);
+  g_autoptr (GBytes) in = g_bytes_new (m, strlen (m));
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, in, "externalize", "-o", f->opt_store, "-o", f->opt_base, "-o", "externalize_min_size=1k",
+       "--report", "--filter");
+  g_assert_cmpint (r.status, ==, 0);
+  g_autofree char *out = bytes_str (r.out);
+  g_autofree char *err = bytes_str (r.err);
+  g_assert_true (g_str_has_prefix (out, "From: a@example.org\nTo: b@example.org\nSubject: att\n"));
+  g_assert_nonnull (strstr (out, "\nX-Extbody: externalized 1 of 1 part\n"));
+  g_assert_nonnull (strstr (out, "Content-Type: message/external-body; access-type=URL;\n"));
+  g_assert_nonnull (strstr (out, "\nContent-Type: application/pdf; name=r.pdf\n"
+                                 "Content-Transfer-Encoding: binary\nContent-MD5: "));
+  g_assert_cmpuint (n_lines (r.err), ==, 1);
+  g_assert_true (g_str_has_prefix (err, "extbody: part 2 application/pdf 3000 bytes: externalized "
+                                        "http://127.0.0.1:8080/objects/"));
+  g_assert_cmpuint (objects (f->store), ==, 1);
+
+  /* the output again: nothing more to take out, written as it came */
+  g_auto (CmdResult) r2 = { 0 };
+  RUN (&r2, r.out, "externalize", "-o", f->opt_store, "-o", f->opt_base, "-o", "externalize_min_size=1k");
+  g_assert_cmpint (r2.status, ==, 0);
+  g_assert_true (g_bytes_equal (r2.out, r.out));
+  g_assert_cmpuint (g_bytes_get_size (r2.err), ==, 0);
+
+  /* below externalize_min_size (default 1M): byte for byte */
+  g_auto (CmdResult) r3 = { 0 };
+  RUN (&r3, in, "externalize", "-o", f->opt_store, "-o", f->opt_base);
+  g_assert_cmpint (r3.status, ==, 0);
+  g_assert_true (g_bytes_equal (r3.out, in));
+}
+
+/* A WebDAV store on a port nobody listens on: the part stays, one line on
+ * standard error, exit 0, the message byte for byte. */
+static void
+test_store_fails (Fx *f, gconstpointer d G_GNUC_UNUSED)
+{
+  g_autofree char *m = message (3);
+  g_autoptr (GBytes) in = g_bytes_new (m, strlen (m));
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, in, "externalize", "-o", "externalize_store=http://127.0.0.1:1/dav/", "-o",
+       "externalize_min_size=1k", "-o", "externalize_store_timeout=5");
+  g_assert_cmpint (r.status, ==, 0);
+  g_assert_true (g_bytes_equal (r.out, in));
+  g_autofree char *err = bytes_str (r.err);
+  g_assert_cmpuint (n_lines (r.err), ==, 1);
+  g_assert_nonnull (strstr (err, "part 2 application/pdf 3000 bytes: left: store-failed: "));
+  (void) f;
+}
+
+static void
+test_mbox (Fx *f, gconstpointer d G_GNUC_UNUSED)
+{
+  g_autofree char *m1 = message (4), *m2 = message (5);
+  g_autofree char *box = g_build_filename (f->dir, "box", NULL);
+  g_autofree char *text = g_strdup_printf ("From a@example.org Thu Jan  1 00:00:00 2026\n%s\n"
+                                           "From a@example.org Thu Jan  1 00:00:01 2026\n%s\n"
+                                           "From a@example.org Thu Jan  1 00:00:02 2026\n"
+                                           "Subject: plain\n\nno attachment\n\n", m1, m2);
+  g_assert_true (g_file_set_contents (box, text, -1, NULL));
+  g_auto (CmdResult) n = { 0 };
+  RUN (&n, NULL, "externalize", "-o", f->opt_store, "-o", f->opt_base, "-o", "externalize_min_size=1k",
+       "--dry-run", "--mbox", box);
+  g_assert_cmpint (n.status, ==, 0);
+  g_autofree char *nerr = bytes_str (n.err);
+  g_assert_nonnull (strstr (nerr, "3 messages scanned, 2 candidate parts, 0 externalized, 2 messages would change; left: would-externalize 2"));
+  g_autoptr (GBytes) same = file_bytes (box);
+  g_assert_cmpmem (g_bytes_get_data (same, NULL), g_bytes_get_size (same), text, strlen (text));
+  g_assert_cmpuint (objects (f->store), ==, 0);
+
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, NULL, "externalize", "-o", f->opt_store, "-o", f->opt_base, "-o", "externalize_min_size=1k",
+       "-j", "2", "--backup", ".orig", "--mbox", box);
+  g_assert_cmpint (r.status, ==, 0);
+  g_autofree char *err = bytes_str (r.err);
+  g_assert_nonnull (strstr (err, "3 messages scanned, 2 candidate parts, 2 externalized, 2 messages changed"));
+  g_autoptr (GBytes) after = file_bytes (box);
+  g_autofree char *a = bytes_str (after);
+  g_assert_nonnull (strstr (a, "message/external-body"));
+  g_assert_nonnull (strstr (a, "\nSubject: plain\n\nno attachment\n"));
+  g_assert_cmpuint (objects (f->store), ==, 2);
+  g_autofree char *bk = g_strconcat (box, ".orig", NULL);
+  g_autoptr (GBytes) orig = file_bytes (bk);
+  g_assert_cmpmem (g_bytes_get_data (orig, NULL), g_bytes_get_size (orig), text, strlen (text));
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+#define ADD(p, fn) g_test_add (p, Fx, NULL, fx_setup, fn, fx_teardown)
+  ADD ("/externalize-cmd/no-store", test_no_store);
+  ADD ("/externalize-cmd/usage", test_usage);
+  ADD ("/externalize-cmd/one-message", test_one_message);
+  ADD ("/externalize-cmd/store-fails", test_store_fails);
+  ADD ("/externalize-cmd/mbox", test_mbox);
+  return g_test_run ();
+}
