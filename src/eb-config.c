@@ -345,6 +345,8 @@ static const EbConfigKey keys[] = {
        "Message bytes extbody-milter keeps in memory; a larger message is spooled to a temporary file."),
   KEY (milter_stop_timeout, EB_CONFIG_UINT, "60", 0, 3600,
        "Seconds extbody-milter lets the messages in flight finish once told to stop (SIGTERM, SIGINT); meanwhile it accepts no connection and tempfails new messages; a message still unfinished then is cut off, and the MTA's milter_default_action applies to it."),
+  STR (milter_mode, "resolve",
+       "What extbody-milter does to each message: resolve its message/external-body references (resolve), or store its large attachments in externalize_store and replace them with references (externalize), for an instance on the outgoing path (the submission service); externalize needs externalize_store.", "resolve|externalize"),
 };
 
 guint

@@ -63,6 +63,7 @@ struct _EbConfig {
   gboolean strip_trace_fields; /* remove incoming X-Extbody, X-Extbody-Resolved */
   guint64  milter_spill_size;  /* message bytes kept in memory before spilling to a file */
   guint    milter_stop_timeout;  /* seconds messages in flight get to finish at SIGTERM */
+  char    *milter_mode;        /* resolve | externalize */
 };
 
 typedef enum { EB_CONFIG_UINT, EB_CONFIG_SIZE, EB_CONFIG_BOOL, EB_CONFIG_STRING } EbConfigType;
