@@ -155,6 +155,32 @@ check_dirs (const char *value, GError **error)
   return TRUE;
 }
 
+/* Media-type patterns for externalize_types: type/subtype, type/* or * / *,
+ * each side an RFC 2045 token. */
+static gboolean
+check_type_patterns (const char *value, GError **error)
+{
+  g_autoptr (GPtrArray) items = eb_config_split_list (value, error);
+  if (!items)
+    return FALSE;
+  for (guint i = 0; i < items->len; i++) {
+    const char *v = items->pdata[i];
+    const char *slash = strchr (v, '/');
+    gboolean ok = slash && slash > v && slash[1] && !strchr (slash + 1, '/');
+    for (const char *c = v; ok && *c; c++)
+      ok = c == slash || (g_ascii_isgraph (*c) && !strchr ("()<>@,;:\\\"/[]?=", *c));
+    if (ok && strchr (v, '*'))   /* '*' only as a whole side, and never * / subtype */
+      ok = (slash - v == 1 && v[0] == '*' ? strcmp (slash + 1, "*") == 0 : !memchr (v, '*', (gsize) (slash - v)))
+           && (strcmp (slash + 1, "*") == 0 || !strchr (slash + 1, '*'));
+    if (!ok) {
+      g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
+                   "\"%s\" is not a media-type pattern (type/subtype, type/* or */*)", v);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 /* libmilter's socket: unix:PATH or local:PATH (absolute), inet:PORT[@ADDRESS],
  * inet6:PORT[@ADDRESS], with PORT 1 to 65535. */
 static gboolean
@@ -258,6 +284,64 @@ check_redis_prefix (const char *value, GError **error)
   return FALSE;
 }
 
+/* A URL objects live under: SCHEME://HOST[:PORT][/PATH], with a scheme of
+ * @schemes ("|"-separated), no user name or password (they would end up in
+ * every message or on every command line), no query and no fragment (an
+ * object's name is appended to the path). */
+static gboolean
+check_url_of (const char *value, const char *schemes, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  g_autoptr (GUri) uri = g_uri_parse (value, G_URI_FLAGS_ENCODED, &local);
+  if (!uri) {
+    g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\" is not a URL (%s)", value, local->message);
+    return FALSE;
+  }
+  g_auto (GStrv) ok = g_strsplit (schemes, "|", -1);
+  g_autofree char *scheme = g_ascii_strdown (g_uri_get_scheme (uri), -1);
+  if (!g_strv_contains ((const char *const *) ok, scheme)) {
+    g_autofree char *list = g_strjoinv (", ", ok);
+    g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\": the scheme must be one of %s", value, list);
+    return FALSE;
+  }
+  if (!g_uri_get_host (uri) || !*g_uri_get_host (uri)) {
+    g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\" names no host", value);
+    return FALSE;
+  }
+  if (g_uri_get_userinfo (uri)) {
+    g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
+                 "\"%s\" carries a user name or password: write them in externalize_store_user and externalize_store_password",
+                 value);
+    return FALSE;
+  }
+  if (g_uri_get_query (uri) || g_uri_get_fragment (uri)) {
+    g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\" has a query or a fragment", value);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* externalize_store: empty, an absolute directory, or a WebDAV collection's
+ * http(s) URL. */
+static gboolean
+check_store (const char *value, GError **error)
+{
+  if (!*value || g_path_is_absolute (value))
+    return TRUE;
+  if (!strstr (value, "://")) {
+    g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
+                 "\"%s\" is neither an absolute directory nor an http(s) URL", value);
+    return FALSE;
+  }
+  return check_url_of (value, "http|https", error);
+}
+
+static gboolean
+check_base_url (const char *value, GError **error)
+{
+  return !*value || check_url_of (value, "http|https|ftp", error);
+}
+
 static const EbConfigKey keys[] = {
   KEY (max_message_size, EB_CONFIG_SIZE, "64M", 1024, G_GUINT64_CONSTANT (1) << 40,
        "Messages larger than this are passed on unchanged, without a MIME parse."),
@@ -329,6 +413,14 @@ static const EbConfigKey keys[] = {
        "Directories whose files access-type=local-file references may be read from; empty reads none.", check_dirs, "directory list"),
   KEY (lock_timeout, EB_CONFIG_UINT, "60", 0, 3600,
        "Seconds to wait for an mbox that another program has locked (dot-lock or fcntl); then the run ends with a temporary failure, the mailbox unchanged."),
+  KEY (externalize_min_size, EB_CONFIG_SIZE, "1M", 1, G_GUINT64_CONSTANT (1) << 40,
+       "extbody externalize takes out of a message the parts of at least this many decoded bytes (and only those that externalize_types matches; never text meant to be read inline, never parts under multipart/signed, multipart/encrypted or multipart/related)."),
+  LIST (externalize_types, "*/*",
+       "The media types extbody externalize may take out of messages: type/subtype, type/* or */*, separated by commas or spaces, compared ignoring case.", check_type_patterns, "media-type pattern list"),
+  KEY (externalize_retention, EB_CONFIG_UINT, "0", 0, 36500,
+       "Days the stored parts are kept: each reference extbody externalize writes gets an expiration parameter that many days ahead (RFC 2046 5.2.3); 0 writes none."),
+  BOOL (externalize_fallback, "off",
+        "extbody externalize writes each reference inside a multipart/alternative, after a short text/plain part with the link, for mail readers that do not show message/external-body (extbody rewrite restores the original part alone)."),
   LIST (metrics_file, "",
        "When set, the counters (messages, references, resolved, left by reason, fetches by outcome, bytes fetched, cache hits, fetch latency) are written to this file in the Prometheus text format, replaced atomically: by extbody-milter every metrics_interval seconds and when it stops, by extbody rewrite --mbox and --maildir at the end of a run. Name it NAME.prom in the directory node_exporter's textfile collector reads.", check_file, "absolute path"),
   KEY (metrics_interval, EB_CONFIG_UINT, "60", 1, 86400,
@@ -345,6 +437,16 @@ static const EbConfigKey keys[] = {
        "Message bytes extbody-milter keeps in memory; a larger message is spooled to a temporary file."),
   KEY (milter_stop_timeout, EB_CONFIG_UINT, "60", 0, 3600,
        "Seconds extbody-milter lets the messages in flight finish once told to stop (SIGTERM, SIGINT); meanwhile it accepts no connection and tempfails new messages; a message still unfinished then is cut off, and the MTA's milter_default_action applies to it."),
+  LIST (externalize_store, "",
+       "Where extbody externalize stores the parts it takes out of messages: an absolute directory (served by a web server under externalize_base_url), or the http or https URL of a WebDAV collection, written with HTTP PUT. Each object is named by the SHA-256 of its bytes, so a part sent to many recipients is stored once, and is read back and checked before any message refers to it. Empty: externalize refuses to run.", check_store, "directory or URL"),
+  LIST (externalize_base_url, "",
+       "The URL the stored objects are served under (http, https or ftp); an object's URL is this, a slash, and its SHA-256 in hexadecimal. Required for a directory store; for WebDAV, empty means the store's own URL.", check_base_url, "URL"),
+  STR (externalize_store_user, "",
+       "User name for HTTP basic authentication to the WebDAV store; empty: none. Read from the configuration file only, never from -o.", NULL),
+  STR (externalize_store_password, "",
+       "Password for HTTP basic authentication to the WebDAV store. Read from the configuration file only, never from -o, and never printed by extbody config; keep the file unreadable to others.", NULL),
+  KEY (externalize_store_timeout, EB_CONFIG_UINT, "60", 1, 86400,
+       "Seconds for each request to the WebDAV store (the existence check, the upload and the read-back); past it the part stays in the message."),
   STR (milter_mode, "resolve",
        "What extbody-milter does to each message: resolve its message/external-body references (resolve), or store its large attachments in externalize_store and replace them with references (externalize), for an instance on the outgoing path (the submission service); externalize needs externalize_store.", "resolve|externalize"),
 };
@@ -531,6 +633,20 @@ eb_config_set (EbConfig *config, const char *key, const char *value, GError **er
 }
 
 gboolean
+eb_config_key_is_file_only (const char *name)
+{
+  return g_strcmp0 (name, "externalize_store_user") == 0
+    || g_strcmp0 (name, "externalize_store_password") == 0;
+}
+
+gboolean
+eb_config_key_is_secret (const char *name)
+{
+  return g_strcmp0 (name, "externalize_store_password") == 0
+    || g_strcmp0 (name, "redis_password") == 0;
+}
+
+gboolean
 eb_config_apply_option (EbConfig *config, const char *option, GError **error)
 {
   const char *eq = strchr (option, '=');
@@ -539,6 +655,11 @@ eb_config_apply_option (EbConfig *config, const char *option, GError **error)
     return FALSE;
   }
   g_autofree char *key = g_strstrip (g_strndup (option, (gsize) (eq - option)));
+  if (eb_config_key_is_file_only (key)) {
+    g_set_error (error, EB_ERROR, EB_ERROR_CONFIG,
+                 "-o: %s: only in the configuration file (a command line is visible to every local user)", key);
+    return FALSE;
+  }
   if (!eb_config_set (config, key, eq + 1, error)) {
     g_prefix_error (error, "-o: ");
     return FALSE;
@@ -640,7 +761,10 @@ eb_config_dump (const EbConfig *config)
   for (guint i = 0; i < G_N_ELEMENTS (keys); i++) {
     const char *field = (const char *) config + keys[i].offset;
     if (keys[i].type == EB_CONFIG_STRING) {
-      g_string_append_printf (s, "%s = %s\n", keys[i].name, *(char *const *) field);
+      const char *v = *(char *const *) field;
+      if (*v && eb_config_key_is_secret (keys[i].name))
+        v = "(set; not shown)";
+      g_string_append_printf (s, "%s = %s\n", keys[i].name, v);
       continue;
     }
     if (keys[i].type == EB_CONFIG_BOOL) {

@@ -53,6 +53,11 @@ struct _EbConfig {
   gboolean allow_credentials;  /* user:password@ in URLs */
   char    *local_file_dirs;    /* directories access-type=local-file may read; empty: none */
   guint    lock_timeout;       /* seconds to wait for a locked mbox */
+  /* externalize: which parts, and the reference written (eb-externalize.h) */
+  guint64  externalize_min_size;   /* decoded bytes from which a part is taken out */
+  char    *externalize_types;      /* media-type patterns: type/subtype, type/*, * / * */
+  guint    externalize_retention;  /* days until the expiration parameter; 0: none */
+  gboolean externalize_fallback;   /* the reference inside multipart/alternative with a text part */
   /* statistics */
   char    *metrics_file;       /* Prometheus text file; empty: none */
   guint    metrics_interval;   /* seconds, the milter's writes */
@@ -63,6 +68,12 @@ struct _EbConfig {
   gboolean strip_trace_fields; /* remove incoming X-Extbody, X-Extbody-Resolved */
   guint64  milter_spill_size;  /* message bytes kept in memory before spilling to a file */
   guint    milter_stop_timeout;  /* seconds messages in flight get to finish at SIGTERM */
+  /* externalize: where stored parts go (eb-store.h) */
+  char    *externalize_store;          /* absolute directory or WebDAV http(s) URL; empty: none */
+  char    *externalize_base_url;       /* URL the objects are served under */
+  char    *externalize_store_user;     /* WebDAV basic auth; configuration file only */
+  char    *externalize_store_password; /* configuration file only; never printed */
+  guint    externalize_store_timeout;  /* seconds, one store request */
   char    *milter_mode;        /* resolve | externalize */
 };
 
@@ -94,6 +105,13 @@ const EbConfigKey *eb_config_get_key (guint i);
  * item (",a", "a,,b", "a,") is an error (EB_ERROR_EMPTY).
  * Returns: (transfer full) (element-type utf8) (nullable): NULL on error. */
 GPtrArray *eb_config_split_list (const char *text, GError **error);
+
+/* TRUE for a key -o (eb_config_apply_option) refuses: credentials are read
+ * from the configuration file only, never from a command line. */
+gboolean eb_config_key_is_file_only (const char *name);
+
+/* TRUE for a key whose value eb_config_dump does not print (a password). */
+gboolean eb_config_key_is_secret (const char *name);
 
 /* Parse a size such as "64M". */
 gboolean eb_config_parse_size (const char *text, guint64 *out);

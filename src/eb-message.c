@@ -434,3 +434,151 @@ eb_message_scan (const char *buf, gsize len, const EbConfig *config)
   g_ptr_array_unref (all_bounds);
   return scan;
 }
+
+/* ---- every leaf (externalize) ---------------------------------------------- */
+
+static void
+leaf_free (EbLeaf *leaf)
+{
+  if (!leaf)
+    return;
+  eb_ref_free (leaf->ref);
+  g_free (leaf->type);
+  g_free (leaf->parent_type);
+  g_free (leaf->filename);
+  g_free (leaf->cte);
+  g_free (leaf);
+}
+
+void
+eb_leaf_scan_free (EbLeafScan *scan)
+{
+  if (!scan)
+    return;
+  g_ptr_array_unref (scan->leaves);
+  g_free (scan);
+}
+
+static char *
+type_of (GMimeObject *obj)
+{
+  GMimeContentType *ct = g_mime_object_get_content_type (obj);
+  const char *t = ct ? g_mime_content_type_get_media_type (ct) : NULL;
+  const char *s = ct ? g_mime_content_type_get_media_subtype (ct) : NULL;
+  g_autofree char *both = g_strdup_printf ("%s/%s", t && *t ? t : "text", s && *s ? s : "plain");
+  return g_ascii_strdown (both, -1);
+}
+
+typedef struct {
+  Item     it;
+  char    *parent_type;   /* (nullable) */
+  gboolean in_related;
+} LeafItem;
+
+EbLeafScan *
+eb_message_scan_leaves (const char *buf, gsize len, const EbConfig *config)
+{
+  EbLeafScan *scan = g_new0 (EbLeafScan, 1);
+  scan->leaves = g_ptr_array_new_with_free_func ((GDestroyNotify) leaf_free);
+  scan->reason = EB_REASON_RESOLVED;
+  scan->eol = eb_header_eol_at (buf, len, 0);
+
+  g_autoptr (GArray) cuts = g_array_new (FALSE, FALSE, sizeof (Cut));
+  GByteArray *shadow = make_shadow (buf, len, cuts);
+  g_autoptr (EbBorrowedBytes) borrowed = shadow ? NULL
+                                         : g_byte_array_new_take ((guint8 *) (gpointer) buf, len);
+  g_autoptr (GMimeStream) stream = g_mime_stream_mem_new_with_byte_array (shadow ? shadow : borrowed);
+  if (borrowed)
+    g_mime_stream_mem_set_owner (GMIME_STREAM_MEM (stream), FALSE);
+  g_autoptr (GMimeParser) parser = g_mime_parser_new_with_stream (stream);
+  g_mime_parser_set_persist_stream (parser, TRUE);
+  g_mime_parser_set_format (parser, GMIME_FORMAT_MESSAGE);
+  g_autoptr (GMimeMessage) message = g_mime_parser_construct_message (parser, NULL);
+  if (!message || !g_mime_message_get_mime_part (message)) {
+    scan->reason = EB_REASON_UNPARSEABLE;
+    return scan;
+  }
+
+  GPtrArray *all_bounds = g_ptr_array_new_with_free_func ((GDestroyNotify) g_ptr_array_unref);
+  GArray *stack = g_array_new (FALSE, FALSE, sizeof (LeafItem));
+  GPtrArray *top_bounds = g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_add (all_bounds, top_bounds);
+  GMimeObject *body = g_mime_message_get_mime_part (message);
+  LeafItem root = { { body, message, g_strdup (GMIME_IS_MULTIPART (body) ? "" : "1"), 0, top_bounds,
+                      is_sealed (body) }, NULL, FALSE };
+  g_array_append_val (stack, root);
+
+  while (stack->len > 0) {
+    LeafItem li = g_array_index (stack, LeafItem, stack->len - 1);
+    Item it = li.it;
+    g_array_set_size (stack, stack->len - 1);
+
+    if (++scan->n_parts > config->max_parts) {
+      scan->reason = EB_REASON_TOO_MANY_PARTS;
+      g_free (it.path);
+      g_free (li.parent_type);
+      while (stack->len > 0) {
+        LeafItem *rest = &g_array_index (stack, LeafItem, stack->len - 1);
+        g_free (rest->it.path);
+        g_free (rest->parent_type);
+        g_array_set_size (stack, stack->len - 1);
+      }
+      break;
+    }
+
+    const char *b = GMIME_IS_MULTIPART (it.obj)
+                    ? g_mime_object_get_content_type_parameter (it.obj, "boundary") : NULL;
+    if (GMIME_IS_MULTIPART (it.obj) && boundary_valid (b)) {
+      GMimeMultipart *mp = GMIME_MULTIPART (it.obj);
+      GPtrArray *bounds = g_ptr_array_new_with_free_func (g_free);
+      g_ptr_array_add (bounds, g_strdup (b));
+      for (guint i = 0; i < it.bounds->len; i++)
+        g_ptr_array_add (bounds, g_strdup (g_ptr_array_index (it.bounds, i)));
+      g_ptr_array_add (all_bounds, bounds);
+      g_autofree char *mtype = type_of (it.obj);
+      gboolean related = li.in_related || strcmp (mtype, "multipart/related") == 0;
+      int n = g_mime_multipart_get_count (mp);
+      for (int i = n - 1; i >= 0; i--) {
+        GMimeObject *c = g_mime_multipart_get_part (mp, i);
+        LeafItem child = { { c, NULL, child_path (it.path, i), it.depth + 1, bounds,
+                             it.sealed || is_sealed (c) }, g_strdup (mtype), related };
+        g_array_append_val (stack, child);
+      }
+    } else if (GMIME_IS_MESSAGE_PART (it.obj)) {
+      GMimeMessage *inner = g_mime_message_part_get_message (GMIME_MESSAGE_PART (it.obj));
+      GMimeObject *ib = inner ? g_mime_message_get_mime_part (inner) : NULL;
+      if (ib) {
+        char *p = GMIME_IS_MULTIPART (ib) ? g_strdup (it.path) : child_path (it.path, 0);
+        LeafItem child = { { ib, inner, p, it.depth + 1, it.bounds, it.sealed || is_sealed (ib) },
+                           NULL, li.in_related };
+        g_array_append_val (stack, child);
+      }
+    } else if (GMIME_IS_PART (it.obj) && !is_external_body (it.obj)) {
+      EbLeaf *leaf = g_new0 (EbLeaf, 1);
+      EbRef *ref = leaf->ref = eb_ref_new ();
+      ref->path = g_strdup (it.path);
+      ref->depth = it.depth;
+      ref->is_root = it.msg != NULL;
+      for (guint i = 0; i < it.bounds->len; i++)
+        g_ptr_array_add (ref->boundaries, g_strdup (g_ptr_array_index (it.bounds, i)));
+      ref->walk_reason = it.depth > config->max_nesting_depth ? EB_REASON_TOO_DEEP : EB_REASON_RESOLVED;
+      locate (ref, &it, buf, len, cuts);
+      leaf->type = type_of (it.obj);
+      leaf->parent_type = g_steal_pointer (&li.parent_type);
+      leaf->sealed = it.sealed;
+      leaf->in_related = li.in_related;
+      GMimeContentDisposition *cd = g_mime_object_get_content_disposition (it.obj);
+      leaf->attachment = cd && g_mime_content_disposition_is_attachment (cd);
+      leaf->filename = g_strdup (g_mime_part_get_filename (GMIME_PART (it.obj)));
+      const char *cte = g_mime_object_get_header (it.obj, "Content-Transfer-Encoding");
+      leaf->cte = cte ? g_strstrip (g_strdup (cte)) : NULL;
+      g_ptr_array_add (scan->leaves, leaf);
+    }
+    g_free (li.parent_type);
+    g_free (it.path);
+  }
+
+  g_array_unref (stack);
+  g_ptr_array_unref (all_bounds);
+  return scan;
+}

@@ -37,4 +37,36 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbMessageScan, eb_message_scan_free)
  * encoded, folded or commented inside. */
 gboolean eb_message_may_hold_external_body (const char *buf, gsize len);
 
+/* Every leaf part of a message (externalize's walk): the same parse, shadow
+ * and exact location as eb_message_scan(), bounded by max_parts (past it the
+ * whole message is left: reason TOO_MANY_PARTS) and marked past
+ * max_nesting_depth (the ref's walk_reason TOO_DEEP). A leaf is a part that is
+ * neither a multipart nor a message/rfc822 (whose inner leaves are walked);
+ * message/external-body parts are not reported. */
+typedef struct {
+  EbRef    *ref;          /* path, depth, is_root, boundaries, walk_reason and,
+                             when located, block_start, content_start, end */
+  char     *type;         /* media type as GMime reads it, lowercase "type/subtype" */
+  char     *parent_type;  /* (nullable) the enclosing multipart's type, lowercase;
+                             NULL for the body of a message */
+  gboolean  sealed;       /* inside (or itself) a signed or encrypted entity */
+  gboolean  in_related;   /* somewhere under a multipart/related */
+  gboolean  attachment;   /* Content-Disposition: attachment */
+  char     *filename;     /* (nullable) the file name (Content-Disposition filename,
+                             else Content-Type name), RFC 2231 / 2047 decoded */
+  char     *cte;          /* (nullable) the Content-Transfer-Encoding, unfolded, as written */
+} EbLeaf;
+
+typedef struct {
+  GPtrArray  *leaves;   /* (element-type EbLeaf) in document order */
+  guint       n_parts;  /* entities walked */
+  EbReason    reason;   /* RESOLVED, or why the whole message is left alone */
+  const char *eol;      /* the message's line ending */
+} EbLeafScan;
+
+/* Returns: (transfer full): never NULL. */
+EbLeafScan *eb_message_scan_leaves (const char *buf, gsize len, const EbConfig *config);
+void eb_leaf_scan_free (EbLeafScan *scan);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbLeafScan, eb_leaf_scan_free)
+
 G_END_DECLS

@@ -48,6 +48,8 @@ static const struct {
   { EB_REASON_SIGNED,            "signed",            "inside a signed or encrypted part" },
   { EB_REASON_OUTER_CTE,         "outer-encoding",    "external-body part with a transfer encoding other than 7bit, 8bit or binary" },
   { EB_REASON_NESTED_REF,        "nested-reference",  "inner header is message/external-body again" },
+  { EB_REASON_STORE_FAILED,      "store-failed",      "externalize: the store could not take the part" },
+  { EB_REASON_WOULD_EXTERNALIZE, "would-externalize", "externalize would store the part; not stored (dry run)" },
 };
 
 G_STATIC_ASSERT (G_N_ELEMENTS (reasons) == EB_REASON_N);

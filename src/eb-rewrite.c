@@ -231,6 +231,8 @@ char *
 eb_rewrite_filter_field_value (const EbRewriteResult *r)
 {
   guint n = r->scan ? r->scan->refs->len : 0;
+  if (r->externalized)
+    return g_strdup_printf (" externalized %u of %u part%s", r->n_resolved, n, n == 1 ? "" : "s");
   return g_strdup_printf (" resolved %u of %u external-body reference%s", r->n_resolved, n,
                           n == 1 ? "" : "s");
 }

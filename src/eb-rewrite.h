@@ -41,6 +41,8 @@ struct _EbRewriteResult {
                                   resolved: eb_rewrite_write() adds the field */
   GArray        *fetches;      /* (element-type EbFetchRecord) what the fetcher did
                                   for this message, for the statistics */
+  gboolean       externalized; /* made by eb_externalize_plan: refs are the candidate
+                                  parts, n_resolved those externalized */
 };
 
 /* One URL the fetcher was asked for: taken from its cache (another message's

@@ -207,6 +207,10 @@ typedef enum {
  * @EB_REASON_SIGNED: inside a signed or encrypted entity: resolving would break it
  * @EB_REASON_OUTER_CTE: the external-body entity has a transfer encoding RFC 2046 forbids
  * @EB_REASON_NESTED_REF: the phantom header's type is message/external-body again
+ * @EB_REASON_STORE_FAILED: externalize: the store could not take the part (the
+ *   detail is the store's one-line error); the part stays as it was
+ * @EB_REASON_WOULD_EXTERNALIZE: externalize with %EB_EXTERNALIZE_NO_STORE: the
+ *   part would be stored and replaced by a reference
  * @EB_REASON_N: the number of reasons (not a reason)
  *
  * Why a reference was resolved or left alone, or why a whole message was left
@@ -256,6 +260,8 @@ typedef enum {
   EB_REASON_SIGNED,
   EB_REASON_OUTER_CTE,
   EB_REASON_NESTED_REF,
+  EB_REASON_STORE_FAILED,
+  EB_REASON_WOULD_EXTERNALIZE,
   EB_REASON_N
 } EbReason;
 
@@ -362,10 +368,12 @@ EXTBODY_API gboolean eb_config_set (EbConfig *config, const char *key, const cha
  * @option: "KEY=VALUE", as given to -o
  * @error: return location for a #GError
  *
- * Apply one command-line override.
+ * Apply one command-line override. Credentials (externalize_store_user,
+ * externalize_store_password) are refused: they are read from the
+ * configuration file only.
  *
  * Returns: FALSE with %EB_ERROR_SYNTAX when the '=' is missing, with
- *   %EB_ERROR_CONFIG for an unknown key or a bad value.
+ *   %EB_ERROR_CONFIG for an unknown key, a bad value or a credential key.
  */
 EXTBODY_API gboolean eb_config_apply_option (EbConfig *config, const char *option, GError **error);
 
@@ -386,7 +394,9 @@ EXTBODY_API gboolean eb_config_add_networks (EbConfig *config, const char *const
  * eb_config_dump:
  * @config: a configuration
  *
- * Every key with its current value, one "key = value" line each.
+ * Every key with its current value, one "key = value" line each; a password
+ * that is set (externalize_store_password, redis_password) is written as
+ * "(set; not shown)".
  *
  * Returns: (transfer full): the text.
  */
@@ -492,6 +502,65 @@ EXTBODY_API void eb_fetch_set_thread_progress (EbFetchProgressFunc func, gpointe
 EXTBODY_API void eb_fetch_set_thread_cancel (const gint *flag);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbFetcher, eb_fetcher_free)
+
+/* ---- store (externalize) ----------------------------------------------------- */
+
+/**
+ * EbStore:
+ *
+ * Where `extbody externalize` puts the parts it takes out of messages: a
+ * directory served by a web server under externalize_base_url, or a WebDAV
+ * collection written with HTTP PUT (externalize_store). Objects are named by
+ * the SHA-256 of their bytes. A store may be shared by threads.
+ */
+typedef struct _EbStore EbStore;
+
+/**
+ * eb_store_new:
+ * @config: the configuration (externalize_store, externalize_base_url,
+ *   externalize_store_user, externalize_store_password,
+ *   externalize_store_timeout, ca_file; read, not kept)
+ * @error: return location for a #GError
+ *
+ * The store @config names. A directory must exist and externalize_base_url
+ * must be set for it; a WebDAV store's objects are served under its own URL
+ * unless externalize_base_url says otherwise. eb_init() must have been called.
+ *
+ * Returns: (transfer full) (nullable): the store, or NULL with
+ *   %EB_ERROR_CONFIG when externalize_store is unset or unusable.
+ */
+EXTBODY_API EbStore *eb_store_new (const EbConfig *config, GError **error);
+
+/**
+ * eb_store_free:
+ * @store: (nullable) (transfer full): a store
+ *
+ * Free @store, when no thread uses it any more.
+ */
+EXTBODY_API void eb_store_free (EbStore *store);
+
+/**
+ * eb_store_put:
+ * @store: a store
+ * @data: the bytes to store (the decoded part)
+ * @sha256_hex: (nullable): the lowercase hex SHA-256 of @data, or NULL to
+ *   have it computed; it is checked against @data either way
+ * @error: return location for a #GError
+ *
+ * Store @data under its digest, unless the store already holds exactly those
+ * bytes; read the object back and check its size and SHA-256 before
+ * answering. Thread-safe.
+ *
+ * Returns: (transfer full) (nullable): the URL a resolver fetches the object
+ *   by (externalize_base_url, "/", the hex digest), or NULL with %EB_ERROR_IO
+ *   and a one-line message naming the store and the cause (an HTTP status, a
+ *   libcurl error, an errno text, "read back 123 bytes, expected 456"); then
+ *   no message may refer to the object.
+ */
+EXTBODY_API char *eb_store_put (EbStore *store, GBytes *data, const char *sha256_hex,
+                                GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbStore, eb_store_free)
 
 /* ---- rewrite ---------------------------------------------------------------- */
 
@@ -872,7 +941,8 @@ typedef struct _EbHeaderEdit EbHeaderEdit;
  *
  * The value of the %EB_FILTER_FIELD field for the message planned in @result,
  * after the colon, as a milter passes it: " resolved 1 of 2 external-body
- * references".
+ * references"; for a plan of eb_externalize_plan(), " externalized 1 of 2
+ * parts".
  *
  * Returns: (transfer full): the value.
  */
@@ -1780,5 +1850,67 @@ EXTBODY_API gboolean eb_maildir_sniff (const char *path);
  * its default course. The mailbox itself stays as it was.
  */
 EXTBODY_API void eb_cleanup_run (void);
+
+/* ---- externalize ------------------------------------------------------------ */
+
+/**
+ * EbExternalizeFlags:
+ * @EB_EXTERNALIZE_DEFAULT: none
+ * @EB_EXTERNALIZE_FALLBACK: write each reference inside a multipart/alternative
+ *   after a short text/plain part with the link (as externalize_fallback = on)
+ * @EB_EXTERNALIZE_FILTER_FIELD: when something was externalized, the written
+ *   message gets the %EB_FILTER_FIELD field ("externalized N of M parts")
+ * @EB_EXTERNALIZE_NO_STORE: decide only: every candidate is left with
+ *   %EB_REASON_WOULD_EXTERNALIZE; nothing is stored, nothing changed
+ *
+ * How eb_externalize_plan() works.
+ */
+typedef enum {
+  EB_EXTERNALIZE_DEFAULT      = 0,
+  EB_EXTERNALIZE_FALLBACK     = 1 << 0,
+  EB_EXTERNALIZE_FILTER_FIELD = 1 << 1,
+  EB_EXTERNALIZE_NO_STORE     = 1 << 2,
+} EbExternalizeFlags;
+
+/**
+ * eb_externalize_plan:
+ * @buf: the message (a leading mbox From_ line is kept and skipped)
+ * @len: its length
+ * @config: the configuration (externalize_min_size, externalize_types,
+ *   externalize_retention, externalize_fallback, and the walk limits)
+ * @store: (nullable): where the parts go; %NULL plans as with
+ *   %EB_EXTERNALIZE_NO_STORE
+ * @flags: how
+ *
+ * Plans the externalization of @buf: every leaf part eligible (not text meant
+ * to be read inline, not under multipart/signed, multipart/encrypted or
+ * multipart/related, of at least externalize_min_size decoded bytes, of a type
+ * externalize_types matches, whose transfer encoding decodes cleanly) is a
+ * candidate: stored through @store and, once stored and verified, replaced
+ * by a message/external-body reference (access-type=URL) whose phantom header
+ * keeps the part's own Content-Type, Content-ID, Content-Description and
+ * Content-Disposition as written, with a Content-MD5 of the stored bytes.
+ * A part the store failed to take is left with %EB_REASON_STORE_FAILED. The
+ * result is written with eb_rewrite_write() and the other writers; every byte
+ * outside a replaced part is copied as it was, and a message with nothing
+ * externalized comes out byte for byte as it came in. In the result, the
+ * "references" are the candidates and "resolved" those externalized; for each
+ * externalized one, eb_rewrite_result_get_ref_url() gives the URL.
+ *
+ * Returns: (transfer full): the plan, never %NULL.
+ */
+EXTBODY_API EbRewriteResult *eb_externalize_plan (const char *buf, gsize len,
+                                                  const EbConfig *config, EbStore *store,
+                                                  EbExternalizeFlags flags);
+
+/**
+ * eb_batch_set_store:
+ * @batch: the batch
+ * @store: (nullable): kept (not copied) for the batch's lifetime; non-%NULL:
+ *   every message is planned with eb_externalize_plan() (in a dry run with
+ *   %EB_EXTERNALIZE_NO_STORE added), and the batch's rewrite flags are not used
+ * @flags: the flags each message is externalized with
+ */
+EXTBODY_API void eb_batch_set_store (EbBatch *batch, EbStore *store, EbExternalizeFlags flags);
 
 G_END_DECLS

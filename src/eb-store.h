@@ -1,0 +1,69 @@
+/* eb-store.h - where externalized parts go: a directory or a WebDAV collection.
+ *
+ * An object is the decoded bytes of one part, named by the lowercase hex
+ * SHA-256 of those bytes, so the same attachment sent to many people is stored
+ * once. eb_store_put (public, extbody.h) writes an object unless the store
+ * already holds exactly those bytes, reads it back, checks its size and
+ * SHA-256, and only then returns the URL a resolver fetches it by
+ * (externalize_base_url, a slash, the hex). Any failure returns EB_ERROR_IO
+ * with a one-line message naming the store (a directory, or the collection's
+ * URL, never a credential) and the cause; the caller then leaves the part as
+ * it was.
+ *
+ * Backends:
+ *   directory  DIR/<hex>; an existing object with the right size and digest is
+ *              kept as it is (nothing written); otherwise the bytes go to a
+ *              temporary file in DIR (".<hex>.XXXXXX"), fsync, mode 0644,
+ *              rename over DIR/<hex>, fsync DIR; a failure removes the
+ *              temporary file.
+ *   WebDAV     HEAD <store>/<hex>: 200 with the right Content-Length -> GET and
+ *              check -> done; else PUT (200, 201 or 204 accepted), then GET and
+ *              check. A libcurl easy handle of its own per call (never the
+ *              fetcher's), basic authentication from the configuration,
+ *              no proxy, no redirects, http and https only, each request
+ *              bounded by externalize_store_timeout, at most size + 1 bytes
+ *              read back.
+ *
+ * A store is immutable once made, so one store may be shared by threads.
+ */
+#pragma once
+#include <extbody/extbody.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  EB_STORE_DIRECTORY,
+  EB_STORE_WEBDAV,
+} EbStoreKind;
+
+struct _EbStore {
+  EbStoreKind kind;
+  char       *location;   /* the directory, or the collection's URL ending in '/' */
+  char       *base_url;   /* objects' URLs start with this; ends in '/' */
+  char       *user;       /* WebDAV basic auth; NULL: none */
+  char       *password;
+  char       *ca_file;    /* NULL: the system's CAs */
+  guint       timeout;    /* seconds, each WebDAV request */
+};
+
+/* What one put did (for statistics and tests). */
+typedef enum {
+  EB_STORE_WRITTEN,       /* the object was written and verified */
+  EB_STORE_PRESENT,       /* the store already held exactly these bytes */
+} EbStoreOutcome;
+
+/* eb_store_put, saying whether the object was written or already there
+ * (@outcome may be NULL). */
+char *eb_store_put_full (EbStore *store, GBytes *data, const char *sha256_hex,
+                         EbStoreOutcome *outcome, GError **error);
+
+/* @base followed by @hex, with exactly one slash between them (pure). */
+char *eb_store_join_url (const char *base, const char *hex);
+
+/* TRUE when @hex is 64 lowercase hexadecimal digits (an object's name). */
+gboolean eb_store_hex_is_valid (const char *hex);
+
+/* The lowercase hex SHA-256 of @data, (transfer full). */
+char *eb_store_sha256_hex (GBytes *data);
+
+G_END_DECLS
