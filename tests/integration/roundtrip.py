@@ -95,8 +95,9 @@ def check_reference(where, ref):
     size, a phantom header with a Content-MD5. Returns the URL."""
     raw = ref.get("Content-Type", "")
     for m in re.finditer(r'"([^"]*)"', str(raw)):
-        if len(m.group(1)) > 40:
-            fail("%s: a quoted word of %d characters in the reference's Content-Type" % (where, len(m.group(1))))
+        for w in m.group(1).split():
+            if len(w) > 40:
+                fail("%s: a word of %d characters in the reference's Content-Type" % (where, len(w)))
     url = ref.get_param("url")
     if ref.get_param("access-type", "").lower() != "url" or not url:
         fail("%s: the reference has no access-type=URL and URL" % where)

@@ -7,8 +7,8 @@ email package (run as /usr/bin/python3).
                                    # parts are leaves here)
     mime-check.py reference FILE   # the first message/external-body part:
                                    # access-type=, url= (the words joined),
-                                   # size=, maxword= (the longest quoted word
-                                   # of its Content-Type), and of its phantom
+                                   # size=, maxword= (the longest word of a
+                                   # quoted string in its Content-Type), and of its phantom
                                    # header type=, md5=, cte=; exit 1 if none
 """
 import email
@@ -41,7 +41,9 @@ def main():
         if part.get_content_type() != "message/external-body":
             continue
         raw = str(part.get("Content-Type", ""))
-        words = [len(w) for w in re.findall(r'"([^"]*)"', raw)]
+        # RFC 2017 3.1: the URL is written as a quoted string folded into
+        # words; a word is what lies between folds
+        words = [len(w) for q in re.findall(r'"([^"]*)"', raw) for w in q.split()]
         print("access-type=%s" % (part.get_param("access-type") or ""))
         print("url=%s" % "".join((part.get_param("url") or "").split()))
         print("size=%s" % (part.get_param("size") or ""))

@@ -311,7 +311,11 @@ main (int argc, char **argv)
   g_assert_nonnull (nginx);
 
   g_autoptr (GError) error = NULL;
-  g_autofree char *sock = g_build_filename (dir, "milter-out.sock", NULL);
+  /* the socket's directory is nobody's, so that the milter removes it at the stop */
+  g_autofree char *run = g_build_filename (dir, "run", NULL);
+  g_assert_cmpint (g_mkdir (run, 0755), ==, 0);
+  g_assert_cmpint (chown (run, nobody->pw_uid, nobody->pw_gid), ==, 0);
+  g_autofree char *sock = g_build_filename (run, "milter-out.sock", NULL);
   g_autofree char *spec = g_strdup_printf ("unix:%s", sock);
   g_autofree char *conf = g_build_filename (dir, "milter.conf", NULL);
   g_autofree char *conf_text = g_strdup_printf (
