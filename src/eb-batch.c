@@ -27,6 +27,8 @@ struct _EbBatch {
   gboolean            recursive;
   char               *backup;
   EbRewriteFlags      flags;
+  EbStore            *store;       /* non-NULL: externalize instead of resolve */
+  EbExternalizeFlags  ext_flags;
   EbBatchProgressFunc progress;
   gpointer            progress_data;
   EbBatchMessageFunc  message;
@@ -103,6 +105,14 @@ item_free (Item *it)
   g_free (it->message_id);
   g_free (it->path);
   g_free (it);
+}
+
+void
+eb_batch_set_store (EbBatch *batch, EbStore *store, EbExternalizeFlags flags)
+{
+  g_return_if_fail (batch != NULL);
+  batch->store = store;
+  batch->ext_flags = flags;
 }
 
 EbBatch *
@@ -351,8 +361,19 @@ message_id_of (const char *buf, gsize len)
 static void
 plan_item (Item *it, EbBatch *b)
 {
-  g_autoptr (EbRewriteResult) r = eb_rewrite_plan (it->buf, it->len, b->config, b->fetcher,
-                                                   b->flags);
+  g_autoptr (EbRewriteResult) r = NULL;
+  gboolean would = FALSE;
+  if (b->store) {
+    EbExternalizeFlags f = b->ext_flags;
+    if (b->mode != EB_BATCH_REWRITE)
+      f |= EB_EXTERNALIZE_NO_STORE;
+    r = eb_externalize_plan (it->buf, it->len, b->config, b->store, f);
+    for (guint i = 0; r->scan && i < r->resolutions->len; i++)
+      would |= ((const EbResolution *) g_ptr_array_index (r->resolutions, i))->reason
+               == EB_REASON_WOULD_EXTERNALIZE;
+  } else {
+    r = eb_rewrite_plan (it->buf, it->len, b->config, b->fetcher, b->flags);
+  }
   eb_stats_add_result (b->stats, r);
   eb_stats_add_bytes (b->stats, it->len);
   if (r->changed && b->mode != EB_BATCH_INSPECT) {
@@ -366,7 +387,7 @@ plan_item (Item *it, EbBatch *b)
     } else {
       it->failed = TRUE;
     }
-  } else if (r->changed) {
+  } else if (r->changed || (would && b->mode == EB_BATCH_DRY_RUN)) {
     it->changed = TRUE;
   }
   if (b->message) {
@@ -910,7 +931,7 @@ eb_batch_run_mbox (EbBatch *b, const char *path, GError **error)
   /* the split looks for "external-body" too, as the pre-check would, and a
    * message without it takes no worker (not with a test's work hook, which
    * sees every message) */
-  if (!msgs && !b->hook && !(b->flags & (EB_REWRITE_NO_PRECHECK | EB_REWRITE_STRIP_TRACE)))
+  if (!msgs && !b->hook && !b->store && !(b->flags & (EB_REWRITE_NO_PRECHECK | EB_REWRITE_STRIP_TRACE)))
     r.hits = g_array_new (FALSE, FALSE, sizeof (gsize));
   b->scan_buf = r.buf;
   b->scan_len = len;

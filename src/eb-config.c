@@ -155,7 +155,7 @@ check_dirs (const char *value, GError **error)
   return TRUE;
 }
 
-/* Media-type patterns for externalize_types: type/subtype, type/* or * / *,
+/* Media-type patterns for externalize_types: type/subtype, type/STAR or STAR/STAR,
  * each side an RFC 2045 token. */
 static gboolean
 check_type_patterns (const char *value, GError **error)

@@ -55,7 +55,7 @@ struct _EbConfig {
   guint    lock_timeout;       /* seconds to wait for a locked mbox */
   /* externalize: which parts, and the reference written (eb-externalize.h) */
   guint64  externalize_min_size;   /* decoded bytes from which a part is taken out */
-  char    *externalize_types;      /* media-type patterns: type/subtype, type/*, * / * */
+  char    *externalize_types;      /* media-type patterns (type/subtype, type/any, any/any) */
   guint    externalize_retention;  /* days until the expiration parameter; 0: none */
   gboolean externalize_fallback;   /* the reference inside multipart/alternative with a text part */
   /* statistics */

@@ -804,6 +804,9 @@ test_header_trace (void)
   "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n" \
   "Content-Type: message/external-body; " params "\n\n" inner "\n--b--\n"
 #define DATA_REF(inner) PART ("access-type=URL; URL=\"data:,hello\"", inner)
+#define ATTACHMENT \
+  "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n" \
+  "Content-Type: application/octet-stream\n\nbytes\n--b--\n"
 #define HTTP_REF PART ("access-type=URL; URL=\"http://h.example/x\"", "Content-Type: text/plain\n\n")
 
 typedef struct {
@@ -814,6 +817,8 @@ typedef struct {
   gboolean    whole;        /* the message's reason (the result's) */
   gboolean    fetched;      /* through eb_resolve with a hand-made fetch result of @reason */
   gboolean    local_dir;    /* local_file_dirs = a fresh temporary directory */
+  gboolean    externalize;  /* through eb_externalize_plan (with a store that fails
+                               when the reason is store-failed, with none otherwise) */
 } ReasonCase;
 
 static const ReasonCase reason_cases[] = {
@@ -886,6 +891,9 @@ static const ReasonCase reason_cases[] = {
     PART ("access-type=URL; URL=\"data:,x\"\nContent-Transfer-Encoding: base64", "\n"), { NULL } },
   { EB_REASON_NESTED_REF,
     DATA_REF ("Content-Type: message/external-body; access-type=URL; URL=\"data:,y\"\n\n"), { NULL } },
+  { EB_REASON_STORE_FAILED, ATTACHMENT, { "externalize_min_size=1", NULL }, 0, FALSE, FALSE, FALSE, TRUE },
+  { EB_REASON_WOULD_EXTERNALIZE, ATTACHMENT, { "externalize_min_size=1", NULL }, 0, FALSE, FALSE, FALSE,
+    TRUE },
 };
 
 G_STATIC_ASSERT (G_N_ELEMENTS (reason_cases) == EB_REASON_N);
@@ -908,8 +916,20 @@ produce (const ReasonCase *c)
   if (c->reason == EB_REASON_MESSAGE_TOO_LARGE)
     while (msg->len <= 1024)
       g_string_prepend (msg, "X-Padding: 0123456789012345678901234567890123456789\n");
-  g_autoptr (EbRewriteResult) r = eb_rewrite_plan (msg->str, msg->len, config, NULL,
-                                                   EB_REWRITE_NO_PRECHECK);
+  g_autoptr (EbStore) store = NULL;
+  if (c->externalize && c->reason == EB_REASON_STORE_FAILED) {
+    /* a directory store whose directory is gone when the part is put */
+    g_autofree char *sdir = g_dir_make_tmp ("eb-reason-store-XXXXXX", NULL);
+    g_assert_true (eb_config_set (config, "externalize_store", sdir, NULL));
+    g_assert_true (eb_config_set (config, "externalize_base_url", "http://127.0.0.1/x", NULL));
+    g_autoptr (GError) e = NULL;
+    store = eb_store_new (config, &e);
+    g_assert_no_error (e);
+    g_assert_cmpint (g_rmdir (sdir), ==, 0);
+  }
+  g_autoptr (EbRewriteResult) r = c->externalize
+    ? eb_externalize_plan (msg->str, msg->len, config, store, EB_EXTERNALIZE_DEFAULT)
+    : eb_rewrite_plan (msg->str, msg->len, config, NULL, EB_REWRITE_NO_PRECHECK);
   EbReason got;
   if (c->whole) {
     g_assert_cmpuint (r->n_resolved, ==, 0);
