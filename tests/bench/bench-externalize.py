@@ -18,12 +18,13 @@ bytes stored), and throughput (messages/s, MB/s) with ratios to the
 baselines; each time is the median of --runs runs, each on a fresh copy of
 the mbox and an empty store.
 
-    python3 tests/bench/bench-externalize.py [--build build] [--runs 3] [--jobs 1]
+    python3 tests/bench/bench-externalize.py [--build build] [--runs 3] [--jobs 1] [--extbody PATH]
 
 Not a test (no ctest): nothing asserts a speed.
 """
 import argparse
 import email
+import email.utils
 import os
 import re
 import shutil
@@ -65,7 +66,7 @@ def references(path):
         for part in msg.walk():
             if part.get_content_type() != "message/external-body":
                 continue
-            url = "".join((part.get_param("url") or "").split())
+            url = "".join((email.utils.collapse_rfc2231_value(part.get_param("url") or "") or "").split())
             if url.startswith(BASE_URL + "/"):
                 n += 1
                 size += int(part.get_param("size") or 0)
@@ -77,9 +78,10 @@ def main():
     ap.add_argument("--build", default=os.path.join(HERE, "..", "..", "build"))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--extbody", help="another extbody to run (default: BUILD/src/extbody)")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
-    extbody = os.path.join(build, "src", "extbody")
+    extbody = a.extbody or os.path.join(build, "src", "extbody")
     bench_rewrite = os.path.join(build, "tests", "bench-rewrite")
     work = os.path.join(build, "bench-externalize")
     os.makedirs(work, exist_ok=True)

@@ -24,8 +24,8 @@ Every failure is printed; the exit status is 1 if there was any, else 0.
 Parsing uses only the standard library's email package (/usr/bin/python3).
 """
 import argparse
-import base64
 import email
+import email.utils
 import email.policy
 import hashlib
 import os
@@ -98,7 +98,7 @@ def check_reference(where, ref):
         for w in m.group(1).split():
             if len(w) > 40:
                 fail("%s: a word of %d characters in the reference's Content-Type" % (where, len(w)))
-    url = ref.get_param("url")
+    url = email.utils.collapse_rfc2231_value(ref.get_param("url") or "")
     if ref.get_param("access-type", "").lower() != "url" or not url:
         fail("%s: the reference has no access-type=URL and URL" % where)
         return None

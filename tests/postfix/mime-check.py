@@ -12,6 +12,7 @@ email package (run as /usr/bin/python3).
                                    # header type=, md5=, cte=; exit 1 if none
 """
 import email
+import email.utils
 import hashlib
 import re
 import sys
@@ -45,7 +46,7 @@ def main():
         # words; a word is what lies between folds
         words = [len(w) for q in re.findall(r'"([^"]*)"', raw) for w in q.split()]
         print("access-type=%s" % (part.get_param("access-type") or ""))
-        print("url=%s" % "".join((part.get_param("url") or "").split()))
+        print("url=%s" % "".join((email.utils.collapse_rfc2231_value(part.get_param("url") or "") or "").split()))
         print("size=%s" % (part.get_param("size") or ""))
         print("maxword=%d" % (max(words) if words else 0))
         inner = part.get_payload()
