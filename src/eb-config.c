@@ -447,6 +447,8 @@ static const EbConfigKey keys[] = {
        "Password for HTTP basic authentication to the WebDAV store. Read from the configuration file only, never from -o, and never printed by extbody config; keep the file unreadable to others.", NULL),
   KEY (externalize_store_timeout, EB_CONFIG_UINT, "60", 1, 86400,
        "Seconds for each request to the WebDAV store (the existence check, the upload and the read-back); past it the part stays in the message."),
+  STR (milter_mode, "resolve",
+       "What extbody-milter does to each message: resolve its message/external-body references (resolve), or store its large attachments in externalize_store and replace them with references (externalize), for an instance on the outgoing path (the submission service); externalize needs externalize_store.", "resolve|externalize"),
 };
 
 guint

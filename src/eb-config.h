@@ -74,6 +74,7 @@ struct _EbConfig {
   char    *externalize_store_user;     /* WebDAV basic auth; configuration file only */
   char    *externalize_store_password; /* configuration file only; never printed */
   guint    externalize_store_timeout;  /* seconds, one store request */
+  char    *milter_mode;        /* resolve | externalize */
 };
 
 typedef enum { EB_CONFIG_UINT, EB_CONFIG_SIZE, EB_CONFIG_BOOL, EB_CONFIG_STRING } EbConfigType;

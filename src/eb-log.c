@@ -281,10 +281,66 @@ reference_pairs (const EbRewriteResult *r, guint i, Pairs *p)
   }
 }
 
+/* A part of an externalize plan (eb_externalize_plan): where it is, what
+ * it is, and whether it went to the store (with the store's host, never the
+ * URL) or why it stays. */
+static void
+part_pairs (const EbRewriteResult *r, guint i, Pairs *p)
+{
+  const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
+  const EbResolution *res = i < r->resolutions->len ? g_ptr_array_index (r->resolutions, i) : NULL;
+  EbReason reason = res ? res->reason : ref->walk_reason;
+  pairs_add (p, "part", ref->path);
+  pairs_add (p, "type", res ? res->type : NULL);
+  pairs_add (p, "bytes", ref->size);
+  pairs_add (p, "outcome", reason == EB_REASON_RESOLVED ? "externalized" : "left");
+  if (reason != EB_REASON_RESOLVED) {
+    pairs_add (p, "reason", eb_reason_token (reason));
+    pairs_add (p, "detail", res ? res->detail : NULL);
+    return;
+  }
+  g_autofree char *scheme = NULL, *host = NULL;
+  eb_log_url_origin (ref->url, &scheme, &host);
+  pairs_add (p, "scheme", scheme);
+  pairs_add (p, "host", host);
+  pairs_add (p, "sha256", res->digest);
+}
+
+/* eb_log_message for a plan of eb_externalize_plan: event=externalize lines */
+static void
+log_externalize (const char *queue_id, const char *message_id, const EbRewriteResult *result)
+{
+  guint n = result->scan ? result->scan->refs->len : 0;
+  if (!n && result->reason == EB_REASON_RESOLVED)
+    return;
+  g_autoptr (Pairs) msg = pairs_new ();
+  pairs_add (msg, "event", "externalize");
+  pairs_add (msg, "queue_id", queue_id);
+  pairs_add (msg, "msgid", message_id);
+  pairs_add_uint (msg, "parts", n);
+  pairs_add_uint (msg, "externalized", result->n_resolved);
+  pairs_add (msg, "changed", result->changed ? "yes" : "no");
+  if (result->reason != EB_REASON_RESOLVED)
+    pairs_add (msg, "reason", eb_reason_token (result->reason));
+  emit (LOG_INFO, NULL, msg);
+  for (guint i = 0; i < n; i++) {
+    g_autoptr (Pairs) p = pairs_new ();
+    pairs_add (p, "event", "externalize");
+    pairs_add (p, "queue_id", queue_id);
+    pairs_add (p, "msgid", message_id);
+    part_pairs (result, i, p);
+    emit (LOG_INFO, NULL, p);
+  }
+}
+
 void
 eb_log_message (const char *queue_id, const char *message_id, const EbRewriteResult *result)
 {
   g_return_if_fail (result != NULL);
+  if (result->externalized) {
+    log_externalize (queue_id, message_id, result);
+    return;
+  }
   guint n = result->scan ? result->scan->refs->len : 0;
   guint removed = result->removed ? result->removed->len : 0;
   if (!n && !removed && result->reason == EB_REASON_RESOLVED)

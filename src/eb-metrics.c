@@ -71,9 +71,17 @@ eb_metrics_format (const EbStatsSnapshot *s)
   counter (out, "extbody_references_resolved_total", "References resolved into ordinary parts.",
            s->resolved);
 
+  counter (out, "extbody_externalize_parts_total",
+           "Parts extbody externalize (or extbody-milter with milter_mode = externalize) would store.",
+           s->parts);
+  counter (out, "extbody_externalized_parts_total",
+           "Parts stored and replaced by a message/external-body reference.", s->externalized);
+  counter (out, "extbody_externalized_bytes_total", "Decoded bytes of the parts externalized.",
+           s->externalized_bytes);
+
   head (out, "extbody_left_total", "counter",
-        "References left alone, by reason token (extbody(1)); a message above max_message_size, "
-        "never parsed, counts once as message-too-large.");
+        "References (or parts to externalize) left alone, by reason token (extbody(1)); a message "
+        "above max_message_size, never parsed, counts once as message-too-large.");
   for (guint r = 0; r < EB_REASON_N; r++)
     if (r != EB_REASON_RESOLVED)
       labelled (out, "extbody_left_total", "reason", eb_reason_token ((EbReason) r), s->left[r]);

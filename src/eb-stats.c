@@ -77,7 +77,19 @@ eb_stats_add_result (EbStats *stats, const EbRewriteResult *r)
   c->messages++;
   if (r && !r->scan && r->reason != EB_REASON_RESOLVED && r->reason < EB_REASON_N)
     c->left[r->reason]++;   /* not even parsed: too large */
-  for (guint i = 0; r && r->scan && i < r->scan->refs->len; i++) {
+  for (guint i = 0; r && r->scan && r->externalized && i < r->scan->refs->len; i++) {
+    /* a part to externalize: stored, or left with its reason */
+    const EbResolution *res = g_ptr_array_index (r->resolutions, i);
+    const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
+    c->parts++;
+    if (res->reason == EB_REASON_RESOLVED) {
+      c->externalized++;
+      c->externalized_bytes += ref->size ? g_ascii_strtoull (ref->size, NULL, 10) : 0;
+    } else if (res->reason < EB_REASON_N) {
+      c->left[res->reason]++;
+    }
+  }
+  for (guint i = 0; r && r->scan && !r->externalized && i < r->scan->refs->len; i++) {
     const EbResolution *res = g_ptr_array_index (r->resolutions, i);
     c->references++;
     if (res->reason == EB_REASON_RESOLVED)
@@ -200,9 +212,15 @@ eb_stats_format_summary (EbStats *stats, gboolean dry_run)
   g_string_append_printf (out, "%" G_GUINT64_FORMAT " messages scanned", s.messages);
   if (s.skipped)
     g_string_append_printf (out, " (%" G_GUINT64_FORMAT " entries skipped)", s.skipped);
-  g_string_append_printf (out, ", %" G_GUINT64_FORMAT " references, %" G_GUINT64_FORMAT
-                          " resolved, %" G_GUINT64_FORMAT " messages %s",
-                          s.references, s.resolved, s.changed, dry_run ? "would change" : "changed");
+  if (s.parts)
+    g_string_append_printf (out, ", %" G_GUINT64_FORMAT " parts, %" G_GUINT64_FORMAT
+                            " externalized (%" G_GUINT64_FORMAT " bytes)", s.parts, s.externalized,
+                            s.externalized_bytes);
+  if (!s.parts || s.references)
+    g_string_append_printf (out, ", %" G_GUINT64_FORMAT " references, %" G_GUINT64_FORMAT " resolved",
+                            s.references, s.resolved);
+  g_string_append_printf (out, ", %" G_GUINT64_FORMAT " messages %s", s.changed,
+                          dry_run ? "would change" : "changed");
   for (guint i = 0; i < n; i++) {
     g_string_append_printf (out, "%s%s %" G_GUINT64_FORMAT, i ? ", " : "; left: ",
                             eb_reason_token (left[i].reason), left[i].n);

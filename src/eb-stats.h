@@ -27,6 +27,10 @@ typedef struct {
   guint64 fetched_bytes, cache_hits;
   guint64 latency[EB_STATS_N_BUCKETS + 1]; /* per bucket (not cumulative); the last is +Inf */
   guint64 latency_us;                      /* the sum */
+  /* plans of eb_externalize_plan (their parts are not references) */
+  guint64 parts;                           /* candidate parts */
+  guint64 externalized;                    /* stored and replaced */
+  guint64 externalized_bytes;              /* their decoded bytes */
 } EbStatsSnapshot;
 
 void eb_stats_snapshot (EbStats *stats, EbStatsSnapshot *out);

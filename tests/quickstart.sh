@@ -45,6 +45,8 @@ packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
 [ "$mode" = test ] && packages="$packages libgnutls-dane0 libidn12 libnsl2 libdb5.3 libpcre2-8-0"
 # the hostile fetch suite's DNS case: a private network namespace (ip link set lo up)
 [ "$mode" = test ] && packages="$packages iproute2"
+# a directory store served by a private nginx (test-roundtrip, test-postfix-externalize)
+[ "$mode" = test ] && packages="$packages nginx-light"
 # the Debian packages' build (tests/packaging/deb-smoke.sh)
 [ "$mode" = test ] && packages="$packages dpkg-dev debhelper fakeroot"
 # the externalize stores' servers (test-store): nginx serving a directory store,

@@ -67,7 +67,8 @@ static EbStats *stats;   /* every message planned, for the summary at exit */
 typedef struct {
   gint       refs;
   EbConfig  *config;
-  EbFetcher *fetcher;   /* NULL when fetch = off */
+  EbFetcher *fetcher;       /* NULL when fetch = off */
+  EbStore   *store;         /* milter_mode = externalize: where parts go; else NULL */
 } Gen;
 
 static GMutex gen_lock;
@@ -79,6 +80,7 @@ gen_unref (Gen *g)
   if (!g || !g_atomic_int_dec_and_test (&g->refs))
     return;
   eb_fetcher_free (g->fetcher);
+  eb_store_free (g->store);
   eb_config_free (g->config);
   g_free (g);
 }
@@ -330,7 +332,11 @@ cb_eoh (SMFICTX *ctx)
   /* only multipart and message bodies can hold an external-body (a missing
    * Content-Type means text/plain) */
   gboolean cannot = c->msg->cannot_hold;
-  if (!cannot && c->msg->fd < 0) {
+  if (c->msg->gen->store)
+    /* externalize: any message may have a part to store, the body of a
+     * single-part one included */
+    cannot = FALSE;
+  else if (!cannot && c->msg->fd < 0) {
     g_autofree char *type = eb_message_get_header ((const char *) c->msg->mem->data, c->msg->mem->len,
                                                    "Content-Type");
     cannot = type == NULL;
@@ -531,10 +537,20 @@ rewrite_waiting (SMFICTX *ctx, const Gen *gen, const char *buf, gsize len, GOutp
   kick_enter ();
   eb_fetch_set_thread_progress (progress_cb, &w);
   eb_fetch_set_thread_cancel (&w.cancelled);
-  /* the library removes the trace fields the message came with and gives the
-   * header edits; only the body is written here */
-  *result = eb_rewrite_plan (buf, len, config, gen->fetcher,
-                             eb_config_get_boolean (config, "strip_trace_fields") ? EB_REWRITE_STRIP_TRACE : EB_REWRITE_DEFAULT);
+  if (gen->store) {
+    /* milter_mode = externalize: the parts to store go to the store (a
+     * failure leaves the part as it was); the trace fields the message came
+     * with are removed by the caller */
+    EbExternalizeFlags flags = EB_EXTERNALIZE_FILTER_FIELD;
+    if (eb_config_get_boolean (config, "externalize_fallback"))
+      flags |= EB_EXTERNALIZE_FALLBACK;
+    *result = eb_externalize_plan (buf, len, config, gen->store, flags);
+  } else {
+    /* the library removes the trace fields the message came with and gives
+     * the header edits; only the body is written here */
+    *result = eb_rewrite_plan (buf, len, config, gen->fetcher,
+                               eb_config_get_boolean (config, "strip_trace_fields") ? EB_REWRITE_STRIP_TRACE : EB_REWRITE_DEFAULT);
+  }
   gboolean ok = !eb_rewrite_result_get_n_resolved (*result) || eb_rewrite_write_body (*result, buf, len, out, error);
   eb_fetch_set_thread_cancel (NULL);
   eb_fetch_set_thread_progress (NULL, NULL);
@@ -768,6 +784,10 @@ cb_eom (SMFICTX *ctx)
     return status;
   }
   g_autoptr (GPtrArray) mods = g_ptr_array_new_with_free_func ((GDestroyNotify) mod_free);
+  if (gen->store)
+    /* externalize plans leave the trace fields to the milter: deleted by
+     * name and index, which the Content-* edits below do not disturb */
+    mods_strip_trace (mods, m);
   g_autoptr (GPtrArray) edits = eb_rewrite_header_edits (result, buf, len);
   mods_from_edits (mods, edits);
   g_autofree char *trace = eb_rewrite_filter_field_value (result);
@@ -963,8 +983,18 @@ gen_load (const ConfigArgs *a, int *status, GError **error)
   g_autoptr (EbFetcher) fetcher = eb_fetcher_new (config, error);
   if (!fetcher)
     return NULL;
+  g_autoptr (EbStore) store = NULL;
+  if (strcmp (eb_config_get_string (config, "milter_mode"), "externalize") == 0) {
+    /* a store that cannot be used is a configuration error (-n says so) */
+    store = eb_store_new (config, error);
+    if (!store) {
+      g_prefix_error (error, "milter_mode = externalize: ");
+      return NULL;
+    }
+  }
   Gen *g = g_new0 (Gen, 1);
   g->refs = 1;
+  g->store = g_steal_pointer (&store);
   if (eb_config_get_boolean (config, "fetch"))
     g->fetcher = g_steal_pointer (&fetcher);
   g->config = g_steal_pointer (&config);
@@ -1111,7 +1141,8 @@ reload (Life *life, const char *signame)
               signame, eb_config_get_string (g->config, "milter_socket"), eb_config_get_string (old->config, "milter_socket"));
   gen_install (g);
   log_line (LOG_INFO, "%s: reloaded configuration from %s%s", signame, path,
-            eb_config_get_boolean (g->config, "fetch") ? "" : " (fetch = off)");
+            g->store ? " (milter_mode = externalize)"
+            : eb_config_get_boolean (g->config, "fetch") ? "" : " (fetch = off)");
 }
 
 static void
@@ -1405,8 +1436,10 @@ run (int argc, char **argv)
     else
       life.pidfile = pidfile_abs = g_canonicalize_filename (opt_pidfile, NULL);
   }
-  eb_log_start ("socket", sock,
-                "fetch", eb_config_get_boolean (config, "fetch") ? "on" : "off", NULL);
+  if (first->store)
+    eb_log_start ("socket", sock, "mode", "externalize", NULL);
+  else
+    eb_log_start ("socket", sock, "fetch", eb_config_get_boolean (config, "fetch") ? "on" : "off", NULL);
   signal (SIGPIPE, SIG_IGN);
   if (!signals_install ()) {
     log_line (LOG_ERR, "cannot make a pipe for the signals: %s", g_strerror (errno));

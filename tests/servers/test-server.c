@@ -379,3 +379,70 @@ test_redis_command (TestRedis *r, const char *format, ...)
   redisFree (c);
   return g_string_free (s, FALSE);
 }
+
+/* ---- a private nginx ------------------------------------------------------ */
+
+static gboolean
+port_accepts (guint port)
+{
+  int s = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons ((guint16) port),
+                           .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  gboolean ok = s >= 0 && connect (s, (struct sockaddr *) &a, sizeof a) == 0;
+  if (s >= 0)
+    close (s);
+  return ok;
+}
+
+TestNginx *
+test_nginx_start (const char *root)
+{
+  if (!g_file_test ("/usr/sbin/nginx", G_FILE_TEST_IS_EXECUTABLE))
+    return NULL;
+  TestNginx *n = g_new0 (TestNginx, 1);
+  n->dir = g_dir_make_tmp ("extbody-nginx-XXXXXX", NULL);
+  g_assert_nonnull (n->dir);
+  n->port = test_free_port ();
+  g_autofree char *conf = g_build_filename (n->dir, "nginx.conf", NULL);
+  g_autofree char *text = g_strdup_printf (
+    "daemon off;\nmaster_process off;\nworker_processes 1;\npid %s/nginx.pid;\n"
+    "error_log %s/error.log warn;\nevents { worker_connections 256; }\n"
+    "http {\n  access_log off;\n  types { }\n  default_type application/octet-stream;\n"
+    "  client_body_temp_path %s/body;\n  proxy_temp_path %s/proxy;\n  fastcgi_temp_path %s/fastcgi;\n"
+    "  uwsgi_temp_path %s/uwsgi;\n  scgi_temp_path %s/scgi;\n"
+    "  server {\n    listen 127.0.0.1:%u;\n    root %s;\n    location / { }\n  }\n}\n",
+    n->dir, n->dir, n->dir, n->dir, n->dir, n->dir, n->dir, n->port, root);
+  g_assert_true (g_file_set_contents (conf, text, -1, NULL));
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
+  g_subprocess_launcher_set_child_setup (launcher, server_child_setup, NULL, NULL);
+  g_autofree char *errlog = g_build_filename (n->dir, "error.log", NULL);
+  n->proc = g_subprocess_launcher_spawn (launcher, &error, "/usr/sbin/nginx", "-p", n->dir, "-c", conf,
+                                         "-e", errlog, NULL);
+  g_assert_no_error (error);
+  g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (n->proc));
+  n->watchdog = test_watchdog_add (kill_cmd);
+  for (guint i = 0; i < 200 && !port_accepts (n->port); i++)
+    g_usleep (25000);
+  if (!port_accepts (n->port)) {
+    g_autofree char *log = NULL;
+    g_file_get_contents (errlog, &log, NULL, NULL);
+    g_error ("nginx did not start on 127.0.0.1:%u: %s", n->port, log ? log : "(no log)");
+  }
+  return n;
+}
+
+void
+test_nginx_stop (TestNginx *n)
+{
+  if (!n)
+    return;
+  g_subprocess_send_signal (n->proc, SIGTERM);
+  g_subprocess_wait (n->proc, NULL, NULL);
+  test_watchdog_remove (n->watchdog);
+  g_clear_object (&n->proc);
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", n->dir);
+  test_sh (rm, NULL);
+  g_free (n->dir);
+  g_free (n);
+}

@@ -70,6 +70,26 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (TestRedis, test_redis_stop)
  * joined by "\n". Asserts that Redis answered. */
 char *test_redis_command (TestRedis *redis, const char *format, ...);
 
+/* A private nginx (Debian's /usr/sbin/nginx) serving the directory @root
+ * read-only on a free 127.0.0.1 port: its own configuration, logs and
+ * temporary files under a directory of its own, one process (master_process
+ * off, so it reads files whatever their owner), every file served as
+ * application/octet-stream. It dies with the test (PR_SET_PDEATHSIG, and the
+ * watchdog kills it). */
+typedef struct {
+  GSubprocess *proc;
+  guint        watchdog;
+  guint        port;
+  char        *dir;        /* its configuration, logs and temporary files */
+} TestNginx;
+
+/* NULL when nginx is not installed (the caller skips). Returns once it
+ * accepts connections. */
+TestNginx *test_nginx_start (const char *root);
+/* Stop it and remove its directory (not @root). */
+void test_nginx_stop (TestNginx *nginx);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TestNginx, test_nginx_stop)
+
 /* The whole program cannot run here (no root, no Postfix, no Node, ...): print
  * "SKIP: @reason" and exit 77, which ctest reports as skipped (every test has
  * SKIP_RETURN_CODE 77). Call it before g_test_run (): GLib's g_test_run exits

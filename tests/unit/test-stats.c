@@ -221,6 +221,39 @@ assert_has (const char *text, const char *want)
     g_error ("missing:\n%s\nin:\n%s", want, text);
 }
 
+/* A plan of eb_externalize_plan counts parts, not references: with no store,
+ * the attachment is a part that would be externalized, left as such. */
+static void
+test_externalize (void)
+{
+  GString *m = g_string_new ("From: a@example.org\nMIME-Version: 1.0\n"
+                             "Content-Type: multipart/mixed; boundary=b\n\n--b\n"
+                             "Content-Type: text/plain\n\nhi\n--b\n"
+                             "Content-Type: application/pdf\nContent-Disposition: attachment\n\n");
+  for (int i = 0; i < 40; i++)
+    g_string_append (m, "0123456789012345678901234567890123456789012345678901234567890123\n");
+  g_string_append (m, "--b--\n");
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_assert_true (eb_config_set (config, "externalize_min_size", "1k", NULL));
+  g_autoptr (EbRewriteResult) r = eb_externalize_plan (m->str, m->len, config, NULL, EB_EXTERNALIZE_DEFAULT);
+  g_autoptr (EbStats) st = eb_stats_new ();
+  eb_stats_add_result (st, r);
+  EbStatsSnapshot s;
+  eb_stats_snapshot (st, &s);
+  g_assert_cmpuint (s.messages, ==, 1);
+  g_assert_cmpuint (s.parts, ==, 1);
+  g_assert_cmpuint (s.externalized, ==, 0);
+  g_assert_cmpuint (s.references, ==, 0);
+  g_assert_cmpuint (s.left[EB_REASON_WOULD_EXTERNALIZE], ==, 1);
+  g_autofree char *sum = eb_stats_format_summary (st, TRUE);
+  g_assert_cmpstr (sum, ==, "1 messages scanned, 1 parts, 0 externalized (0 bytes), 0 messages would change; "
+                            "left: would-externalize 1");
+  g_autofree char *t = eb_metrics_format (&s);
+  g_assert_nonnull (strstr (t, "\nextbody_externalize_parts_total 1\n"));
+  g_assert_nonnull (strstr (t, "\nextbody_externalized_parts_total 0\n"));
+  g_string_free (m, TRUE);
+}
+
 static void
 test_format (void)
 {
@@ -292,8 +325,8 @@ test_format (void)
       g_assert_nonnull (strchr (lines[i], ' '));
     }
   }
-  g_assert_cmpuint (helps, ==, 11);
-  g_assert_cmpuint (types, ==, 11);
+  g_assert_cmpuint (helps, ==, 14);
+  g_assert_cmpuint (types, ==, 14);
 }
 
 typedef struct {
@@ -390,6 +423,7 @@ main (int argc, char **argv)
   g_test_add_func ("/stats/summary", test_summary);
   g_test_add_func ("/stats/threads", test_threads);
   g_test_add_func ("/stats/fetches", test_fetches);
+  g_test_add_func ("/stats/externalize", test_externalize);
   g_test_add_func ("/metrics/escape", test_escape);
   g_test_add_func ("/metrics/format", test_format);
   g_test_add_func ("/metrics/write-atomic", test_write_atomic);
