@@ -563,8 +563,10 @@ dav_put (EbStore *store, GBytes *data, const char *hex, EbStoreOutcome *outcome,
   curl_easy_setopt (dav.e, CURLOPT_READFUNCTION, upload_read);
   curl_easy_setopt (dav.e, CURLOPT_READDATA, &up);
   curl_easy_setopt (dav.e, CURLOPT_INFILESIZE_LARGE, (curl_off_t) len);
-  if (len < 1024 * 1024) {
-    /* a small body goes at once, without waiting for "100 Continue" */
+  if (len < 1024 * 1024 && !store->aws_sigv4) {
+    /* a small body goes at once, without waiting for "100 Continue"; not
+     * for S3: libcurl 7.88 signs the header it then leaves out, and the
+     * server refuses the signature (SignatureDoesNotMatch) */
     dav_header (&dav, "Expect:");
   }
   if (store->aws_sigv4) {
