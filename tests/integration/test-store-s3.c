@@ -461,12 +461,16 @@ main (int argc, char **argv)
   g_autofree char *node = g_find_program_in_path ("node");
   if (!node)
     test_skip_all ("node is not installed (Debian's nodejs)");
+  g_autofree char *version = NULL;
+  g_autofree char *cmd = g_strdup_printf ("'%s' --version", node);
+  if (test_sh (cmd, &version) != 0 || !version || version[0] != 'v' || atoi (version + 1) < 20)
+    test_skip_all ("s3rver needs node 20 or newer (its @koa/router)");
   const char *root = g_getenv ("EXTBODY_TEST_S3RVER");
   g_autofree char *module = g_build_filename (root && *root ? root : "/opt/extbody-test-s3rver",
                                               "node_modules", "@20minutes", "s3rver", "lib",
                                               "s3rver.js", NULL);
   if (!g_file_test (module, G_FILE_TEST_IS_REGULAR))
-    test_skip_all ("s3rver is not installed in /opt/extbody-test-s3rver (tests/quickstart.sh test installs it)");
+    test_skip_all ("s3rver is not installed in /opt/extbody-test-s3rver (tests/quickstart.sh test installs it with npm ci)");
   g_autofree char *curl = g_find_program_in_path ("curl");
   if (!curl)
     test_skip_all ("curl is not installed");
