@@ -271,6 +271,7 @@ test_other_bytes_replaced (void)
   EbStoreOutcome outcome = EB_STORE_PRESENT;
   g_autofree char *url = eb_store_put_full (store, data, hex, &outcome, &error);
   g_assert_no_error (error);
+  g_assert_nonnull (url);
   g_assert_cmpint (outcome, ==, EB_STORE_WRITTEN);
   g_autoptr (GBytes) after = object_bytes (hex);
   g_assert_true (g_bytes_equal (after, data));
