@@ -336,6 +336,21 @@ check_store (const char *value, GError **error)
   return check_url_of (value, "http|https", error);
 }
 
+/* externalize_store_region: an AWS-style region name (letters, digits,
+ * dashes), since it becomes one field of libcurl's "aws:amz:REGION:s3". */
+static gboolean
+check_region (const char *value, GError **error)
+{
+  gsize n = strlen (value);
+  gboolean ok = n > 0 && n <= 64;
+  for (const char *c = value; ok && *c; c++)
+    ok = g_ascii_isalnum (*c) || *c == '-';
+  if (!ok)
+    g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
+                 "\"%s\" is not a region name (letters, digits and dashes, such as us-east-1)", value);
+  return ok;
+}
+
 static gboolean
 check_base_url (const char *value, GError **error)
 {
@@ -447,6 +462,10 @@ static const EbConfigKey keys[] = {
        "Password for HTTP basic authentication to the WebDAV store. Read from the configuration file only, never from -o, and never printed by extbody config; keep the file unreadable to others.", NULL),
   KEY (externalize_store_timeout, EB_CONFIG_UINT, "60", 1, 86400,
        "Seconds for each request to the WebDAV store (the existence check, the upload and the read-back); past it the part stays in the message."),
+  STR (externalize_store_auth, "basic",
+       "How extbody authenticates to an http or https store: basic (HTTP basic authentication with externalize_store_user and externalize_store_password, for WebDAV), or aws-sigv4 (an S3-compatible object store: externalize_store is the bucket's URL in path style, http(s)://HOST[:PORT]/BUCKET, objects are written as BUCKET/<SHA-256> with HTTP PUT signed with AWS Signature Version 4, externalize_store_user is the access key ID and externalize_store_password the secret access key). The bucket, or a web server in front of it, must serve the objects to anyone under externalize_base_url (for S3 a bucket policy allowing s3:GetObject to everyone; no ACL is sent).", "basic|aws-sigv4"),
+  LIST (externalize_store_region, "us-east-1",
+       "The region an aws-sigv4 store's requests are signed for (part of the signature): the bucket's region, or us-east-1 for a server that has none.", check_region, "region"),
   STR (milter_mode, "resolve",
        "What extbody-milter does to each message: resolve its message/external-body references (resolve), or store its large attachments in externalize_store and replace them with references (externalize), for an instance on the outgoing path (the submission service); externalize needs externalize_store.", "resolve|externalize"),
 };

@@ -74,6 +74,8 @@ struct _EbConfig {
   char    *externalize_store_user;     /* WebDAV basic auth; configuration file only */
   char    *externalize_store_password; /* configuration file only; never printed */
   guint    externalize_store_timeout;  /* seconds, one store request */
+  char    *externalize_store_auth;     /* basic | aws-sigv4 (S3, path style) */
+  char    *externalize_store_region;   /* SigV4 region, e.g. us-east-1 */
   char    *milter_mode;        /* resolve | externalize */
 };
 

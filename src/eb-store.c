@@ -46,6 +46,38 @@ with_slash (const char *s)
   return g_str_has_suffix (s, "/") ? g_strdup (s) : g_strconcat (s, "/", NULL);
 }
 
+/* externalize_store_auth = aws-sigv4: the store is an S3 bucket's URL in
+ * path style, signed with the access key ID and secret. */
+static gboolean
+s3_configure (EbStore *store, const EbConfig *config, GError **error)
+{
+  if (store->kind != EB_STORE_WEBDAV) {
+    g_set_error (error, EB_ERROR, EB_ERROR_CONFIG,
+                 "externalize_store_auth = aws-sigv4 needs an http(s) URL of a bucket in externalize_store, not %s",
+                 store->location);
+    return FALSE;
+  }
+  g_autoptr (GUri) uri = g_uri_parse (store->location, G_URI_FLAGS_NONE, NULL);
+  const char *path = uri ? g_uri_get_path (uri) : "";
+  while (*path == '/')
+    path++;
+  if (!*path) {
+    g_set_error (error, EB_ERROR, EB_ERROR_CONFIG,
+                 "externalize_store: %s names no bucket (aws-sigv4 takes http(s)://HOST[:PORT]/BUCKET)",
+                 store->location);
+    return FALSE;
+  }
+  if (!store->user || !store->password || !*store->password) {
+    g_set_error (error, EB_ERROR, EB_ERROR_CONFIG,
+                 "externalize_store_auth = aws-sigv4 needs externalize_store_user (the access key ID) and externalize_store_password (the secret access key)");
+    return FALSE;
+  }
+  const char *region = config->externalize_store_region && *config->externalize_store_region
+    ? config->externalize_store_region : "us-east-1";
+  store->aws_sigv4 = g_strdup_printf ("aws:amz:%s:s3", region);
+  return TRUE;
+}
+
 EbStore *
 eb_store_new (const EbConfig *config, GError **error)
 {
@@ -97,6 +129,9 @@ eb_store_new (const EbConfig *config, GError **error)
       store->password = g_strdup (config->externalize_store_password ? config->externalize_store_password : "");
     }
   }
+  if (g_strcmp0 (config->externalize_store_auth, "aws-sigv4") == 0
+      && !s3_configure (store, config, error))
+    return NULL;
   const char *base = config->externalize_base_url && *config->externalize_base_url
     ? config->externalize_base_url : store->location;
   store->base_url = with_slash (base);
@@ -116,6 +151,7 @@ eb_store_free (EbStore *store)
     g_free (store->password);
   }
   g_free (store->ca_file);
+  g_free (store->aws_sigv4);
   g_free (store);
 }
 
@@ -342,15 +378,29 @@ discard_write (char *ptr G_GNUC_UNUSED, size_t size, size_t nmemb, void *user G_
 }
 
 typedef struct {
-  CURL *e;
-  char  errbuf[CURL_ERROR_SIZE];
+  CURL              *e;
+  char               errbuf[CURL_ERROR_SIZE];
+  struct curl_slist *headers;   /* of the request set up */
 } Dav;
 
+/* The SHA-256 of no bytes: an S3 request's payload hash when it sends none. */
+#define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
 static void
-dav_setup (const EbStore *store, Dav *dav, const char *url)
+dav_header (Dav *dav, const char *line)
+{
+  dav->headers = curl_slist_append (dav->headers, line);
+  curl_easy_setopt (dav->e, CURLOPT_HTTPHEADER, dav->headers);
+}
+
+/* Set up a request to @url; @payload_hex: the SHA-256 of the body a PUT
+ * sends (S3 signs it), NULL for none. */
+static void
+dav_setup (const EbStore *store, Dav *dav, const char *url, const char *payload_hex)
 {
   CURL *e = dav->e;
   curl_easy_reset (e);
+  g_clear_pointer (&dav->headers, curl_slist_free_all);
   dav->errbuf[0] = '\0';
   curl_easy_setopt (e, CURLOPT_URL, url);
   curl_easy_setopt (e, CURLOPT_ERRORBUFFER, dav->errbuf);
@@ -366,7 +416,15 @@ dav_setup (const EbStore *store, Dav *dav, const char *url)
   curl_easy_setopt (e, CURLOPT_WRITEFUNCTION, discard_write);
   if (store->ca_file)
     curl_easy_setopt (e, CURLOPT_CAINFO, store->ca_file);
-  if (store->user) {
+  if (store->aws_sigv4) {
+    /* libcurl signs the method, path, headers and this payload hash */
+    g_autofree char *sha = g_strconcat ("x-amz-content-sha256: ",
+                                        payload_hex ? payload_hex : EMPTY_SHA256, NULL);
+    dav_header (dav, sha);
+    curl_easy_setopt (e, CURLOPT_AWS_SIGV4, store->aws_sigv4);
+    curl_easy_setopt (e, CURLOPT_USERNAME, store->user);
+    curl_easy_setopt (e, CURLOPT_PASSWORD, store->password);
+  } else if (store->user) {
     curl_easy_setopt (e, CURLOPT_HTTPAUTH, (long) CURLAUTH_BASIC);
     curl_easy_setopt (e, CURLOPT_USERNAME, store->user);
     curl_easy_setopt (e, CURLOPT_PASSWORD, store->password);
@@ -397,7 +455,7 @@ dav_verify (const EbStore *store, Dav *dav, const char *url, const char *hex, gu
 {
   g_autoptr (GChecksum) sum = g_checksum_new (G_CHECKSUM_SHA256);
   Download d = { sum, 0, size + 1, FALSE };
-  dav_setup (store, dav, url);
+  dav_setup (store, dav, url, NULL);
   curl_easy_setopt (dav->e, CURLOPT_HTTPGET, 1L);
   curl_easy_setopt (dav->e, CURLOPT_WRITEFUNCTION, download_write);
   curl_easy_setopt (dav->e, CURLOPT_WRITEDATA, &d);
@@ -436,6 +494,34 @@ dav_verify (const EbStore *store, Dav *dav, const char *url, const char *hex, gu
   return TRUE;
 }
 
+/* The first 4 KiB of an error answer (S3 explains itself in XML). */
+static size_t
+answer_write (char *ptr, size_t size, size_t nmemb, void *user)
+{
+  GString *answer = user;
+  gsize n = size * nmemb;
+  if (answer->len < 4096)
+    g_string_append_len (answer, ptr, (gssize) MIN (n, 4096 - answer->len));
+  return n;
+}
+
+/* S3's error code in @xml (<Code>NoSuchBucket</Code>), if it is a plain
+ * word; NULL otherwise (pure). */
+static char *
+s3_error_code (const char *xml)
+{
+  const char *p = strstr (xml, "<Code>");
+  if (!p)
+    return NULL;
+  p += strlen ("<Code>");
+  gsize n = 0;
+  while (n < 64 && g_ascii_isalnum (p[n]))
+    n++;
+  if (n == 0 || strncmp (p + n, "</Code>", strlen ("</Code>")) != 0)
+    return NULL;
+  return g_strndup (p, n);
+}
+
 static char *
 dav_put (EbStore *store, GBytes *data, const char *hex, EbStoreOutcome *outcome, GError **error)
 {
@@ -450,10 +536,10 @@ dav_put (EbStore *store, GBytes *data, const char *hex, EbStoreOutcome *outcome,
   const guint8 *p = g_bytes_get_data (data, &len);
   char *result = NULL;
   long status = 0;
-  struct curl_slist *headers = NULL;
+  g_autoptr (GString) answer = g_string_new (NULL);
 
   /* already there? */
-  dav_setup (store, &dav, url);
+  dav_setup (store, &dav, url, NULL);
   curl_easy_setopt (dav.e, CURLOPT_NOBODY, 1L);
   if (!dav_perform (store, &dav, "HEAD", hex, &status, error))
     goto out;
@@ -477,22 +563,31 @@ dav_put (EbStore *store, GBytes *data, const char *hex, EbStoreOutcome *outcome,
   }
 
   Upload up = { p, len, 0 };
-  dav_setup (store, &dav, url);
+  dav_setup (store, &dav, url, hex);
   curl_easy_setopt (dav.e, CURLOPT_UPLOAD, 1L);
   curl_easy_setopt (dav.e, CURLOPT_READFUNCTION, upload_read);
   curl_easy_setopt (dav.e, CURLOPT_READDATA, &up);
   curl_easy_setopt (dav.e, CURLOPT_INFILESIZE_LARGE, (curl_off_t) len);
-  if (len < 1024 * 1024) {
-    /* a small body goes at once, without waiting for "100 Continue" */
-    headers = curl_slist_append (headers, "Expect:");
-    curl_easy_setopt (dav.e, CURLOPT_HTTPHEADER, headers);
+  if (len < 1024 * 1024 && !store->aws_sigv4) {
+    /* a small body goes at once, without waiting for "100 Continue"; not
+     * for S3: libcurl 7.88 signs the header it then leaves out, and the
+     * server refuses the signature (SignatureDoesNotMatch) */
+    dav_header (&dav, "Expect:");
+  }
+  if (store->aws_sigv4) {
+    dav_header (&dav, "Content-Type: application/octet-stream");
+    curl_easy_setopt (dav.e, CURLOPT_WRITEFUNCTION, answer_write);
+    curl_easy_setopt (dav.e, CURLOPT_WRITEDATA, answer);
   }
   if (!dav_perform (store, &dav, "PUT", hex, &status, error))
     goto out;
   if (status != 200 && status != 201 && status != 204) {
-    g_set_error (error, EB_ERROR, EB_ERROR_IO, "store %s: PUT %s: HTTP %ld%s", store->location, hex,
-                 status,
-                 status == 401 ? " (check externalize_store_user and externalize_store_password)"
+    g_autofree char *code = s3_error_code (answer->str);
+    g_set_error (error, EB_ERROR, EB_ERROR_IO, "store %s: PUT %s: HTTP %ld%s%s%s", store->location, hex,
+                 status, code ? " " : "", code ? code : "",
+                 status == 401 || (status == 403 && store->aws_sigv4)
+                 ? (store->aws_sigv4 ? " (check externalize_store_user, externalize_store_password and externalize_store_region)"
+                    : " (check externalize_store_user and externalize_store_password)")
                  : status == 413 ? " (the server refuses a body this large)"
                  : status == 507 ? " (the server has no room left)" : "");
     goto out;
@@ -502,7 +597,7 @@ dav_put (EbStore *store, GBytes *data, const char *hex, EbStoreOutcome *outcome,
   *outcome = EB_STORE_WRITTEN;
   result = eb_store_join_url (store->base_url, hex);
 out:
-  curl_slist_free_all (headers);
+  curl_slist_free_all (dav.headers);
   curl_easy_cleanup (dav.e);
   return result;
 }

@@ -23,6 +23,13 @@
  *              no proxy, no redirects, http and https only, each request
  *              bounded by externalize_store_timeout, at most size + 1 bytes
  *              read back.
+ *   S3         (externalize_store_auth = aws-sigv4) the same requests on
+ *              http(s)://HOST/BUCKET/<hex> (path style), signed by libcurl
+ *              with AWS Signature Version 4 instead of basic authentication;
+ *              every request carries x-amz-content-sha256 (the object's
+ *              digest on PUT, that of the empty body otherwise), the PUT
+ *              Content-Type application/octet-stream; an error names the
+ *              status and S3's <Code> (SignatureDoesNotMatch, NoSuchBucket).
  *
  * A store is immutable once made, so one store may be shared by threads.
  */
@@ -44,6 +51,9 @@ struct _EbStore {
   char       *password;
   char       *ca_file;    /* NULL: the system's CAs */
   guint       timeout;    /* seconds, each WebDAV request */
+  char       *aws_sigv4;  /* externalize_store_auth = aws-sigv4: libcurl's
+                             "aws:amz:REGION:s3" (user = access key ID,
+                             password = secret); NULL: basic auth */
 };
 
 /* What one put did (for statistics and tests). */

@@ -129,6 +129,25 @@ if [ "$mode" = test ]; then
     || echo "==> npm ci failed: test-diff-dataurl will skip"
 fi
 
+if [ "$mode" = test ]; then
+  # An S3-compatible server for test-store-s3 (externalize_store_auth =
+  # aws-sigv4): s3rver from npm at the versions in
+  # tests/integration/s3rver/package-lock.json, in /opt/extbody-test-s3rver
+  # where the test finds it (EXTBODY_TEST_S3RVER names another directory).
+  # @20minutes/s3rver, not s3rver 3.7.1: that one accepts any Signature
+  # Version 4 and could not show a wrong secret refused. The test only runs it
+  # on 127.0.0.1; it skips when this fails (no registry, node older than 20).
+  s3_root=/opt/extbody-test-s3rver
+  if [ ! -f "$s3_root/node_modules/@20minutes/s3rver/lib/s3rver.js" ]; then
+    if [ "$(id -u)" -eq 0 ]; then sudo=; else sudo=sudo; fi
+    echo "==> npm ci --prefix $s3_root (s3rver for test-store-s3)"
+    $sudo mkdir -p "$s3_root"
+    $sudo cp tests/integration/s3rver/package.json tests/integration/s3rver/package-lock.json "$s3_root/"
+    $sudo npm ci --prefix "$s3_root" --no-audit --no-fund --loglevel=error \
+      || echo "==> npm ci failed: test-store-s3 will skip"
+  fi
+fi
+
 build() {  # build DIR [cmake options...]
   dir=$1; shift
   echo "==> configuring and building in $dir"
