@@ -465,8 +465,8 @@ externalize_summary (EbStats *stats, gboolean dry_run)
   g_string_append_printf (s, "%" G_GUINT64_FORMAT " messages scanned, %" G_GUINT64_FORMAT
                           " candidate parts, %" G_GUINT64_FORMAT " externalized, %" G_GUINT64_FORMAT
                           " messages %s",
-                          eb_stats_get_messages (stats), eb_stats_get_references (stats),
-                          eb_stats_get_resolved (stats), eb_stats_get_changed (stats),
+                          eb_stats_get_messages (stats), eb_stats_get_parts (stats),
+                          eb_stats_get_externalized (stats), eb_stats_get_changed (stats),
                           dry_run ? "would change" : "changed");
   const char *sep = "; left: ";
   for (guint r = 1; r < EB_REASON_N; r++) {

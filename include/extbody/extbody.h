@@ -1500,6 +1500,30 @@ EXTBODY_API guint64 eb_stats_get_references (EbStats *stats);
 EXTBODY_API guint64 eb_stats_get_resolved (EbStats *stats);
 
 /**
+ * eb_stats_get_parts:
+ * @stats: the counters
+ *
+ * Returns: the parts eb_externalize_plan() found to take out (its candidates).
+ */
+EXTBODY_API guint64 eb_stats_get_parts (EbStats *stats);
+
+/**
+ * eb_stats_get_externalized:
+ * @stats: the counters
+ *
+ * Returns: the parts stored and replaced by references.
+ */
+EXTBODY_API guint64 eb_stats_get_externalized (EbStats *stats);
+
+/**
+ * eb_stats_get_externalized_bytes:
+ * @stats: the counters
+ *
+ * Returns: the decoded bytes of the parts stored and replaced.
+ */
+EXTBODY_API guint64 eb_stats_get_externalized_bytes (EbStats *stats);
+
+/**
  * eb_stats_get_bytes:
  * @stats: the counters
  *
