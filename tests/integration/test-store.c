@@ -402,7 +402,7 @@ test_dir_served_by_nginx (void)
     ndir, log, ndir, ndir, ndir, ndir, ndir, ndir, port, objects);
   g_autofree char *conf = g_build_filename (ndir, "nginx.conf", NULL);
   g_assert_true (g_file_set_contents (conf, conf_text, -1, NULL));
-  g_autoptr (Daemon) d = daemon_start ((const char *const[]) { nginx_bin, "-e", log, "-p", ndir, "-c", conf, NULL },
+  g_autoptr (Daemon) d G_GNUC_UNUSED = daemon_start ((const char *const[]) { nginx_bin, "-e", log, "-p", ndir, "-c", conf, NULL },
                                        port, log);
 
   g_autofree char *base = g_strdup_printf ("http://127.0.0.1:%u/objects", port);
@@ -424,7 +424,7 @@ test_dir_served_by_nginx (void)
   const char *others[] = { "", ".tmp-file" };
   for (guint i = 0; i < G_N_ELEMENTS (others); i++) {
     g_autofree char *u = g_strdup_printf ("%s/%s", base, others[i]);
-    g_autoptr (GBytes) b = http_get (u, &status);
+    g_autoptr (GBytes) b G_GNUC_UNUSED = http_get (u, &status);
     g_assert_cmpint (status, ==, 404);
   }
 }
