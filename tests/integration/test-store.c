@@ -2,7 +2,8 @@
  * servers on 127.0.0.1.
  *
  *   directory  put, dedup (a second put writes nothing: same inode, same
- *              mtime), a corrupt object replaced, an unwritable directory,
+ *              mtime), a corrupt object replaced, threads putting the same
+ *              objects at once, an unwritable directory,
  *              a full file system (a 64k tmpfs) leaving no temporary file,
  *              the directory served by a real nginx and the URL fetched
  *   WebDAV     a real Apache (mod_dav, mod_dav_fs, mod_auth_basic) of its own
@@ -302,6 +303,51 @@ test_dir_corrupt_replaced (void)
   }
 }
 
+/* Threads putting the same objects at once (batch workers, milter threads):
+ * every put succeeds, each object is there once, no temporary file stays. */
+typedef struct {
+  EbStore *store;
+  GBytes  *data[3];
+  guint    failures;
+} Race;
+
+static gpointer
+race_worker (gpointer user)
+{
+  Race *r = user;
+  for (guint i = 0; i < 30; i++) {
+    g_autoptr (GError) e = NULL;
+    g_autofree char *url = eb_store_put (r->store, r->data[i % 3], NULL, &e);
+    if (!url) {
+      g_printerr ("put failed: %s\n", e->message);
+      g_atomic_int_inc (&r->failures);
+    }
+  }
+  return NULL;
+}
+
+static void
+test_dir_threads (void)
+{
+  g_autofree char *dir = subdir ("threads");
+  g_autoptr (EbConfig) c = store_config (dir, "http://files.example/r");
+  g_autoptr (EbStore) s = new_store (c);
+  Race r = { s, { make_bytes (70000, 30), make_bytes (1, 31), make_bytes (150000, 32) }, 0 };
+  GThread *t[6];
+  for (guint i = 0; i < G_N_ELEMENTS (t); i++)
+    t[i] = g_thread_new ("put", race_worker, &r);
+  for (guint i = 0; i < G_N_ELEMENTS (t); i++)
+    g_thread_join (t[i]);
+  g_assert_cmpuint (r.failures, ==, 0);
+  g_assert_cmpuint (count_entries (dir), ==, 3);
+  for (guint i = 0; i < 3; i++) {
+    g_autofree char *hex = eb_store_sha256_hex (r.data[i]);
+    g_autofree char *path = g_build_filename (dir, hex, NULL);
+    assert_file_is (path, r.data[i]);
+    g_bytes_unref (r.data[i]);
+  }
+}
+
 static void
 test_dir_unwritable (void)
 {
@@ -402,7 +448,7 @@ test_dir_served_by_nginx (void)
     ndir, log, ndir, ndir, ndir, ndir, ndir, ndir, port, objects);
   g_autofree char *conf = g_build_filename (ndir, "nginx.conf", NULL);
   g_assert_true (g_file_set_contents (conf, conf_text, -1, NULL));
-  g_autoptr (Daemon) d = daemon_start ((const char *const[]) { nginx_bin, "-e", log, "-p", ndir, "-c", conf, NULL },
+  g_autoptr (Daemon) d G_GNUC_UNUSED = daemon_start ((const char *const[]) { nginx_bin, "-e", log, "-p", ndir, "-c", conf, NULL },
                                        port, log);
 
   g_autofree char *base = g_strdup_printf ("http://127.0.0.1:%u/objects", port);
@@ -424,7 +470,7 @@ test_dir_served_by_nginx (void)
   const char *others[] = { "", ".tmp-file" };
   for (guint i = 0; i < G_N_ELEMENTS (others); i++) {
     g_autofree char *u = g_strdup_printf ("%s/%s", base, others[i]);
-    g_autoptr (GBytes) b = http_get (u, &status);
+    g_autoptr (GBytes) b G_GNUC_UNUSED = http_get (u, &status);
     g_assert_cmpint (status, ==, 404);
   }
 }
@@ -868,6 +914,7 @@ main (int argc, char **argv)
   g_test_add_func ("/store/new-errors", test_new_errors);
   g_test_add_func ("/store/dir/put-dedup", test_dir_put_dedup);
   g_test_add_func ("/store/dir/corrupt-replaced", test_dir_corrupt_replaced);
+  g_test_add_func ("/store/dir/threads", test_dir_threads);
   g_test_add_func ("/store/dir/unwritable", test_dir_unwritable);
   g_test_add_func ("/store/dir/full", test_dir_full);
   g_test_add_func ("/store/dir/served-by-nginx", test_dir_served_by_nginx);
