@@ -926,6 +926,24 @@ eb_fetch_set_thread_progress (EbFetchProgressFunc func, gpointer data)
     g_free (p);
 }
 
+gboolean
+eb_fetch_thread_cancelled (void)
+{
+  const gint *flag = g_private_get (&cancel_key);
+  return flag && g_atomic_int_get (flag);
+}
+
+void
+eb_fetch_thread_progress (gint64 *last)
+{
+  Progress *progress = g_private_get (&progress_key);
+  gint64 now = g_get_monotonic_time ();
+  if (progress && now - *last > G_USEC_PER_SEC) {
+    progress->func (progress->data);
+    *last = g_get_monotonic_time ();
+  }
+}
+
 /* The host and port to look up for @url, when it names a host rather than an
  * address; FALSE otherwise. */
 static gboolean

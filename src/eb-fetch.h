@@ -54,6 +54,17 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbFetchResult, eb_fetch_result_free)
  * progress and cancel hooks (eb_fetch_set_thread_progress,
  * eb_fetch_set_thread_cancel) are public (extbody.h). */
 
+/* The calling thread's hooks for libcurl transfers other than the fetcher's
+ * (the store's, src/eb-store.c), so that a milter thread waiting on them keeps
+ * its MTA informed and stops when told to:
+ * eb_fetch_thread_cancelled: TRUE once the flag of eb_fetch_set_thread_cancel
+ * is set (FALSE without one);
+ * eb_fetch_thread_progress: the function of eb_fetch_set_thread_progress, if
+ * any, called when more than a second has passed since *@last (monotonic
+ * µs), which is then set to now - the fetcher's own rate. */
+gboolean eb_fetch_thread_cancelled (void);
+void eb_fetch_thread_progress (gint64 *last);
+
 /* Is @url's scheme one the fetcher may fetch (allow_schemes, fetch = on)? */
 gboolean eb_fetcher_scheme_allowed (const EbFetcher *fetcher, const char *url);
 

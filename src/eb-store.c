@@ -2,6 +2,7 @@
 #include "eb-store.h"
 #include "eb-config.h"
 #include "eb-error.h"
+#include "eb-fetch.h"
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -175,8 +176,8 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (ObjectState, object_state_clear)
 /* Read @path (never through a symbolic link): absent, or not a regular file,
  * is present = FALSE. FALSE with @error only when it could not be read. */
 static gboolean
-dir_read_object (const EbStore *store, const char *path, guint64 limit, ObjectState *out,
-                 GError **error)
+dir_read_object (const EbStore *store, const char *path, guint64 limit, gint64 *last,
+                 ObjectState *out, GError **error)
 {
   int fd = open (path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
@@ -211,6 +212,7 @@ dir_read_object (const EbStore *store, const char *path, guint64 limit, ObjectSt
       break;
     g_checksum_update (sum, buf, (gsize) r);
     n += (guint64) r;
+    eb_fetch_thread_progress (last);   /* a slow disk: the MTA hears from the milter */
   }
   close (fd);
   out->present = TRUE;
@@ -298,8 +300,9 @@ dir_put (EbStore *store, GBytes *data, const char *hex, EbStoreOutcome *outcome,
 {
   g_autofree char *path = g_build_filename (store->location, hex, NULL);
   guint64 size = g_bytes_get_size (data);
+  gint64 last = g_get_monotonic_time ();
   g_auto (ObjectState) before = { 0 };
-  if (!dir_read_object (store, path, size + 1, &before, error))
+  if (!dir_read_object (store, path, size + 1, &last, &before, error))
     return NULL;
   if (before.present && before.size == size && g_str_equal (before.sha256, hex)) {
     *outcome = EB_STORE_PRESENT;
@@ -307,8 +310,9 @@ dir_put (EbStore *store, GBytes *data, const char *hex, EbStoreOutcome *outcome,
   }
   if (!dir_write_object (store, path, hex, data, error))
     return NULL;
+  eb_fetch_thread_progress (&last);
   g_auto (ObjectState) after = { 0 };
-  if (!dir_read_object (store, path, size + 1, &after, error))
+  if (!dir_read_object (store, path, size + 1, &last, &after, error))
     return NULL;
   if (!after.present) {
     g_set_error (error, EB_ERROR, EB_ERROR_IO, "store %s: %s is gone after it was written",
@@ -381,7 +385,35 @@ typedef struct {
   CURL              *e;
   char               errbuf[CURL_ERROR_SIZE];
   struct curl_slist *headers;   /* of the request set up */
+  gint64             last_progress;   /* the thread's progress hook last called */
+  gboolean           cancelled;       /* the thread's cancel flag stopped a request */
 } Dav;
+
+/* libcurl's progress callback (about once a second at least, whether bytes
+ * move or not): the thread's progress hook, rate-limited, so that a milter
+ * waiting on a slow store keeps the MTA's timeout from running out; the
+ * thread's cancel flag (the MTA is gone) ends the request. */
+static int
+dav_xferinfo (void *clientp, curl_off_t dltotal G_GNUC_UNUSED, curl_off_t dlnow G_GNUC_UNUSED,
+              curl_off_t ultotal G_GNUC_UNUSED, curl_off_t ulnow G_GNUC_UNUSED)
+{
+  Dav *dav = clientp;
+  if (eb_fetch_thread_cancelled ()) {
+    dav->cancelled = TRUE;
+    return 1;
+  }
+  eb_fetch_thread_progress (&dav->last_progress);
+  return 0;
+}
+
+/* What went wrong with a request that got no HTTP answer. */
+static const char *
+dav_failure (const Dav *dav, CURLcode rc)
+{
+  if (dav->cancelled)
+    return "cancelled";
+  return dav->errbuf[0] ? dav->errbuf : curl_easy_strerror (rc);
+}
 
 /* The SHA-256 of no bytes: an S3 request's payload hash when it sends none. */
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -414,6 +446,9 @@ dav_setup (const EbStore *store, Dav *dav, const char *url, const char *payload_
   curl_easy_setopt (e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   curl_easy_setopt (e, CURLOPT_USERAGENT, "extbody/" EXTBODY_VERSION);
   curl_easy_setopt (e, CURLOPT_WRITEFUNCTION, discard_write);
+  curl_easy_setopt (e, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt (e, CURLOPT_XFERINFOFUNCTION, dav_xferinfo);
+  curl_easy_setopt (e, CURLOPT_XFERINFODATA, dav);
   if (store->ca_file)
     curl_easy_setopt (e, CURLOPT_CAINFO, store->ca_file);
   if (store->aws_sigv4) {
@@ -443,7 +478,7 @@ dav_perform (const EbStore *store, Dav *dav, const char *method, const char *hex
   if (rc == CURLE_OK)
     return TRUE;
   g_set_error (error, EB_ERROR, EB_ERROR_IO, "store %s: %s %s: %s", store->location, method, hex,
-               dav->errbuf[0] ? dav->errbuf : curl_easy_strerror (rc));
+               dav_failure (dav, rc));
   return FALSE;
 }
 
@@ -465,7 +500,7 @@ dav_verify (const EbStore *store, Dav *dav, const char *url, const char *hex, gu
   curl_easy_getinfo (dav->e, CURLINFO_RESPONSE_CODE, &status);
   if (rc != CURLE_OK && !d.over && rc != CURLE_FILESIZE_EXCEEDED) {
     g_set_error (error, EB_ERROR, EB_ERROR_IO, "store %s: GET %s (read back): %s", store->location,
-                 hex, dav->errbuf[0] ? dav->errbuf : curl_easy_strerror (rc));
+                 hex, dav_failure (dav, rc));
     return FALSE;
   }
   if (status != 200) {
@@ -526,6 +561,7 @@ static char *
 dav_put (EbStore *store, GBytes *data, const char *hex, EbStoreOutcome *outcome, GError **error)
 {
   Dav dav = { 0 };
+  dav.last_progress = g_get_monotonic_time ();
   dav.e = curl_easy_init ();
   if (!dav.e) {
     g_set_error (error, EB_ERROR, EB_ERROR_IO, "store %s: cannot make a libcurl handle", store->location);
@@ -617,6 +653,10 @@ eb_store_put_full (EbStore *store, GBytes *data, const char *sha256_hex, EbStore
     g_set_error (error, EB_ERROR, EB_ERROR_IO,
                  "store %s: the digest given (%.64s) is not the SHA-256 of the bytes (%s)",
                  store->location, sha256_hex, hex);
+    return NULL;
+  }
+  if (eb_fetch_thread_cancelled ()) {
+    g_set_error (error, EB_ERROR, EB_ERROR_IO, "store %s: cancelled", store->location);
     return NULL;
   }
   if (store->kind == EB_STORE_DIRECTORY)

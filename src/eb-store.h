@@ -31,6 +31,14 @@
  *              Content-Type application/octet-stream; an error names the
  *              status and S3's <Code> (SignatureDoesNotMatch, NoSuchBucket).
  *
+ * Slow stores: the WebDAV and S3 requests call the calling thread's progress
+ * hook (eb_fetch_set_thread_progress) about once a second while they run, and
+ * the directory store between its steps and while it reads an object back,
+ * so that a milter waiting on the store keeps telling the MTA it is busy
+ * (smfi_progress); the thread's cancel flag (eb_fetch_set_thread_cancel: the
+ * MTA has closed the connection) ends a request, and the put fails
+ * ("cancelled"), leaving the part as it was.
+ *
  * A store is immutable once made, so one store may be shared by threads.
  */
 #pragma once
