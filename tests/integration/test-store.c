@@ -7,6 +7,8 @@
  *              a full file system (a 64k tmpfs) leaving no temporary file,
  *              the directory served by a real nginx and the URL fetched
  *   WebDAV     a real Apache (mod_dav, mod_dav_fs, mod_auth_basic) of its own
+ *              (test_apache_start, tests/servers/test-server.h, with collections
+ *              of this test added)
  *              under a temporary directory: put and dedup (no second PUT in
  *              the access log), a corrupt object replaced, a wrong password
  *              (401), a store that refuses (403, <Limit PUT>), one that fills
@@ -38,7 +40,7 @@
 static char *top;               /* the temporary directory of everything */
 static gboolean in_namespace;   /* mounts may be made */
 static char *daemon_user;       /* "www-data" when root, else NULL */
-static char *nginx_bin, *apache_bin, *htpasswd_bin;
+static char *nginx_bin;
 
 /* ---- helpers --------------------------------------------------------------- */
 
@@ -477,19 +479,21 @@ test_dir_served_by_nginx (void)
 
 /* ---- WebDAV (Apache) ------------------------------------------------------- */
 
-#define DAV_USER "alice"
-#define DAV_PASSWORD "Pw-not-shown-4711"
+#define DAV_USER TEST_DAV_USER
+#define DAV_PASSWORD TEST_DAV_PASSWORD
 
-static Daemon *apache;
+static TestApache *apache;
 static char *adir;          /* its directory */
 static guint silent_port;   /* a listener that never answers */
 static GSocket *silent;
 
+/* The private Apache of test-server.h (its /dav collection needs basic
+ * authentication to write) with collections of this test's own. */
 static void
 apache_start (void)
 {
   adir = subdir ("apache");
-  const char *dirs[] = { "dav", "ro", "small", "full", "liar", "other", "run" };
+  const char *dirs[] = { "ro", "small", "full", "liar", "other" };
   for (guint i = 0; i < G_N_ELEMENTS (dirs); i++) {
     g_autofree char *p = g_build_filename (adir, dirs[i], NULL);
     g_assert_cmpint (g_mkdir_with_parents (p, 0755), ==, 0);
@@ -500,41 +504,7 @@ apache_start (void)
     g_autofree char *cmd = g_strdup_printf ("mount -t tmpfs -o size=64k,mode=0777 tmpfs '%s/full'", adir);
     sh_ok (cmd);
   }
-  g_autofree char *cmd = g_strdup_printf ("'%s' -bc '%s/htpasswd' " DAV_USER " " DAV_PASSWORD
-                                          " >/dev/null 2>&1 && chmod 0644 '%s/htpasswd'",
-                                          htpasswd_bin, adir, adir);
-  sh_ok (cmd);
-  guint port = test_free_port ();
-  const char *m = "/usr/lib/apache2/modules";
-  g_autofree char *conf_text = g_strdup_printf (
-    "ServerRoot %s\n"
-    "ServerName 127.0.0.1\n"
-    "Listen 127.0.0.1:%u\n"
-    "PidFile %s/httpd.pid\n"
-    "ErrorLog %s/error.log\n"
-    "DefaultRuntimeDir %s/run\n"
-    "LogFormat \"%%m %%U %%>s\" dav\n"
-    "CustomLog %s/access.log dav\n"
-    "%s%s%s%s%s%s"
-    "LoadModule mpm_event_module %s/mod_mpm_event.so\n"
-    "LoadModule authz_core_module %s/mod_authz_core.so\n"
-    "LoadModule authn_core_module %s/mod_authn_core.so\n"
-    "LoadModule authn_file_module %s/mod_authn_file.so\n"
-    "LoadModule auth_basic_module %s/mod_auth_basic.so\n"
-    "LoadModule authz_user_module %s/mod_authz_user.so\n"
-    "LoadModule alias_module %s/mod_alias.so\n"
-    "LoadModule rewrite_module %s/mod_rewrite.so\n"
-    "LoadModule dav_module %s/mod_dav.so\n"
-    "LoadModule dav_fs_module %s/mod_dav_fs.so\n"
-    "DAVLockDB %s/run/davlock\n"
-    "<Directory />\n  Require all denied\n</Directory>\n"
-    /* the store: basic authentication */
-    "Alias /dav %s/dav\n"
-    /* as data/store-apache-dav.conf.example has it: reading is open */
-    "<Directory %s/dav>\n  Dav On\n  AuthType Basic\n  AuthName store\n"
-    "  AuthUserFile %s/htpasswd\n"
-    "  <LimitExcept GET HEAD OPTIONS>\n    Require valid-user\n  </LimitExcept>\n"
-    "  <Limit GET HEAD OPTIONS>\n    Require all granted\n  </Limit>\n</Directory>\n"
+  g_autofree char *extra = g_strdup_printf (
     /* refuses every PUT */
     "Alias /ro %s/ro\n"
     "<Directory %s/ro>\n  Dav On\n  <Limit PUT>\n    Require all denied\n  </Limit>\n"
@@ -552,19 +522,12 @@ apache_start (void)
     "Alias /liar %s/liar\n"
     "<Directory %s/liar>\n  Dav On\n  Require all granted\n</Directory>\n"
     "<Directory %s/other>\n  Require all granted\n</Directory>\n",
-    adir, port, adir, adir, adir, adir,
-    daemon_user ? "User " : "", daemon_user ? daemon_user : "", daemon_user ? "\n" : "",
-    daemon_user ? "Group " : "", daemon_user ? daemon_user : "", daemon_user ? "\n" : "",
-    m, m, m, m, m, m, m, m, m, m, adir,
-    adir, adir, adir,
     adir, adir,
     adir, adir,
     adir, adir,
     adir, adir, adir, adir);
-  g_autofree char *conf = g_build_filename (adir, "httpd.conf", NULL);
-  g_assert_true (g_file_set_contents (conf, conf_text, -1, NULL));
-  g_autofree char *log = g_build_filename (adir, "error.log", NULL);
-  apache = daemon_start ((const char *const[]) { apache_bin, "-f", conf, "-DFOREGROUND", NULL }, port, log);
+  apache = test_apache_start (adir, daemon_user, extra);
+  g_assert_nonnull (apache);
 
   /* accepts connections (the kernel's backlog) and never reads or answers */
   g_autoptr (GError) e = NULL;
@@ -582,7 +545,7 @@ apache_start (void)
 static char *
 dav_url (const char *collection)
 {
-  return g_strdup_printf ("http://127.0.0.1:%u/%s/", apache->port, collection);
+  return test_apache_dav_url (apache, collection);
 }
 
 /* Lines "METHOD /collection/HEX STATUS" of Apache's access log. */
@@ -895,12 +858,6 @@ main (int argc, char **argv)
   nginx_bin = g_find_program_in_path ("nginx");
   if (!nginx_bin && g_file_test ("/usr/sbin/nginx", G_FILE_TEST_IS_EXECUTABLE))
     nginx_bin = g_strdup ("/usr/sbin/nginx");
-  apache_bin = g_find_program_in_path ("apache2");
-  if (!apache_bin && g_file_test ("/usr/sbin/apache2", G_FILE_TEST_IS_EXECUTABLE))
-    apache_bin = g_strdup ("/usr/sbin/apache2");
-  htpasswd_bin = g_find_program_in_path ("htpasswd");
-  if (apache_bin && (!htpasswd_bin || !g_file_test ("/usr/lib/apache2/modules/mod_dav_fs.so", G_FILE_TEST_EXISTS)))
-    g_clear_pointer (&apache_bin, g_free);
 
   g_autoptr (GError) e = NULL;
   top = g_dir_make_tmp ("extbody-store-XXXXXX", &e);
@@ -918,7 +875,7 @@ main (int argc, char **argv)
   g_test_add_func ("/store/dir/unwritable", test_dir_unwritable);
   g_test_add_func ("/store/dir/full", test_dir_full);
   g_test_add_func ("/store/dir/served-by-nginx", test_dir_served_by_nginx);
-  if (apache_bin) {
+  if (test_apache_available ()) {
     apache_start ();
     g_test_add_func ("/store/webdav/put-dedup", test_dav_put_dedup);
     g_test_add_func ("/store/webdav/wrong-password", test_dav_wrong_password);
@@ -931,7 +888,7 @@ main (int argc, char **argv)
     g_printerr ("# apache2, htpasswd or mod_dav_fs missing: the WebDAV cases are left out\n");
   }
   int rc = g_test_run ();
-  daemon_stop (apache);
+  g_clear_pointer (&apache, test_apache_stop);
   g_clear_object (&silent);
   rm_rf (top);
   test_watchdog_remove (cleanup_id);
@@ -939,8 +896,6 @@ main (int argc, char **argv)
   g_free (adir);
   g_free (daemon_user);
   g_free (nginx_bin);
-  g_free (apache_bin);
-  g_free (htpasswd_bin);
   eb_shutdown ();
   return rc;
 }

@@ -446,3 +446,155 @@ test_nginx_stop (TestNginx *n)
   g_free (n->dir);
   g_free (n);
 }
+
+/* ---- a private Apache with mod_dav ---------------------------------------- */
+
+#define APACHE_MODULES "/usr/lib/apache2/modules"
+
+static char *
+apache_binary (void)
+{
+  char *bin = g_find_program_in_path ("apache2");
+  if (!bin && g_file_test ("/usr/sbin/apache2", G_FILE_TEST_IS_EXECUTABLE))
+    bin = g_strdup ("/usr/sbin/apache2");
+  return bin;
+}
+
+static char *
+htpasswd_binary (void)
+{
+  char *bin = g_find_program_in_path ("htpasswd");
+  if (!bin && g_file_test ("/usr/bin/htpasswd", G_FILE_TEST_IS_EXECUTABLE))
+    bin = g_strdup ("/usr/bin/htpasswd");
+  return bin;
+}
+
+gboolean
+test_apache_available (void)
+{
+  g_autofree char *bin = apache_binary ();
+  g_autofree char *htpasswd = htpasswd_binary ();
+  return bin && htpasswd && g_file_test (APACHE_MODULES "/mod_dav_fs.so", G_FILE_TEST_EXISTS);
+}
+
+static void
+apache_child_setup (gpointer data)
+{
+  (void) data;
+  /* a process group of its own, so that the watchdog's kill reaches its
+   * workers too; the test died: so does Apache */
+  setsid ();
+  prctl (PR_SET_PDEATHSIG, SIGTERM);
+}
+
+/* Make @path (a directory) @user's. */
+static void
+chown_to (const char *path, const char *user)
+{
+  if (!user)
+    return;
+  g_autofree char *cmd = g_strdup_printf ("chown '%s:%s' '%s'", user, user, path);
+  g_assert_cmpint (test_sh (cmd, NULL), ==, 0);
+}
+
+TestApache *
+test_apache_start (const char *dir, const char *user, const char *extra_conf)
+{
+  if (!test_apache_available ())
+    return NULL;
+  g_autofree char *bin = apache_binary ();
+  g_autofree char *htpasswd = htpasswd_binary ();
+  TestApache *a = g_new0 (TestApache, 1);
+  a->dir = g_strdup (dir);
+  const char *dirs[] = { "dav", "run" };
+  for (guint i = 0; i < G_N_ELEMENTS (dirs); i++) {
+    g_autofree char *p = g_build_filename (dir, dirs[i], NULL);
+    g_assert_cmpint (g_mkdir_with_parents (p, 0755), ==, 0);
+    chown_to (p, user);
+  }
+  g_autofree char *pw = g_strdup_printf ("'%s' -bc '%s/htpasswd' '%s' '%s' >/dev/null 2>&1 && chmod 0644 '%s/htpasswd'",
+                                         htpasswd, dir, TEST_DAV_USER, TEST_DAV_PASSWORD, dir);
+  g_assert_cmpint (test_sh (pw, NULL), ==, 0);
+  a->port = test_free_port ();
+  const char *m = APACHE_MODULES;
+  g_autofree char *conf_text = g_strdup_printf (
+    "ServerRoot %s\n"
+    "ServerName 127.0.0.1\n"
+    "Listen 127.0.0.1:%u\n"
+    "PidFile %s/httpd.pid\n"
+    "ErrorLog %s/error.log\n"
+    "DefaultRuntimeDir %s/run\n"
+    "LogFormat \"%%m %%U %%>s\" dav\n"
+    "CustomLog %s/access.log dav\n"
+    "%s%s%s%s%s%s"
+    "LoadModule mpm_event_module %s/mod_mpm_event.so\n"
+    "LoadModule authz_core_module %s/mod_authz_core.so\n"
+    "LoadModule authn_core_module %s/mod_authn_core.so\n"
+    "LoadModule authn_file_module %s/mod_authn_file.so\n"
+    "LoadModule auth_basic_module %s/mod_auth_basic.so\n"
+    "LoadModule authz_user_module %s/mod_authz_user.so\n"
+    "LoadModule alias_module %s/mod_alias.so\n"
+    "LoadModule rewrite_module %s/mod_rewrite.so\n"
+    "LoadModule dav_module %s/mod_dav.so\n"
+    "LoadModule dav_fs_module %s/mod_dav_fs.so\n"
+    "DAVLockDB %s/run/davlock\n"
+    "<Directory />\n  Require all denied\n</Directory>\n"
+    /* the store: basic authentication */
+    "Alias /dav %s/dav\n"
+    /* as data/store-apache-dav.conf.example has it: reading is open */
+    "<Directory %s/dav>\n  Dav On\n  AuthType Basic\n  AuthName store\n"
+    "  AuthUserFile %s/htpasswd\n"
+    "  <LimitExcept GET HEAD OPTIONS>\n    Require valid-user\n  </LimitExcept>\n"
+    "  <Limit GET HEAD OPTIONS>\n    Require all granted\n  </Limit>\n</Directory>\n"
+    "%s",
+    dir, a->port, dir, dir, dir, dir,
+    user ? "User " : "", user ? user : "", user ? "\n" : "",
+    user ? "Group " : "", user ? user : "", user ? "\n" : "",
+    m, m, m, m, m, m, m, m, m, m, dir,
+    dir, dir, dir,
+    extra_conf ? extra_conf : "");
+  g_autofree char *conf = g_build_filename (dir, "httpd.conf", NULL);
+  g_assert_true (g_file_set_contents (conf, conf_text, -1, NULL));
+  g_autofree char *errlog = g_build_filename (dir, "error.log", NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_PIPE);
+  g_subprocess_launcher_set_child_setup (launcher, apache_child_setup, NULL, NULL);
+  a->proc = g_subprocess_launcher_spawn (launcher, &error, bin, "-f", conf, "-DFOREGROUND", NULL);
+  g_assert_no_error (error);
+  g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL -%s 2>/dev/null",
+                                               g_subprocess_get_identifier (a->proc));
+  a->watchdog = test_watchdog_add (kill_cmd);
+  while (!port_accepts (a->port)) {
+    if (!g_subprocess_get_identifier (a->proc)) {
+      /* it ended before it listened: show why */
+      g_autofree char *log = NULL;
+      g_file_get_contents (errlog, &log, NULL, NULL);
+      g_error ("apache2 did not start on 127.0.0.1:%u: %s", a->port, log ? log : "(no log)");
+    }
+    g_usleep (50 * 1000);
+  }
+  return a;
+}
+
+void
+test_apache_stop (TestApache *a)
+{
+  if (!a)
+    return;
+  const char *pid = g_subprocess_get_identifier (a->proc);
+  if (pid) {
+    g_autofree char *cmd = g_strdup_printf ("kill -TERM -%s 2>/dev/null", pid);
+    test_sh (cmd, NULL);
+  }
+  g_subprocess_wait (a->proc, NULL, NULL);
+  test_watchdog_remove (a->watchdog);
+  g_object_unref (a->proc);
+  g_free (a->dir);
+  g_free (a);
+}
+
+char *
+test_apache_dav_url (const TestApache *a, const char *collection)
+{
+  return g_strdup_printf ("http://127.0.0.1:%u/%s/", a->port, collection);
+}

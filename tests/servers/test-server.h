@@ -90,6 +90,39 @@ TestNginx *test_nginx_start (const char *root);
 void test_nginx_stop (TestNginx *nginx);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TestNginx, test_nginx_stop)
 
+/* A private Apache (Debian's apache2 with mod_dav, mod_dav_fs and
+ * mod_auth_basic) on a free 127.0.0.1 port, everything of it under @dir:
+ * configuration (httpd.conf), logs (error.log; access.log, one
+ * "METHOD PATH STATUS" line a request), htpasswd, run/ and the WebDAV
+ * collection /dav (@dir/dav), where reading (GET, HEAD, OPTIONS) is open
+ * and everything else needs basic authentication as TEST_DAV_USER /
+ * TEST_DAV_PASSWORD, as data/store-apache-dav.conf.example has it.
+ * @extra_conf (nullable): configuration appended (the caller's collections;
+ * mod_alias and mod_rewrite are loaded). @user (nullable): the User and
+ * Group it runs as (www-data when the test is root), and the owner of
+ * @dir/dav. A process group of its own; it dies with the test
+ * (PR_SET_PDEATHSIG, and the watchdog kills the group). */
+#define TEST_DAV_USER "alice"
+#define TEST_DAV_PASSWORD "Pw-not-shown-4711"
+
+typedef struct {
+  GSubprocess *proc;
+  guint        watchdog;
+  guint        port;
+  char        *dir;
+} TestApache;
+
+/* apache2, htpasswd and mod_dav_fs are installed. */
+gboolean test_apache_available (void);
+/* NULL when !test_apache_available () (the caller skips). Returns once it
+ * accepts connections. */
+TestApache *test_apache_start (const char *dir, const char *user, const char *extra_conf);
+/* Stop it (SIGTERM to its group) and wait; @dir is left. */
+void test_apache_stop (TestApache *apache);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TestApache, test_apache_stop)
+/* http://127.0.0.1:PORT/@collection/ (transfer full). */
+char *test_apache_dav_url (const TestApache *apache, const char *collection);
+
 /* The whole program cannot run here (no root, no Postfix, no Node, ...): print
  * "SKIP: @reason" and exit 77, which ctest reports as skipped (every test has
  * SKIP_RETURN_CODE 77). Call it before g_test_run (): GLib's g_test_run exits
