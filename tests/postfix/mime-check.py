@@ -10,6 +10,9 @@ email package (run as /usr/bin/python3).
                                    # size=, maxword= (the longest word of a
                                    # quoted string in its Content-Type), and of its phantom
                                    # header type=, md5=, cte=; exit 1 if none
+    mime-check.py tree FILE        # one line per entity, two spaces of indent
+                                   # per level: its content type
+                                   # (message/external-body a leaf)
 """
 import email
 import email.utils
@@ -27,9 +30,20 @@ def leaves(msg):
             yield part
 
 
+def tree(part, depth=0):
+    t = part.get_content_type()
+    print("%s%s" % ("  " * depth, t))
+    if t != "message/external-body" and part.is_multipart():
+        for sub in part.get_payload():
+            tree(sub, depth + 1)
+
+
 def main():
     mode, path = sys.argv[1], sys.argv[2]
     msg = email.message_from_bytes(open(path, "rb").read())
+    if mode == "tree":
+        tree(msg)
+        return 0
     if mode == "leaves":
         for part in leaves(msg):
             if part.get_content_type() == "message/external-body":

@@ -12,10 +12,26 @@
  *     decoded bytes, read with /usr/bin/python3's email package);
  *   - with the store unwritable (the milter runs as nobody, the store
  *     directory is root's) the message is delivered with its attachment
- *     unchanged, byte for byte as sent.
+ *     unchanged, byte for byte as sent;
+ *   - a slow store (tests/servers/slowdav.py answers each PUT over 6 s),
+ *     within externalize_store_timeout but beyond the listener's
+ *     milter_content_timeout (3 s): the store's transfers call smfi_progress
+ *     about once a second, so Postfix keeps waiting and the message arrives
+ *     externalized (without those calls Postfix gives up after 3 s and
+ *     milter_default_action = tempfail refuses it with a 451);
+ *   - externalize_fallback = on with a WebDAV store on a private Apache
+ *     (test_apache_start: mod_dav, basic authentication, the credentials
+ *     only in the milter's configuration file, mode 0600): the part becomes
+ *     a multipart/alternative of a text/plain part with the link and the
+ *     reference, the object is PUT into Apache's collection, and `extbody
+ *     rewrite --fetch` puts the original part back alone (same tree, type
+ *     and decoded bytes as sent).
  *
+ * One Postfix instance, one listener per milter (master.cf services with
+ * -o smtpd_milters=..., one milter process per configuration).
  * Needs root (Postfix refuses otherwise), Postfix, nginx and /usr/bin/python3:
- * skipped (exit 77) without them. Every server and Postfix instance it starts
+ * skipped (exit 77) without them; without apache2, htpasswd or mod_dav_fs
+ * the WebDAV case is left out. Every server and Postfix instance it starts
  * is registered with the watchdog (test-server.h). */
 #include <gio/gio.h>
 #include <glib/gstdio.h>
@@ -31,8 +47,12 @@ static char *dir;          /* everything lives here */
 static char *pfdir;        /* the Postfix instance */
 static char *store;        /* the directory store nginx serves */
 static char *maildir_new;
-static guint smtp_port;
+static guint smtp_port;    /* the milter with the directory store */
+static guint slow_port;    /* the milter with the slow store, milter_content_timeout = 3s */
+static guint dav_port;     /* the milter with Apache's WebDAV store and externalize_fallback */
 static TestNginx *nginx;
+static TestServer *slowdav;
+static TestApache *apache;
 
 static char *
 script (const char *name)
@@ -40,14 +60,25 @@ script (const char *name)
   return g_test_build_filename (G_TEST_DIST, "postfix", name, NULL);
 }
 
+/* Send @msg to Postfix's listener on @port: send.py's exit status (75: a
+ * temporary failure, what a milter that timed out gives). */
 static int
-send_file (const char *msg)
+send_to (guint port, const char *msg)
 {
   g_autofree char *file = g_build_filename (dir, "msg.eml", NULL);
   g_assert_true (g_file_set_contents (file, msg, -1, NULL));
   g_autofree char *send = script ("send.py");
-  g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u '%s' >/dev/null 2>&1", send, smtp_port, file);
-  return test_sh (cmd, NULL);
+  g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u '%s' 2>&1", send, port, file);
+  g_autofree char *out = NULL;
+  int st = test_sh (cmd, &out);
+  g_test_message ("send.py to %u: %d %s", port, st, out ? out : "");
+  return st;
+}
+
+static int
+send_file (const char *msg)
+{
+  return send_to (smtp_port, msg);
 }
 
 /* The path of the delivered file holding @needle, waiting up to @seconds. */
@@ -107,10 +138,10 @@ random_bytes (guint32 seed, gsize n)
   return g_bytes_new_take (b, n);
 }
 
-/* A message with a short text part and @data as an application/pdf
- * attachment in base64 (76-character lines), CRLF line ends. */
+/* A message with a short text part and @data as an attachment of @type
+ * named @name in base64 (76-character lines), CRLF line ends. */
 static char *
-message_with_attachment (const char *message_id, GBytes *data)
+message_with_file (const char *message_id, GBytes *data, const char *type, const char *name)
 {
   gsize n = 0;
   const guint8 *p = g_bytes_get_data (data, &n);
@@ -121,9 +152,9 @@ message_with_attachment (const char *message_id, GBytes *data)
     "Message-ID: <%s>\r\nMIME-Version: 1.0\r\n"
     "Content-Type: multipart/mixed; boundary=\"=-b\"\r\n\r\n"
     "--=-b\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nThe report is attached.\r\n"
-    "--=-b\r\nContent-Type: application/pdf; name=\"report.pdf\"\r\n"
-    "Content-Disposition: attachment; filename=\"report.pdf\"\r\n"
-    "Content-Transfer-Encoding: base64\r\n\r\n", message_id);
+    "--=-b\r\nContent-Type: %s; name=\"%s\"\r\n"
+    "Content-Disposition: attachment; filename=\"%s\"\r\n"
+    "Content-Transfer-Encoding: base64\r\n\r\n", message_id, type, name, name);
   gsize len = strlen (b64);
   for (gsize i = 0; i < len; i += 76) {
     g_string_append_len (m, b64 + i, (gssize) MIN ((gsize) 76, len - i));
@@ -131,6 +162,12 @@ message_with_attachment (const char *message_id, GBytes *data)
   }
   g_string_append (m, "--=-b--\r\n");
   return g_string_free (m, FALSE);
+}
+
+static char *
+message_with_attachment (const char *message_id, GBytes *data)
+{
+  return message_with_file (message_id, data, "application/pdf", "report.pdf");
 }
 
 static char *
@@ -275,6 +312,179 @@ test_store_unwritable (void)
   g_assert_cmpuint (objects->len, ==, 1);   /* the first test's only */
 }
 
+/* The store answers its PUT slowly (slowdav.py trickles the answer over
+ * 6 s), within externalize_store_timeout (30 s) but beyond Postfix's
+ * milter_content_timeout on this listener (3 s): the milter keeps telling
+ * Postfix it is working (smfi_progress from the store's transfers), so the
+ * message is not given up and arrives externalized. Without those calls
+ * Postfix drops the milter after 3 s and milter_default_action = tempfail
+ * refuses the message. */
+static void
+test_slow_store (void)
+{
+  g_autoptr (GBytes) data = random_bytes (22, 300 * 1024);
+  g_autofree char *sha = digest_hex (G_CHECKSUM_SHA256, data);
+  g_autofree char *m = message_with_attachment ("ext-3@test.example", data);
+  g_assert_cmpint (send_to (slow_port, m), ==, 0);
+  g_autofree char *path = delivered ("<ext-3@test.example>", 60);
+  g_assert_nonnull (path);
+  g_autofree char *got = NULL;
+  gsize got_len = 0;
+  g_assert_true (g_file_get_contents (path, &got, &got_len, NULL));
+  g_test_message ("delivered (%" G_GSIZE_FORMAT " bytes):\n%.3000s", got_len, got);
+  g_assert_cmpuint (got_len, <, 64 * 1024);
+  g_assert_nonnull (strstr (got, "\nX-Extbody: externalized 1 of "));
+  g_autofree char *ref = mime_check ("reference", path);
+  g_autofree char *url = value_of (ref, "url");
+  g_autofree char *want_url = g_strdup_printf ("http://127.0.0.1:%u/store/%s", slowdav->port, sha);
+  g_assert_cmpstr (url, ==, want_url);
+  /* the slow PUT was answered, once */
+  g_assert_cmpint (test_http_get_number (slowdav->port, "/puts"), ==, 1);
+}
+
+/* milter_mode = externalize with externalize_fallback = on and a WebDAV
+ * store on a private Apache (mod_dav, basic authentication; the user name
+ * and password only in the milter's configuration file, mode 0600): the
+ * attachment arrives as a multipart/alternative of a text/plain part with
+ * the link and the message/external-body reference; the object is in
+ * Apache's collection; `extbody rewrite --fetch` of the delivered file puts
+ * the original part back alone (the same tree as sent, the same type, the
+ * same decoded bytes). */
+static void
+test_fallback_webdav (void)
+{
+  g_autoptr (GBytes) data = random_bytes (23, 300 * 1024);
+  g_autofree char *sha = digest_hex (G_CHECKSUM_SHA256, data);
+  g_autofree char *m = message_with_file ("ext-4@test.example", data, "application/octet-stream",
+                                          "data.bin");
+  g_autofree char *sent = g_build_filename (dir, "sent-4.eml", NULL);
+  g_assert_true (g_file_set_contents (sent, m, -1, NULL));
+  g_assert_cmpint (send_to (dav_port, m), ==, 0);
+  g_autofree char *path = delivered ("<ext-4@test.example>", 60);
+  g_assert_nonnull (path);
+  g_autofree char *got = NULL;
+  gsize got_len = 0;
+  g_assert_true (g_file_get_contents (path, &got, &got_len, NULL));
+  g_test_message ("delivered (%" G_GSIZE_FORMAT " bytes):\n%.4000s", got_len, got);
+  g_assert_cmpuint (got_len, <, 64 * 1024);
+  g_assert_nonnull (strstr (got, "\nX-Extbody: externalized 1 of "));
+  g_assert_null (strstr (got, TEST_DAV_PASSWORD));
+
+  /* the fallback's shape */
+  g_autofree char *tree = mime_check ("tree", path);
+  g_test_message ("tree:\n%s", tree);
+  g_assert_cmpstr (tree, ==,
+                   "multipart/mixed\n"
+                   "  text/plain\n"
+                   "  multipart/alternative\n"
+                   "    text/plain\n"
+                   "    message/external-body\n");
+  g_autofree char *dav_url = test_apache_dav_url (apache, "dav");
+  g_autofree char *want_url = g_strconcat (dav_url, sha, NULL);
+  /* the link in the text part, the URL in the reference */
+  g_assert_nonnull (strstr (got, want_url));
+  g_autofree char *ref = mime_check ("reference", path);
+  g_autofree char *url = value_of (ref, "url");
+  g_autofree char *type = value_of (ref, "type");
+  g_assert_cmpstr (url, ==, want_url);
+  g_assert_cmpstr (type, ==, "application/octet-stream");
+
+  /* the object, written by an authenticated PUT */
+  g_autofree char *obj_path = g_build_filename (apache->dir, "dav", sha, NULL);
+  g_autofree char *obj = NULL;
+  gsize obj_len = 0;
+  g_assert_true (g_file_get_contents (obj_path, &obj, &obj_len, NULL));
+  g_assert_cmpmem (obj, obj_len, g_bytes_get_data (data, NULL), g_bytes_get_size (data));
+  g_autofree char *access_path = g_build_filename (apache->dir, "access.log", NULL);
+  g_autofree char *access = NULL;
+  g_assert_true (g_file_get_contents (access_path, &access, NULL, NULL));
+  g_autofree char *put = g_strdup_printf ("PUT /dav/%s 201\n", sha);
+  g_assert_nonnull (strstr (access, put));
+
+  /* resolved back through Apache: the original part alone */
+  g_autofree char *conf = g_build_filename (dir, "rewrite.conf", NULL);
+  g_assert_true (g_file_set_contents (conf, "", -1, NULL));
+  g_autofree char *restored = g_build_filename (dir, "restored-4.eml", NULL);
+  g_autofree char *cmd = g_strdup_printf ("'%s' rewrite -c '%s' --fetch --allow-network 127.0.0.1/32 '%s' > '%s'",
+                                          g_getenv ("EXTBODY"), conf, path, restored);
+  g_assert_cmpint (test_sh (cmd, NULL), ==, 0);
+  g_autofree char *want_tree = mime_check ("tree", sent);
+  g_autofree char *back_tree = mime_check ("tree", restored);
+  g_assert_cmpstr (back_tree, ==, want_tree);
+  g_autofree char *want = mime_check ("leaves", sent);
+  g_autofree char *back = mime_check ("leaves", restored);
+  g_test_message ("sent:\n%srestored:\n%s", want, back);
+  g_autofree char *leaf = g_strdup_printf ("application/octet-stream %s %d\n", sha, 300 * 1024);
+  g_assert_nonnull (strstr (want, leaf));
+  g_assert_cmpstr (back, ==, want);
+}
+
+typedef struct {
+  GSubprocess *proc;
+  guint        watchdog;
+  char        *log;
+} Milter;
+
+/* Start extbody-milter as nobody on the socket @sock (a unix socket in
+ * @run) with the configuration @conf_text, written to a root-only file. */
+static Milter *
+milter_start (const char *name, const char *run, const char *conf_text)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *sock = g_strdup_printf ("%s/%s.sock", run, name);
+  g_autofree char *spec = g_strdup_printf ("unix:%s", sock);
+  g_autofree char *conf = g_strdup_printf ("%s/%s.conf", dir, name);
+  g_assert_true (g_file_set_contents (conf, conf_text, -1, NULL));
+  g_assert_cmpint (g_chmod (conf, 0600), ==, 0);
+  Milter *m = g_new0 (Milter, 1);
+  m->log = g_strdup_printf ("%s/%s.log", dir, name);
+  g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+  g_subprocess_launcher_set_stderr_file_path (launcher, m->log);
+  m->proc = g_subprocess_launcher_spawn (launcher, &error, g_getenv ("EXTBODY_MILTER"),
+                                         "-p", spec, "-c", conf, "-u", "nobody", NULL);
+  g_assert_no_error (error);
+  g_autofree char *kill_milter = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (m->proc));
+  m->watchdog = test_watchdog_add (kill_milter);
+  for (int i = 0; i < 250 && !g_file_test (sock, G_FILE_TEST_EXISTS); i++)
+    g_usleep (20000);
+  g_assert_true (g_file_test (sock, G_FILE_TEST_EXISTS));
+  return m;
+}
+
+/* Stop it (SIGTERM), show its log; its exit status. */
+static int
+milter_stop (Milter *m)
+{
+  g_subprocess_send_signal (m->proc, SIGTERM);
+  g_subprocess_wait (m->proc, NULL, NULL);
+  g_assert_true (g_subprocess_get_if_exited (m->proc));
+  int status = g_subprocess_get_exit_status (m->proc);
+  g_object_unref (m->proc);
+  test_watchdog_remove (m->watchdog);
+  g_autofree char *log = NULL;
+  g_file_get_contents (m->log, &log, NULL, NULL);
+  g_test_message ("milter log %s:\n%s", m->log, log ? log : "");
+  g_assert_null (log ? strstr (log, TEST_DAV_PASSWORD) : NULL);
+  g_free (m->log);
+  g_free (m);
+  return status;
+}
+
+/* Wait until Postfix listens on @port (after a reload). */
+static void
+wait_listening (guint port)
+{
+  g_autoptr (GSocketClient) client = g_socket_client_new ();
+  for (int i = 0; i < 200; i++) {
+    g_autoptr (GSocketConnection) c =
+      g_socket_client_connect_to_host (client, "127.0.0.1", (guint16) port, NULL, NULL);
+    if (c)
+      return;
+    g_usleep (50000);
+  }
+  g_error ("Postfix does not listen on 127.0.0.1:%u", port);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -292,9 +502,12 @@ main (int argc, char **argv)
     test_skip_all ("/usr/bin/python3 is not installed");
   if (!g_getenv ("EXTBODY_MILTER") || !g_getenv ("EXTBODY"))
     test_skip_all ("EXTBODY_MILTER and EXTBODY are not set (run through ctest)");
-  struct passwd *nobody = getpwnam ("nobody");
-  if (!nobody)
+  struct passwd *pw = getpwnam ("nobody");
+  if (!pw)
     test_skip_all ("no user nobody to run the milter as");
+  /* a copy: the next getpwnam () overwrites what it points to */
+  uid_t nobody_uid = pw->pw_uid;
+  gid_t nobody_gid = pw->pw_gid;
   g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);
   dir = g_dir_make_tmp ("extbody-pfx-XXXXXX", NULL);
   g_assert_nonnull (dir);
@@ -306,61 +519,88 @@ main (int argc, char **argv)
   store = g_build_filename (dir, "store", NULL);
   g_assert_cmpint (g_mkdir (store, 0755), ==, 0);
   /* the milter runs as nobody: the store is its own until the failure test */
-  g_assert_cmpint (chown (store, nobody->pw_uid, nobody->pw_gid), ==, 0);
+  g_assert_cmpint (chown (store, nobody_uid, nobody_gid), ==, 0);
   nginx = test_nginx_start (store);
   g_assert_nonnull (nginx);
 
+  /* the store slowdav.py keeps in memory, answering each PUT over 6 s */
   g_autoptr (GError) error = NULL;
-  /* the socket's directory is nobody's, so that the milter removes it at the stop */
+  slowdav = test_server_start ("slowdav.py", (const char *const[]) { "--put-seconds", "6", NULL },
+                               NULL, FALSE, &error);
+  g_assert_no_error (error);
+  /* Apache's WebDAV collection (basic authentication to write), as www-data */
+  if (test_apache_available ()) {
+    g_autofree char *adir = g_build_filename (dir, "apache", NULL);
+    g_assert_cmpint (g_mkdir (adir, 0755), ==, 0);
+    apache = test_apache_start (adir, getpwnam ("www-data") ? "www-data" : NULL, NULL);
+    g_assert_nonnull (apache);
+  } else {
+    g_printerr ("# apache2, htpasswd or mod_dav_fs missing: the WebDAV case is left out\n");
+  }
+
+  /* the sockets' directory is nobody's, so that the milters remove them at the stop */
   g_autofree char *run = g_build_filename (dir, "run", NULL);
   g_assert_cmpint (g_mkdir (run, 0755), ==, 0);
-  g_assert_cmpint (chown (run, nobody->pw_uid, nobody->pw_gid), ==, 0);
-  g_autofree char *sock = g_build_filename (run, "milter-out.sock", NULL);
-  g_autofree char *spec = g_strdup_printf ("unix:%s", sock);
-  g_autofree char *conf = g_build_filename (dir, "milter.conf", NULL);
-  g_autofree char *conf_text = g_strdup_printf (
+  g_assert_cmpint (chown (run, nobody_uid, nobody_gid), ==, 0);
+  g_autofree char *conf_out = g_strdup_printf (
     "milter_umask = 000\nmilter_mode = externalize\nexternalize_store = %s\n"
     "externalize_base_url = http://127.0.0.1:%u\n", store, nginx->port);
-  g_assert_true (g_file_set_contents (conf, conf_text, -1, NULL));
-  g_autofree char *milter_log = g_build_filename (dir, "milter.log", NULL);
-  g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
-  g_subprocess_launcher_set_stderr_file_path (launcher, milter_log);
-  GSubprocess *milter = g_subprocess_launcher_spawn (launcher, &error, g_getenv ("EXTBODY_MILTER"),
-                                                     "-p", spec, "-c", conf, "-u", "nobody", NULL);
-  g_assert_no_error (error);
-  g_autofree char *kill_milter = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (milter));
-  guint wd_milter = test_watchdog_add (kill_milter);
-  for (int i = 0; i < 250 && !g_file_test (sock, G_FILE_TEST_EXISTS); i++)
-    g_usleep (20000);
-  g_assert_true (g_file_test (sock, G_FILE_TEST_EXISTS));
+  Milter *m_out = milter_start ("milter-out", run, conf_out);
+  g_autofree char *conf_slow = g_strdup_printf (
+    "milter_umask = 000\nmilter_mode = externalize\nexternalize_min_size = 100K\n"
+    "externalize_store = http://127.0.0.1:%u/store/\nexternalize_store_timeout = 30\n",
+    slowdav->port);
+  Milter *m_slow = milter_start ("milter-slow", run, conf_slow);
+  Milter *m_dav = NULL;
+  if (apache) {
+    g_autofree char *dav = test_apache_dav_url (apache, "dav");
+    g_autofree char *conf_dav = g_strdup_printf (
+      "milter_umask = 000\nmilter_mode = externalize\nexternalize_min_size = 100K\n"
+      "externalize_fallback = on\nexternalize_store = %s\n"
+      "externalize_store_user = " TEST_DAV_USER "\nexternalize_store_password = " TEST_DAV_PASSWORD "\n",
+      dav);
+    m_dav = milter_start ("milter-dav", run, conf_dav);
+  }
 
   smtp_port = test_free_port ();
+  slow_port = test_free_port ();
+  dav_port = test_free_port ();
   g_autofree char *peer = script ("pf-peer.sh");
-  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u '%s' tempfail", peer, pfdir, smtp_port, spec);
+  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u 'unix:%s/milter-out.sock' tempfail",
+                                         peer, pfdir, smtp_port, run);
   g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);
   guint wd_pf = test_watchdog_add (stop);
   g_assert_cmpint (test_sh (up, NULL), ==, 0);
-  /* a 5 MB attachment in base64, and a little room */
+  /* a 5 MB attachment in base64, and a little room; one listener more per
+   * milter, the slow store's with a content timeout shorter than its PUT */
   g_autofree char *size = g_strdup_printf ("sh '%s' set '%s' message_size_limit=20000000 milter_content_timeout=60s",
                                            peer, pfdir);
   g_assert_cmpint (test_sh (size, NULL), ==, 0);
+  g_autofree char *services = g_strdup_printf (
+    "sh '%s' service '%s' "
+    "'127.0.0.1:%u inet n - n - - smtpd -o smtpd_milters=unix:%s/milter-slow.sock -o milter_content_timeout=3s' "
+    "'127.0.0.1:%u inet n - n - - smtpd -o smtpd_milters=unix:%s/milter-dav.sock'",
+    peer, pfdir, slow_port, run, dav_port, run);
+  g_assert_cmpint (test_sh (services, NULL), ==, 0);
+  wait_listening (slow_port);
+  wait_listening (dav_port);
 
   g_test_add_func ("/postfix-externalize/1-attachment-becomes-reference", test_externalized);
   g_test_add_func ("/postfix-externalize/2-store-unwritable-message-unchanged", test_store_unwritable);
+  g_test_add_func ("/postfix-externalize/3-slow-store-progress", test_slow_store);
+  if (apache)
+    g_test_add_func ("/postfix-externalize/4-fallback-webdav-basic-auth", test_fallback_webdav);
   int rc = g_test_run ();
 
   g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
   test_sh (down, NULL);
   test_watchdog_remove (wd_pf);
-  g_subprocess_send_signal (milter, SIGTERM);
-  g_subprocess_wait (milter, NULL, NULL);
-  g_assert_true (g_subprocess_get_if_exited (milter));
-  int milter_status = g_subprocess_get_exit_status (milter);
-  g_object_unref (milter);
-  test_watchdog_remove (wd_milter);
-  g_autofree char *log = NULL;
-  g_file_get_contents (milter_log, &log, NULL, NULL);
-  g_test_message ("milter log:\n%s", log ? log : "");
+  int milter_status = milter_stop (m_out);
+  milter_status |= milter_stop (m_slow);
+  if (m_dav)
+    milter_status |= milter_stop (m_dav);
+  g_clear_pointer (&slowdav, test_server_stop);
+  g_clear_pointer (&apache, test_apache_stop);
   g_clear_pointer (&nginx, test_nginx_stop);
   test_sh (rm_dir, NULL);
   test_watchdog_remove (wd_dir);
