@@ -705,6 +705,56 @@ test_dav_timeout (void)
   assert_put_fails (c, data, "timed out");
 }
 
+typedef struct {
+  guint calls;
+  gint  cancel;
+} Hooks;
+
+/* The thread's progress hook: counts, and cancels the thread's transfers. */
+static void
+progress_then_cancel (gpointer data)
+{
+  Hooks *h = data;
+  h->calls++;
+  g_atomic_int_set (&h->cancel, 1);
+}
+
+/* A store that never answers, within externalize_store_timeout (60 s): the
+ * request calls the thread's progress hook (the milter's smfi_progress)
+ * while it waits, and the thread's cancel flag (set by the hook here, as
+ * the milter's is when the MTA is gone) ends it: "cancelled", no URL. Then
+ * a set flag stops the next put before any request. */
+static void
+test_dav_progress_cancel (void)
+{
+  g_autofree char *url = g_strdup_printf ("http://127.0.0.1:%u/dav/", silent_port);
+  g_autoptr (EbConfig) c = store_config (url, NULL);
+  g_autoptr (GBytes) data = make_bytes (2000, 20);
+  Hooks h = { 0, 0 };
+  eb_fetch_set_thread_progress (progress_then_cancel, &h);
+  eb_fetch_set_thread_cancel (&h.cancel);
+  g_autofree char *hex = eb_store_sha256_hex (data);
+  g_autofree char *cause = g_strdup_printf ("HEAD %s: cancelled", hex);
+  assert_put_fails (c, data, cause);
+  g_assert_cmpuint (h.calls, ==, 1);
+  {
+    g_autoptr (EbStore) s = new_store (c);
+    g_autoptr (GError) e = NULL;
+    g_autofree char *u = eb_store_put (s, data, NULL, &e);
+    g_assert_null (u);
+    g_assert_error (e, EB_ERROR, EB_ERROR_IO);
+    g_assert_true (g_str_has_suffix (e->message, ": cancelled"));
+  }
+  /* the same with the directory store: nothing written */
+  g_autofree char *dir = subdir ("cancelled");
+  g_autoptr (EbConfig) dc = store_config (dir, "http://files.example/");
+  assert_put_fails (dc, data, "cancelled");
+  g_assert_cmpuint (count_entries (dir), ==, 0);
+  eb_fetch_set_thread_cancel (NULL);
+  eb_fetch_set_thread_progress (NULL, NULL);
+  g_assert_cmpuint (h.calls, ==, 1);
+}
+
 static void
 test_dav_wrong_bytes (void)
 {
@@ -883,6 +933,7 @@ main (int argc, char **argv)
     g_test_add_func ("/store/webdav/too-large", test_dav_too_large);
     g_test_add_func ("/store/webdav/full", test_dav_full);
     g_test_add_func ("/store/webdav/timeout", test_dav_timeout);
+    g_test_add_func ("/store/webdav/progress-cancel", test_dav_progress_cancel);
     g_test_add_func ("/store/webdav/wrong-bytes", test_dav_wrong_bytes);
   } else {
     g_printerr ("# apache2, htpasswd or mod_dav_fs missing: the WebDAV cases are left out\n");
