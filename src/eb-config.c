@@ -461,7 +461,7 @@ static const EbConfigKey keys[] = {
   STR (externalize_store_password, "",
        "Password for HTTP basic authentication to the WebDAV store. Read from the configuration file only, never from -o, and never printed by extbody config; keep the file unreadable to others.", NULL),
   KEY (externalize_store_timeout, EB_CONFIG_UINT, "60", 1, 86400,
-       "Seconds for each request to the WebDAV store (the existence check, the upload and the read-back); past it the part stays in the message."),
+       "Seconds for each request to the WebDAV or S3 store (the existence check, the upload and the read-back); past it the part stays in the message. Meanwhile the milter tells the MTA about once a second that it is still working (smfi_progress), so the MTA's own milter timeout need not cover the store (see extbody-milter(8))."),
   STR (externalize_store_auth, "basic",
        "How extbody authenticates to an http or https store: basic (HTTP basic authentication with externalize_store_user and externalize_store_password, for WebDAV), or aws-sigv4 (an S3-compatible object store: externalize_store is the bucket's URL in path style, http(s)://HOST[:PORT]/BUCKET, objects are written as BUCKET/<SHA-256> with HTTP PUT signed with AWS Signature Version 4, externalize_store_user is the access key ID and externalize_store_password the secret access key). The bucket, or a web server in front of it, must serve the objects to anyone under externalize_base_url (for S3 a bucket policy allowing s3:GetObject to everyone; no ACL is sent).", "basic|aws-sigv4"),
   LIST (externalize_store_region, "us-east-1",
