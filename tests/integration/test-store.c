@@ -420,6 +420,21 @@ test_dir_served_by_nginx (void)
   g_autofree char *objects = subdir ("served");
   guint port = test_free_port ();
   g_autofree char *log = g_build_filename (ndir, "error.log", NULL);
+  /* the server block of data/store-nginx.conf.example itself, on a loopback
+   * port without TLS and serving the test's directory */
+  g_autofree char *example_path = g_build_filename (g_getenv ("EXTBODY_DATADIR"),
+                                                    "store-nginx.conf.example", NULL);
+  g_autofree char *example = NULL;
+  g_assert_true (g_file_get_contents (example_path, &example, NULL, NULL));
+  g_assert_nonnull (strstr (example, "    listen 443 ssl;\n"));
+  g_assert_nonnull (strstr (example, "/srv/extbody/objects/$1;"));
+  g_autofree char *listen = g_strdup_printf ("    listen 127.0.0.1:%u;\n", port);
+  g_auto (GStrv) p1 = g_strsplit (example, "    listen 443 ssl;\n", -1);
+  g_autofree char *e1 = g_strjoinv (listen, p1);
+  g_auto (GStrv) p2 = g_strsplit (e1, "/srv/extbody/objects", -1);
+  g_autofree char *site = g_strjoinv (objects, p2);
+  g_autofree char *site_path = g_build_filename (ndir, "site.conf", NULL);
+  g_assert_true (g_file_set_contents (site_path, site, -1, NULL));
   g_autofree char *conf_text = g_strdup_printf (
     "daemon off;\n"
     "%s%s%s"
@@ -434,18 +449,10 @@ test_dir_served_by_nginx (void)
     "  fastcgi_temp_path %s/fastcgi;\n"
     "  uwsgi_temp_path %s/uwsgi;\n"
     "  scgi_temp_path %s/scgi;\n"
-    "  server {\n"
-    "    listen 127.0.0.1:%u;\n"
-    /* as data/store-nginx.conf.example has it */
-    "    location ~ \"^/objects/([0-9a-f]{64})$\" {\n"
-    "      alias %s/$1;\n"
-    "      default_type application/octet-stream;\n"
-    "    }\n"
-    "    location /objects/ { return 404; }\n"
-    "  }\n"
+    "  include %s;\n"
     "}\n",
     daemon_user ? "user " : "", daemon_user ? daemon_user : "", daemon_user ? ";\n" : "",
-    ndir, log, ndir, ndir, ndir, ndir, ndir, ndir, port, objects);
+    ndir, log, ndir, ndir, ndir, ndir, ndir, ndir, site_path);
   g_autofree char *conf = g_build_filename (ndir, "nginx.conf", NULL);
   g_assert_true (g_file_set_contents (conf, conf_text, -1, NULL));
   g_autoptr (Daemon) d G_GNUC_UNUSED = daemon_start ((const char *const[]) { nginx_bin, "-e", log, "-p", ndir, "-c", conf, NULL },
