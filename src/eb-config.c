@@ -433,7 +433,7 @@ static const EbConfigKey keys[] = {
   LIST (externalize_types, "*/*",
        "The media types extbody externalize may take out of messages: type/subtype, type/* or */*, separated by commas or spaces, compared ignoring case.", check_type_patterns, "media-type pattern list"),
   KEY (externalize_retention, EB_CONFIG_UINT, "0", 0, 36500,
-       "Days ahead for the expiration parameter (RFC 2046 5.2.3) of each reference extbody externalize writes; 0 writes none. It is a promise to the recipients only: extbody never deletes a stored object, expiring them is the administrator's (see extbody(1)), and a deduplicated object keeps the date of its first upload."),
+       "Days ahead for the expiration parameter (RFC 2046 5.2.3) of each reference extbody externalize writes; 0 writes none. It is a promise to the recipients only: extbody never deletes a stored object, expiring them is the administrator's (see extbody(1)); in a directory store each message that refers to an object again renews its modification time."),
   BOOL (externalize_fallback, "off",
         "extbody externalize writes each reference inside a multipart/alternative, after a short text/plain part with the link, for mail readers that do not show message/external-body (extbody rewrite restores the original part alone)."),
   LIST (metrics_file, "",
