@@ -210,11 +210,20 @@ build_replacement (Ctx *c, const EbLeaf *leaf, const EbHeaderBlock *blk, GBytes 
 
   /* the phantom header: the part's own content fields as written */
   g_autoptr (GString) phantom = g_string_new (NULL);
+  gboolean has_type = FALSE;
   for (guint i = 0; i < blk->fields->len; i++) {
     const EbHeaderField *f = &g_array_index (blk->fields, EbHeaderField, i);
     if (phantom_field (f, buf))
       append_raw (phantom, buf, f, eol);
+    has_type = has_type || eb_header_field_is (f, buf, "Content-Type");
   }
+  /* a part without Content-Type is text/plain; charset=us-ascii (RFC 2045
+   * 5.2); the phantom says so, or a resolver would take the type the server
+   * names instead */
+  if (!has_type && strcmp (leaf->type, "text/plain") == 0)
+    g_string_append_printf (phantom, "Content-Type: text/plain; charset=us-ascii%s", eol);
+  else if (!has_type)
+    g_string_append_printf (phantom, "Content-Type: %s%s", leaf->type, eol);
   g_autofree char *md5 = content_md5 (data);
   g_string_append_printf (phantom, "Content-Transfer-Encoding: binary%sContent-MD5: %s%s%s", eol,
                           md5, eol, eol);

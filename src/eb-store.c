@@ -305,6 +305,12 @@ dir_put (EbStore *store, GBytes *data, const char *hex, EbStoreOutcome *outcome,
   if (!dir_read_object (store, path, size + 1, &last, &before, error))
     return NULL;
   if (before.present && before.size == size && g_str_equal (before.sha256, hex)) {
+    /* nothing written; its modification time renewed, so that expiring
+     * objects by age (find -mtime) never removes one newer mail refers to. A
+     * store that refuses (read-only) still holds the right bytes. */
+    if (utimensat (AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW) != 0)
+      g_debug ("store %s: cannot renew the time of %s: %s", store->location, path,
+               g_strerror (errno));
     *outcome = EB_STORE_PRESENT;
     return eb_store_join_url (store->base_url, hex);
   }

@@ -179,6 +179,75 @@ test_mbox (Fx *f, gconstpointer d G_GNUC_UNUSED)
   g_assert_cmpmem (g_bytes_get_data (orig, NULL), g_bytes_get_size (orig), text, strlen (text));
 }
 
+/* The quick start's run (tests/quickstart.sh demo): the bundled sample's PDF
+ * into a directory store, the object holding the part's decoded bytes under
+ * their SHA-256, the reference as extbody(1) shows it, a second run unchanged. */
+static void
+test_sample (Fx *f, gconstpointer d G_GNUC_UNUSED)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("EXTBODY_DATADIR"), "samples",
+                                            "attachment.eml", NULL);
+  g_autoptr (GBytes) in = file_bytes (path);
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, NULL, "externalize", "-o", f->opt_store,
+       "-o", "externalize_base_url=https://files.example.org/objects",
+       "-o", "externalize_min_size=32K", "-o", "externalize_retention=30", "--report", path);
+  g_assert_cmpint (r.status, ==, 0);
+  g_autofree char *err = bytes_str (r.err);
+  g_autofree char *out = bytes_str (r.out);
+  g_test_message ("%s", err);
+  g_assert_cmpuint (n_lines (r.err), ==, 1);   /* the text body is no candidate */
+  const char *hex = "be5cc2defc64b6b0fe645bf1b434f36b1bcbd70c6dbe971faf66f789986386c6";
+  g_autofree char *line = g_strdup_printf ("extbody: part 2 application/pdf 65547 bytes: externalized "
+                                           "https://files.example.org/objects/%s\n", hex);
+  g_assert_cmpstr (err, ==, line);
+
+  /* the object: the decoded bytes of the sample's base64 part */
+  g_assert_cmpuint (objects (f->store), ==, 1);
+  g_autofree char *obj = g_build_filename (f->store, hex, NULL);
+  g_autoptr (GBytes) stored = file_bytes (obj);
+  const char *src = g_bytes_get_data (in, NULL);
+  const char *b64 = strstr (src, "\n\nJVBER");
+  g_assert_nonnull (b64);
+  const char *b64_end = strstr (b64 + 2, "\n\n");
+  g_assert_nonnull (b64_end);
+  g_autofree char *text = g_strndup (b64 + 2, (gsize) (b64_end - b64 - 2));
+  gsize dlen = 0;
+  g_autofree guchar *decoded = g_base64_decode (text, &dlen);
+  g_autoptr (GBytes) want = g_bytes_new (decoded, dlen);
+  g_assert_true (g_bytes_equal (stored, want));
+  g_autofree char *sum = g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, stored);
+  g_assert_cmpstr (sum, ==, hex);
+  struct stat st;
+  g_assert_cmpint (g_stat (obj, &st), ==, 0);
+  g_assert_cmpint (st.st_mode & 07777, ==, 0644);
+
+  /* the reference as extbody(1) shows it (the expiration aside) */
+  const char *want_ref[] = {
+    "\n--=-sample-attachment-1\nContent-Type: message/external-body; access-type=URL;\n\tsize=65547;\n\texpiration=\"",
+    " +0000\";\n\tURL=\"https://files.example.org/objects/be5cc2\n\tdefc64b6b0fe645bf1b434f36b1bcbd70c6dbe97\n"
+    "\t1faf66f789986386c6\"\n\nContent-Type: application/pdf; name=\"site-plan.pdf\"\n"
+    "Content-Disposition: attachment; filename=\"site-plan.pdf\"\nContent-Description: Site plan, north wing\n"
+    "Content-Transfer-Encoding: binary\nContent-MD5: 8QsrP5XLOhYJc0KQnaIwMQ==\n\n\n--=-sample-attachment-1--\n",
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (want_ref); i++)
+    g_assert_nonnull (strstr (out, want_ref[i]));
+  /* everything before the PDF's part is the sample's */
+  const char *cut = strstr (src, "Content-Type: application/pdf");
+  g_assert_nonnull (cut);
+  g_assert_cmpint (strncmp (out, src, (gsize) (cut - src)), ==, 0);
+  g_assert_true (g_str_has_prefix (out + (cut - src), "Content-Type: message/external-body"));
+
+  /* a second run changes nothing and stores nothing new */
+  g_auto (CmdResult) again = { 0 };
+  RUN (&again, r.out, "externalize", "-o", f->opt_store,
+       "-o", "externalize_base_url=https://files.example.org/objects", "-o", "externalize_min_size=32K");
+  g_assert_cmpint (again.status, ==, 0);
+  g_assert_true (g_bytes_equal (again.out, r.out));
+  g_assert_cmpuint (g_bytes_get_size (again.err), ==, 0);
+  g_assert_cmpuint (objects (f->store), ==, 1);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -189,5 +258,6 @@ main (int argc, char **argv)
   ADD ("/externalize-cmd/one-message", test_one_message);
   ADD ("/externalize-cmd/store-fails", test_store_fails);
   ADD ("/externalize-cmd/mbox", test_mbox);
+  ADD ("/externalize-cmd/sample", test_sample);
   return g_test_run ();
 }

@@ -79,6 +79,28 @@ cat "$work/report.txt"
 grep -q 'resolved' "$work/report.txt" || fail "nothing resolved"
 ! cmp -s "$top/data/samples/references.eml" "$work/out.eml" || fail "the message was not rewritten"
 
+echo "==> externalize with the installed command (a directory store)"
+mkdir -m 0755 "$work/store"
+/usr/bin/extbody externalize -o externalize_store="$work/store" \
+  -o externalize_base_url=https://files.example.org/objects -o externalize_min_size=32K \
+  --report "$top/data/samples/attachment.eml" >"$work/ext.eml" 2>"$work/ext.txt" \
+  || fail "extbody externalize failed"
+cat "$work/ext.txt"
+hex=be5cc2defc64b6b0fe645bf1b434f36b1bcbd70c6dbe971faf66f789986386c6
+grep -qx "extbody: part 2 application/pdf 65547 bytes: externalized https://files.example.org/objects/$hex" \
+  "$work/ext.txt" || fail "the PDF was not externalized"
+[ "$(ls "$work/store")" = "$hex" ] || fail "the store does not hold the one object $hex"
+[ "$(sha256sum <"$work/store/$hex" | cut -d' ' -f1)" = "$hex" ] || fail "the object is not named by its SHA-256"
+grep -q '^Content-Type: message/external-body; access-type=URL;$' "$work/ext.eml" \
+  && grep -q '^	URL="https://files.example.org/objects/be5cc2$' "$work/ext.eml" \
+  && grep -q '^Content-MD5: ' "$work/ext.eml" || fail "no reference in the message"
+/usr/bin/extbody externalize -o externalize_store="$work/store" \
+  -o externalize_base_url=https://files.example.org/objects -o externalize_min_size=32K \
+  "$work/ext.eml" | cmp -s - "$work/ext.eml" || fail "a second externalize changed the message"
+for f in store-nginx.conf.example store-apache-dav.conf.example extbody.conf.example; do
+  [ -f "/usr/share/doc/extbody/examples/$f" ] || fail "the package does not install examples/$f"
+done
+
 if [ -f "$top/examples/resolve-one.c" ]; then
   echo "==> examples/resolve-one.c against the installed libextbody-dev (pkg-config extbody-1)"
   # shellcheck disable=SC2046

@@ -608,6 +608,30 @@ test_encapsulated (Fixture *f, gconstpointer data G_GNUC_UNUSED)
                                   "MIME-Version: 1.0\nContent-Type: message/external-body;"));
 }
 
+/* A text attachment without Content-Type is text/plain; charset=us-ascii
+ * (RFC 2045 5.2): the phantom header names it, so a resolver does not take
+ * the type a web server makes up for the object. */
+static void
+test_default_type (Fixture *f, gconstpointer data G_GNUC_UNUSED)
+{
+  GString *text = g_string_new (NULL);
+  for (guint i = 0; i < 40; i++)
+    g_string_append_printf (text, "line %u of a log file that is attached\n", i);
+  g_autofree char *msg = g_strdup_printf (
+    "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n"
+    "--b\nContent-Type: text/plain\n\nhi\n"
+    "--b\nContent-Disposition: attachment; filename=log.txt\n\n%s--b--\n", text->str);
+  g_string_free (text, TRUE);
+  gsize len = strlen (msg);
+  g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg, len, f->config, f->store, 0);
+  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 1);
+  g_autoptr (GByteArray) out = write_plan (r, msg, len);
+  g_assert_nonnull (g_strstr_len ((const char *) out->data, out->len,
+                                  "\n\nContent-Disposition: attachment; filename=log.txt\n"
+                                  "Content-Type: text/plain; charset=us-ascii\n"
+                                  "Content-Transfer-Encoding: binary\n"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -625,5 +649,6 @@ main (int argc, char **argv)
   ADD ("/externalize/store-failure", test_store_failure);
   ADD ("/externalize/unchanged", test_unchanged);
   ADD ("/externalize/encapsulated", test_encapsulated);
+  ADD ("/externalize/default-type", test_default_type);
   return g_test_run ();
 }
