@@ -9,7 +9,8 @@
  * Built with libcrypto (OpenSSL, found by pkg-config: EB_HAVE_LIBCRYPTO) the
  * digests are OpenSSL's, which use the processor's SHA instructions where
  * there are some - several times faster than GLib's GChecksum, which is used
- * otherwise. Either way the digests are the standard ones. Pure.
+ * otherwise (and for a digest libcrypto refuses to start: MD5 under FIPS).
+ * Either way the digests are the standard ones. Pure.
  */
 #pragma once
 #include <glib.h>
@@ -29,13 +30,13 @@ void eb_digest_sha256_md5 (const guint8 *p, gsize len, char **sha256_hex, char *
 typedef struct _EbSha256 EbSha256;
 EbSha256 *eb_sha256_new (void);
 void      eb_sha256_update (EbSha256 *s, const void *p, gsize len);
-/* The lowercase hex digest of everything given so far; no update after it.
- * Returns: (transfer full). */
+/* The lowercase hex digest of everything given so far; no update after it
+ * (asking again gives the same). Returns: (transfer full). */
 char     *eb_sha256_finish_hex (EbSha256 *s);
 void      eb_sha256_free (EbSha256 *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbSha256, eb_sha256_free)
 
-/* Which implementation the digests come from: "libcrypto" or "glib". */
+/* Where the SHA-256 comes from here: "libcrypto" or "glib". */
 const char *eb_digest_backend (void);
 
 G_END_DECLS
