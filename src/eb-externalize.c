@@ -330,18 +330,17 @@ consider (Ctx *c, EbLeaf *leaf, EbRewriteResult *r)
 
   EbResolution *res = NULL;
   /* the store's name for the bytes and the reference's Content-MD5, in one
-   * pass over them */
+   * pass over them; a dry run (nothing stored) needs neither */
   g_autofree char *sha = NULL, *md5 = NULL;
-  if (data) {
+  gboolean storing = c->store && !(c->flags & EB_EXTERNALIZE_NO_STORE);
+  if (data && reason == EB_REASON_RESOLVED && storing) {
     gsize dn = 0;
     const guint8 *d = g_bytes_get_data (data, &dn);
-    gboolean want_md5 = reason == EB_REASON_RESOLVED && c->store
-                        && !(c->flags & EB_EXTERNALIZE_NO_STORE);
-    eb_digest_sha256_md5 (d, dn, &sha, want_md5 ? &md5 : NULL);
+    eb_digest_sha256_md5 (d, dn, &sha, &md5);
   }
   if (reason != EB_REASON_RESOLVED) {
     res = resolution_new (reason, detail);
-  } else if (!c->store || (c->flags & EB_EXTERNALIZE_NO_STORE)) {
+  } else if (!storing) {
     res = resolution_new (EB_REASON_WOULD_EXTERNALIZE, NULL);
   } else {
     const char *known = g_hash_table_lookup (c->urls, sha);
