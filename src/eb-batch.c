@@ -397,6 +397,19 @@ plan_item (Item *it, EbBatch *b)
   }
 }
 
+/* Can externalize find nothing in a message of @len bytes, without parsing
+ * it? No part of it can reach externalize_min_size: a part's decoded bytes
+ * are never more than its encoded ones (identity, base64, quoted-printable),
+ * and those lie inside the message. Such a message is planned as one without
+ * "external-body" is (plan_unmatched): it is left as it is, counts as a
+ * message scanned, and has no part to report - as eb_externalize_plan would
+ * find (a message above max_message_size is left to it: that is counted). */
+static gboolean
+small_for_store (const EbBatch *b, gsize len)
+{
+  return b->store && len < b->config->externalize_min_size && len <= b->config->max_message_size;
+}
+
 /* The plan of a message the split found no "external-body" in: what
  * plan_item() would find, on the calling thread, without reading it again. */
 static void
@@ -521,7 +534,7 @@ run_pool (Run *r)
 {
   EbBatch *b = r->b;
   guint window = eb_batch_window (b->jobs), pushed = 0, pooled = 0;
-  guint ring_len = r->hits ? window * RING_SPREAD : window;
+  guint ring_len = r->hits || b->store ? window * RING_SPREAD : window;
   guint64 span = 0;   /* bytes of the items made and not yet consumed */
   gboolean more = TRUE;
   g_autofree Item **ring = g_new0 (Item *, ring_len);
@@ -790,6 +803,9 @@ mbox_make (Run *r, guint i)
     it->unmatched = r->hits_head == r->hits->len
                     || g_array_index (r->hits, gsize, r->hits_head) >= m->end;
     it->finished = it->unmatched;
+  } else if (small_for_store (r->b, it->len)) {
+    it->unmatched = TRUE;
+    it->finished = TRUE;
   }
   return it;
 }

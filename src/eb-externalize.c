@@ -1,10 +1,12 @@
 /* eb-externalize.c - select, store, refer (see eb-externalize.h). */
 #include "eb-externalize.h"
 #include "eb-config.h"
+#include "eb-digest.h"
 #include "eb-error.h"
 #include "eb-header.h"
 #include "eb-message.h"
 #include "eb-rewrite.h"
+#include "eb-store.h"
 #include "eb-transfer.h"
 #include "eb-urlparam.h"
 #include <string.h>
@@ -139,19 +141,6 @@ append_raw (GString *out, const char *buf, const EbHeaderField *f, const char *e
     g_string_append (out, eol);
 }
 
-static char *
-content_md5 (GBytes *data)
-{
-  g_autoptr (GChecksum) md5 = g_checksum_new (G_CHECKSUM_MD5);
-  gsize n = 0;
-  const guint8 *d = g_bytes_get_data (data, &n);
-  g_checksum_update (md5, d, (gssize) n);
-  guint8 digest[16];
-  gsize dl = sizeof digest;
-  g_checksum_get_digest (md5, digest, &dl);
-  return g_base64_encode (digest, dl);
-}
-
 /* The Content-Type field of the reference, @eol after each line. */
 static void
 append_reference_type (GString *out, const char *url, guint64 size, const char *until,
@@ -193,7 +182,8 @@ fresh_boundary (const char *sha256, const EbRef *ref, GString *const *texts, gui
  * what follows it (@rest). */
 static void
 build_replacement (Ctx *c, const EbLeaf *leaf, const EbHeaderBlock *blk, GBytes *data,
-                   const char *sha256, const char *url, GString *head, GString *rest)
+                   const char *sha256, const char *md5, const char *url, GString *head,
+                   GString *rest)
 {
   const char *buf = c->buf, *eol = c->eol;
   gboolean fallback = (c->flags & EB_EXTERNALIZE_FALLBACK) || c->config->externalize_fallback;
@@ -224,7 +214,6 @@ build_replacement (Ctx *c, const EbLeaf *leaf, const EbHeaderBlock *blk, GBytes 
     g_string_append_printf (phantom, "Content-Type: text/plain; charset=us-ascii%s", eol);
   else if (!has_type)
     g_string_append_printf (phantom, "Content-Type: %s%s", leaf->type, eol);
-  g_autofree char *md5 = content_md5 (data);
   g_string_append_printf (phantom, "Content-Transfer-Encoding: binary%sContent-MD5: %s%s%s", eol,
                           md5, eol, eol);
 
@@ -343,27 +332,31 @@ consider (Ctx *c, EbLeaf *leaf, EbRewriteResult *r)
       detail = g_strdup (e->message);
     } else if (g_bytes_get_size (data) < c->config->externalize_min_size) {
       return;   /* not a candidate */
-    } else if (cte == EB_CTE_IDENTITY) {
-      /* the bytes are copied while the message is alive; the store and the
-       * resolution may keep them */
-      GBytes *copy = g_bytes_new (buf + ref->content_start, raw_len);
-      g_bytes_unref (data);
-      data = copy;
     }
+    /* identity: @data is the message's own bytes (no copy); nothing keeps
+     * it beyond this call */
   }
 
   EbResolution *res = NULL;
-  g_autofree char *sha = data ? g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, data) : NULL;
+  /* the store's name for the bytes and the reference's Content-MD5, in one
+   * pass over them; a dry run (nothing stored) needs neither */
+  g_autofree char *sha = NULL, *md5 = NULL;
+  gboolean storing = c->store && !(c->flags & EB_EXTERNALIZE_NO_STORE);
+  if (data && reason == EB_REASON_RESOLVED && storing) {
+    gsize dn = 0;
+    const guint8 *d = g_bytes_get_data (data, &dn);
+    eb_digest_sha256_md5 (d, dn, &sha, &md5);
+  }
   if (reason != EB_REASON_RESOLVED) {
     res = resolution_new (reason, detail);
-  } else if (!c->store || (c->flags & EB_EXTERNALIZE_NO_STORE)) {
+  } else if (!storing) {
     res = resolution_new (EB_REASON_WOULD_EXTERNALIZE, NULL);
   } else {
     const char *known = g_hash_table_lookup (c->urls, sha);
     g_autofree char *url = known ? g_strdup (known) : NULL;
     g_autoptr (GError) e = NULL;
     if (!url)
-      url = eb_store_put (c->store, data, sha, &e);
+      url = eb_store_put_digested (c->store, data, sha, NULL, &e);
     if (!url) {
       res = resolution_new (EB_REASON_STORE_FAILED,
                             g_strdup (e ? e->message : "the store gave no URL"));
@@ -372,7 +365,7 @@ consider (Ctx *c, EbLeaf *leaf, EbRewriteResult *r)
       res = resolution_new (EB_REASON_RESOLVED, NULL);
       res->head = g_string_new (NULL);
       g_autoptr (GString) rest = g_string_new (NULL);
-      build_replacement (c, leaf, blk, data, sha, url, res->head, rest);
+      build_replacement (c, leaf, blk, data, sha, md5, url, res->head, rest);
       res->data = g_string_free_to_bytes (g_steal_pointer (&rest));
       res->encoding = EB_OUT_7BIT;
       res->type = g_strdup (leaf->type);

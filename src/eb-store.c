@@ -1,6 +1,7 @@
 /* eb-store.c - the directory and WebDAV stores of externalize (see eb-store.h). */
 #include "eb-store.h"
 #include "eb-config.h"
+#include "eb-digest.h"
 #include "eb-error.h"
 #include "eb-fetch.h"
 #include <curl/curl.h>
@@ -35,8 +36,8 @@ char *
 eb_store_sha256_hex (GBytes *data)
 {
   gsize len = 0;
-  const guchar *p = g_bytes_get_data (data, &len);
-  return g_compute_checksum_for_data (G_CHECKSUM_SHA256, p ? p : (const guchar *) "", len);
+  const guint8 *p = g_bytes_get_data (data, &len);
+  return eb_digest_sha256_hex (p, len);
 }
 
 /* ---- the store ----------------------------------------------------------- */
@@ -193,7 +194,7 @@ dir_read_object (const EbStore *store, const char *path, guint64 limit, gint64 *
     close (fd);
     return TRUE;
   }
-  g_autoptr (GChecksum) sum = g_checksum_new (G_CHECKSUM_SHA256);
+  g_autoptr (EbSha256) sum = eb_sha256_new ();
   guint64 n = 0;
   guchar buf[65536];
   while (n < limit) {
@@ -210,14 +211,14 @@ dir_read_object (const EbStore *store, const char *path, guint64 limit, gint64 *
     }
     if (r == 0)
       break;
-    g_checksum_update (sum, buf, (gsize) r);
+    eb_sha256_update (sum, buf, (gsize) r);
     n += (guint64) r;
     eb_fetch_thread_progress (last);   /* a slow disk: the MTA hears from the milter */
   }
   close (fd);
   out->present = TRUE;
   out->size = n;
-  out->sha256 = g_strdup (g_checksum_get_string (sum));
+  out->sha256 = eb_sha256_finish_hex (sum);
   return TRUE;
 }
 
@@ -359,7 +360,7 @@ upload_read (char *buf, size_t size, size_t nitems, void *user)
 }
 
 typedef struct {
-  GChecksum *sum;
+  EbSha256  *sum;
   guint64    n, limit;
   gboolean   over;      /* more than limit bytes came */
 } Download;
@@ -371,12 +372,12 @@ download_write (char *ptr, size_t size, size_t nmemb, void *user)
   gsize n = size * nmemb;
   if (d->n + n > d->limit) {
     gsize keep = (gsize) (d->limit - d->n);
-    g_checksum_update (d->sum, (const guchar *) ptr, keep);
+    eb_sha256_update (d->sum, ptr, keep);
     d->n += keep;
     d->over = TRUE;
     return 0;   /* stops the transfer */
   }
-  g_checksum_update (d->sum, (const guchar *) ptr, n);
+  eb_sha256_update (d->sum, ptr, n);
   d->n += n;
   return n;
 }
@@ -494,7 +495,7 @@ static gboolean
 dav_verify (const EbStore *store, Dav *dav, const char *url, const char *hex, guint64 size,
             GError **error)
 {
-  g_autoptr (GChecksum) sum = g_checksum_new (G_CHECKSUM_SHA256);
+  g_autoptr (EbSha256) sum = eb_sha256_new ();
   Download d = { sum, 0, size + 1, FALSE };
   dav_setup (store, dav, url, NULL);
   curl_easy_setopt (dav->e, CURLOPT_HTTPGET, 1L);
@@ -526,10 +527,11 @@ dav_verify (const EbStore *store, Dav *dav, const char *url, const char *hex, gu
                  store->location, d.n, hex, size);
     return FALSE;
   }
-  if (!g_str_equal (g_checksum_get_string (sum), hex)) {
+  g_autofree char *got = eb_sha256_finish_hex (sum);
+  if (!g_str_equal (got, hex)) {
     g_set_error (error, EB_ERROR, EB_ERROR_IO,
                  "store %s: read back other bytes than written for %s (SHA-256 %s)",
-                 store->location, hex, g_checksum_get_string (sum));
+                 store->location, hex, got);
     return FALSE;
   }
   return TRUE;
@@ -661,13 +663,24 @@ eb_store_put_full (EbStore *store, GBytes *data, const char *sha256_hex, EbStore
                  store->location, sha256_hex, hex);
     return NULL;
   }
+  return eb_store_put_digested (store, data, hex, outcome, error);
+}
+
+char *
+eb_store_put_digested (EbStore *store, GBytes *data, const char *sha256_hex,
+                       EbStoreOutcome *outcome, GError **error)
+{
+  g_return_val_if_fail (store != NULL && data != NULL && eb_store_hex_is_valid (sha256_hex), NULL);
+  EbStoreOutcome ignored;
+  if (!outcome)
+    outcome = &ignored;
   if (eb_fetch_thread_cancelled ()) {
     g_set_error (error, EB_ERROR, EB_ERROR_IO, "store %s: cancelled", store->location);
     return NULL;
   }
   if (store->kind == EB_STORE_DIRECTORY)
-    return dir_put (store, data, hex, outcome, error);
-  return dav_put (store, data, hex, outcome, error);
+    return dir_put (store, data, sha256_hex, outcome, error);
+  return dav_put (store, data, sha256_hex, outcome, error);
 }
 
 char *

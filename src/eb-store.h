@@ -75,6 +75,12 @@ typedef enum {
 char *eb_store_put_full (EbStore *store, GBytes *data, const char *sha256_hex,
                          EbStoreOutcome *outcome, GError **error);
 
+/* eb_store_put_full for a caller that has just taken the SHA-256 of @data
+ * itself (@sha256_hex, 64 lowercase hex digits): the digest is not taken
+ * again before the put. What is read back is verified all the same. */
+char *eb_store_put_digested (EbStore *store, GBytes *data, const char *sha256_hex,
+                             EbStoreOutcome *outcome, GError **error);
+
 /* @base followed by @hex, with exactly one slash between them (pure). */
 char *eb_store_join_url (const char *base, const char *hex);
 

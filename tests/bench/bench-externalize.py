@@ -14,9 +14,10 @@ against:
 
 Reports the mailbox size before and after, the parts externalized and their
 bytes, the objects stored and their bytes, the dedup (bytes referred to over
-bytes stored), and throughput (messages/s, MB/s) with ratios to the
-baselines; each time is the median of --runs runs, each on a fresh copy of
-the mbox and an empty store.
+bytes stored), and throughput (messages/s, MB/s, and the command's CPU time,
+user + system, which a machine shared with other work disturbs less than the
+elapsed time) with ratios to the baselines; each time is the median of
+--runs runs, each on a fresh copy of the mbox and an empty store.
 
     python3 tests/bench/bench-externalize.py [--build build] [--runs 3] [--jobs 1] [--extbody PATH]
 
@@ -27,6 +28,7 @@ import email
 import email.utils
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -43,6 +45,11 @@ def gen(work, fmt, name):
         subprocess.run([sys.executable, os.path.join(HERE, "gen-corpus.py"), "--seed", "1", "--count", "2000",
                         "--format", fmt, "--out", out, "--force", "-q"], check=True)
     return out
+
+
+def cpu_children():
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return u.ru_utime + u.ru_stime
 
 
 def timed(cmd, **kw):
@@ -102,15 +109,18 @@ def main():
         os.makedirs(store)
         subprocess.run(["cat", run_box], stdout=subprocess.DEVNULL, check=True)   # page cache
 
-    times, summary = [], ""
+    times, cpus, summary = [], [], ""
     for _ in range(a.runs):
         fresh()
+        c0 = cpu_children()
         dt, p = timed([extbody, "externalize", "-c", conf, "-j", str(a.jobs), "--mbox", run_box],
                       stderr=subprocess.PIPE, text=True)
         times.append(dt)
+        cpus.append(cpu_children() - c0)
         lines = [l for l in p.stderr.splitlines() if "messages scanned" in l]
         summary = lines[-1] if lines else (p.stderr.strip().splitlines() or [""])[-1]
     t_ext = statistics.median(times)
+    cpu_ext = statistics.median(cpus)
     size_after = os.path.getsize(run_box)
     objects = [os.path.join(store, n) for n in os.listdir(store)]
     stored = sum(os.path.getsize(o) for o in objects)
@@ -144,7 +154,8 @@ def main():
     print("  cat                        %8.1f MB/s" % (mb / t_cat))
     print("  GMime round trip (in proc) %8.1f MB/s  (messages in memory, written to a null stream)" % gm)
     print("  GMime mbox round trip      %8.1f MB/s  (a process: mbox file in, mbox file out, fsync)" % (mb / t_gmf))
-    print("  extbody externalize --mbox %8.1f MB/s  %6.0f msg/s  (%.2f s)" % (mb / t_ext, 2000 / t_ext, t_ext))
+    print("  extbody externalize --mbox %8.1f MB/s  %6.0f msg/s  (%.2f s; CPU user+sys %.2f s)"
+          % (mb / t_ext, 2000 / t_ext, t_ext, cpu_ext))
     print("  ratio to cat: %.3f; to the GMime round trip in process: %.2f; to GMime's mbox round trip: %.2f"
           % (t_cat / t_ext, (mb / t_ext) / gm, t_gmf / t_ext))
 

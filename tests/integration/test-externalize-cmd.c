@@ -248,6 +248,39 @@ test_sample (Fx *f, gconstpointer d G_GNUC_UNUSED)
   g_assert_cmpuint (objects (f->store), ==, 1);
 }
 
+/* The mbox split leaves a message shorter than externalize_min_size unparsed
+ * (no part of it can reach the size): the message just above it with a part of
+ * exactly the minimum decoded size is still externalized, the short ones
+ * before and after it are counted and left byte for byte. */
+static void
+test_mbox_min_size (Fx *f, gconstpointer d G_GNUC_UNUSED)
+{
+  g_autofree char *m = message (6);
+  g_autofree char *box = g_build_filename (f->dir, "box", NULL);
+  const char *tiny = "Subject: tiny\n\nshort\n\n";
+  g_autofree char *text = g_strdup_printf ("From a@example.org Thu Jan  1 00:00:00 2026\n%s"
+                                           "From a@example.org Thu Jan  1 00:00:01 2026\n%s\n"
+                                           "From a@example.org Thu Jan  1 00:00:02 2026\n%s",
+                                           tiny, m, tiny);
+  for (guint j = 1; j <= 2; j++) {
+    g_assert_true (g_file_set_contents (box, text, -1, NULL));
+    g_auto (CmdResult) r = { 0 };
+    g_autofree char *jobs = g_strdup_printf ("%u", j);
+    /* the attachment's 3000 decoded bytes: exactly the minimum */
+    RUN (&r, NULL, "externalize", "-o", f->opt_store, "-o", f->opt_base, "-o",
+         "externalize_min_size=3000", "-j", jobs, "--mbox", box);
+    g_assert_cmpint (r.status, ==, 0);
+    g_autofree char *err = bytes_str (r.err);
+    g_assert_nonnull (strstr (err, "3 messages scanned, 1 candidate parts, 1 externalized, 1 messages changed"));
+    g_autoptr (GBytes) after = file_bytes (box);
+    g_autofree char *a = bytes_str (after);
+    g_assert_nonnull (strstr (a, "size=3000;"));
+    g_assert_true (g_str_has_prefix (a, "From a@example.org Thu Jan  1 00:00:00 2026\nSubject: tiny\n\nshort\n\nFrom "));
+    g_assert_true (g_str_has_suffix (a, "\nFrom a@example.org Thu Jan  1 00:00:02 2026\nSubject: tiny\n\nshort\n\n"));
+    g_assert_cmpuint (objects (f->store), ==, 1);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -259,5 +292,6 @@ main (int argc, char **argv)
   ADD ("/externalize-cmd/store-fails", test_store_fails);
   ADD ("/externalize-cmd/mbox", test_mbox);
   ADD ("/externalize-cmd/sample", test_sample);
+  ADD ("/externalize-cmd/mbox-min-size", test_mbox_min_size);
   return g_test_run ();
 }

@@ -1,0 +1,173 @@
+/* eb-digest.c - SHA-256 and MD5 in one pass (see eb-digest.h). */
+#include "eb-digest.h"
+#include <string.h>
+#ifdef EB_HAVE_LIBCRYPTO
+#include <openssl/evp.h>
+#endif
+
+/* Each digest takes this much before the other: small enough that the block
+ * is still in the cache when the second digest reads it. */
+#define EB_DIGEST_BLOCK (32 * 1024)
+
+/* One digest being taken: libcrypto's when it could start one (a FIPS build
+ * may refuse MD5), GLib's otherwise. */
+typedef struct {
+#ifdef EB_HAVE_LIBCRYPTO
+  EVP_MD_CTX *evp;
+#endif
+  GChecksum  *glib;
+} Md;
+
+static void
+md_init (Md *m, GChecksumType type)
+{
+  memset (m, 0, sizeof *m);
+#ifdef EB_HAVE_LIBCRYPTO
+  m->evp = EVP_MD_CTX_new ();
+  if (m->evp && EVP_DigestInit_ex (m->evp, type == G_CHECKSUM_MD5 ? EVP_md5 () : EVP_sha256 (),
+                                   NULL) == 1)
+    return;
+  EVP_MD_CTX_free (m->evp);
+  m->evp = NULL;
+#endif
+  m->glib = g_checksum_new (type);
+}
+
+static void
+md_update (Md *m, const guint8 *p, gsize len)
+{
+#ifdef EB_HAVE_LIBCRYPTO
+  if (m->evp) {
+    if (len && EVP_DigestUpdate (m->evp, p, len) != 1)
+      g_error ("libcrypto: a digest update failed");
+    return;
+  }
+#endif
+  for (gsize off = 0; off < len; off += G_MAXSSIZE)
+    g_checksum_update (m->glib, p + off, (gssize) MIN (len - off, (gsize) G_MAXSSIZE));
+}
+
+/* The digest into @out (64 bytes of room); its length. Frees what @m holds. */
+static gsize
+md_final (Md *m, guint8 *out)
+{
+  gsize n = 64;
+#ifdef EB_HAVE_LIBCRYPTO
+  if (m->evp) {
+    unsigned int en = 0;
+    if (EVP_DigestFinal_ex (m->evp, out, &en) != 1)
+      g_error ("libcrypto: a digest failed");
+    EVP_MD_CTX_free (m->evp);
+    m->evp = NULL;
+    return en;
+  }
+#endif
+  g_checksum_get_digest (m->glib, out, &n);
+  g_clear_pointer (&m->glib, g_checksum_free);
+  return n;
+}
+
+static void
+md_clear (Md *m)
+{
+#ifdef EB_HAVE_LIBCRYPTO
+  g_clear_pointer (&m->evp, EVP_MD_CTX_free);
+#endif
+  g_clear_pointer (&m->glib, g_checksum_free);
+}
+
+const char *
+eb_digest_backend (void)
+{
+  Md m;
+  md_init (&m, G_CHECKSUM_SHA256);
+  const char *name = m.glib ? "glib" : "libcrypto";
+  md_clear (&m);
+  return name;
+}
+
+static char *
+hex_of (const guint8 *d, gsize n)
+{
+  static const char digits[] = "0123456789abcdef";
+  char *s = g_malloc (2 * n + 1);
+  for (gsize i = 0; i < n; i++) {
+    s[2 * i] = digits[d[i] >> 4];
+    s[2 * i + 1] = digits[d[i] & 15];
+  }
+  s[2 * n] = '\0';
+  return s;
+}
+
+struct _EbSha256 {
+  Md   md;
+  char *hex;   /* once finished */
+};
+
+EbSha256 *
+eb_sha256_new (void)
+{
+  EbSha256 *s = g_new0 (EbSha256, 1);
+  md_init (&s->md, G_CHECKSUM_SHA256);
+  return s;
+}
+
+void
+eb_sha256_update (EbSha256 *s, const void *p, gsize len)
+{
+  g_return_if_fail (s != NULL && !s->hex);
+  md_update (&s->md, p, len);
+}
+
+char *
+eb_sha256_finish_hex (EbSha256 *s)
+{
+  g_return_val_if_fail (s != NULL, NULL);
+  if (!s->hex) {
+    guint8 d[64];
+    gsize n = md_final (&s->md, d);
+    s->hex = hex_of (d, n);
+  }
+  return g_strdup (s->hex);
+}
+
+void
+eb_sha256_free (EbSha256 *s)
+{
+  if (!s)
+    return;
+  md_clear (&s->md);
+  g_free (s->hex);
+  g_free (s);
+}
+
+char *
+eb_digest_sha256_hex (const guint8 *p, gsize len)
+{
+  char *hex = NULL;
+  eb_digest_sha256_md5 (p, len, &hex, NULL);
+  return hex;
+}
+
+void
+eb_digest_sha256_md5 (const guint8 *p, gsize len, char **sha256_hex, char **md5_base64)
+{
+  g_return_if_fail (sha256_hex != NULL);
+  Md sha, md5 = { 0 };
+  md_init (&sha, G_CHECKSUM_SHA256);
+  if (md5_base64)
+    md_init (&md5, G_CHECKSUM_MD5);
+  for (gsize off = 0; off < len; off += EB_DIGEST_BLOCK) {
+    gsize n = MIN (len - off, (gsize) EB_DIGEST_BLOCK);
+    md_update (&sha, p + off, n);
+    if (md5_base64)
+      md_update (&md5, p + off, n);
+  }
+  guint8 d[64];
+  gsize n = md_final (&sha, d);
+  *sha256_hex = hex_of (d, n);
+  if (md5_base64) {
+    n = md_final (&md5, d);
+    *md5_base64 = g_base64_encode (d, n);
+  }
+}

@@ -1,0 +1,42 @@
+/* eb-digest.h - the digests externalize names and labels a part by.
+ *
+ * SHA-256 names an object in the store (lowercase hex) and checks what the
+ * store gives back; MD5 is the reference's Content-MD5 (RFC 1864: base64 of
+ * the 16 bytes). Both are taken of the same decoded bytes, so they are taken
+ * in one pass over them, a cache-sized block at a time: the bytes come from
+ * memory once, not once per digest.
+ *
+ * Built with libcrypto (OpenSSL, found by pkg-config: EB_HAVE_LIBCRYPTO) the
+ * digests are OpenSSL's, which use the processor's SHA instructions where
+ * there are some - several times faster than GLib's GChecksum, which is used
+ * otherwise (and for a digest libcrypto refuses to start: MD5 under FIPS).
+ * Either way the digests are the standard ones. Pure.
+ */
+#pragma once
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* The lowercase hex SHA-256 of @len bytes at @p (@p may be NULL when @len is
+ * 0). Returns: (transfer full). */
+char *eb_digest_sha256_hex (const guint8 *p, gsize len);
+
+/* The SHA-256 (lowercase hex, into *@sha256_hex) and, with @md5_base64, the
+ * MD5 (base64 of the digest, into *@md5_base64) of @len bytes at @p, in one
+ * pass. Both (transfer full). */
+void eb_digest_sha256_md5 (const guint8 *p, gsize len, char **sha256_hex, char **md5_base64);
+
+/* A SHA-256 taken piece by piece (bytes read back from a store). */
+typedef struct _EbSha256 EbSha256;
+EbSha256 *eb_sha256_new (void);
+void      eb_sha256_update (EbSha256 *s, const void *p, gsize len);
+/* The lowercase hex digest of everything given so far; no update after it
+ * (asking again gives the same). Returns: (transfer full). */
+char     *eb_sha256_finish_hex (EbSha256 *s);
+void      eb_sha256_free (EbSha256 *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbSha256, eb_sha256_free)
+
+/* Where the SHA-256 comes from here: "libcrypto" or "glib". */
+const char *eb_digest_backend (void);
+
+G_END_DECLS
