@@ -550,7 +550,7 @@ fetch_result (EbReason reason, const char *detail, const char *type, const char 
   f->reason = reason;
   f->detail = g_strdup (detail);
   if (reason == EB_REASON_RESOLVED) {
-    f->body = g_bytes_new (body, strlen (body));
+    f->body = body ? g_bytes_new (body, strlen (body)) : g_bytes_new (NULL, 0);
     f->content_type = g_strdup (type);
     f->final_url = g_strdup (final_url);
   }
