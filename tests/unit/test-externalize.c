@@ -70,7 +70,7 @@ with_eol (const char *s, const char *eol)
 static char *
 base64_lines (gsize n, guint seed, GBytes **raw)
 {
-  guint8 *d = g_malloc (n);
+  guint8 *d = g_new0 (guint8, n + 1);
   for (gsize i = 0; i < n; i++)
     d[i] = (guint8) ((i * 131 + seed * 7) ^ (i >> 3));
   g_autofree char *b = g_base64_encode (d, n);
