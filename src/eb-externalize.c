@@ -295,6 +295,27 @@ resolution_new (EbReason reason, char *detail /* (transfer full) */)
   return res;
 }
 
+/* @p[0..@n) of an mbox message without its mboxrd quoting: each line that is
+ * ">From ", ">>From "... loses one '>'. */
+static GBytes *
+mboxrd_unquote (const char *p, gsize n)
+{
+  GString *out = g_string_sized_new (n);
+  gsize i = 0;
+  while (i < n) {
+    const char *nl = memchr (p + i, '\n', n - i);
+    gsize e = nl ? (gsize) (nl - p) + 1 : n;
+    gsize q = i;
+    while (q < e && p[q] == '>')
+      q++;
+    gboolean quoted = q > i && e - q >= 5 && memcmp (p + q, "From ", 5) == 0;
+    gsize from = quoted ? i + 1 : i;
+    g_string_append_len (out, p + from, (gssize) (e - from));
+    i = e;
+  }
+  return g_string_free_to_bytes (out);
+}
+
 /* Decide about @leaf and, when it is a candidate, add it to @r (taking its
  * ref). */
 static void
@@ -335,7 +356,10 @@ consider (Ctx *c, EbLeaf *leaf, EbRewriteResult *r)
     reason = EB_REASON_CTE_UNKNOWN;
     detail = g_strdup_printf ("Content-Transfer-Encoding: %.60s", cte_value);
   } else {
-    g_autoptr (GBytes) raw = g_bytes_new_static (buf + ref->content_start, raw_len);
+    /* from an mbox: the part's bytes as the message's reader sees them */
+    g_autoptr (GBytes) raw = (c->flags & EB_EXTERNALIZE_MBOXRD)
+      ? mboxrd_unquote (buf + ref->content_start, raw_len)
+      : g_bytes_new_static (buf + ref->content_start, raw_len);
     g_autoptr (GError) e = NULL;
     data = eb_transfer_decode (cte, raw, &e);
     if (!data) {
@@ -343,7 +367,7 @@ consider (Ctx *c, EbLeaf *leaf, EbRewriteResult *r)
       detail = g_strdup (e->message);
     } else if (g_bytes_get_size (data) < c->config->externalize_min_size) {
       return;   /* not a candidate */
-    } else if (cte == EB_CTE_IDENTITY) {
+    } else if (cte == EB_CTE_IDENTITY && !(c->flags & EB_EXTERNALIZE_MBOXRD)) {
       /* the bytes are copied while the message is alive; the store and the
        * resolution may keep them */
       GBytes *copy = g_bytes_new (buf + ref->content_start, raw_len);

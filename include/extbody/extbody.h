@@ -1886,6 +1886,10 @@ EXTBODY_API void eb_cleanup_run (void);
  *   message gets the %EB_FILTER_FIELD field ("externalized N of M parts")
  * @EB_EXTERNALIZE_NO_STORE: decide only: every candidate is left with
  *   %EB_REASON_WOULD_EXTERNALIZE; nothing is stored, nothing changed
+ * @EB_EXTERNALIZE_MBOXRD: the message comes from an mbox, its "From " lines
+ *   quoted the mboxrd way (">From ", ">>From "...): a part's bytes are stored
+ *   unquoted, as the message's reader sees them (eb_batch_set_store() sets it
+ *   for an mbox)
  *
  * How eb_externalize_plan() works.
  */
@@ -1894,6 +1898,7 @@ typedef enum {
   EB_EXTERNALIZE_FALLBACK     = 1 << 0,
   EB_EXTERNALIZE_FILTER_FIELD = 1 << 1,
   EB_EXTERNALIZE_NO_STORE     = 1 << 2,
+  EB_EXTERNALIZE_MBOXRD       = 1 << 3,
 } EbExternalizeFlags;
 
 /**

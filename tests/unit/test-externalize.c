@@ -632,6 +632,50 @@ test_default_type (Fixture *f, gconstpointer data G_GNUC_UNUSED)
                                   "Content-Transfer-Encoding: binary\n"));
 }
 
+/* An mbox message (EB_EXTERNALIZE_MBOXRD): a text attachment's "From " lines
+ * are quoted in the mailbox (">From ", ">>From " for a line that was
+ * ">From "); the object holds them as the reader sees them, unquoted, and a
+ * line that only starts with '>' keeps it. Without the flag the bytes are
+ * taken as they are. */
+static void
+test_mboxrd (Fixture *f, gconstpointer data G_GNUC_UNUSED)
+{
+  GString *quoted = g_string_new (NULL), *plain = g_string_new (NULL);
+  for (guint i = 0; i < 20; i++) {
+    g_string_append_printf (quoted, ">From the log, line %u\n>>From quoted\n> >From not a From_ line\n", i);
+    g_string_append_printf (plain, "From the log, line %u\n>From quoted\n> >From not a From_ line\n", i);
+  }
+  g_autofree char *msg = g_strdup_printf (
+    "From sender@example.org Thu Jan  1 00:00:00 2026\n"
+    "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n"
+    "--b\nContent-Type: text/plain\n\nhi\n"
+    "--b\nContent-Type: text/plain; name=log.txt\nContent-Disposition: attachment\n\n%s--b--\n",
+    quoted->str);
+  gsize len = strlen (msg);
+  /* the last line break belongs to the boundary's delimiter line */
+  g_string_truncate (plain, plain->len - 1);
+  g_string_truncate (quoted, quoted->len - 1);
+  g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg, len, f->config, f->store,
+                                                       EB_EXTERNALIZE_MBOXRD);
+  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 1);
+  g_autofree char *hex = g_compute_checksum_for_string (G_CHECKSUM_SHA256, plain->str, -1);
+  g_autofree char *path = g_build_filename (f->dir, hex, NULL);
+  g_autofree char *stored = NULL;
+  gsize n = 0;
+  g_assert_true (g_file_get_contents (path, &stored, &n, NULL));
+  g_assert_cmpmem (stored, n, plain->str, plain->len);
+  g_autofree char *url = g_strconcat (BASE_URL "/", hex, NULL);
+  g_assert_cmpstr (eb_rewrite_result_get_ref_url (r, 0), ==, url);
+  /* not from an mbox: the bytes as they are */
+  g_autoptr (EbRewriteResult) r2 = eb_externalize_plan (msg, len, f->config, f->store, 0);
+  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r2), ==, 1);
+  g_autofree char *hex2 = g_compute_checksum_for_string (G_CHECKSUM_SHA256, quoted->str, -1);
+  g_autofree char *url2 = g_strconcat (BASE_URL "/", hex2, NULL);
+  g_assert_cmpstr (eb_rewrite_result_get_ref_url (r2, 0), ==, url2);
+  g_string_free (quoted, TRUE);
+  g_string_free (plain, TRUE);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -650,5 +694,6 @@ main (int argc, char **argv)
   ADD ("/externalize/unchanged", test_unchanged);
   ADD ("/externalize/encapsulated", test_encapsulated);
   ADD ("/externalize/default-type", test_default_type);
+  ADD ("/externalize/mboxrd", test_mboxrd);
   return g_test_run ();
 }
