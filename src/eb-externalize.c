@@ -189,6 +189,20 @@ fresh_boundary (const char *sha256, const EbRef *ref, GString *const *texts, gui
   }
 }
 
+/* RFC 2046 5.2.3: the encapsulated header of every message/external-body
+ * MUST include a Content-ID, by which the data is referenced (and cached). A
+ * part without one gets one naming its bytes where they are stored:
+ * <SHA-256@host of @url>, the same for the same bytes in the same store. */
+static char *
+content_id_for (const char *sha256, const char *url)
+{
+  g_autoptr (GUri) u = g_uri_parse (url, G_URI_FLAGS_ENCODED, NULL);
+  const char *host = u ? g_uri_get_host (u) : NULL;
+  if (!host || !*host || strpbrk (host, "[]\\ \t\r\n<>\""))
+    host = "extbody.invalid";
+  return g_strdup_printf (strchr (host, ':') ? "<%s@[%s]>" : "<%s@%s>", sha256, host);
+}
+
 /* The replacement of @leaf, stored at @url: the new header block (@head) and
  * what follows it (@rest). */
 static void
@@ -210,12 +224,13 @@ build_replacement (Ctx *c, const EbLeaf *leaf, const EbHeaderBlock *blk, GBytes 
 
   /* the phantom header: the part's own content fields as written */
   g_autoptr (GString) phantom = g_string_new (NULL);
-  gboolean has_type = FALSE;
+  gboolean has_type = FALSE, has_id = FALSE;
   for (guint i = 0; i < blk->fields->len; i++) {
     const EbHeaderField *f = &g_array_index (blk->fields, EbHeaderField, i);
     if (phantom_field (f, buf))
       append_raw (phantom, buf, f, eol);
     has_type = has_type || eb_header_field_is (f, buf, "Content-Type");
+    has_id = has_id || eb_header_field_is (f, buf, "Content-ID");
   }
   /* a part without Content-Type is text/plain; charset=us-ascii (RFC 2045
    * 5.2); the phantom says so, or a resolver would take the type the server
@@ -225,8 +240,13 @@ build_replacement (Ctx *c, const EbLeaf *leaf, const EbHeaderBlock *blk, GBytes 
   else if (!has_type)
     g_string_append_printf (phantom, "Content-Type: %s%s", leaf->type, eol);
   g_autofree char *md5 = content_md5 (data);
-  g_string_append_printf (phantom, "Content-Transfer-Encoding: binary%sContent-MD5: %s%s%s", eol,
-                          md5, eol, eol);
+  g_string_append_printf (phantom, "Content-Transfer-Encoding: binary%sContent-MD5: %s%s", eol,
+                          md5, eol);
+  if (!has_id) {
+    g_autofree char *cid = content_id_for (sha256, url);
+    g_string_append_printf (phantom, "Content-ID: %s%s", cid, eol);
+  }
+  g_string_append (phantom, eol);
 
   guint64 size = g_bytes_get_size (data);
   if (!fallback) {

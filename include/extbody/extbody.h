@@ -1918,8 +1918,10 @@ typedef enum {
  * candidate: stored through @store and, once stored and verified, replaced
  * by a message/external-body reference (access-type=URL) whose phantom header
  * keeps the part's own Content-Type, Content-ID, Content-Description and
- * Content-Disposition as written, with a Content-MD5 of the stored bytes.
- * A part the store failed to take is left with %EB_REASON_STORE_FAILED. The
+ * Content-Disposition as written, with a Content-MD5 of the stored bytes
+ * (and, for a part without a Content-ID, "<SHA-256@host of the URL>": RFC 2046
+ * 5.2.3 wants one in every reference; the resolver leaves it out of the part it
+ * restores). A part the store failed to take is left with %EB_REASON_STORE_FAILED. The
  * result is written with eb_rewrite_write() and the other writers; every byte
  * outside a replaced part is copied as it was, and a message with nothing
  * externalized comes out byte for byte as it came in. In the result, the

@@ -269,7 +269,10 @@ test_sample (Fx *f, gconstpointer d G_GNUC_UNUSED)
     " +0000\";\n\tURL=\"https://files.example.org/objects/be5cc2\n\tdefc64b6b0fe645bf1b434f36b1bcbd70c6dbe97\n"
     "\t1faf66f789986386c6\"\n\nContent-Type: application/pdf; name=\"site-plan.pdf\"\n"
     "Content-Disposition: attachment; filename=\"site-plan.pdf\"\nContent-Description: Site plan, north wing\n"
-    "Content-Transfer-Encoding: binary\nContent-MD5: 8QsrP5XLOhYJc0KQnaIwMQ==\n\n\n--=-sample-attachment-1--\n",
+    "Content-Transfer-Encoding: binary\nContent-MD5: 8QsrP5XLOhYJc0KQnaIwMQ==\n"
+    /* RFC 2046 5.2.3: a Content-ID in every reference; the part had none */
+    "Content-ID: <be5cc2defc64b6b0fe645bf1b434f36b1bcbd70c6dbe971faf66f789986386c6@files.example.org>\n"
+    "\n\n--=-sample-attachment-1--\n",
   };
   for (guint i = 0; i < G_N_ELEMENTS (want_ref); i++)
     g_assert_nonnull (strstr (out, want_ref[i]));

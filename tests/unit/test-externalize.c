@@ -630,6 +630,15 @@ test_default_type (Fixture *f, gconstpointer data G_GNUC_UNUSED)
                                   "\n\nContent-Disposition: attachment; filename=log.txt\n"
                                   "Content-Type: text/plain; charset=us-ascii\n"
                                   "Content-Transfer-Encoding: binary\n"));
+  /* RFC 2046 5.2.3: the encapsulated header of every reference includes a
+   * Content-ID; a part without one gets <SHA-256@host of the URL> */
+  const char *url = eb_rewrite_result_get_ref_url (r, 0);
+  g_autofree char *cid = g_strdup_printf ("\nContent-ID: <%s@127.0.0.1>\n\n", url + strlen (url) - 64);
+  g_autofree char *written = g_strndup ((const char *) out->data, out->len);
+  const char *found = strstr (written, cid);
+  g_assert_nonnull (found);
+  g_assert_true (strstr (written, "Content-ID:") == found + 1);
+  g_assert_null (strstr (found + 2, "Content-ID:"));
 }
 
 /* An mbox message (EB_EXTERNALIZE_MBOXRD): a text attachment's "From " lines
