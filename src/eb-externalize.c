@@ -112,14 +112,17 @@ phantom_field (const EbHeaderField *f, const char *buf)
          || eb_header_field_is (f, buf, "Content-Disposition");
 }
 
-/* Fields the reference drops: its own encoding and checksum replace them, and a
- * length no longer holds. */
+/* Fields the reference drops: its own encoding and checksum replace them, a
+ * length no longer holds, and the trace of an earlier resolution (the part
+ * was fetched from a URL) no longer describes it: a part restored by extbody
+ * rewrite and externalized again is referred to exactly as the first time. */
 static gboolean
 dropped_field (const EbHeaderField *f, const char *buf)
 {
   return eb_header_field_is (f, buf, "Content-Transfer-Encoding")
          || eb_header_field_is (f, buf, "Content-MD5")
-         || eb_header_field_is (f, buf, "Content-Length");
+         || eb_header_field_is (f, buf, "Content-Length")
+         || eb_header_field_is (f, buf, EB_TRACE_FIELD);
 }
 
 /* Append the raw field @f, its line breaks made @eol. */

@@ -685,6 +685,35 @@ test_mboxrd (Fixture *f, gconstpointer data G_GNUC_UNUSED)
   g_string_free (plain, TRUE);
 }
 
+/* A part extbody rewrite restored (its header carries the phantom's
+ * Content-MD5 and the trace field X-Extbody-Resolved) and externalized again is
+ * referred to as the first time: the stale trace and checksum are dropped, the
+ * other fields of the part kept. */
+static void
+test_again_after_rewrite (Fixture *f, gconstpointer data G_GNUC_UNUSED)
+{
+  g_autofree char *b = base64_lines (700, 12, NULL);
+  const char *first = "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n"
+                      "--b\nContent-Type: text/plain\n\nhi\n"
+                      "--b\nContent-Type: application/zip; name=a.zip\nContent-Transfer-Encoding: base64\n\n%s--b--\n";
+  const char *restored = "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n"
+                         "--b\nContent-Type: text/plain\n\nhi\n"
+                         "--b\nContent-Type: application/zip; name=a.zip\nContent-MD5: AAAAAAAAAAAAAAAAAAAAAA==\n"
+                         "Content-Transfer-Encoding: base64\n"
+                         "X-Extbody-Resolved: access-type=URL;\n\tURL=\"http://old.example/x\";\n\tsize=700; sha256=00\n"
+                         "\n%s--b--\n";
+  g_autofree char *m1 = g_strdup_printf (first, b), *m2 = g_strdup_printf (restored, b);
+  g_autoptr (EbRewriteResult) r1 = eb_externalize_plan (m1, strlen (m1), f->config, f->store, 0);
+  g_autoptr (EbRewriteResult) r2 = eb_externalize_plan (m2, strlen (m2), f->config, f->store, 0);
+  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r1), ==, 1);
+  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r2), ==, 1);
+  g_autoptr (GByteArray) o1 = write_plan (r1, m1, strlen (m1));
+  g_autoptr (GByteArray) o2 = write_plan (r2, m2, strlen (m2));
+  g_assert_cmpmem (o2->data, o2->len, o1->data, o1->len);
+  g_assert_null (g_strstr_len ((const char *) o2->data, o2->len, "X-Extbody-Resolved"));
+  g_assert_null (g_strstr_len ((const char *) o2->data, o2->len, "AAAAAAAA"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -704,5 +733,6 @@ main (int argc, char **argv)
   ADD ("/externalize/encapsulated", test_encapsulated);
   ADD ("/externalize/default-type", test_default_type);
   ADD ("/externalize/mboxrd", test_mboxrd);
+  ADD ("/externalize/again-after-rewrite", test_again_after_rewrite);
   return g_test_run ();
 }
