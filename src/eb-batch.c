@@ -367,6 +367,8 @@ plan_item (Item *it, EbBatch *b)
     EbExternalizeFlags f = b->ext_flags;
     if (b->mode != EB_BATCH_REWRITE)
       f |= EB_EXTERNALIZE_NO_STORE;
+    if (b->mbox)
+      f |= EB_EXTERNALIZE_MBOXRD;   /* store what the reader sees, not the quoting */
     r = eb_externalize_plan (it->buf, it->len, b->config, b->store, f);
     for (guint i = 0; r->scan && i < r->resolutions->len; i++)
       would |= ((const EbResolution *) g_ptr_array_index (r->resolutions, i))->reason

@@ -291,6 +291,16 @@ check_redis_prefix (const char *value, GError **error)
 static gboolean
 check_url_of (const char *value, const char *schemes, GError **error)
 {
+  /* only the characters a URL may hold (RFC 3986): a space would vanish in
+   * the reference (RFC 2017 3.1: white space in the URL parameter is
+   * ignored), and quotes, backslashes and the like are no URL's */
+  for (const char *c = value; *c; c++) {
+    if ((guchar) *c <= 0x20 || (guchar) *c >= 0x7f || strchr ("\"<>\\^`{|}", *c)) {
+      g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
+                   "\"%s\" holds a character a URL cannot (write it %%-encoded)", value);
+      return FALSE;
+    }
+  }
   g_autoptr (GError) local = NULL;
   g_autoptr (GUri) uri = g_uri_parse (value, G_URI_FLAGS_ENCODED, &local);
   if (!uri) {

@@ -114,14 +114,17 @@ phantom_field (const EbHeaderField *f, const char *buf)
          || eb_header_field_is (f, buf, "Content-Disposition");
 }
 
-/* Fields the reference drops: its own encoding and checksum replace them, and a
- * length no longer holds. */
+/* Fields the reference drops: its own encoding and checksum replace them, a
+ * length no longer holds, and the trace of an earlier resolution (the part
+ * was fetched from a URL) no longer describes it: a part restored by extbody
+ * rewrite and externalized again is referred to exactly as the first time. */
 static gboolean
 dropped_field (const EbHeaderField *f, const char *buf)
 {
   return eb_header_field_is (f, buf, "Content-Transfer-Encoding")
          || eb_header_field_is (f, buf, "Content-MD5")
-         || eb_header_field_is (f, buf, "Content-Length");
+         || eb_header_field_is (f, buf, "Content-Length")
+         || eb_header_field_is (f, buf, EB_TRACE_FIELD);
 }
 
 /* Append the raw field @f, its line breaks made @eol. */
@@ -178,6 +181,20 @@ fresh_boundary (const char *sha256, const EbRef *ref, GString *const *texts, gui
   }
 }
 
+/* RFC 2046 5.2.3: the encapsulated header of every message/external-body
+ * MUST include a Content-ID, by which the data is referenced (and cached). A
+ * part without one gets one naming its bytes where they are stored:
+ * <SHA-256@host of @url>, the same for the same bytes in the same store. */
+static char *
+content_id_for (const char *sha256, const char *url)
+{
+  g_autoptr (GUri) u = g_uri_parse (url, G_URI_FLAGS_ENCODED, NULL);
+  const char *host = u ? g_uri_get_host (u) : NULL;
+  if (!host || !*host || strpbrk (host, "[]\\ \t\r\n<>\""))
+    host = "extbody.invalid";
+  return g_strdup_printf (strchr (host, ':') ? "<%s@[%s]>" : "<%s@%s>", sha256, host);
+}
+
 /* The replacement of @leaf, stored at @url: the new header block (@head) and
  * what follows it (@rest). */
 static void
@@ -200,12 +217,13 @@ build_replacement (Ctx *c, const EbLeaf *leaf, const EbHeaderBlock *blk, GBytes 
 
   /* the phantom header: the part's own content fields as written */
   g_autoptr (GString) phantom = g_string_new (NULL);
-  gboolean has_type = FALSE;
+  gboolean has_type = FALSE, has_id = FALSE;
   for (guint i = 0; i < blk->fields->len; i++) {
     const EbHeaderField *f = &g_array_index (blk->fields, EbHeaderField, i);
     if (phantom_field (f, buf))
       append_raw (phantom, buf, f, eol);
     has_type = has_type || eb_header_field_is (f, buf, "Content-Type");
+    has_id = has_id || eb_header_field_is (f, buf, "Content-ID");
   }
   /* a part without Content-Type is text/plain; charset=us-ascii (RFC 2045
    * 5.2); the phantom says so, or a resolver would take the type the server
@@ -214,8 +232,13 @@ build_replacement (Ctx *c, const EbLeaf *leaf, const EbHeaderBlock *blk, GBytes 
     g_string_append_printf (phantom, "Content-Type: text/plain; charset=us-ascii%s", eol);
   else if (!has_type)
     g_string_append_printf (phantom, "Content-Type: %s%s", leaf->type, eol);
-  g_string_append_printf (phantom, "Content-Transfer-Encoding: binary%sContent-MD5: %s%s%s", eol,
-                          md5, eol, eol);
+  g_string_append_printf (phantom, "Content-Transfer-Encoding: binary%sContent-MD5: %s%s", eol,
+                          md5, eol);
+  if (!has_id) {
+    g_autofree char *cid = content_id_for (sha256, url);
+    g_string_append_printf (phantom, "Content-ID: %s%s", cid, eol);
+  }
+  g_string_append (phantom, eol);
 
   guint64 size = g_bytes_get_size (data);
   if (!fallback) {
@@ -284,6 +307,27 @@ resolution_new (EbReason reason, char *detail /* (transfer full) */)
   return res;
 }
 
+/* @p[0..@n) of an mbox message without its mboxrd quoting: each line that is
+ * ">From ", ">>From "... loses one '>'. */
+static GBytes *
+mboxrd_unquote (const char *p, gsize n)
+{
+  GString *out = g_string_sized_new (n);
+  gsize i = 0;
+  while (i < n) {
+    const char *nl = memchr (p + i, '\n', n - i);
+    gsize e = nl ? (gsize) (nl - p) + 1 : n;
+    gsize q = i;
+    while (q < e && p[q] == '>')
+      q++;
+    gboolean quoted = q > i && e - q >= 5 && memcmp (p + q, "From ", 5) == 0;
+    gsize from = quoted ? i + 1 : i;
+    g_string_append_len (out, p + from, (gssize) (e - from));
+    i = e;
+  }
+  return g_string_free_to_bytes (out);
+}
+
 /* Decide about @leaf and, when it is a candidate, add it to @r (taking its
  * ref). */
 static void
@@ -324,7 +368,10 @@ consider (Ctx *c, EbLeaf *leaf, EbRewriteResult *r)
     reason = EB_REASON_CTE_UNKNOWN;
     detail = g_strdup_printf ("Content-Transfer-Encoding: %.60s", cte_value);
   } else {
-    g_autoptr (GBytes) raw = g_bytes_new_static (buf + ref->content_start, raw_len);
+    /* from an mbox: the part's bytes as the message's reader sees them */
+    g_autoptr (GBytes) raw = (c->flags & EB_EXTERNALIZE_MBOXRD)
+      ? mboxrd_unquote (buf + ref->content_start, raw_len)
+      : g_bytes_new_static (buf + ref->content_start, raw_len);
     g_autoptr (GError) e = NULL;
     data = eb_transfer_decode (cte, raw, &e);
     if (!data) {

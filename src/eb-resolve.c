@@ -82,6 +82,27 @@ block_has (const EbHeaderBlock *block, const char *buf, const char *base, gsize 
   return FALSE;
 }
 
+/* Is @f the Content-ID extbody externalize gives a part that had none,
+ * <SHA-256@host> naming @data (RFC 2046 5.2.3 wants one in every reference)?
+ * The restored part goes without it, as it came. *@digest caches the data's
+ * SHA-256 (hex). */
+static gboolean
+generated_content_id (const EbHeaderField *f, const char *buf, GBytes *data, char **digest)
+{
+  if (!eb_header_field_is (f, buf, "Content-ID"))
+    return FALSE;
+  g_autofree char *v = eb_header_field_unfold (f, buf);
+  g_strstrip (v);
+  if (strlen (v) < 67 || v[0] != '<' || v[65] != '@')
+    return FALSE;
+  for (guint i = 1; i < 65; i++)
+    if (!g_ascii_isdigit (v[i]) && !(v[i] >= 'a' && v[i] <= 'f'))
+      return FALSE;
+  if (!*digest)
+    *digest = g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, data);
+  return strncmp (v + 1, *digest, 64) == 0;
+}
+
 /* Multipart or message data goes out as 7bit lines or not at all: it may not hold
  * a line that would end an enclosing multipart. */
 static gboolean
@@ -453,7 +474,8 @@ eb_resolve (const EbRef *ref, const EbAction *action, const char *buf, gsize len
   }
   for (guint i = 0; i < inner->fields->len; i++) {
     const EbHeaderField *f = &g_array_index (inner->fields, EbHeaderField, i);
-    if (!eb_header_field_is (f, buf, "Content-Transfer-Encoding"))
+    if (!eb_header_field_is (f, buf, "Content-Transfer-Encoding")
+        && !generated_content_id (f, buf, data, &res->digest))
       append_field (h, buf, f, eol);
   }
   if (!ref->inner_type)

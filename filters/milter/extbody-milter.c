@@ -1337,7 +1337,9 @@ run (int argc, char **argv)
     { NULL }
   };
   g_autoptr (GOptionContext) ctx = g_option_context_new ("");
-  g_option_context_set_summary (ctx, "Resolve message/external-body references in mail, as a milter for Postfix and Sendmail.");
+  g_option_context_set_summary (ctx, "Resolve message/external-body references in mail, as a milter for Postfix and Sendmail;\n"
+                                     "with milter_mode = externalize, store the large parts of outgoing mail\n"
+                                     "(externalize_store) and replace them with references instead.");
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_autoptr (GError) error = NULL;
   if (!g_option_context_parse (ctx, &argc, &argv, &error)) {

@@ -1886,6 +1886,10 @@ EXTBODY_API void eb_cleanup_run (void);
  *   message gets the %EB_FILTER_FIELD field ("externalized N of M parts")
  * @EB_EXTERNALIZE_NO_STORE: decide only: every candidate is left with
  *   %EB_REASON_WOULD_EXTERNALIZE; nothing is stored, nothing changed
+ * @EB_EXTERNALIZE_MBOXRD: the message comes from an mbox, its "From " lines
+ *   quoted the mboxrd way (">From ", ">>From "...): a part's bytes are stored
+ *   unquoted, as the message's reader sees them (eb_batch_set_store() sets it
+ *   for an mbox)
  *
  * How eb_externalize_plan() works.
  */
@@ -1894,6 +1898,7 @@ typedef enum {
   EB_EXTERNALIZE_FALLBACK     = 1 << 0,
   EB_EXTERNALIZE_FILTER_FIELD = 1 << 1,
   EB_EXTERNALIZE_NO_STORE     = 1 << 2,
+  EB_EXTERNALIZE_MBOXRD       = 1 << 3,
 } EbExternalizeFlags;
 
 /**
@@ -1913,8 +1918,10 @@ typedef enum {
  * candidate: stored through @store and, once stored and verified, replaced
  * by a message/external-body reference (access-type=URL) whose phantom header
  * keeps the part's own Content-Type, Content-ID, Content-Description and
- * Content-Disposition as written, with a Content-MD5 of the stored bytes.
- * A part the store failed to take is left with %EB_REASON_STORE_FAILED. The
+ * Content-Disposition as written, with a Content-MD5 of the stored bytes
+ * (and, for a part without a Content-ID, "<SHA-256@host of the URL>": RFC 2046
+ * 5.2.3 wants one in every reference; the resolver leaves it out of the part it
+ * restores). A part the store failed to take is left with %EB_REASON_STORE_FAILED. The
  * result is written with eb_rewrite_write() and the other writers; every byte
  * outside a replaced part is copied as it was, and a message with nothing
  * externalized comes out byte for byte as it came in. In the result, the

@@ -179,6 +179,47 @@ test_mbox (Fx *f, gconstpointer d G_GNUC_UNUSED)
   g_assert_cmpmem (g_bytes_get_data (orig, NULL), g_bytes_get_size (orig), text, strlen (text));
 }
 
+/* externalize --mbox: a text attachment whose "From " lines the mailbox
+ * quotes the mboxrd way is stored as its reader sees it (">From " back to
+ * "From ", ">>From " to ">From "), not with the mailbox's quoting. */
+static void
+test_mbox_quoted (Fx *f, gconstpointer d G_GNUC_UNUSED)
+{
+  GString *quoted = g_string_new (NULL), *plain = g_string_new (NULL);
+  for (guint i = 0; i < 100; i++) {
+    g_string_append_printf (quoted, ">From line %u of the log\n>>From a quoted one\n", i);
+    g_string_append_printf (plain, "From line %u of the log\n>From a quoted one\n", i);
+  }
+  g_autofree char *box = g_build_filename (f->dir, "box", NULL);
+  g_autofree char *text = g_strdup_printf (
+    "From a@example.org Thu Jan  1 00:00:00 2026\n"
+    "From: a@example.org\nSubject: log\nMIME-Version: 1.0\n"
+    "Content-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: text/plain\n\nsee the log\n"
+    "--b\nContent-Type: text/plain; name=log.txt\nContent-Disposition: attachment; filename=log.txt\n\n"
+    "%s--b--\n\n", quoted->str);
+  g_assert_true (g_file_set_contents (box, text, -1, NULL));
+  /* the last line break belongs to the boundary's delimiter line */
+  g_string_truncate (plain, plain->len - 1);
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, NULL, "externalize", "-o", f->opt_store, "-o", f->opt_base, "-o", "externalize_min_size=1k",
+       "--mbox", box);
+  g_assert_cmpint (r.status, ==, 0);
+  g_autofree char *err = bytes_str (r.err);
+  g_assert_nonnull (strstr (err, "1 messages scanned, 1 candidate parts, 1 externalized, 1 messages changed"));
+  g_assert_cmpuint (objects (f->store), ==, 1);
+  g_autofree char *hex = g_compute_checksum_for_string (G_CHECKSUM_SHA256, plain->str, -1);
+  g_autofree char *obj = g_build_filename (f->store, hex, NULL);
+  g_autoptr (GBytes) stored = file_bytes (obj);
+  g_assert_nonnull (stored);
+  g_assert_cmpmem (g_bytes_get_data (stored, NULL), g_bytes_get_size (stored), plain->str, plain->len);
+  g_autoptr (GBytes) after = file_bytes (box);
+  g_autofree char *a = bytes_str (after);
+  g_assert_nonnull (strstr (a, "Content-Type: message/external-body"));
+  g_assert_null (strstr (a, "From line 1 "));
+  g_string_free (quoted, TRUE);
+  g_string_free (plain, TRUE);
+}
+
 /* The quick start's run (tests/quickstart.sh demo): the bundled sample's PDF
  * into a directory store, the object holding the part's decoded bytes under
  * their SHA-256, the reference as extbody(1) shows it, a second run unchanged. */
@@ -228,7 +269,10 @@ test_sample (Fx *f, gconstpointer d G_GNUC_UNUSED)
     " +0000\";\n\tURL=\"https://files.example.org/objects/be5cc2\n\tdefc64b6b0fe645bf1b434f36b1bcbd70c6dbe97\n"
     "\t1faf66f789986386c6\"\n\nContent-Type: application/pdf; name=\"site-plan.pdf\"\n"
     "Content-Disposition: attachment; filename=\"site-plan.pdf\"\nContent-Description: Site plan, north wing\n"
-    "Content-Transfer-Encoding: binary\nContent-MD5: 8QsrP5XLOhYJc0KQnaIwMQ==\n\n\n--=-sample-attachment-1--\n",
+    "Content-Transfer-Encoding: binary\nContent-MD5: 8QsrP5XLOhYJc0KQnaIwMQ==\n"
+    /* RFC 2046 5.2.3: a Content-ID in every reference; the part had none */
+    "Content-ID: <be5cc2defc64b6b0fe645bf1b434f36b1bcbd70c6dbe971faf66f789986386c6@files.example.org>\n"
+    "\n\n--=-sample-attachment-1--\n",
   };
   for (guint i = 0; i < G_N_ELEMENTS (want_ref); i++)
     g_assert_nonnull (strstr (out, want_ref[i]));
@@ -291,6 +335,7 @@ main (int argc, char **argv)
   ADD ("/externalize-cmd/one-message", test_one_message);
   ADD ("/externalize-cmd/store-fails", test_store_fails);
   ADD ("/externalize-cmd/mbox", test_mbox);
+  ADD ("/externalize-cmd/mbox-quoted", test_mbox_quoted);
   ADD ("/externalize-cmd/sample", test_sample);
   ADD ("/externalize-cmd/mbox-min-size", test_mbox_min_size);
   return g_test_run ();

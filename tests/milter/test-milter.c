@@ -268,6 +268,17 @@ test_check (void)
   g_assert_true (g_file_set_contents (conf, "milter_socket = inet:8891@127.0.0.1\n", -1, NULL));
   g_autofree char *bad = g_build_filename (dir, "bad.conf", NULL);
   g_assert_true (g_file_set_contents (bad, "[extbody]\ndeny_domains = *.example.com\n", -1, NULL));
+  /* milter_mode = externalize: the store is made as the daemon makes it */
+  g_autofree char *ext_ok = g_build_filename (dir, "ext-ok.conf", NULL);
+  g_autofree char *ext_ok_text = g_strdup_printf ("milter_mode = externalize\nexternalize_store = %s\n"
+                                                  "externalize_base_url = https://parts.example.org/\n", dir);
+  g_assert_true (g_file_set_contents (ext_ok, ext_ok_text, -1, NULL));
+  g_autofree char *ext_gone = g_build_filename (dir, "ext-gone.conf", NULL);
+  g_assert_true (g_file_set_contents (ext_gone, "milter_mode = externalize\nexternalize_store = /nonexistent/parts\n"
+                                                "externalize_base_url = https://parts.example.org/\n", -1, NULL));
+  g_autofree char *ext_nobase = g_build_filename (dir, "ext-nobase.conf", NULL);
+  g_autofree char *ext_nobase_text = g_strdup_printf ("milter_mode = externalize\nexternalize_store = %s\n", dir);
+  g_assert_true (g_file_set_contents (ext_nobase, ext_nobase_text, -1, NULL));
   struct { const char *args[4]; int status; const char *text; } cases[] = {
     { { "-c", conf, NULL }, 0, NULL },
     { { "-c", conf, "-p", "inet:99999@127.0.0.1" }, 78, "-p milter_socket: \"inet:99999@127.0.0.1\"" },
@@ -280,6 +291,12 @@ test_check (void)
     { { "-c", conf, "-o", "milter_umask=1777" }, 78, "milter_umask: \"1777\" is not an octal mask" },
     { { "-c", conf, "-o", "milter_umask=027" }, 0, NULL },
     { { "-c", bad, NULL }, 78, "bad.conf: deny_domains: \"*.example.com\": write example.com" },
+    { { "-c", conf, "-o", "milter_mode=externalize" }, 78, "milter_mode = externalize: externalize_store is not set" },
+    { { "-c", conf, "-o", "milter_mode=both" }, 78, "milter_mode: \"both\" is not one of resolve|externalize" },
+    { { "-c", ext_ok, NULL }, 0, NULL },
+    { { "-c", ext_gone, NULL }, 78, "milter_mode = externalize: externalize_store: /nonexistent/parts: No such file or directory" },
+    { { "-c", ext_nobase, NULL }, 78, "milter_mode = externalize: externalize_base_url is not set" },
+    { { "-c", ext_ok, "-o", "milter_mode=resolve" }, 0, NULL },
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
     const char *argv[] = { g_getenv ("EXTBODY_MILTER"), "-n", cases[i].args[0], cases[i].args[1],
@@ -303,7 +320,20 @@ test_check (void)
   }
   g_unlink (conf);
   g_unlink (bad);
+  g_unlink (ext_ok);
+  g_unlink (ext_gone);
+  g_unlink (ext_nobase);
   g_rmdir (dir);
+
+  /* --help names both modes */
+  const char *help[] = { g_getenv ("EXTBODY_MILTER"), "--help", NULL };
+  g_autofree char *hout = NULL;
+  int hwait = 0;
+  g_assert_true (g_spawn_sync (NULL, (char **) help, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &hout, NULL,
+                               &hwait, NULL));
+  g_assert_true (WIFEXITED (hwait) && WEXITSTATUS (hwait) == 0);
+  g_assert_nonnull (strstr (hout, "Resolve message/external-body references"));
+  g_assert_nonnull (strstr (hout, "milter_mode = externalize"));
 }
 
 /* When it stops, one line sums up every message it planned since it started;

@@ -334,6 +334,30 @@ test_store_credentials (void)
   g_assert_nonnull (strstr (dump_d, "externalize_store_password = \n"));
 }
 
+/* externalize_store and externalize_base_url hold only the characters a URL
+ * may (RFC 3986): a space would vanish from the reference written (RFC 2017
+ * 3.1 ignores white space in the URL parameter), a quote or a backslash is no
+ * URL's; %-encoded, they are taken. */
+static void
+test_store_urls (void)
+{
+  g_autoptr (EbConfig) c = eb_config_new ();
+  const char *bad[] = { "http://h/a b", "http://h/a\"b", "http://h/a\\b", "http://h/a<b>",
+                        "http://h/\xc3\xa9", "http://h/a\tb", "http://h/{x}" };
+  const char *keys[] = { "externalize_base_url", "externalize_store" };
+  for (guint k = 0; k < G_N_ELEMENTS (keys); k++) {
+    for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
+      g_autoptr (GError) e = NULL;
+      g_assert_false (eb_config_set (c, keys[k], bad[i], &e));
+      g_assert_error (e, EB_ERROR, EB_ERROR_CONFIG);
+      g_assert_nonnull (strstr (e->message, "a character a URL cannot"));
+    }
+    g_autoptr (GError) e = NULL;
+    g_assert_true (eb_config_set (c, keys[k], "http://h:8080/a%20b/~x-y_z.(1)!$&'*+,;=:@", &e));
+    g_assert_no_error (e);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -346,6 +370,7 @@ main (int argc, char **argv)
   g_test_add_func ("/config/no-group-line", test_no_group_line);
   g_test_add_func ("/config/typed-keys", test_typed_keys);
   g_test_add_func ("/config/store-credentials", test_store_credentials);
+  g_test_add_func ("/config/store-urls", test_store_urls);
   g_test_add_func ("/config/documented/keys", test_documented_keys);
   g_test_add_func ("/config/documented/reasons", test_documented_reasons);
   return g_test_run ();

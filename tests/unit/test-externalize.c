@@ -630,6 +630,88 @@ test_default_type (Fixture *f, gconstpointer data G_GNUC_UNUSED)
                                   "\n\nContent-Disposition: attachment; filename=log.txt\n"
                                   "Content-Type: text/plain; charset=us-ascii\n"
                                   "Content-Transfer-Encoding: binary\n"));
+  /* RFC 2046 5.2.3: the encapsulated header of every reference includes a
+   * Content-ID; a part without one gets <SHA-256@host of the URL> */
+  const char *url = eb_rewrite_result_get_ref_url (r, 0);
+  g_autofree char *cid = g_strdup_printf ("\nContent-ID: <%s@127.0.0.1>\n\n", url + strlen (url) - 64);
+  g_autofree char *written = g_strndup ((const char *) out->data, out->len);
+  const char *found = strstr (written, cid);
+  g_assert_nonnull (found);
+  g_assert_true (strstr (written, "Content-ID:") == found + 1);
+  g_assert_null (strstr (found + 2, "Content-ID:"));
+}
+
+/* An mbox message (EB_EXTERNALIZE_MBOXRD): a text attachment's "From " lines
+ * are quoted in the mailbox (">From ", ">>From " for a line that was
+ * ">From "); the object holds them as the reader sees them, unquoted, and a
+ * line that only starts with '>' keeps it. Without the flag the bytes are
+ * taken as they are. */
+static void
+test_mboxrd (Fixture *f, gconstpointer data G_GNUC_UNUSED)
+{
+  GString *quoted = g_string_new (NULL), *plain = g_string_new (NULL);
+  for (guint i = 0; i < 20; i++) {
+    g_string_append_printf (quoted, ">From the log, line %u\n>>From quoted\n> >From not a From_ line\n", i);
+    g_string_append_printf (plain, "From the log, line %u\n>From quoted\n> >From not a From_ line\n", i);
+  }
+  g_autofree char *msg = g_strdup_printf (
+    "From sender@example.org Thu Jan  1 00:00:00 2026\n"
+    "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n"
+    "--b\nContent-Type: text/plain\n\nhi\n"
+    "--b\nContent-Type: text/plain; name=log.txt\nContent-Disposition: attachment\n\n%s--b--\n",
+    quoted->str);
+  gsize len = strlen (msg);
+  /* the last line break belongs to the boundary's delimiter line */
+  g_string_truncate (plain, plain->len - 1);
+  g_string_truncate (quoted, quoted->len - 1);
+  g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg, len, f->config, f->store,
+                                                       EB_EXTERNALIZE_MBOXRD);
+  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 1);
+  g_autofree char *hex = g_compute_checksum_for_string (G_CHECKSUM_SHA256, plain->str, -1);
+  g_autofree char *path = g_build_filename (f->dir, hex, NULL);
+  g_autofree char *stored = NULL;
+  gsize n = 0;
+  g_assert_true (g_file_get_contents (path, &stored, &n, NULL));
+  g_assert_cmpmem (stored, n, plain->str, plain->len);
+  g_autofree char *url = g_strconcat (BASE_URL "/", hex, NULL);
+  g_assert_cmpstr (eb_rewrite_result_get_ref_url (r, 0), ==, url);
+  /* not from an mbox: the bytes as they are */
+  g_autoptr (EbRewriteResult) r2 = eb_externalize_plan (msg, len, f->config, f->store, 0);
+  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r2), ==, 1);
+  g_autofree char *hex2 = g_compute_checksum_for_string (G_CHECKSUM_SHA256, quoted->str, -1);
+  g_autofree char *url2 = g_strconcat (BASE_URL "/", hex2, NULL);
+  g_assert_cmpstr (eb_rewrite_result_get_ref_url (r2, 0), ==, url2);
+  g_string_free (quoted, TRUE);
+  g_string_free (plain, TRUE);
+}
+
+/* A part extbody rewrite restored (its header carries the phantom's
+ * Content-MD5 and the trace field X-Extbody-Resolved) and externalized again is
+ * referred to as the first time: the stale trace and checksum are dropped, the
+ * other fields of the part kept. */
+static void
+test_again_after_rewrite (Fixture *f, gconstpointer data G_GNUC_UNUSED)
+{
+  g_autofree char *b = base64_lines (700, 12, NULL);
+  const char *first = "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n"
+                      "--b\nContent-Type: text/plain\n\nhi\n"
+                      "--b\nContent-Type: application/zip; name=a.zip\nContent-Transfer-Encoding: base64\n\n%s--b--\n";
+  const char *restored = "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n"
+                         "--b\nContent-Type: text/plain\n\nhi\n"
+                         "--b\nContent-Type: application/zip; name=a.zip\nContent-MD5: AAAAAAAAAAAAAAAAAAAAAA==\n"
+                         "Content-Transfer-Encoding: base64\n"
+                         "X-Extbody-Resolved: access-type=URL;\n\tURL=\"http://old.example/x\";\n\tsize=700; sha256=00\n"
+                         "\n%s--b--\n";
+  g_autofree char *m1 = g_strdup_printf (first, b), *m2 = g_strdup_printf (restored, b);
+  g_autoptr (EbRewriteResult) r1 = eb_externalize_plan (m1, strlen (m1), f->config, f->store, 0);
+  g_autoptr (EbRewriteResult) r2 = eb_externalize_plan (m2, strlen (m2), f->config, f->store, 0);
+  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r1), ==, 1);
+  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r2), ==, 1);
+  g_autoptr (GByteArray) o1 = write_plan (r1, m1, strlen (m1));
+  g_autoptr (GByteArray) o2 = write_plan (r2, m2, strlen (m2));
+  g_assert_cmpmem (o2->data, o2->len, o1->data, o1->len);
+  g_assert_null (g_strstr_len ((const char *) o2->data, o2->len, "X-Extbody-Resolved"));
+  g_assert_null (g_strstr_len ((const char *) o2->data, o2->len, "AAAAAAAA"));
 }
 
 int
@@ -650,5 +732,7 @@ main (int argc, char **argv)
   ADD ("/externalize/unchanged", test_unchanged);
   ADD ("/externalize/encapsulated", test_encapsulated);
   ADD ("/externalize/default-type", test_default_type);
+  ADD ("/externalize/mboxrd", test_mboxrd);
+  ADD ("/externalize/again-after-rewrite", test_again_after_rewrite);
   return g_test_run ();
 }

@@ -7,6 +7,10 @@
 #include <unistd.h>
 #include "eb-gmime.h"
 #include "eb-log.h"
+#include <glib/gstdio.h>
+#include "eb-config.h"
+#include "eb-externalize.h"
+#include "eb-rewrite.h"
 
 /* ---- a writer that keeps every record's fields ---------------------------- */
 
@@ -345,6 +349,74 @@ test_stderr_writer (void)
                              "other: three\n");
 }
 
+/* An externalize plan's lines (event=externalize): the message line, then one
+ * per candidate part - externalized (the store's scheme and host, never the
+ * URL, and the SHA-256 of the stored bytes) or left with its reason and the
+ * store's error. */
+static void
+test_record_externalize (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("eb-log-store-XXXXXX", NULL);
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_assert_true (eb_config_set (config, "externalize_store", dir, NULL));
+  g_assert_true (eb_config_set (config, "externalize_base_url", "https://Files.example.org:8443/secret-path", NULL));
+  g_assert_true (eb_config_set (config, "externalize_min_size", "100", NULL));
+  g_autoptr (GError) e = NULL;
+  g_autoptr (EbStore) store = eb_store_new (config, &e);
+  g_assert_no_error (e);
+  GString *att = g_string_new (NULL);
+  for (guint i = 0; i < 10; i++)
+    g_string_append (att, "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9wcXJzdHV2d3h5ejAx\n");
+  g_autofree char *msg = g_strdup_printf (
+    "Message-ID: <ext@example.org>\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n"
+    "--b\nContent-Type: text/plain\n\nhello\n"
+    "--b\nContent-Type: application/pdf; name=secret-name.pdf\nContent-Transfer-Encoding: base64\n\n%s"
+    "--b--\n", att->str);
+  g_string_free (att, TRUE);
+  gsize len = strlen (msg);
+  g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg, len, config, store, 0);
+  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 1);
+  g_autofree char *hex = g_compute_checksum_for_string (
+    G_CHECKSUM_SHA256, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01"
+                       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01"
+                       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01"
+                       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01"
+                       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01", -1);
+  g_ptr_array_set_size (records, 0);
+  eb_log_message ("Q1", "<ext@example.org>", r);
+  g_assert_cmpuint (records->len, ==, 2);
+  g_assert_cmpstr (field (0, "MESSAGE"), ==,
+                   "event=externalize queue_id=Q1 msgid=<ext@example.org> parts=1 externalized=1 changed=yes");
+  g_autofree char *want = g_strdup_printf (
+    "event=externalize queue_id=Q1 msgid=<ext@example.org> part=2 type=application/pdf bytes=540 "
+    "outcome=externalized scheme=https host=files.example.org sha256=%s", hex);
+  g_assert_cmpstr (field (1, "MESSAGE"), ==, want);
+  g_assert_cmpstr (field (1, "EXTBODY_OUTCOME"), ==, "externalized");
+
+  /* the store gone: the part stays, its line says why */
+  g_autofree char *obj = g_build_filename (dir, hex, NULL);
+  g_assert_cmpint (g_unlink (obj), ==, 0);
+  g_assert_cmpint (g_rmdir (dir), ==, 0);
+  g_autoptr (EbRewriteResult) r2 = eb_externalize_plan (msg, len, config, store, 0);
+  g_ptr_array_set_size (records, 0);
+  eb_log_message ("Q2", NULL, r2);
+  g_assert_cmpuint (records->len, ==, 2);
+  g_assert_cmpstr (field (0, "MESSAGE"), ==, "event=externalize queue_id=Q2 parts=1 externalized=0 changed=no");
+  g_assert_true (g_str_has_prefix (field (1, "MESSAGE"),
+                                   "event=externalize queue_id=Q2 part=2 type=application/pdf bytes=540 "
+                                   "outcome=left reason=store-failed detail="));
+  for (guint i = 0; i < records->len; i++) {
+    g_assert_null (strstr (field (i, "MESSAGE"), "secret"));
+    g_assert_null (strstr (field (i, "MESSAGE"), "8443"));
+  }
+
+  /* nothing to take out: no line */
+  g_ptr_array_set_size (records, 0);
+  g_autoptr (EbRewriteResult) r3 = eb_externalize_plan ("Subject: x\n\nhi\n", 15, config, store, 0);
+  eb_log_message ("Q3", NULL, r3);
+  g_assert_cmpuint (records->len, ==, 0);
+}
+
 static void
 test_parse_target (void)
 {
@@ -371,6 +443,7 @@ main (int argc, char **argv)
   g_test_add_func ("/log/url-origin", test_url_origin);
   g_test_add_func ("/log/record", test_record);
   g_test_add_func ("/log/record/message-only", test_record_message_only);
+  g_test_add_func ("/log/record/externalize", test_record_externalize);
   g_test_add_func ("/log/message-id", test_message_id);
   g_test_add_func ("/log/start", test_start);
   g_test_add_func ("/log/parse-target", test_parse_target);
