@@ -1,7 +1,9 @@
 /* fuzz-externalize: a whole message through eb_externalize_plan with a
  * directory store in a private temporary directory and externalize_min_size
- * 16, once as it is and once with the fallback (multipart/alternative), then
- * with EB_EXTERNALIZE_NO_STORE. The properties (a broken one is a trap):
+ * 16, once as it is and once with the fallback (multipart/alternative), once
+ * more under a second configuration (small max_nesting_depth and max_parts,
+ * externalize_types narrowed, externalize_retention for the expiration
+ * parameter, externalize_fallback = on), then with EB_EXTERNALIZE_NO_STORE. The properties (a broken one is a trap):
  *   - nothing externalized: the output is the input byte for byte;
  *   - otherwise the replaced ranges lie inside the input, in order and not
  *     overlapping; the bytes before the first and after the last are the
@@ -31,7 +33,7 @@
 
 #define BASE_URL "http://127.0.0.1:8080/fuzz/store/a-somewhat-long-path"
 
-static EbConfig *config;
+static EbConfig *config, *config2;
 static EbStore *store;
 static char *dir;
 
@@ -70,7 +72,15 @@ LLVMFuzzerInitialize (int *argc, char ***argv)
       || !eb_config_set (config, "externalize_min_size", "16", NULL))
     abort ();
   store = eb_store_new (config, NULL);
-  if (!store)
+  config2 = eb_config_new ();
+  if (!store || !eb_config_set (config2, "externalize_store", dir, NULL)
+      || !eb_config_set (config2, "externalize_base_url", BASE_URL, NULL)
+      || !eb_config_set (config2, "externalize_min_size", "16", NULL)
+      || !eb_config_set (config2, "externalize_types", "application/*, image/png, text/*", NULL)
+      || !eb_config_set (config2, "externalize_retention", "30", NULL)
+      || !eb_config_set (config2, "externalize_fallback", "on", NULL)
+      || !eb_config_set (config2, "max_nesting_depth", "3", NULL)
+      || !eb_config_set (config2, "max_parts", "12", NULL))
     abort ();
   atexit (at_exit);
   return 0;
@@ -154,9 +164,9 @@ count_url (const EbMessageScan *s, const char *url)
 
 /* One run with @flags; returns how many parts were externalized. */
 static guint
-run (const char *data, gsize size, EbExternalizeFlags flags)
+run (const EbConfig *cfg, const char *data, gsize size, EbExternalizeFlags flags)
 {
-  EbRewriteResult *r = eb_externalize_plan (data, size, config, store, flags);
+  EbRewriteResult *r = eb_externalize_plan (data, size, cfg, store, flags);
   if (!r)
     __builtin_trap ();
   GBytes *outb = write_plan (r, data, size);
@@ -218,6 +228,7 @@ run (const char *data, gsize size, EbExternalizeFlags flags)
   g_string_free (want, TRUE);
 
   /* the output parses back: the input's references, and one per part */
+  /* (under the default limits: the fallback adds parts and a level) */
   EbMessageScan *before = scan_refs (data, size);
   EbMessageScan *after = scan_refs (o, n);
   if (after->refs->len != before->refs->len + r->n_resolved)
@@ -240,7 +251,7 @@ run (const char *data, gsize size, EbExternalizeFlags flags)
   eb_message_scan_free (after);
 
   /* a second pass over the output changes nothing */
-  EbRewriteResult *r2 = eb_externalize_plan (o, n, config, store, flags);
+  EbRewriteResult *r2 = eb_externalize_plan (o, n, cfg, store, flags);
   if (r2->changed || r2->n_resolved)
     __builtin_trap ();
   eb_rewrite_result_free (r2);
@@ -254,9 +265,11 @@ run (const char *data, gsize size, EbExternalizeFlags flags)
 int
 LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
 {
-  guint done = run ((const char *) data, size, EB_EXTERNALIZE_DEFAULT);
+  guint done = run (config, (const char *) data, size, EB_EXTERNALIZE_DEFAULT);
   clear_dir (FALSE);
-  run ((const char *) data, size, EB_EXTERNALIZE_FALLBACK);
+  run (config, (const char *) data, size, EB_EXTERNALIZE_FALLBACK);
+  clear_dir (FALSE);
+  run (config2, (const char *) data, size, EB_EXTERNALIZE_DEFAULT);
   clear_dir (FALSE);
 
   /* decide only: the same parts, nothing stored, nothing changed */
