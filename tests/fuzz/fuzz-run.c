@@ -73,7 +73,8 @@ test_run (void)
     rm_tree (corpus);
   }
   g_assert_cmpuint (n, >, 0);
-  if (strcmp (name, "rewrite") == 0 || strcmp (name, "inspect") == 0) {
+  if (strcmp (name, "rewrite") == 0 || strcmp (name, "inspect") == 0
+      || strcmp (name, "externalize") == 0) {
     g_autofree char *msgs = g_test_build_filename (G_TEST_DIST, "corpus", NULL);
     n += copy_dir (msgs, corpus, ".eml");
   }

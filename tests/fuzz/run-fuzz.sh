@@ -23,7 +23,7 @@ b=$top/build-fuzz
 cmake -S "$top" -B "$b" -DEXTBODY_FUZZ=ON -DEXTBODY_TESTS=OFF -DEXTBODY_WERROR=OFF \
       -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$b" -j "$(nproc)" >/dev/null
-targets=${*:-"urlparam mimetype dataurl params rewrite inspect mbox"}
+targets=${*:-"urlparam mimetype dataurl params rewrite inspect mbox externalize"}
 mkdir -p "$b/crashes"
 status=0
 for t in $targets; do
@@ -32,7 +32,7 @@ for t in $targets; do
   cp "$top/tests/fuzz/seeds/$t"/* "$c"/ 2>/dev/null || true
   cp "$top/tests/fuzz/regressions/$t"/* "$c"/ 2>/dev/null || true
   case $t in
-    rewrite|inspect) cp "$top"/tests/corpus/*.eml "$top"/data/samples/*.eml "$c"/ 2>/dev/null || true ;;
+    rewrite|inspect|externalize) cp "$top"/tests/corpus/*.eml "$top"/data/samples/*.eml "$c"/ 2>/dev/null || true ;;
   esac
   echo "==> fuzz-$t for ${secs}s"
   if ! ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
