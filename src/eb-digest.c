@@ -171,3 +171,30 @@ eb_digest_sha256_md5 (const guint8 *p, gsize len, char **sha256_hex, char **md5_
     *md5_base64 = g_base64_encode (d, n);
   }
 }
+
+char *
+eb_digest_md5_canonical_text (const guint8 *p, gsize len)
+{
+  /* any bare LF at all? (a CR LF pair is canonical already) */
+  gboolean bare = FALSE;
+  for (const guint8 *q = p; !bare && q && (q = memchr (q, '\n', len - (gsize) (q - p)));) {
+    bare = q == p || q[-1] != '\r';
+    q++;
+  }
+  if (!bare)
+    return NULL;
+  Md md5;
+  md_init (&md5, G_CHECKSUM_MD5);
+  gsize from = 0;
+  for (gsize i = 0; i < len; i++) {
+    if (p[i] != '\n' || (i > 0 && p[i - 1] == '\r'))
+      continue;
+    md_update (&md5, p + from, i - from);
+    md_update (&md5, (const guint8 *) "\r\n", 2);
+    from = i + 1;
+  }
+  md_update (&md5, p + from, len - from);
+  guint8 d[64];
+  gsize n = md_final (&md5, d);
+  return g_base64_encode (d, n);
+}

@@ -26,6 +26,12 @@ char *eb_digest_sha256_hex (const guint8 *p, gsize len);
  * pass. Both (transfer full). */
 void eb_digest_sha256_md5 (const guint8 *p, gsize len, char **sha256_hex, char **md5_base64);
 
+/* RFC 1864 takes the MD5 of text in its canonical form, lines ending in CR LF
+ * (RFC 2045 2.7). The base64 MD5 of @len bytes at @p with every LF that has no
+ * CR before it counted as CR LF, or NULL when there is no such LF (then the
+ * MD5 of the bytes as they are is the canonical one). Returns: (transfer full). */
+char *eb_digest_md5_canonical_text (const guint8 *p, gsize len);
+
 /* A SHA-256 taken piece by piece (bytes read back from a store). */
 typedef struct _EbSha256 EbSha256;
 EbSha256 *eb_sha256_new (void);

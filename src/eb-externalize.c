@@ -393,6 +393,14 @@ consider (Ctx *c, EbLeaf *leaf, EbRewriteResult *r)
     gsize dn = 0;
     const guint8 *d = g_bytes_get_data (data, &dn);
     eb_digest_sha256_md5 (d, dn, &sha, &md5);
+    /* text: the MD5 of its canonical form, CR LF line ends (RFC 1864), which
+     * an LF mailbox's text part is not */
+    char *canonical = g_str_has_prefix (leaf->type, "text/")
+                      ? eb_digest_md5_canonical_text (d, dn) : NULL;
+    if (canonical) {
+      g_free (md5);
+      md5 = canonical;
+    }
   }
   if (reason != EB_REASON_RESOLVED) {
     res = resolution_new (reason, detail);

@@ -1,5 +1,6 @@
 /* eb-resolve.c - decisions and replacement headers (see eb-resolve.h). */
 #include "eb-resolve.h"
+#include "eb-digest.h"
 #include "eb-dataurl.h"
 #include "eb-urlparam.h"
 #include "eb-gmime.h"
@@ -441,6 +442,15 @@ eb_resolve (const EbRef *ref, const EbAction *action, const char *buf, gsize len
     g_autofree char *want = eb_header_field_unfold (&g_array_index (ref->inner->fields,
                                                                     EbHeaderField, md5), buf);
     g_autofree char *got = md5_base64 (data);
+    /* text: RFC 1864 digests its canonical form (CR LF line ends); the data
+     * as stored may end its lines in LF alone */
+    g_autofree char *canonical = strcmp (want, got) != 0 && ref->inner_type
+                                 && g_str_has_prefix (ref->inner_type, "text/")
+                                 ? eb_digest_md5_canonical_text (d, dlen) : NULL;
+    if (canonical && strcmp (want, canonical) == 0) {
+      g_free (got);
+      got = g_steal_pointer (&canonical);
+    }
     if (strcmp (want, got) != 0)
       return leave (res, EB_REASON_CHECKSUM,
                     g_strdup_printf ("Content-MD5 %.40s, data %s", want, got));

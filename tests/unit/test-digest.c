@@ -69,11 +69,42 @@ test_lengths (void)
   }
 }
 
+/* RFC 1864's canonical text: bare LF counted as CR LF; nothing to do -> NULL */
+static void
+test_canonical_text (void)
+{
+  struct { const char *in, *canonical; } cases[] = {
+    { "a\nb\n", "a\r\nb\r\n" },
+    { "\n", "\r\n" },
+    { "a\r\nb\nc", "a\r\nb\r\nc" },
+    { "\r\n\n\r", "\r\n\r\n\r" },
+    { "a\r\nb\r\n", NULL },
+    { "no line end", NULL },
+    { "", NULL },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autofree char *got = eb_digest_md5_canonical_text ((const guint8 *) cases[i].in,
+                                                         strlen (cases[i].in));
+    if (!cases[i].canonical) {
+      g_assert_null (got);
+      continue;
+    }
+    g_autoptr (GChecksum) c = g_checksum_new (G_CHECKSUM_MD5);
+    g_checksum_update (c, (const guchar *) cases[i].canonical, (gssize) strlen (cases[i].canonical));
+    guint8 d[16];
+    gsize dl = sizeof d;
+    g_checksum_get_digest (c, d, &dl);
+    g_autofree char *want = g_base64_encode (d, dl);
+    g_assert_cmpstr (got, ==, want);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/digest/known", test_known);
   g_test_add_func ("/digest/lengths", test_lengths);
+  g_test_add_func ("/digest/canonical-text", test_canonical_text);
   return g_test_run ();
 }

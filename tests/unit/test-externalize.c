@@ -639,6 +639,22 @@ test_default_type (Fixture *f, gconstpointer data G_GNUC_UNUSED)
   g_assert_nonnull (found);
   g_assert_true (strstr (written, "Content-ID:") == found + 1);
   g_assert_null (strstr (found + 2, "Content-ID:"));
+
+  /* its Content-MD5 is of the canonical form, CR LF line ends (RFC 1864),
+   * though the object holds the lines as they were (LF) */
+  GString *canon = g_string_new (NULL);
+  for (guint i = 0; i < 40; i++)
+    g_string_append_printf (canon, "line %u of a log file that is attached\r\n", i);
+  g_string_truncate (canon, canon->len - 2);   /* the last line break is the delimiter's */
+  g_autoptr (GChecksum) md5 = g_checksum_new (G_CHECKSUM_MD5);
+  g_checksum_update (md5, (const guchar *) canon->str, (gssize) canon->len);
+  g_string_free (canon, TRUE);
+  guint8 d[16];
+  gsize dl = sizeof d;
+  g_checksum_get_digest (md5, d, &dl);
+  g_autofree char *b64 = g_base64_encode (d, dl);
+  g_autofree char *field = g_strdup_printf ("\nContent-MD5: %s\n", b64);
+  g_assert_nonnull (strstr (written, field));
 }
 
 /* An mbox message (EB_EXTERNALIZE_MBOXRD): a text attachment's "From " lines

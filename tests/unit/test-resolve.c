@@ -387,6 +387,13 @@ static const DataCase data_cases[] = {
   { "md5-bad", "access-type=URL; URL=\"data:,Hellp\"",
     "Content-Type: text/plain\nContent-MD5: " MD5_HELLO "\n\n",
     { NULL }, 0, EB_REASON_CHECKSUM, NULL, NULL, NULL },
+  /* text: RFC 1864 digests the canonical form (CR LF); the data may end its lines in LF */
+  { "md5-text-canonical", "access-type=URL; URL=\"data:,a%0Ab%0A\"",
+    "Content-Type: text/plain\nContent-MD5: WbDXdy8FYe+5VRjzy4q8YA==\n\n",
+    { NULL }, 0, EB_REASON_RESOLVED, "text/plain", "a\nb\n", NULL },
+  { "md5-binary-not-canonical", "access-type=URL; URL=\"data:,a%0Ab%0A\"",
+    "Content-Type: application/octet-stream\nContent-MD5: WbDXdy8FYe+5VRjzy4q8YA==\n\n",
+    { NULL }, 0, EB_REASON_CHECKSUM, NULL, NULL, NULL },
   /* limits */
   { "part-equal", "access-type=URL; URL=\"data:,Hello\"", "Content-Type: text/plain\n\n",
     { "max_part_bytes=5", NULL }, 0, EB_REASON_RESOLVED, "text/plain", "Hello", NULL },
