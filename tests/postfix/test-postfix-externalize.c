@@ -25,13 +25,28 @@
  *     a multipart/alternative of a text/plain part with the link and the
  *     reference, the object is PUT into Apache's collection, and `extbody
  *     rewrite --fetch` puts the original part back alone (same tree, type
- *     and decoded bytes as sent).
+ *     and decoded bytes as sent);
+ *   - the order of milters against a DKIM signer (Debian's OpenDKIM, a
+ *     private instance on a unix socket here, signing for test.example with
+ *     a key opendkim-genkey made, relaxed/simple, no DNS): with
+ *     smtpd_milters = extbody (externalize), opendkim the signature's body
+ *     hash (bh=) is the hash of the delivered, externalized body and the
+ *     signature verifies (tests/postfix/dkim-check.py: dkimpy with the
+ *     public key handed over, and the body hash computed on its own); listed
+ *     the other way round, opendkim signs the body as sent (bh= is the hash
+ *     of the original body) and the delivered message fails verification.
+ *     Postfix's cleanup hands the message to each milter in turn from the
+ *     queue file, after the edits of the ones before it are applied
+ *     (milter_message () in src/milter/milter.c, milter8_message () reading
+ *     the queue file from the start, SMFIR_REPLBODY applied through
+ *     cleanup_repl_body ()).
  *
  * One Postfix instance, one listener per milter (master.cf services with
  * -o smtpd_milters=..., one milter process per configuration).
  * Needs root (Postfix refuses otherwise), Postfix, nginx and /usr/bin/python3:
  * skipped (exit 77) without them; without apache2, htpasswd or mod_dav_fs
- * the WebDAV case is left out. Every server and Postfix instance it starts
+ * the WebDAV case is left out; without opendkim, opendkim-genkey
+ * (opendkim-tools) or python3-dkim the DKIM cases are skipped. Every server and Postfix instance it starts
  * is registered with the watchdog (test-server.h). */
 #include <gio/gio.h>
 #include <glib/gstdio.h>
@@ -50,6 +65,10 @@ static char *maildir_new;
 static guint smtp_port;    /* the milter with the directory store */
 static guint slow_port;    /* the milter with the slow store, milter_content_timeout = 3s */
 static guint dav_port;     /* the milter with Apache's WebDAV store and externalize_fallback */
+static guint dkim_port;    /* smtpd_milters = extbody (externalize), opendkim */
+static guint dkim_wrong_port; /* smtpd_milters = opendkim, extbody (externalize) */
+static char *dkim_key_txt; /* opendkim-genkey's SELECTOR.txt; NULL: no DKIM cases */
+static const char *dkim_missing;
 static TestNginx *nginx;
 static TestServer *slowdav;
 static TestApache *apache;
@@ -72,6 +91,13 @@ send_to (guint port, const char *msg)
   g_autofree char *out = NULL;
   int st = test_sh (cmd, &out);
   g_test_message ("send.py to %u: %d %s", port, st, out ? out : "");
+  if (st != 0) {
+    g_usleep (500000);   /* postlogd writes behind */
+    g_autofree char *tail = g_strdup_printf ("tail -n 12 '%s/log/maillog'", pfdir);
+    g_autofree char *log = NULL;
+    test_sh (tail, &log);
+    g_test_message ("Postfix's log:\n%s", log ? log : "");
+  }
   return st;
 }
 
@@ -419,6 +445,89 @@ test_fallback_webdav (void)
   g_assert_cmpstr (back, ==, want);
 }
 
+/* dkim-check.py's output for the delivered @path (and the body of @sent
+ * hashed the same way), asserting it ran. */
+static char *
+dkim_check (const char *path, const char *sent)
+{
+  g_autofree char *py = script ("dkim-check.py");
+  g_autofree char *cmd = g_strdup_printf ("/usr/bin/python3 '%s' '%s' '%s' '%s'",
+                                          py, path, dkim_key_txt, sent);
+  char *out = NULL;
+  g_assert_cmpint (test_sh (cmd, &out), ==, 0);
+  g_assert_nonnull (out);
+  g_test_message ("dkim-check.py:\n%s", out);
+  return out;
+}
+
+/* Send a message with a 300 KB attachment to @port (extbody externalizing
+ * from 100K, and opendkim, in the listener's order) and check what was
+ * delivered: externalized, signed by opendkim for test.example; the
+ * dkim-check.py output returned. */
+static char *
+send_signed (guint port, guint32 seed, const char *message_id)
+{
+  g_autoptr (GBytes) data = random_bytes (seed, 300 * 1024);
+  g_autofree char *m = message_with_attachment (message_id, data);
+  g_autofree char *sent = g_strdup_printf ("%s/sent-%s.eml", dir, message_id);
+  g_assert_true (g_file_set_contents (sent, m, -1, NULL));
+  g_assert_cmpint (send_to (port, m), ==, 0);
+  g_autofree char *needle = g_strdup_printf ("<%s>", message_id);
+  g_autofree char *path = delivered (needle, 60);
+  g_assert_nonnull (path);
+  g_autofree char *got = NULL;
+  gsize got_len = 0;
+  g_assert_true (g_file_get_contents (path, &got, &got_len, NULL));
+  g_test_message ("delivered (%" G_GSIZE_FORMAT " bytes):\n%.3000s", got_len, got);
+  /* externalized, and signed */
+  g_assert_cmpuint (got_len, <, 64 * 1024);
+  g_assert_nonnull (strstr (got, "\nX-Extbody: externalized 1 of "));
+  g_assert_nonnull (strstr (got, "message/external-body"));
+  g_assert_nonnull (strstr (got, "\nDKIM-Signature: "));
+  char *out = dkim_check (path, sent);
+  g_assert_nonnull (strstr (out, "d=test.example s=sel c=relaxed/simple\n"));
+  return out;
+}
+
+/* smtpd_milters = extbody (externalize), then opendkim: opendkim sees the
+ * body as extbody left it, so it signs what is delivered. */
+static void
+test_dkim_after_externalize (void)
+{
+  if (!dkim_key_txt) {
+    g_test_skip (dkim_missing);
+    return;
+  }
+  g_autofree char *out = send_signed (dkim_port, 24, "ext-5@test.example");
+  g_autofree char *bh = value_of (out, "bh");
+  g_autofree char *delivered_hash = value_of (out, "body-hash");
+  g_autofree char *sent_hash = value_of (out, "body-hash-other");
+  g_assert_nonnull (bh);
+  g_assert_cmpstr (bh, ==, delivered_hash);
+  g_assert_cmpstr (bh, !=, sent_hash);
+  g_assert_nonnull (strstr (out, "\nverify=ok\n"));
+}
+
+/* The other order, opendkim first: it signs the body as sent, which
+ * extbody then replaces; the delivered message's signature is broken
+ * (bh= is the hash of the original body). What not to configure. */
+static void
+test_dkim_before_externalize (void)
+{
+  if (!dkim_key_txt) {
+    g_test_skip (dkim_missing);
+    return;
+  }
+  g_autofree char *out = send_signed (dkim_wrong_port, 25, "ext-6@test.example");
+  g_autofree char *bh = value_of (out, "bh");
+  g_autofree char *delivered_hash = value_of (out, "body-hash");
+  g_autofree char *sent_hash = value_of (out, "body-hash-other");
+  g_assert_nonnull (bh);
+  g_assert_cmpstr (bh, ==, sent_hash);
+  g_assert_cmpstr (bh, !=, delivered_hash);
+  g_assert_nonnull (strstr (out, "\nverify=fail\n"));
+}
+
 typedef struct {
   GSubprocess *proc;
   guint        watchdog;
@@ -483,6 +592,62 @@ wait_listening (guint port)
     g_usleep (50000);
   }
   g_error ("Postfix does not listen on 127.0.0.1:%u", port);
+}
+
+/* A private OpenDKIM signing for test.example with a fresh key (selector
+ * sel, relaxed/simple) on the unix socket @run/dkim.sock, as root; NULL
+ * (dkim_missing says why) without opendkim, opendkim-genkey or
+ * python3-dkim. Sets dkim_key_txt. */
+static GSubprocess *
+dkim_start (const char *run, guint *watchdog)
+{
+  if (!g_file_test ("/usr/sbin/opendkim", G_FILE_TEST_IS_EXECUTABLE)
+      || !g_file_test ("/usr/sbin/opendkim-genkey", G_FILE_TEST_IS_EXECUTABLE)) {
+    dkim_missing = "opendkim or opendkim-genkey is not installed (apt-get install opendkim opendkim-tools)";
+    return NULL;
+  }
+  if (test_sh ("/usr/bin/python3 -c 'import dkim'", NULL) != 0) {
+    dkim_missing = "python3-dkim is not installed (apt-get install python3-dkim)";
+    return NULL;
+  }
+  g_autofree char *dk = g_build_filename (dir, "dkim", NULL);
+  g_assert_cmpint (g_mkdir (dk, 0700), ==, 0);
+  g_autofree char *genkey = g_strdup_printf ("opendkim-genkey -b 2048 -d test.example -s sel -D '%s'", dk);
+  g_assert_cmpint (test_sh (genkey, NULL), ==, 0);
+  g_autofree char *keytable = g_build_filename (dk, "KeyTable", NULL);
+  g_autofree char *kt = g_strdup_printf ("sel._domainkey.test.example test.example:sel:%s/sel.private\n", dk);
+  g_assert_true (g_file_set_contents (keytable, kt, -1, NULL));
+  g_autofree char *signingtable = g_build_filename (dk, "SigningTable", NULL);
+  g_assert_true (g_file_set_contents (signingtable, "*@test.example sel._domainkey.test.example\n", -1, NULL));
+  /* RequireSafeKeys no: the key is under /tmp (world-writable), a path
+   * OpenDKIM refuses to load a key from (each message a 451 at the end of
+   * its header otherwise) */
+  g_autofree char *conf = g_build_filename (dk, "opendkim.conf", NULL);
+  g_autofree char *conf_text = g_strdup_printf (
+    "Syslog no\nBackground no\nMode s\nSocket local:%s/dkim.sock\nUMask 000\n"
+    "PidFile %s/opendkim.pid\nKeyTable file:%s\nSigningTable refile:%s\n"
+    "Canonicalization relaxed/simple\nInternalHosts 127.0.0.1\nRequireSafeKeys no\n",
+    run, dk, keytable, signingtable);
+  g_assert_true (g_file_set_contents (conf, conf_text, -1, NULL));
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+  g_autofree char *log = g_build_filename (dk, "opendkim.log", NULL);
+  g_subprocess_launcher_set_stderr_file_path (launcher, log);
+  GSubprocess *proc = g_subprocess_launcher_spawn (launcher, &error, "/usr/sbin/opendkim",
+                                                   "-f", "-x", conf, NULL);
+  g_assert_no_error (error);
+  g_autofree char *kill_dkim = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (proc));
+  *watchdog = test_watchdog_add (kill_dkim);
+  g_autofree char *sock = g_strdup_printf ("%s/dkim.sock", run);
+  for (int i = 0; i < 250 && !g_file_test (sock, G_FILE_TEST_EXISTS); i++)
+    g_usleep (20000);
+  if (!g_file_test (sock, G_FILE_TEST_EXISTS)) {
+    g_autofree char *text = NULL;
+    g_file_get_contents (log, &text, NULL, NULL);
+    g_error ("opendkim did not start: %s", text ? text : "");
+  }
+  dkim_key_txt = g_build_filename (dk, "sel.txt", NULL);
+  return proc;
 }
 
 int
@@ -561,10 +726,27 @@ main (int argc, char **argv)
       dav);
     m_dav = milter_start ("milter-dav", run, conf_dav);
   }
+  /* OpenDKIM, and an extbody-milter of its own (own store, from 100K) to
+   * list before or after it */
+  guint wd_dkim = 0;
+  GSubprocess *opendkim = dkim_start (run, &wd_dkim);
+  Milter *m_dk = NULL;
+  if (opendkim) {
+    g_autofree char *store_dk = g_build_filename (dir, "store-dk", NULL);
+    g_assert_cmpint (g_mkdir (store_dk, 0755), ==, 0);
+    g_assert_cmpint (chown (store_dk, nobody_uid, nobody_gid), ==, 0);
+    g_autofree char *conf_dk = g_strdup_printf (
+      "milter_umask = 000\nmilter_mode = externalize\nexternalize_min_size = 100K\n"
+      "externalize_store = %s\nexternalize_base_url = http://127.0.0.1:%u/dk\n",
+      store_dk, nginx->port);
+    m_dk = milter_start ("milter-dk", run, conf_dk);
+  }
 
   smtp_port = test_free_port ();
   slow_port = test_free_port ();
   dav_port = test_free_port ();
+  dkim_port = test_free_port ();
+  dkim_wrong_port = test_free_port ();
   g_autofree char *peer = script ("pf-peer.sh");
   g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u 'unix:%s/milter-out.sock' tempfail",
                                          peer, pfdir, smtp_port, run);
@@ -581,15 +763,31 @@ main (int argc, char **argv)
     "'127.0.0.1:%u inet n - n - - smtpd -o smtpd_milters=unix:%s/milter-slow.sock -o milter_content_timeout=3s' "
     "'127.0.0.1:%u inet n - n - - smtpd -o smtpd_milters=unix:%s/milter-dav.sock'",
     peer, pfdir, slow_port, run, dav_port, run);
+  if (opendkim) {
+    /* the two orders: extbody then the signer, the signer then extbody */
+    g_autofree char *with_dkim = g_strdup_printf (
+      "%s "
+      "'127.0.0.1:%u inet n - n - - smtpd -o smtpd_milters=unix:%s/milter-dk.sock,unix:%s/dkim.sock' "
+      "'127.0.0.1:%u inet n - n - - smtpd -o smtpd_milters=unix:%s/dkim.sock,unix:%s/milter-dk.sock'",
+      services, dkim_port, run, run, dkim_wrong_port, run, run);
+    g_free (services);
+    services = g_steal_pointer (&with_dkim);
+  }
   g_assert_cmpint (test_sh (services, NULL), ==, 0);
   wait_listening (slow_port);
   wait_listening (dav_port);
+  if (opendkim) {
+    wait_listening (dkim_port);
+    wait_listening (dkim_wrong_port);
+  }
 
   g_test_add_func ("/postfix-externalize/1-attachment-becomes-reference", test_externalized);
   g_test_add_func ("/postfix-externalize/2-store-unwritable-message-unchanged", test_store_unwritable);
   g_test_add_func ("/postfix-externalize/3-slow-store-progress", test_slow_store);
   if (apache)
     g_test_add_func ("/postfix-externalize/4-fallback-webdav-basic-auth", test_fallback_webdav);
+  g_test_add_func ("/postfix-externalize/5-dkim-signer-after-externalize", test_dkim_after_externalize);
+  g_test_add_func ("/postfix-externalize/6-dkim-signer-before-externalize-breaks", test_dkim_before_externalize);
   int rc = g_test_run ();
 
   g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
@@ -599,6 +797,15 @@ main (int argc, char **argv)
   milter_status |= milter_stop (m_slow);
   if (m_dav)
     milter_status |= milter_stop (m_dav);
+  if (m_dk)
+    milter_status |= milter_stop (m_dk);
+  if (opendkim) {
+    g_subprocess_send_signal (opendkim, SIGTERM);
+    g_subprocess_wait (opendkim, NULL, NULL);
+    g_object_unref (opendkim);
+    test_watchdog_remove (wd_dkim);
+  }
+  g_clear_pointer (&dkim_key_txt, g_free);
   g_clear_pointer (&slowdav, test_server_stop);
   g_clear_pointer (&apache, test_apache_stop);
   g_clear_pointer (&nginx, test_nginx_stop);
