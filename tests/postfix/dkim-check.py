@@ -8,6 +8,7 @@ FILE is the delivered message (LF or CRLF line ends), KEY_TXT the zone file
 line opendkim-genkey wrote (SELECTOR.txt). Prints:
 
     d=DOMAIN s=SELECTOR c=CANONICALIZATION
+    h=THE SIGNED HEADER FIELDS (as in the signature, lower case)
     bh=THE SIGNATURE'S BODY HASH
     body-hash=SHA-256 (base64) of FILE's body, canonicalized as c= says
     body-hash-other=the same of BODY_FILE's body (when given: the message as
@@ -73,6 +74,7 @@ def main():
     body_canon = t.get("c", "simple/simple").split("/")
     body_canon = body_canon[1] if len(body_canon) > 1 else "simple"
     print("d=%s s=%s c=%s" % (t.get("d"), t.get("s"), t.get("c", "simple/simple")))
+    print("h=%s" % t.get("h", "").lower())
     print("bh=%s" % t.get("bh"))
     print("body-hash=%s" % body_hash(msg, body_canon))
     if len(sys.argv) > 3:

@@ -460,15 +460,40 @@ dkim_check (const char *path, const char *sent)
   return out;
 }
 
-/* Send a message with a 300 KB attachment to @port (extbody externalizing
- * from 100K, and opendkim, in the listener's order) and check what was
- * delivered: externalized, signed by opendkim for test.example; the
- * dkim-check.py output returned. */
+/* A message whose body is @data alone (application/pdf in base64, no
+ * multipart): externalized, its own Content-Type and
+ * Content-Transfer-Encoding are changed (header edits). */
 static char *
-send_signed (guint port, guint32 seed, const char *message_id)
+message_single_part (const char *message_id, GBytes *data)
+{
+  gsize n = 0;
+  const guint8 *p = g_bytes_get_data (data, &n);
+  g_autofree char *b64 = g_base64_encode (p, n);
+  GString *m = g_string_new (NULL);
+  g_string_append_printf (m,
+    "From: a@test.example\r\nTo: b@test.example\r\nSubject: the data\r\n"
+    "Message-ID: <%s>\r\nMIME-Version: 1.0\r\n"
+    "Content-Type: application/pdf; name=\"data.pdf\"\r\n"
+    "Content-Transfer-Encoding: base64\r\n\r\n", message_id);
+  gsize len = strlen (b64);
+  for (gsize i = 0; i < len; i += 76) {
+    g_string_append_len (m, b64 + i, (gssize) MIN ((gsize) 76, len - i));
+    g_string_append (m, "\r\n");
+  }
+  return g_string_free (m, FALSE);
+}
+
+/* Send a message with 300 KB of data to @port (extbody externalizing from
+ * 100K, and opendkim, in the listener's order): an attachment of a
+ * multipart/mixed, or with @single_part the message's body itself. Checks
+ * what was delivered: externalized, signed by opendkim for test.example;
+ * returns dkim-check.py's output. */
+static char *
+send_signed (guint port, guint32 seed, const char *message_id, gboolean single_part)
 {
   g_autoptr (GBytes) data = random_bytes (seed, 300 * 1024);
-  g_autofree char *m = message_with_attachment (message_id, data);
+  g_autofree char *m = single_part ? message_single_part (message_id, data)
+                                   : message_with_attachment (message_id, data);
   g_autofree char *sent = g_strdup_printf ("%s/sent-%s.eml", dir, message_id);
   g_assert_true (g_file_set_contents (sent, m, -1, NULL));
   g_assert_cmpint (send_to (port, m), ==, 0);
@@ -482,7 +507,9 @@ send_signed (guint port, guint32 seed, const char *message_id)
   /* externalized, and signed */
   g_assert_cmpuint (got_len, <, 64 * 1024);
   g_assert_nonnull (strstr (got, "\nX-Extbody: externalized 1 of "));
-  g_assert_nonnull (strstr (got, "message/external-body"));
+  g_autofree char *tree = mime_check ("tree", path);
+  g_assert_cmpstr (tree, ==, single_part ? "message/external-body\n"
+                                         : "multipart/mixed\n  text/plain\n  message/external-body\n");
   g_assert_nonnull (strstr (got, "\nDKIM-Signature: "));
   char *out = dkim_check (path, sent);
   g_assert_nonnull (strstr (out, "d=test.example s=sel c=relaxed/simple\n"));
@@ -490,7 +517,10 @@ send_signed (guint port, guint32 seed, const char *message_id)
 }
 
 /* smtpd_milters = extbody (externalize), then opendkim: opendkim sees the
- * body as extbody left it, so it signs what is delivered. */
+ * message as extbody left it - the new body, the X-Extbody field it added
+ * and, for a single-part message, the Content-Type and
+ * Content-Transfer-Encoding it changed (all signed here) - so it signs
+ * what is delivered. */
 static void
 test_dkim_after_externalize (void)
 {
@@ -498,14 +528,25 @@ test_dkim_after_externalize (void)
     g_test_skip (dkim_missing);
     return;
   }
-  g_autofree char *out = send_signed (dkim_port, 24, "ext-5@test.example");
-  g_autofree char *bh = value_of (out, "bh");
-  g_autofree char *delivered_hash = value_of (out, "body-hash");
-  g_autofree char *sent_hash = value_of (out, "body-hash-other");
-  g_assert_nonnull (bh);
-  g_assert_cmpstr (bh, ==, delivered_hash);
-  g_assert_cmpstr (bh, !=, sent_hash);
-  g_assert_nonnull (strstr (out, "\nverify=ok\n"));
+  for (int single = 0; single <= 1; single++) {
+    g_autofree char *id = g_strdup_printf ("ext-5-%d@test.example", single);
+    g_autofree char *out = send_signed (dkim_port, 24 + (guint32) single, id, single);
+    g_autofree char *h = value_of (out, "h");
+    g_autofree char *bh = value_of (out, "bh");
+    g_autofree char *delivered_hash = value_of (out, "body-hash");
+    g_autofree char *sent_hash = value_of (out, "body-hash-other");
+    g_assert_nonnull (h);
+    g_assert_nonnull (strstr (h, "content-type"));
+    g_assert_nonnull (strstr (h, "x-extbody"));
+    /* the single part's Content-Transfer-Encoding: base64, which extbody
+     * deleted, was not there for opendkim to sign */
+    if (single)
+      g_assert_null (strstr (h, "content-transfer-encoding"));
+    g_assert_nonnull (bh);
+    g_assert_cmpstr (bh, ==, delivered_hash);
+    g_assert_cmpstr (bh, !=, sent_hash);
+    g_assert_nonnull (strstr (out, "\nverify=ok\n"));
+  }
 }
 
 /* The other order, opendkim first: it signs the body as sent, which
@@ -518,7 +559,7 @@ test_dkim_before_externalize (void)
     g_test_skip (dkim_missing);
     return;
   }
-  g_autofree char *out = send_signed (dkim_wrong_port, 25, "ext-6@test.example");
+  g_autofree char *out = send_signed (dkim_wrong_port, 26, "ext-6@test.example", FALSE);
   g_autofree char *bh = value_of (out, "bh");
   g_autofree char *delivered_hash = value_of (out, "body-hash");
   g_autofree char *sent_hash = value_of (out, "body-hash-other");
@@ -595,7 +636,7 @@ wait_listening (guint port)
 }
 
 /* A private OpenDKIM signing for test.example with a fresh key (selector
- * sel, relaxed/simple) on the unix socket @run/dkim.sock, as root; NULL
+ * sel, relaxed/simple, the MIME fields and X-Extbody signed too) on the unix socket @run/dkim.sock, as root; NULL
  * (dkim_missing says why) without opendkim, opendkim-genkey or
  * python3-dkim. Sets dkim_key_txt. */
 static GSubprocess *
@@ -626,7 +667,9 @@ dkim_start (const char *run, guint *watchdog)
   g_autofree char *conf_text = g_strdup_printf (
     "Syslog no\nBackground no\nMode s\nSocket local:%s/dkim.sock\nUMask 000\n"
     "PidFile %s/opendkim.pid\nKeyTable file:%s\nSigningTable refile:%s\n"
-    "Canonicalization relaxed/simple\nInternalHosts 127.0.0.1\nRequireSafeKeys no\n",
+    "Canonicalization relaxed/simple\nInternalHosts 127.0.0.1\nRequireSafeKeys no\n"
+    "SignHeaders From,To,Subject,Message-ID,MIME-Version,Content-Type,"
+    "Content-Transfer-Encoding,X-Extbody\n",
     run, dk, keytable, signingtable);
   g_assert_true (g_file_set_contents (conf, conf_text, -1, NULL));
   g_autoptr (GError) error = NULL;
