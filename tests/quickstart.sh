@@ -54,6 +54,10 @@ packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
 # Apache with mod_dav and mod_auth_basic (htpasswd from apache2-utils) as a
 # WebDAV store; each test runs a private instance (the system ones are stopped)
 [ "$mode" = test ] && packages="$packages nginx-light apache2 apache2-utils"
+# the DKIM signer test-postfix-externalize lists after extbody-milter: OpenDKIM
+# (a private instance), opendkim-genkey for its key, dkimpy to verify the
+# signature without DNS
+[ "$mode" = test ] && packages="$packages opendkim opendkim-tools python3-dkim"
 missing=
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
@@ -87,6 +91,14 @@ if [ -n "$missing" ]; then
           $sudo service "$svc" stop 2>/dev/null || true
         fi
       done ;;
+  esac
+  # likewise the system OpenDKIM: the tests start their own
+  case "$missing" in
+    *opendkim*) if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+                  $sudo systemctl disable --now opendkim.service 2>/dev/null || true
+                else
+                  $sudo service opendkim stop 2>/dev/null || true
+                fi ;;
   esac
   # likewise the system Redis (port 6379): the tests start their own
   case "$missing" in
