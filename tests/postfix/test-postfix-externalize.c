@@ -620,6 +620,26 @@ milter_stop (Milter *m)
   return status;
 }
 
+/* A free port on 127.0.0.1 none of the earlier calls gave: nothing listens
+ * on them until Postfix is (re)loaded, and test_free_port () may hand the
+ * same port out again in the meantime (it did: two listeners on one port,
+ * the message filtered by the other's milters). */
+static guint
+distinct_port (void)
+{
+  static guint used[8];
+  static guint n;
+  g_assert_cmpuint (n, <, G_N_ELEMENTS (used));
+  for (;;) {
+    guint port = test_free_port ();
+    guint i = 0;
+    while (i < n && used[i] != port)
+      i++;
+    if (i == n)
+      return used[n++] = port;
+  }
+}
+
 /* Wait until Postfix listens on @port (after a reload). */
 static void
 wait_listening (guint port)
@@ -785,11 +805,11 @@ main (int argc, char **argv)
     m_dk = milter_start ("milter-dk", run, conf_dk);
   }
 
-  smtp_port = test_free_port ();
-  slow_port = test_free_port ();
-  dav_port = test_free_port ();
-  dkim_port = test_free_port ();
-  dkim_wrong_port = test_free_port ();
+  smtp_port = distinct_port ();
+  slow_port = distinct_port ();
+  dav_port = distinct_port ();
+  dkim_port = distinct_port ();
+  dkim_wrong_port = distinct_port ();
   g_autofree char *peer = script ("pf-peer.sh");
   g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u 'unix:%s/milter-out.sock' tempfail",
                                          peer, pfdir, smtp_port, run);
