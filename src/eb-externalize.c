@@ -127,23 +127,6 @@ dropped_field (const EbHeaderField *f, const char *buf)
          || eb_header_field_is (f, buf, EB_TRACE_FIELD);
 }
 
-/* Append the raw field @f, its line breaks made @eol. */
-static void
-append_raw (GString *out, const char *buf, const EbHeaderField *f, const char *eol)
-{
-  gsize p = f->start;
-  while (p < f->value_end) {
-    const char *nl = memchr (buf + p, '\n', f->value_end - p);
-    gsize e = nl ? (gsize) (nl - buf) : f->value_end;
-    gsize le = (e > p && buf[e - 1] == '\r') ? e - 1 : e;
-    g_string_append_len (out, buf + p, (gssize) (le - p));
-    g_string_append (out, eol);
-    p = nl ? e + 1 : f->value_end;
-  }
-  if (f->value_end == f->start)
-    g_string_append (out, eol);
-}
-
 /* The Content-Type field of the reference, @eol after each line. */
 static void
 append_reference_type (GString *out, const char *url, guint64 size, const char *until,
@@ -210,7 +193,7 @@ build_replacement (Ctx *c, const EbLeaf *leaf, const EbHeaderBlock *blk, GBytes 
     if (eb_header_field_is (f, buf, "MIME-Version"))
       mime_version = TRUE;
     if (!phantom_field (f, buf) && !dropped_field (f, buf))
-      append_raw (head, buf, f, eol);
+      eb_header_field_append (head, buf, f, eol);
   }
   if (leaf->ref->is_root && !mime_version)
     g_string_append_printf (head, "MIME-Version: 1.0%s", eol);
@@ -221,7 +204,7 @@ build_replacement (Ctx *c, const EbLeaf *leaf, const EbHeaderBlock *blk, GBytes 
   for (guint i = 0; i < blk->fields->len; i++) {
     const EbHeaderField *f = &g_array_index (blk->fields, EbHeaderField, i);
     if (phantom_field (f, buf))
-      append_raw (phantom, buf, f, eol);
+      eb_header_field_append (phantom, buf, f, eol);
     has_type = has_type || eb_header_field_is (f, buf, "Content-Type");
     has_id = has_id || eb_header_field_is (f, buf, "Content-ID");
   }

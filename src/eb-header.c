@@ -162,3 +162,19 @@ eb_message_get_header (const char *buf, gsize len, const char *name)
   gint i = eb_header_block_find (blk, buf, name);
   return i >= 0 ? eb_header_field_unfold (&g_array_index (blk->fields, EbHeaderField, i), buf) : NULL;
 }
+
+void
+eb_header_field_append (GString *out, const char *buf, const EbHeaderField *f, const char *eol)
+{
+  gsize p = f->start;
+  while (p < f->value_end) {
+    const char *nl = memchr (buf + p, '\n', f->value_end - p);
+    gsize e = nl ? (gsize) (nl - buf) : f->value_end;
+    gsize le = (e > p && buf[e - 1] == '\r') ? e - 1 : e;
+    g_string_append_len (out, buf + p, (gssize) (le - p));
+    g_string_append (out, eol);
+    p = nl ? e + 1 : f->value_end;
+  }
+  if (f->value_end == f->start)
+    g_string_append (out, eol);
+}

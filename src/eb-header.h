@@ -48,6 +48,11 @@ gboolean eb_header_field_is_content (const EbHeaderField *f, const char *buf);
  * the white space after them kept). Returns: (transfer full). */
 char *eb_header_field_unfold (const EbHeaderField *f, const char *buf);
 
+/* Append the raw field @f of @buf (name, colon, value and its folds) to @out,
+ * its line breaks made @eol and one after it. */
+void eb_header_field_append (GString *out, const char *buf, const EbHeaderField *f,
+                             const char *eol);
+
 /* A quoted-string for a header parameter value: "..." with '"' and '\\'
  * escaped and control characters dropped. Returns: (transfer full). */
 char *eb_header_quote (const char *s);

@@ -448,6 +448,45 @@ borrowed_bytes_free (EbBorrowedBytes *a)
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbBorrowedBytes, borrowed_bytes_free)
 
+/* GMime's parse of a message, kept for the walk: the cuts of its shadow (see
+ * make_shadow) and what GMime made. Without a shadow GMime reads the bytes
+ * where they are, not a copy: a byte array around them that the stream does
+ * not own, let go (not the bytes) after everything GMime made. */
+typedef struct {
+  GArray          *cuts;
+  EbBorrowedBytes *borrowed;
+  GMimeStream     *stream;
+  GMimeParser     *parser;
+  GMimeMessage    *message;   /* NULL: GMime made no message of it */
+} Parsed;
+
+static void
+parsed_clear (Parsed *p)
+{
+  g_clear_object (&p->message);
+  g_clear_object (&p->parser);
+  g_clear_object (&p->stream);
+  g_clear_pointer (&p->borrowed, borrowed_bytes_free);
+  g_clear_pointer (&p->cuts, g_array_unref);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Parsed, parsed_clear)
+
+static void
+parse (Parsed *p, const char *buf, gsize len)
+{
+  p->cuts = g_array_new (FALSE, FALSE, sizeof (Cut));
+  GByteArray *shadow = make_shadow (buf, len, p->cuts);
+  if (!shadow)
+    p->borrowed = g_byte_array_new_take ((guint8 *) (gpointer) buf, len);
+  p->stream = g_mime_stream_mem_new_with_byte_array (shadow ? shadow : p->borrowed);
+  if (p->borrowed)
+    g_mime_stream_mem_set_owner (GMIME_STREAM_MEM (p->stream), FALSE);
+  p->parser = g_mime_parser_new_with_stream (p->stream);
+  g_mime_parser_set_persist_stream (p->parser, TRUE);
+  g_mime_parser_set_format (p->parser, GMIME_FORMAT_MESSAGE);
+  p->message = g_mime_parser_construct_message (p->parser, NULL);
+}
+
 EbMessageScan *
 eb_message_scan (const char *buf, gsize len, const EbConfig *config)
 {
@@ -456,20 +495,10 @@ eb_message_scan (const char *buf, gsize len, const EbConfig *config)
   scan->reason = EB_REASON_RESOLVED;
   scan->eol = eb_header_eol_at (buf, len, 0);
 
-  g_autoptr (GArray) cuts = g_array_new (FALSE, FALSE, sizeof (Cut));
-  GByteArray *shadow = make_shadow (buf, len, cuts);
-  /* without a shadow GMime reads the bytes where they are, not a copy: a byte
-   * array around them that the stream does not own, let go (not the bytes)
-   * after everything GMime made */
-  g_autoptr (EbBorrowedBytes) borrowed = shadow ? NULL
-                                         : g_byte_array_new_take ((guint8 *) (gpointer) buf, len);
-  g_autoptr (GMimeStream) stream = g_mime_stream_mem_new_with_byte_array (shadow ? shadow : borrowed);
-  if (borrowed)
-    g_mime_stream_mem_set_owner (GMIME_STREAM_MEM (stream), FALSE);
-  g_autoptr (GMimeParser) parser = g_mime_parser_new_with_stream (stream);
-  g_mime_parser_set_persist_stream (parser, TRUE);
-  g_mime_parser_set_format (parser, GMIME_FORMAT_MESSAGE);
-  g_autoptr (GMimeMessage) message = g_mime_parser_construct_message (parser, NULL);
+  g_auto (Parsed) parsed = { 0 };
+  parse (&parsed, buf, len);
+  GArray *cuts = parsed.cuts;
+  GMimeMessage *message = parsed.message;
   if (!message || !g_mime_message_get_mime_part (message)) {
     scan->reason = EB_REASON_UNPARSEABLE;
     return scan;
@@ -615,17 +644,10 @@ eb_message_scan_leaves (const char *buf, gsize len, const EbConfig *config)
   scan->reason = EB_REASON_RESOLVED;
   scan->eol = eb_header_eol_at (buf, len, 0);
 
-  g_autoptr (GArray) cuts = g_array_new (FALSE, FALSE, sizeof (Cut));
-  GByteArray *shadow = make_shadow (buf, len, cuts);
-  g_autoptr (EbBorrowedBytes) borrowed = shadow ? NULL
-                                         : g_byte_array_new_take ((guint8 *) (gpointer) buf, len);
-  g_autoptr (GMimeStream) stream = g_mime_stream_mem_new_with_byte_array (shadow ? shadow : borrowed);
-  if (borrowed)
-    g_mime_stream_mem_set_owner (GMIME_STREAM_MEM (stream), FALSE);
-  g_autoptr (GMimeParser) parser = g_mime_parser_new_with_stream (stream);
-  g_mime_parser_set_persist_stream (parser, TRUE);
-  g_mime_parser_set_format (parser, GMIME_FORMAT_MESSAGE);
-  g_autoptr (GMimeMessage) message = g_mime_parser_construct_message (parser, NULL);
+  g_auto (Parsed) parsed = { 0 };
+  parse (&parsed, buf, len);
+  GArray *cuts = parsed.cuts;
+  GMimeMessage *message = parsed.message;
   if (!message || !g_mime_message_get_mime_part (message)) {
     scan->reason = EB_REASON_UNPARSEABLE;
     return scan;

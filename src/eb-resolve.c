@@ -55,23 +55,6 @@ leave (EbResolution *res, EbReason reason, char *detail /* (transfer full) */)
   return res;
 }
 
-/* Append the raw field @f, its line breaks turned into @eol. */
-static void
-append_field (GString *out, const char *buf, const EbHeaderField *f, const char *eol)
-{
-  gsize p = f->start;
-  while (p < f->value_end) {
-    const char *nl = memchr (buf + p, '\n', f->value_end - p);
-    gsize e = nl ? (gsize) (nl - buf) : f->value_end;
-    gsize le = (e > p && buf[e - 1] == '\r') ? e - 1 : e;
-    g_string_append_len (out, buf + p, (gssize) (le - p));
-    g_string_append (out, eol);
-    p = nl ? e + 1 : f->value_end;
-  }
-  if (f->value_end == f->start)
-    g_string_append (out, eol);
-}
-
 static gboolean
 block_has (const EbHeaderBlock *block, const char *buf, const char *base, gsize name_len)
 {
@@ -480,13 +463,13 @@ eb_resolve (const EbRef *ref, const EbAction *action, const char *buf, gsize len
   for (guint i = 0; top && i < top->fields->len; i++) {
     const EbHeaderField *f = &g_array_index (top->fields, EbHeaderField, i);
     if (!eb_header_field_is_content (f, buf))
-      append_field (h, buf, f, eol);
+      eb_header_field_append (h, buf, f, eol);
   }
   for (guint i = 0; i < inner->fields->len; i++) {
     const EbHeaderField *f = &g_array_index (inner->fields, EbHeaderField, i);
     if (!eb_header_field_is (f, buf, "Content-Transfer-Encoding")
         && !generated_content_id (f, buf, data, &res->digest))
-      append_field (h, buf, f, eol);
+      eb_header_field_append (h, buf, f, eol);
   }
   if (!ref->inner_type)
     g_string_append_printf (h, "Content-Type: %s%s", default_type, eol);
@@ -499,7 +482,7 @@ eb_resolve (const EbRef *ref, const EbAction *action, const char *buf, gsize len
       continue;   /* already copied above */
     if (block_has (inner, buf, buf + f->start, f->name_len))
       continue;   /* the inner header wins */
-    append_field (h, buf, f, eol);
+    eb_header_field_append (h, buf, f, eol);
   }
   g_string_append_printf (h, "Content-Transfer-Encoding: %s%s", eb_transfer_name (enc), eol);
   /* the trace field (size and SHA-256) when the header is first asked for */

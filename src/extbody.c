@@ -246,6 +246,40 @@ exit_for_batch_error (const GError *e)
 
 typedef enum { BOX_NONE, BOX_MBOX, BOX_MAILDIR } BoxKind;
 
+/* What a command works on: one message (FILE in @argv, or standard input) or
+ * the mailbox named by --mbox / --maildir, and whether the options given go
+ * with it. Returns: 0, or EX_USAGE after saying why. */
+static int
+pick_source (int argc, char **argv, const char *mbox, const char *maildir, gboolean filter,
+             const char *backup, gboolean recursive, gboolean dry_run, const char **path,
+             BoxKind *kind)
+{
+  *path = argc == 2 ? argv[1] : NULL;
+  *kind = BOX_NONE;
+  if (mbox || maildir) {
+    if (*path || (mbox && maildir)) {
+      die_line ("give one FILE, --mbox FILE or --maildir DIR (try --help)");
+      return EX_USAGE;
+    }
+    *kind = mbox ? BOX_MBOX : BOX_MAILDIR;
+    *path = mbox ? mbox : maildir;
+  }
+  if (filter && *kind != BOX_NONE) {
+    die_line ("--filter goes with one message, not a mailbox (try --help)");
+    return EX_USAGE;
+  }
+  if (*kind == BOX_NONE && (backup || recursive || dry_run)) {
+    die_line ("--%s goes with --mbox or --maildir (try --help)",
+              backup ? "backup" : recursive ? "recursive" : "dry-run");
+    return EX_USAGE;
+  }
+  if (backup && *kind != BOX_MBOX) {
+    die_line ("--backup goes with an mbox");
+    return EX_USAGE;
+  }
+  return 0;
+}
+
 /* rewrite (or, with @dry_run, only plan) every message of a mailbox. */
 static int
 rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetcher *fetcher,
@@ -331,20 +365,10 @@ cmd_rewrite (int argc, char **argv)
   if (status)
     return status;
 
-  const char *path = argc == 2 ? argv[1] : NULL;
+  const char *path = NULL;
   BoxKind kind = BOX_NONE;
-  if (mbox || maildir) {
-    if (path || (mbox && maildir)) {
-      die_line ("give one FILE, --mbox FILE or --maildir DIR (try --help)");
-      return EX_USAGE;
-    }
-    kind = mbox ? BOX_MBOX : BOX_MAILDIR;
-    path = mbox ? mbox : maildir;
-  }
-  if (filter && kind != BOX_NONE) {
-    die_line ("--filter goes with one message, not a mailbox (try --help)");
+  if (pick_source (argc, argv, mbox, maildir, filter, backup, recursive, dry_run, &path, &kind))
     return EX_USAGE;
-  }
   EbLogTarget log_target = EB_LOG_STDERR;
   if (log && !eb_log_parse_target (log, &log_target)) {
     die_line ("--log takes syslog or stderr, not \"%s\" (try --help)", log);
@@ -356,16 +380,7 @@ cmd_rewrite (int argc, char **argv)
   }
   if (log)
     eb_log_init (prog, log_target);
-  if (kind == BOX_NONE && (backup || recursive || dry_run)) {
-    die_line ("--%s goes with --mbox or --maildir (try --help)",
-              backup ? "backup" : recursive ? "recursive" : "dry-run");
-    return EX_USAGE;
-  }
   if (kind != BOX_NONE) {
-    if (backup && kind != BOX_MBOX) {
-      die_line ("--backup goes with an mbox");
-      return EX_USAGE;
-    }
     g_autofree char *bk = backup ? g_strconcat (path, backup, NULL) : NULL;
     int rc = rewrite_mailbox (path, kind, config, fetcher, recursive, dry_run, bk,
                               (guint) CLAMP (jobs, 1, 256));
@@ -515,29 +530,10 @@ cmd_externalize (int argc, char **argv)
     die_line ("externalize takes at most one FILE (try --help)");
     return EX_USAGE;
   }
-  const char *path = argc == 2 ? argv[1] : NULL;
+  const char *path = NULL;
   BoxKind kind = BOX_NONE;
-  if (mbox || maildir) {
-    if (path || (mbox && maildir)) {
-      die_line ("give one FILE, --mbox FILE or --maildir DIR (try --help)");
-      return EX_USAGE;
-    }
-    kind = mbox ? BOX_MBOX : BOX_MAILDIR;
-    path = mbox ? mbox : maildir;
-  }
-  if (filter && kind != BOX_NONE) {
-    die_line ("--filter goes with one message, not a mailbox (try --help)");
+  if (pick_source (argc, argv, mbox, maildir, filter, backup, recursive, dry_run, &path, &kind))
     return EX_USAGE;
-  }
-  if (kind == BOX_NONE && (backup || recursive || dry_run)) {
-    die_line ("--%s goes with --mbox or --maildir (try --help)",
-              backup ? "backup" : recursive ? "recursive" : "dry-run");
-    return EX_USAGE;
-  }
-  if (backup && kind != BOX_MBOX) {
-    die_line ("--backup goes with an mbox");
-    return EX_USAGE;
-  }
   g_autoptr (EbConfig) config = load_config (&status);
   if (!config)
     return status;
