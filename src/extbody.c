@@ -109,6 +109,29 @@ exit_for_read_error (const GError *e)
   return EX_IOERR;
 }
 
+/* The one message at @path ("-" or NULL: standard input), not empty; else
+ * NULL, *@status set and one line said (a directory: how a Maildir is
+ * @done_to_maildir). */
+static GBytes *
+read_message (const char *path, const char *done_to_maildir, int *status)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GBytes) input = read_all (path, &error);
+  if (!input) {
+    gboolean dir = g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_ISDIR);
+    die_line ("%s%s%s%s", error->message, dir ? " (a Maildir is " : "", dir ? done_to_maildir : "",
+              dir ? " with --maildir DIR)" : "");
+    *status = exit_for_read_error (error);
+    return NULL;
+  }
+  if (g_bytes_get_size (input) == 0) {
+    die_line ("%s: empty input, not a message", path ? path : "standard input");
+    *status = EX_DATAERR;
+    return NULL;
+  }
+  return g_steal_pointer (&input);
+}
+
 /* Options every subcommand that reads mail shares. */
 static char *opt_config = NULL;
 static char **opt_set = NULL;
@@ -387,19 +410,12 @@ cmd_rewrite (int argc, char **argv)
     return rc;
   }
   g_autoptr (GError) error = NULL;
-  g_autoptr (GBytes) input = read_all (path, &error);
-  if (!input) {
-    die_line ("%s%s", error->message,
-              g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_ISDIR)
-                ? " (a Maildir is rewritten with --maildir DIR)" : "");
-    return exit_for_read_error (error);
-  }
+  int read_status = 0;
+  g_autoptr (GBytes) input = read_message (path, "rewritten", &read_status);
+  if (!input)
+    return read_status;
   gsize in_len = 0;
   const char *in_buf = g_bytes_get_data (input, &in_len);
-  if (in_len == 0) {
-    die_line ("%s: empty input, not a message", path ? path : "standard input");
-    return EX_DATAERR;
-  }
 
   g_autoptr (GOutputStream) out = g_unix_output_stream_new (STDOUT_FILENO, FALSE);
   g_autoptr (EbRewriteResult) result = NULL;
@@ -572,19 +588,12 @@ cmd_externalize (int argc, char **argv)
     return ok ? 0 : exit_for_batch_error (error);
   }
 
-  g_autoptr (GBytes) input = read_all (path, &error);
-  if (!input) {
-    die_line ("%s%s", error->message,
-              g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_ISDIR)
-                ? " (a Maildir is externalized with --maildir DIR)" : "");
-    return exit_for_read_error (error);
-  }
+  int read_status = 0;
+  g_autoptr (GBytes) input = read_message (path, "externalized", &read_status);
+  if (!input)
+    return read_status;
   gsize in_len = 0;
   const char *in_buf = g_bytes_get_data (input, &in_len);
-  if (in_len == 0) {
-    die_line ("%s: empty input, not a message", path ? path : "standard input");
-    return EX_DATAERR;
-  }
   if (filter)
     flags |= EB_EXTERNALIZE_FILTER_FIELD;
   g_autoptr (EbRewriteResult) result = eb_externalize_plan (in_buf, in_len, config, store, flags);
