@@ -173,15 +173,6 @@ exim_id (const char *text)
   return g_strndup (p, strcspn (p, "\n"));
 }
 
-static char *
-lf (const char *crlf)
-{
-  GString *s = g_string_new (NULL);
-  for (const char *p = crlf; *p; p++)
-    if (!(*p == '\r' && p[1] == '\n'))
-      g_string_append_c (s, *p);
-  return g_string_free (s, FALSE);
-}
 
 static char *
 data_message (const char *id)
@@ -258,7 +249,7 @@ test_unchanged (void)
   g_assert_cmpint (send_to ("b@test.example", m), ==, 0);
   g_autofree char *got = delivered ("extbody", "<plain-1@test.example>", 30);
   g_assert_nonnull (got);
-  g_autofree char *want = lf (m);
+  g_autofree char *want = test_crlf_to_lf (m);
   g_assert_cmpstr (after_trace (got), ==, want);
   /* and the same as Exim delivers it without the filter */
   g_assert_cmpint (send_to ("plain@test.example", m), ==, 0);
@@ -280,7 +271,7 @@ test_forged_trace (void)
   g_assert_cmpint (send_to ("b@test.example", m), ==, 0);
   g_autofree char *got = delivered ("extbody", "<forged-1@test.example>", 30);
   g_assert_nonnull (got);
-  g_autofree char *want = lf (plain);
+  g_autofree char *want = test_crlf_to_lf (plain);
   g_assert_cmpstr (after_trace (got), ==, want);
 }
 
@@ -297,7 +288,7 @@ test_stalled (void)
   /* extbody gave up at its deadline: before the server's 30 s stall ended,
    * and so long before Exim's transport_filter_timeout (300 s) */
   g_assert_cmpint (took, <, 30 * G_USEC_PER_SEC);
-  g_autofree char *want = lf (m);
+  g_autofree char *want = test_crlf_to_lf (m);
   g_assert_cmpstr (after_trace (got), ==, want);
   g_autofree char *xlog = read_text ("log/extbody.log");
   g_assert_nonnull (strstr (xlog, "msgid=<stall-1@test.example> ref=1 part=1 access_type=url scheme=http host=127.0.0.1 outcome=left"));
@@ -391,7 +382,7 @@ test_failure_accept (void)
   g_assert_cmpint (send_to ("broken@test.example", m), ==, 0);
   g_autofree char *got = delivered ("broken", "<broken-1@test.example>", 30);
   g_assert_nonnull (got);
-  g_autofree char *want = lf (m);
+  g_autofree char *want = test_crlf_to_lf (m);
   g_assert_cmpstr (after_trace (got), ==, want);
   g_autofree char *id = exim_id (got);
   g_autofree char *note = g_strdup_printf ("queue_id=%s extbody rewrite failed with status 78 "
@@ -486,7 +477,7 @@ test_failure_stopped (void)
 
   g_autofree char *got = delivered ("broken", "<stopped-1@test.example>", 60);
   g_assert_nonnull (got);
-  g_autofree char *want = lf (m);
+  g_autofree char *want = test_crlf_to_lf (m);
   g_assert_cmpstr (after_trace (got), ==, want);
   g_autofree char *id = exim_id (got);
   g_autofree char *note = g_strdup_printf ("queue_id=%s extbody rewrite failed with status 124 (stopped after %d s); "
@@ -516,7 +507,7 @@ test_failure_stopped (void)
   write_conf ("broken-defer", quick);
   g_autofree char *got2 = delivered ("broken-defer", "<stopped-2@test.example>", 60);
   g_assert_nonnull (got2);
-  g_autofree char *want2 = lf (m2);
+  g_autofree char *want2 = test_crlf_to_lf (m2);
   g_assert_cmpstr (after_trace (got2), ==, want2);
   g_assert_cmpuint (count_in ("broken-defer", "<stopped-2@test.example>", NULL), ==, 1);
 }

@@ -126,28 +126,6 @@ delivered (const char *needle, int seconds)
   return NULL;
 }
 
-/* The delivered message without the fields Postfix puts on top. */
-static const char *
-after_trace (const char *text)
-{
-  const char *p = strstr (text, "\nReceived: ");
-  g_assert_nonnull (p);
-  p++;
-  do {
-    p = strchr (p, '\n') + 1;
-  } while (*p == ' ' || *p == '\t');
-  return p;
-}
-
-static char *
-lf (const char *crlf)
-{
-  GString *s = g_string_new (NULL);
-  for (const char *p = crlf; *p; p++)
-    if (!(*p == '\r' && p[1] == '\n'))
-      g_string_append_c (s, *p);
-  return g_string_free (s, FALSE);
-}
 
 /* @n random bytes from @seed. */
 static GBytes *
@@ -332,8 +310,8 @@ test_store_unwritable (void)
   g_assert_nonnull (path);
   g_autofree char *got = NULL;
   g_assert_true (g_file_get_contents (path, &got, NULL, NULL));
-  g_autofree char *want = lf (m);
-  g_assert_true (strcmp (after_trace (got), want) == 0);
+  g_autofree char *want = test_crlf_to_lf (m);
+  g_assert_true (strcmp (test_after_received (got), want) == 0);
   g_autoptr (GPtrArray) objects = store_objects ();
   g_assert_cmpuint (objects->len, ==, 1);   /* the first test's only */
 }

@@ -61,29 +61,6 @@ delivered (const char *needle, int seconds)
   return NULL;
 }
 
-/* The delivered message without the four fields Postfix puts on top. */
-static const char *
-after_trace (const char *text)
-{
-  const char *p = strstr (text, "\nReceived: ");
-  g_assert_nonnull (p);
-  p++;
-  /* the Received field and its continuation lines */
-  do {
-    p = strchr (p, '\n') + 1;
-  } while (*p == ' ' || *p == '\t');
-  return p;
-}
-
-static char *
-lf (const char *crlf)
-{
-  GString *s = g_string_new (NULL);
-  for (const char *p = crlf; *p; p++)
-    if (!(*p == '\r' && p[1] == '\n'))
-      g_string_append_c (s, *p);
-  return g_string_free (s, FALSE);
-}
 
 static void
 test_data_reference (void)
@@ -131,8 +108,8 @@ test_unchanged (void)
   g_assert_cmpint (send_file (m), ==, 0);
   g_autofree char *got = delivered ("<plain-1@test.example>", 30);
   g_assert_nonnull (got);
-  g_autofree char *want = lf (m);
-  g_assert_cmpstr (after_trace (got), ==, want);
+  g_autofree char *want = test_crlf_to_lf (m);
+  g_assert_cmpstr (test_after_received (got), ==, want);
 }
 
 /* Forged trace fields (any case, folded, twice) are removed by a real
@@ -151,8 +128,8 @@ test_forged_trace (void)
   g_assert_cmpint (send_file (m), ==, 0);
   g_autofree char *got = delivered ("<forged-1@test.example>", 30);
   g_assert_nonnull (got);
-  g_autofree char *want = lf (plain);
-  g_assert_cmpstr (after_trace (got), ==, want);
+  g_autofree char *want = test_crlf_to_lf (plain);
+  g_assert_cmpstr (test_after_received (got), ==, want);
 
   const char *ref =
     "From: a@test.example\r\nTo: b@test.example\r\nSubject: forged trace and a reference\r\n"
@@ -195,9 +172,9 @@ test_stalled (void)
   g_autofree char *got = delivered ("<stall-1@test.example>", 30);
   g_assert_nonnull (got);
   g_assert_cmpint (g_get_monotonic_time () - t0, <, 10 * G_USEC_PER_SEC);   /* milter_content_timeout */
-  g_autofree char *want = lf (m);
+  g_autofree char *want = test_crlf_to_lf (m);
   /* the reference is left as it was; only the trace field is not added */
-  g_assert_cmpstr (after_trace (got), ==, want);
+  g_assert_cmpstr (test_after_received (got), ==, want);
 }
 
 static void
@@ -261,8 +238,8 @@ test_milter_stopped (void)
   g_assert_cmpint (send_file (m), ==, 0);
   g_autofree char *got = delivered ("<nomilter-1@test.example>", 30);
   g_assert_nonnull (got);
-  g_autofree char *want = lf (m);
-  g_assert_cmpstr (after_trace (got), ==, want);
+  g_autofree char *want = test_crlf_to_lf (m);
+  g_assert_cmpstr (test_after_received (got), ==, want);
 }
 
 /* A copy of @src in @to (its base name), mode @mode, owned by root. */

@@ -598,3 +598,25 @@ test_apache_dav_url (const TestApache *a, const char *collection)
 {
   return g_strdup_printf ("http://127.0.0.1:%u/%s/", a->port, collection);
 }
+
+char *
+test_crlf_to_lf (const char *crlf)
+{
+  GString *s = g_string_new (NULL);
+  for (const char *p = crlf; *p; p++)
+    if (!(*p == '\r' && p[1] == '\n'))
+      g_string_append_c (s, *p);
+  return g_string_free (s, FALSE);
+}
+
+const char *
+test_after_received (const char *text)
+{
+  const char *p = strstr (text, "\nReceived: ");
+  g_assert_nonnull (p);
+  p++;
+  do {
+    p = strchr (p, '\n') + 1;
+  } while (*p == ' ' || *p == '\t');
+  return p;
+}

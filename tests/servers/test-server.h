@@ -33,6 +33,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (TestServer, test_server_stop)
 /* A TCP port on 127.0.0.1 that is free now (bound, read back, closed). */
 guint test_free_port (void);
 
+/* @crlf with every CR LF made LF. Returns: (transfer full). */
+char *test_crlf_to_lf (const char *crlf);
+
+/* A message delivered by the MTA under test without what it put on top: the
+ * text after its first Received field (and that field's continuation lines). */
+const char *test_after_received (const char *text);
+
 /* Run @cmd with /bin/sh -c; @out (nullable) gets its standard output.
  * Returns: the exit status, or -1 when it did not exit (a signal). */
 int test_sh (const char *cmd, char **out);
