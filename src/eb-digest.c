@@ -198,3 +198,24 @@ eb_digest_md5_canonical_text (const guint8 *p, gsize len)
   gsize n = md_final (&md5, d);
   return g_base64_encode (d, n);
 }
+
+char *
+eb_digest_notice_hex (const guint8 *p, gsize len)
+{
+  /* the line breaks at the end: LF, or CR LF */
+  while (len > 0 && p[len - 1] == '\n') {
+    len--;
+    if (len > 0 && p[len - 1] == '\r')
+      len--;
+  }
+  g_autoptr (EbSha256) s = eb_sha256_new ();
+  gsize from = 0;
+  for (gsize i = 0; i + 1 < len; i++) {
+    if (p[i] != '\r' || p[i + 1] != '\n')
+      continue;
+    eb_sha256_update (s, p + from, i - from);   /* CR LF -> LF: the CR left out */
+    from = i + 1;
+  }
+  eb_sha256_update (s, p + from, len - from);
+  return eb_sha256_finish_hex (s);
+}

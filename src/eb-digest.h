@@ -32,6 +32,12 @@ void eb_digest_sha256_md5 (const guint8 *p, gsize len, char **sha256_hex, char *
  * MD5 of the bytes as they are is the canonical one). Returns: (transfer full). */
 char *eb_digest_md5_canonical_text (const guint8 *p, gsize len);
 
+/* The digest that marks the text part of a fallback alternative as the
+ * notice extbody wrote (EB_FALLBACK_FIELD): the lowercase hex SHA-256 of the
+ * decoded text @p[0..@len) in a form transport does not change, every CR LF
+ * taken as LF and the line breaks at its end left out. Returns: (transfer full). */
+char *eb_digest_notice_hex (const guint8 *p, gsize len);
+
 /* A SHA-256 taken piece by piece (bytes read back from a store). */
 typedef struct _EbSha256 EbSha256;
 EbSha256 *eb_sha256_new (void);

@@ -250,8 +250,11 @@ build_replacement (Ctx *c, const EbLeaf *leaf, const EbHeaderBlock *blk, GBytes 
   GString *texts[] = { body, ref, phantom };
   g_autofree char *b = fresh_boundary (sha256, leaf->ref, texts, G_N_ELEMENTS (texts));
 
-  g_string_append_printf (head, "Content-Type: multipart/alternative; boundary=\"%s\"%s%s", b, eol,
-                          eol);
+  /* the mark a resolver knows this alternative by (EB_FALLBACK_FIELD): the
+   * boundary's form, and this field with the digest of the notice */
+  g_autofree char *notice = eb_digest_notice_hex ((const guint8 *) text, tl);
+  g_string_append_printf (head, "Content-Type: multipart/alternative; boundary=\"%s\"%s", b, eol);
+  g_string_append_printf (head, "%s: notice-sha256=%s%s%s", EB_FALLBACK_FIELD, notice, eol, eol);
   g_string_append_printf (rest, "--%s%sContent-Type: text/plain; charset=%s%s"
                                 "Content-Transfer-Encoding: %s%s%s",
                           b, eol, ascii ? "us-ascii" : "utf-8", eol, eb_transfer_name (enc), eol, eol);

@@ -41,7 +41,9 @@ typedef struct {
 
   /* The fallback shape (filled in by eb-message; what `externalize --fallback`
    * writes): the reference is the second and last part of a multipart/alternative
-   * of exactly two parts whose first is text/plain. When the reference resolves,
+   * of exactly two parts whose first is text/plain, and the alternative bears
+   * extbody's mark (eb-message: its boundary, EB_FALLBACK_FIELD, the notice as
+   * its text part). When the reference resolves,
    * that whole alternative entity, not the reference alone, is replaced by the
    * restored part. */
   gboolean   alt;           /* the shape was found and its offsets checked */

@@ -1,6 +1,8 @@
 /* eb-message.c - GMime parse, iterative walk, exact location (see eb-message.h). */
 #include "eb-message.h"
+#include "eb-digest.h"
 #include "eb-gmime.h"
+#include "eb-transfer.h"
 #include <string.h>
 
 #define EB_SHADOW_FIELD_MAX (64 * 1024)
@@ -254,6 +256,12 @@ locate_end (const char *buf, gsize len, gint64 e, gboolean empty, GPtrArray *bou
   gsize from = (gsize) e;
   if (empty)
     from = from >= 2 ? from - 2 : 0;
+  /* GMime 3.2.13 ends the last content of a CR LF message whose close
+   * delimiter is its last line, without a line break, after the CR: the
+   * line break before the delimiter is CR LF all the same (RFC 2046 5.1.1) */
+  else if (from >= 1 && buf[from - 1] == '\r' && buf[from] == '\n'
+           && delimiter_follows (buf, len, from - 1, bounds))
+    from--;
   for (gsize p = from; p <= (gsize) e + 2 && p < len; p++) {
     if (delimiter_follows (buf, len, p, bounds)) {
       *end = p;
@@ -314,6 +322,83 @@ dash_boundary_at (const char *buf, gsize len, gsize q, const char *b)
   return len - q >= bl + 2 && buf[q] == '-' && buf[q + 1] == '-' && memcmp (buf + q + 2, b, bl) == 0;
 }
 
+/* The boundary `externalize --fallback` gives its alternative: "=_extbody_"
+ * and 24 lowercase hex digits, after a number when that one was taken. */
+static gboolean
+fallback_boundary (const char *b)
+{
+  while (g_ascii_isdigit (*b))
+    b++;
+  if (!g_str_has_prefix (b, "=_extbody_"))
+    return FALSE;
+  b += strlen ("=_extbody_");
+  for (guint i = 0; i < 24; i++)
+    if (!g_ascii_isdigit (b[i]) && !(b[i] >= 'a' && b[i] <= 'f'))
+      return FALSE;
+  return b[24] == '\0';
+}
+
+/* Is the multipart/alternative whose header is @blk, with boundary @b, one that
+ * extbody wrote, its text part the notice extbody wrote there? Its boundary has
+ * extbody's form, its header holds one EB_FALLBACK_FIELD, "notice-sha256=" and
+ * a digest, and the text part, from @text_start (the line after the first
+ * delimiter) to the line break before the delimiter line that ends before
+ * @ref_start, decodes (by its own Content-Transfer-Encoding) to a text whose
+ * eb_digest_notice_hex() is that digest. A stranger's alternative with a
+ * person's words in it has no such mark, and is never unwrapped. */
+static gboolean
+fallback_marked (const char *buf, const EbHeaderBlock *blk, const char *b, gsize text_start,
+                 gsize ref_start)
+{
+  if (!fallback_boundary (b))
+    return FALSE;
+  gint at = -1;
+  for (guint i = 0; i < blk->fields->len; i++)
+    if (eb_header_field_is (&g_array_index (blk->fields, EbHeaderField, i), buf, EB_FALLBACK_FIELD)) {
+      if (at >= 0)
+        return FALSE;   /* two: not what extbody writes */
+      at = (gint) i;
+    }
+  if (at < 0)
+    return FALSE;
+  g_autofree char *mark = eb_header_field_unfold (&g_array_index (blk->fields, EbHeaderField, at), buf);
+  static const char prefix[] = "notice-sha256=";
+  if (!g_str_has_prefix (mark, prefix) || strlen (mark) != strlen (prefix) + 64)
+    return FALSE;
+  /* the delimiter line before the reference's header, and the line break
+   * before it (it belongs to the delimiter) */
+  if (ref_start < 2 || buf[ref_start - 1] != '\n')
+    return FALSE;
+  gsize ls = ref_start - 1;
+  while (ls > text_start && buf[ls - 1] != '\n')
+    ls--;
+  if (ls <= text_start || !dash_boundary_at (buf, ref_start, ls, b))
+    return FALSE;
+  gsize text_end = ls - 1;
+  if (text_end > text_start && buf[text_end - 1] == '\r')
+    text_end--;
+  if (text_end - text_start > EB_FALLBACK_NOTICE_MAX)
+    return FALSE;
+  g_autoptr (EbHeaderBlock) th = eb_header_block_scan (buf, text_start, text_end);
+  if (!th->blank)
+    return FALSE;
+  gint ci = eb_header_block_find (th, buf, "Content-Transfer-Encoding");
+  g_autofree char *cte = ci >= 0 ? eb_header_field_unfold (&g_array_index (th->fields, EbHeaderField, ci), buf)
+                                 : NULL;
+  EbCte enc = eb_transfer_parse_cte (cte);
+  if (enc == EB_CTE_UNKNOWN)
+    return FALSE;
+  gsize body = MIN (th->body, text_end);   /* an empty text: its blank line is the break */
+  g_autoptr (GBytes) raw = g_bytes_new_static (buf + body, text_end - body);
+  g_autoptr (GBytes) text = eb_transfer_decode (enc, raw, NULL);
+  if (!text)
+    return FALSE;
+  gsize tl = 0;
+  const guint8 *t = g_bytes_get_data (text, &tl);
+  g_autofree char *got = eb_digest_notice_hex (t, tl);
+  return g_ascii_strcasecmp (got, mark + strlen (prefix)) == 0;
+}
+
 /* For a located reference of the fallback shape (@it->alt set): find the
  * alternative entity in the bytes, from its header block to the end of its
  * epilogue, and check it: its header block ends in a blank line before its first
@@ -341,8 +426,10 @@ locate_alt (EbRef *ref, const Item *it, const char *buf, gsize len, GArray *cuts
   g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf, (gsize) hs, ref->block_start);
   if (!blk->blank || blk->fields->len == 0 || (gsize) hmax >= blk->end)
     return;
-  /* the first delimiter at the start of a line after the header */
+  /* the first delimiter at the start of a line after the header; the text
+   * part starts on the line after it */
   gboolean first = FALSE;
+  gsize text_start = 0;
   for (gsize q = blk->body; q < ref->block_start && !first; ) {
     if (dash_boundary_at (buf, ref->block_start, q, b))
       first = TRUE;
@@ -350,8 +437,9 @@ locate_alt (EbRef *ref, const Item *it, const char *buf, gsize len, GArray *cuts
     if (!nl)
       break;
     q = (gsize) (nl - buf) + 1;
+    text_start = q;
   }
-  if (!first)
+  if (!first || !fallback_marked (buf, blk, b, text_start, ref->block_start))
     return;
   /* the close delimiter right after the reference */
   gsize q = ref->end;

@@ -10,8 +10,11 @@
  * The walk is iterative (no recursion) and bounded by max_nesting_depth and
  * max_parts; references past max_references are marked. A reference that is
  * the second and last part of a two-part multipart/alternative whose first is
- * text/plain (the fallback shape of externalize) also gets that alternative's
- * exact location (EbRef alt, checked against the bytes like the rest).
+ * text/plain, when that alternative bears the mark of externalize's fallback
+ * (its boundary's form, EB_FALLBACK_FIELD and the notice it names as its text
+ * part: only what extbody wrote, never a person's words beside a reference),
+ * also gets that alternative's exact location (EbRef alt, checked against the
+ * bytes like the rest).
  */
 #pragma once
 #include <glib.h>

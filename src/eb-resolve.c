@@ -87,6 +87,21 @@ generated_content_id (const EbHeaderField *f, const char *buf, GBytes *data, cha
   return strncmp (v + 1, *digest, 64) == 0;
 }
 
+/* A content field of a fallback alternative that is not the part's: the
+ * alternative's own type and encoding, and those externalize writes into the
+ * phantom header (the inner header has the part's) or drops. */
+static gboolean
+alt_own_field (const EbHeaderField *f, const char *buf)
+{
+  static const char *const own[] = { "Content-Type", "Content-Transfer-Encoding", "Content-ID",
+                                     "Content-Description", "Content-Disposition", "Content-MD5",
+                                     "Content-Length" };
+  for (guint i = 0; i < G_N_ELEMENTS (own); i++)
+    if (eb_header_field_is (f, buf, own[i]))
+      return TRUE;
+  return FALSE;
+}
+
 /* Multipart or message data goes out as 7bit lines or not at all: it may not hold
  * a line that would end an enclosing multipart. */
 static gboolean
@@ -462,7 +477,7 @@ eb_resolve (const EbRef *ref, const EbAction *action, const char *buf, gsize len
   const EbHeaderBlock *top = ref->alt ? ref->alt_outer : ref->is_root ? outer : NULL;
   for (guint i = 0; top && i < top->fields->len; i++) {
     const EbHeaderField *f = &g_array_index (top->fields, EbHeaderField, i);
-    if (!eb_header_field_is_content (f, buf))
+    if (!eb_header_field_is_content (f, buf) && !(ref->alt && eb_header_field_is (f, buf, EB_FALLBACK_FIELD)))
       eb_header_field_append (h, buf, f, eol);
   }
   for (guint i = 0; i < inner->fields->len; i++) {
@@ -473,6 +488,17 @@ eb_resolve (const EbRef *ref, const EbAction *action, const char *buf, gsize len
   }
   if (!ref->inner_type)
     g_string_append_printf (h, "Content-Type: %s%s", default_type, eol);
+  /* the fallback alternative holds the part's content fields that externalize
+   * neither moves into the phantom header nor drops (Content-Location,
+   * Content-Language...): they are the part's */
+  for (guint i = 0; ref->alt && i < ref->alt_outer->fields->len; i++) {
+    const EbHeaderField *f = &g_array_index (ref->alt_outer->fields, EbHeaderField, i);
+    if (!eb_header_field_is_content (f, buf) || alt_own_field (f, buf))
+      continue;
+    if (block_has (inner, buf, buf + f->start, f->name_len))
+      continue;   /* the inner header wins */
+    eb_header_field_append (h, buf, f, eol);
+  }
   for (guint i = 0; i < outer->fields->len; i++) {
     const EbHeaderField *f = &g_array_index (outer->fields, EbHeaderField, i);
     if (eb_header_field_is (f, buf, "Content-Type")

@@ -579,6 +579,28 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbStore, eb_store_free)
 #define EB_TRACE_FIELD "X-Extbody-Resolved"
 
 /**
+ * EB_FALLBACK_FIELD:
+ *
+ * The name of the header field `externalize --fallback` gives the
+ * multipart/alternative it writes: "notice-sha256=" and the SHA-256 of its
+ * text part (eb_digest_notice_hex()). With its boundary ("=_extbody_" and 24
+ * hex digits) it is the mark by which a resolver knows that alternative as
+ * extbody's own, and replaces it whole with the restored part; any other
+ * multipart/alternative keeps its parts, and only a reference in it is
+ * replaced.
+ */
+#define EB_FALLBACK_FIELD "X-Extbody-Fallback"
+
+/**
+ * EB_FALLBACK_NOTICE_MAX:
+ *
+ * The most bytes the text part of a fallback alternative may hold, header
+ * included, for it to be taken as extbody's notice (the notice is a few
+ * hundred bytes; a larger text part is somebody's words and is kept).
+ */
+#define EB_FALLBACK_NOTICE_MAX (64 * 1024)
+
+/**
  * EbRewriteFlags:
  * @EB_REWRITE_DEFAULT: none
  * @EB_REWRITE_NO_PRECHECK: parse the message even when the cheap pre-check

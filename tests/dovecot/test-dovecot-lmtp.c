@@ -73,6 +73,28 @@ test_resolved (void)
   dt_msg_free (m);
 }
 
+/* issue 25: a person's multipart/alternative of their own words and a
+ * reference: the reference is replaced, the words stay. */
+#define PERSON_MSG                                                                                \
+  "From: a@example.org" CRLF "To: tester@example.org" CRLF "Subject: words and a reference" CRLF \
+  "Message-ID: <person@test.example>" CRLF "MIME-Version: 1.0" CRLF                              \
+  "Content-Type: multipart/alternative; boundary=\"zz\"" CRLF CRLF "--zz" CRLF                   \
+  "Content-Type: text/plain" CRLF CRLF "The words a person wrote." CRLF "--zz" CRLF              \
+  "Content-Type: message/external-body; access-type=URL; URL=\"data:,hello%20world\"" CRLF CRLF  \
+  "Content-Type: text/plain" CRLF CRLF "--zz--" CRLF
+
+static void
+test_person_words (void)
+{
+  DtMsg *m = deliver ("person", PERSON_MSG);
+  g_assert_true (dt_contains (m->body, "--zz" CRLF "Content-Type: text/plain" CRLF CRLF
+                                       "The words a person wrote." CRLF "--zz" CRLF));
+  g_assert_true (dt_contains (m->body, CRLF CRLF "hello world"));
+  g_assert_false (dt_contains (m->body, "message/external-body"));
+  g_assert_true (dt_contains (m->body, "X-Extbody: resolved 1 of 1 external-body reference"));
+  dt_msg_free (m);
+}
+
 static void
 test_unresolvable (void)
 {
@@ -157,7 +179,8 @@ main (int argc, char **argv)
   g_autofree char *passwd = g_build_filename (server.work, "users", NULL);
   g_autoptr (GString) users = g_string_new (NULL);
   const struct { const char *user, *script, *extra; } us[] = {
-    { "resolver", sc_resolve, "" }, { "leaver", sc_resolve, "" }, { "failer", sc_half, "" },
+    { "resolver", sc_resolve, "" }, { "person", sc_resolve, "" }, { "leaver", sc_resolve, "" },
+    { "failer", sc_half, "" },
     { "killed", sc_die, "" }, { "staller", sc_stall, "" },
   };
   for (guint i = 0; i < G_N_ELEMENTS (us); i++)
@@ -196,6 +219,7 @@ main (int argc, char **argv)
                                                 server.work, server.conf);
     g_assert_cmpint (dt_sh (compile, NULL), ==, 0);
     g_test_add_func ("/dovecot-lmtp/resolved", test_resolved);
+    g_test_add_func ("/dovecot-lmtp/person-words-kept", test_person_words);
     g_test_add_func ("/dovecot-lmtp/unresolvable-stored-as-sent", test_unresolvable);
     g_test_add_func ("/dovecot-lmtp/failing-extbody-stored-as-sent", test_failing_extbody);
     g_test_add_func ("/dovecot-lmtp/killed-filter-stored-as-sent", test_filter_killed);

@@ -218,6 +218,27 @@ test_data_reference (void)
   g_assert_true (wait_log ("log/mainlog", line, 30));
 }
 
+/* issue 25: a person's multipart/alternative of their own words and a
+ * reference: the reference is replaced, the words stay. */
+static void
+test_person_words (void)
+{
+  const char *m =
+    "From: a@test.example\r\nTo: b@test.example\r\nSubject: words and a reference\r\n"
+    "Message-ID: <person-1@test.example>\r\nMIME-Version: 1.0\r\n"
+    "Content-Type: multipart/alternative; boundary=\"zz\"\r\n\r\n"
+    "--zz\r\nContent-Type: text/plain\r\n\r\nThe words a person wrote.\r\n"
+    "--zz\r\nContent-Type: message/external-body; access-type=URL; URL=\"data:,hello%20world\"\r\n"
+    "\r\nContent-Type: text/plain\r\n\r\n--zz--\r\n";
+  g_assert_cmpint (send_to ("b@test.example", m), ==, 0);
+  g_autofree char *got = delivered ("extbody", "<person-1@test.example>", 30);
+  g_assert_nonnull (got);
+  g_assert_nonnull (strstr (got, "\n--zz\nContent-Type: text/plain\n\nThe words a person wrote.\n--zz\n"));
+  g_assert_nonnull (strstr (got, "\n\nhello world"));
+  g_assert_nonnull (strstr (got, "Content-Type: multipart/alternative; boundary=\"zz\"\n"));
+  g_assert_null (strstr (got, "external-body;"));
+}
+
 static void
 test_http_reference (void)
 {
@@ -616,6 +637,7 @@ main (int argc, char **argv)
 
   g_test_add_func ("/exim/0-configuration-lines", test_config_lines);
   g_test_add_func ("/exim/1-data-reference", test_data_reference);
+  g_test_add_func ("/exim/1b-person-words-kept", test_person_words);
   g_test_add_func ("/exim/2-http-reference", test_http_reference);
   g_test_add_func ("/exim/3-no-reference-byte-identical", test_unchanged);
   g_test_add_func ("/exim/3b-forged-trace-fields-removed", test_forged_trace);

@@ -81,6 +81,36 @@ test_data_reference (void)
   g_assert_nonnull (strstr (got, "--b\nContent-Type: text/plain\n\nintro\n--b\n"));
 }
 
+/* issue 25: a person's multipart/alternative of their own words and a
+ * reference. The reference is replaced, the words stay (the alternative is
+ * not extbody's own fallback). */
+#define PERSON_MSG(id)                                                                            \
+  "From: a@test.example\r\nTo: b@test.example\r\nSubject: words and a reference\r\n"          \
+  "Message-ID: <" id "@test.example>\r\nMIME-Version: 1.0\r\n"                                 \
+  "Content-Type: multipart/alternative; boundary=\"zz\"\r\n\r\n"                              \
+  "--zz\r\nContent-Type: text/plain\r\n\r\nThe words a person wrote.\r\n"                    \
+  "--zz\r\nContent-Type: message/external-body; access-type=URL; URL=\"data:,hello%20world\"\r\n" \
+  "\r\nContent-Type: text/plain\r\n\r\n--zz--\r\n"
+
+static void
+assert_person_words (const char *got)
+{
+  g_assert_nonnull (got);
+  g_assert_nonnull (strstr (got, "\n--zz\nContent-Type: text/plain\n\nThe words a person wrote.\n--zz\n"));
+  g_assert_nonnull (strstr (got, "\n\nhello world"));
+  g_assert_nonnull (strstr (got, "Content-Type: multipart/alternative; boundary=\"zz\"\n"));
+  g_assert_null (strstr (got, "external-body;"));
+}
+
+static void
+test_person_words (void)
+{
+  g_assert_cmpint (send_file (PERSON_MSG ("person-1")), ==, 0);
+  g_autofree char *got = delivered ("<person-1@test.example>", 30);
+  assert_person_words (got);
+  g_assert_nonnull (strstr (got, "X-Extbody: resolved 1 of 1 external-body reference\n"));
+}
+
 static void
 test_http_reference (void)
 {
@@ -362,6 +392,10 @@ test_pipe (void)
       copies++;
   }
   g_assert_cmpuint (copies, ==, 1);
+  /* a person's words beside a reference stay through the pipe too */
+  g_assert_cmpint (send_file (PERSON_MSG ("pipe-person")), ==, 0);
+  g_autofree char *person = delivered ("<pipe-person@test.example>", 30);
+  assert_person_words (person);
   g_free (maildir_new);
   maildir_new = g_steal_pointer (&saved_new);
   smtp_port = saved;
@@ -430,6 +464,7 @@ main (int argc, char **argv)
   }
 
   g_test_add_func ("/postfix/1-data-reference", test_data_reference);
+  g_test_add_func ("/postfix/1b-person-words-kept", test_person_words);
   g_test_add_func ("/postfix/2-http-reference", test_http_reference);
   g_test_add_func ("/postfix/3-no-reference-byte-identical", test_unchanged);
   g_test_add_func ("/postfix/3b-forged-trace-fields-removed", test_forged_trace);

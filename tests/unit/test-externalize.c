@@ -730,6 +730,142 @@ test_again_after_rewrite (Fixture *f, gconstpointer data G_GNUC_UNUSED)
   g_assert_null (g_strstr_len ((const char *) o2->data, o2->len, "AAAAAAAA"));
 }
 
+/* ---- the round trip, in process (issue 25) ----------------------------------- */
+
+/* @out with the URL of its one reference made a data: URL of @payload, so
+ * that the resolver restores the part without a server. */
+static GByteArray *
+with_data_url (const GByteArray *out, GBytes *payload)
+{
+  const char *o = (const char *) out->data;
+  const char *u = g_strstr_len (o, (gssize) out->len, "URL=\"");
+  g_assert_nonnull (u);
+  const char *q = memchr (u + 5, '"', out->len - (gsize) (u + 5 - o));
+  g_assert_nonnull (q);
+  g_autofree char *b64 = g_base64_encode (g_bytes_get_data (payload, NULL), g_bytes_get_size (payload));
+  GByteArray *r = g_byte_array_new ();
+  g_byte_array_append (r, out->data, (guint) (u + 5 - o));
+  g_byte_array_append (r, (const guint8 *) "data:;base64,", 13);
+  g_byte_array_append (r, (const guint8 *) b64, (guint) strlen (b64));
+  g_byte_array_append (r, (const guint8 *) q, (guint) (out->len - (gsize) (q - o)));
+  return r;
+}
+
+/* The fields of the header block at @start of @buf as "Name:value" (CR
+ * dropped), sorted. */
+static GPtrArray *
+sorted_fields (const char *buf, gsize start, gsize len)
+{
+  GPtrArray *a = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf, start, len);
+  for (guint i = 0; i < blk->fields->len; i++) {
+    const EbHeaderField *f = &g_array_index (blk->fields, EbHeaderField, i);
+    GString *v = g_string_new (NULL);
+    for (gsize p = f->start; p < f->value_end; p++)
+      if (buf[p] != '\r')
+        g_string_append_c (v, buf[p]);
+    g_ptr_array_add (a, g_string_free (v, FALSE));
+  }
+  return a;
+}
+
+/* A CR LF message whose close delimiter is its last line, with no line break
+ * after it, with a part that carries fields of every kind: externalize, in both
+ * forms, keeps the CR LF before the delimiter (no bare LF anywhere), and the
+ * part restored from its reference has every field it had (two more: the
+ * trace field and the phantom's Content-MD5; the transfer encoding chosen
+ * afresh), the same bytes, and nothing of the alternative left. */
+static void
+test_round_trip_fields (Fixture *f, gconstpointer data G_GNUC_UNUSED)
+{
+  g_autoptr (GBytes) payload = NULL;
+  g_autofree char *b = base64_lines (3000, 13, &payload);
+  g_autofree char *part = g_strdup_printf (
+    "Content-Type: application/pdf; name=\"a.pdf\"\n"
+    "Content-Location: http://example.org/docs/a.pdf\n"
+    "Content-Language: en\n"
+    "X-Attachment-Id: f_1\n"
+    "Content-Disposition: attachment; filename=\"a.pdf\"\n"
+    "Content-Description: the plan\n"
+    "Content-ID: <a@example.org>\n"
+    "Content-Transfer-Encoding: base64\n\n%s", b);
+  g_autofree char *tmpl = g_strdup_printf (
+    "From: a@example.org\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"zz\"\n\n"
+    "--zz\nContent-Type: text/plain\n\nhello\n--zz\n%s--zz--", part);
+  g_autoptr (GString) msg = with_eol (tmpl, "\r\n");
+  g_assert_true (g_str_has_suffix (msg->str, "\r\n--zz--"));
+  for (guint fb = 0; fb < 2; fb++) {
+    g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg->str, msg->len, f->config, f->store,
+                                                         fb ? EB_EXTERNALIZE_FALLBACK : 0);
+    g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 1);
+    g_autoptr (GByteArray) out = write_plan (r, msg->str, msg->len);
+    for (guint i = 0; i < out->len; i++)
+      if (out->data[i] == '\n')
+        g_assert_true (i > 0 && out->data[i - 1] == '\r');
+    g_autofree char *os = g_strndup ((const char *) out->data, out->len);
+    g_assert_true (g_str_has_suffix (os, "\r\n--zz--"));
+    g_assert_cmpint (fb ? strstr (os, EB_FALLBACK_FIELD ": notice-sha256=") != NULL
+                        : strstr (os, EB_FALLBACK_FIELD) == NULL, ==, TRUE);
+
+    /* back: the reference resolved (a data: URL in place of the store's) */
+    g_autoptr (GByteArray) in2 = with_data_url (out, payload);
+    g_autoptr (EbConfig) c = eb_config_new ();
+    g_autoptr (EbRewriteResult) back = eb_rewrite_plan ((const char *) in2->data, in2->len, c, NULL, 0);
+    g_assert_cmpuint (eb_rewrite_result_get_n_resolved (back), ==, 1);
+    const EbRef *ref = g_ptr_array_index (back->scan->refs, 0);
+    g_assert_cmpint (ref->alt, ==, fb);
+    g_autoptr (GByteArray) restored = write_plan (back, (const char *) in2->data, in2->len);
+    const char *rs = (const char *) restored->data;
+    for (guint i = 0; i < restored->len; i++)
+      if (restored->data[i] == '\n')
+        g_assert_true (i > 0 && restored->data[i - 1] == '\r');
+    g_assert_null (g_strstr_len (rs, (gssize) restored->len, "multipart/alternative"));
+    g_assert_null (g_strstr_len (rs, (gssize) restored->len, EB_FALLBACK_FIELD));
+    g_assert_null (g_strstr_len (rs, (gssize) restored->len, "was taken out"));
+    /* the restored part: every field the part had */
+    const char *at = g_strstr_len (rs, (gssize) restored->len, "hello\r\n--zz\r\n");
+    g_assert_nonnull (at);
+    gsize ps = (gsize) (at - rs) + strlen ("hello\r\n--zz\r\n");
+    g_autoptr (GPtrArray) got = sorted_fields (rs, ps, restored->len);
+    g_autoptr (GPtrArray) want = sorted_fields (part, 0, strlen (part));
+    for (guint i = 0; i < want->len; i++) {
+      const char *w = want->pdata[i];
+      if (g_str_has_prefix (w, "Content-Transfer-Encoding:"))
+        continue;
+      gboolean found = FALSE;
+      for (guint k = 0; k < got->len && !found; k++)
+        found = strcmp (got->pdata[k], w) == 0;
+      if (!found)
+        g_error ("%s: the restored part lost \"%s\"", fb ? "fallback" : "plain", w);
+    }
+    g_assert_cmpuint (got->len, ==, want->len + 2);
+    g_assert_true (g_str_has_suffix ((const char *) restored->data, "\r\n--zz--")
+                   || memcmp (restored->data + restored->len - 8, "\r\n--zz--", 8) == 0);
+    /* the bytes before the part are the message's */
+    g_assert_cmpmem (restored->data, ps, msg->str, ps);
+  }
+}
+
+/* Resolving a reference in a CR LF message whose close delimiter is its last
+ * line without a line break: the CR LF before the delimiter stays. */
+static void
+test_rewrite_crlf_last_line (void)
+{
+  g_autoptr (GString) msg = with_eol (
+    "From: a@example.org\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"zz\"\n\n"
+    "--zz\nContent-Type: text/plain\n\nhello\n--zz\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:,hello%20world\"\n\n"
+    "Content-Type: text/plain\n\n--zz--", "\r\n");
+  g_autoptr (EbConfig) c = eb_config_new ();
+  g_autoptr (EbRewriteResult) r = eb_rewrite_plan (msg->str, msg->len, c, NULL, 0);
+  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 1);
+  g_autoptr (GByteArray) out = write_plan (r, msg->str, msg->len);
+  for (guint i = 0; i < out->len; i++)
+    if (out->data[i] == '\n')
+      g_assert_true (i > 0 && out->data[i - 1] == '\r');
+  g_assert_cmpmem (out->data + out->len - 8, 8, "\r\n--zz--", 8);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -750,5 +886,7 @@ main (int argc, char **argv)
   ADD ("/externalize/default-type", test_default_type);
   ADD ("/externalize/mboxrd", test_mboxrd);
   ADD ("/externalize/again-after-rewrite", test_again_after_rewrite);
+  ADD ("/externalize/round-trip-fields", test_round_trip_fields);
+  g_test_add_func ("/externalize/rewrite-crlf-last-line", test_rewrite_crlf_last_line);
   return g_test_run ();
 }

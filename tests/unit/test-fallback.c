@@ -11,6 +11,7 @@
 #include <string.h>
 #include "eb-rewrite.h"
 #include "eb-inspect.h"
+#include "eb-digest.h"
 
 /* The reference as externalize writes it: 00 01 02 ff, MD5 BBbau...; the
  * phantom header as externalize writes it. */
@@ -34,13 +35,19 @@
 
 /* The multipart/alternative body (after its header and blank line). */
 #define ALT_BODY \
-  "--=_extbody_3f2a\n" \
+  "--" ALT_B "\n" \
   TEXT_PART \
-  "--=_extbody_3f2a\n" \
+  "--" ALT_B "\n" \
   REF_PART \
-  "--=_extbody_3f2a--\n"
+  "--" ALT_B "--\n"
 
-#define ALT_TYPE "Content-Type: multipart/alternative; boundary=\"=_extbody_3f2a\"\n"
+/* The mark of extbody's own alternative (EB_FALLBACK_FIELD): its boundary's
+ * form, and the field with the SHA-256 of the text part's notice (TEXT_PART's
+ * text, LF, without its final line break: computed by Python's hashlib). */
+#define ALT_B "=_extbody_3f2a5b6c7d8e9f0a1b2c3d4e"
+#define NOTICE_SHA "6653319eee312a9856efa82c5ccadc1503fc3fe758b92e4fe3877e062b648596"
+#define ALT_MARK "X-Extbody-Fallback: notice-sha256=" NOTICE_SHA "\n"
+#define ALT_TYPE "Content-Type: multipart/alternative; boundary=\"" ALT_B "\"\n" ALT_MARK
 
 /* Turn "\n" of @tmpl into @eol. */
 static GByteArray *
@@ -278,7 +285,8 @@ test_alt_fields (void)
 {
   const char *m =
     "From: a@example.org\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=outer\n\n"
-    "--outer\n" ALT_TYPE "X-Alt: kept\nContent-Description: the alternative\n\n" ALT_BODY
+    "--outer\n" ALT_TYPE "X-Alt: kept\nContent-Description: the alternative\n"
+    "Content-Location: http://example.org/r.bin\nContent-Language: en\n\n" ALT_BODY
     "--outer--\n";
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (GByteArray) in = msg_with_eol (m, "\n");
@@ -288,6 +296,11 @@ test_alt_fields (void)
   g_autofree char *out = g_strndup ((const char *) r.out->data, r.out->len);
   g_assert_nonnull (strstr (out, "--outer\nX-Alt: kept\nContent-Type: application/octet-stream; name=\"r.bin\"\n"));
   g_assert_null (strstr (out, "the alternative"));
+  /* externalize leaves the part's other content fields on the alternative:
+   * they come back (issue 25) */
+  g_assert_nonnull (strstr (out, "\nContent-Location: http://example.org/r.bin\n"));
+  g_assert_nonnull (strstr (out, "\nContent-Language: en\n"));
+  g_assert_null (strstr (out, EB_FALLBACK_FIELD));
   assert_restored (r.out);
 }
 
@@ -316,6 +329,47 @@ static const OtherCase other_cases[] = {
   { "mixed-not-alternative",
     ("From: a@x\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=alt\n\n"
      "--alt\n" TEXT_PART "--alt\n" REF_PART "--alt--\n"),
+    "The attachment" },
+  /* issue 25: a person's alternative of their own words and a reference: the
+   * words are kept whatever the shape (no mark of extbody's) */
+  { "person-words",
+    ("From: a@x\nMIME-Version: 1.0\nContent-Type: multipart/alternative; boundary=\"zz\"\n\n"
+     "--zz\nContent-Type: text/plain\n\nThe words a person wrote.\n--zz\n" REF_PART "--zz--\n"),
+    "The words a person wrote." },
+  { "person-words-in-mixed",
+    ("From: a@x\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=outer\n\n"
+     "--outer\nContent-Type: multipart/alternative; boundary=\"zz\"\n\n"
+     "--zz\nContent-Type: text/plain\n\nThe words a person wrote.\n--zz\n" REF_PART "--zz--\n"
+     "--outer--\n"),
+    "The words a person wrote." },
+  /* extbody's boundary form, but no mark field */
+  { "boundary-without-field",
+    ("From: a@x\nMIME-Version: 1.0\nContent-Type: multipart/alternative; boundary=\"" ALT_B "\"\n\n"
+     ALT_BODY),
+    "The attachment" },
+  /* the mark field, but another boundary */
+  { "field-without-boundary",
+    ("From: a@x\nMIME-Version: 1.0\nContent-Type: multipart/alternative; boundary=\"=_extbody_3f2a\"\n"
+     ALT_MARK "\n--=_extbody_3f2a\n" TEXT_PART "--=_extbody_3f2a\n" REF_PART "--=_extbody_3f2a--\n"),
+    "The attachment" },
+  /* the mark whole, but the text is not the notice it names (a person wrote
+   * in it) */
+  { "text-not-the-notice",
+    ("From: a@x\nMIME-Version: 1.0\n" ALT_TYPE "\n--" ALT_B "\n" TEXT_PART "and a word of mine\n--" ALT_B "\n"
+     REF_PART "--" ALT_B "--\n"),
+    "and a word of mine" },
+  { "person-words-marked",
+    ("From: a@x\nMIME-Version: 1.0\n" ALT_TYPE "\n--" ALT_B "\n"
+     "Content-Type: text/plain\n\nThe words a person wrote.\n--" ALT_B "\n" REF_PART "--" ALT_B "--\n"),
+    "The words a person wrote." },
+  /* the field twice */
+  { "field-twice",
+    ("From: a@x\nMIME-Version: 1.0\n" ALT_TYPE ALT_MARK "\n" ALT_BODY),
+    "The attachment" },
+  /* a digest that is no digest */
+  { "field-malformed",
+    ("From: a@x\nMIME-Version: 1.0\nContent-Type: multipart/alternative; boundary=\"" ALT_B "\"\n"
+     "X-Extbody-Fallback: notice-sha256=" NOTICE_SHA "0\n\n" ALT_BODY),
     "The attachment" },
   /* the alternative's close delimiter is missing: GMime ends it at the
    * enclosing one; what it spans is not certain, so the reference alone */
@@ -356,15 +410,15 @@ test_other (gconstpointer data)
 static const char *unresolved_msgs[] = {
   /* fetching is off */
   ("From: a@x\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=outer\n\n"
-   "--outer\n" ALT_TYPE "\n--=_extbody_3f2a\n" TEXT_PART "--=_extbody_3f2a\n"
+   "--outer\n" ALT_TYPE "\n--" ALT_B "\n" TEXT_PART "--" ALT_B "\n"
    "Content-Type: message/external-body; access-type=URL;\n\tURL=\"http://files.example/x/3f2a\"; size=4\n\n"
    "Content-Type: application/octet-stream\nContent-Transfer-Encoding: binary\n\n"
-   "--=_extbody_3f2a--\n--outer--\n"),
+   "--" ALT_B "--\n--outer--\n"),
   /* the data disagrees with the Content-MD5 */
-  ("From: a@x\nMIME-Version: 1.0\n" ALT_TYPE "\n--=_extbody_3f2a\n" TEXT_PART "--=_extbody_3f2a\n"
+  ("From: a@x\nMIME-Version: 1.0\n" ALT_TYPE "\n--" ALT_B "\n" TEXT_PART "--" ALT_B "\n"
    "Content-Type: message/external-body; access-type=URL; URL=\"data:application/octet-stream;base64,AAEC/g==\"\n\n"
    "Content-Type: application/octet-stream\nContent-MD5: BBbauBmIczOvgx+MdlrCrg==\n"
-   "Content-Transfer-Encoding: binary\n\n--=_extbody_3f2a--\n"),
+   "Content-Transfer-Encoding: binary\n\n--" ALT_B "--\n"),
 };
 
 static void
@@ -393,11 +447,13 @@ test_two (void)
     "From: a@x\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=outer\n\n"
     "--outer\nContent-Type: text/plain\n\nHello.\n"
     "--outer\n" ALT_TYPE "\n" ALT_BODY
-    "--outer\nContent-Type: multipart/alternative; boundary=two\n\n"
-    "--two\nContent-Type: text/plain\n\nthe second\n--two\n"
+    "--outer\nContent-Type: multipart/alternative; boundary=\"1=_extbody_000000000000000000000002\"\n"
+    "X-Extbody-Fallback: notice-sha256=066085a464c84cc7b1517dd07b6004b4808b91236491eebf645e6a6b95436d38\n\n"
+    "--1=_extbody_000000000000000000000002\nContent-Type: text/plain\nContent-Transfer-Encoding: quoted-printable\n\n"
+    "the sec=\nond\n--1=_extbody_000000000000000000000002\n"
     "Content-Type: message/external-body; access-type=URL; URL=\"data:text/plain,second%0A\"\n\n"
     "Content-Type: text/plain\nContent-ID: <s@x>\nContent-Disposition: attachment\n\n"
-    "--two--\n--outer--\n";
+    "--1=_extbody_000000000000000000000002--\n--outer--\n";
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (GByteArray) in = msg_with_eol (m, "\r\n");
   g_auto (Run) r = { 0 };
@@ -526,6 +582,26 @@ test_header_edits (gconstpointer eolp)
   }
 }
 
+/* The notice digest: the text with LF line ends, without its final line
+ * breaks; CR LF and LF give the same (values from Python's hashlib). */
+static void
+test_notice_digest (void)
+{
+  const char *t = "The attachment \"r.bin\" (application/octet-stream, 4 bytes) is stored at\n"
+                  "data:application/octet-stream;base64,AAEC/w==";
+  const char *variants[] = { "", "\n", "\r\n", "\n\n" };
+  for (guint i = 0; i < G_N_ELEMENTS (variants); i++) {
+    g_autofree char *v = g_strconcat (t, variants[i], NULL);
+    g_autofree char *d = eb_digest_notice_hex ((const guint8 *) v, strlen (v));
+    g_assert_cmpstr (d, ==, NOTICE_SHA);
+  }
+  g_autoptr (GByteArray) crlf = msg_with_eol (t, "\r\n");
+  g_autofree char *d = eb_digest_notice_hex (crlf->data, crlf->len);
+  g_assert_cmpstr (d, ==, NOTICE_SHA);
+  g_autofree char *other = eb_digest_notice_hex ((const guint8 *) "the second", 10);
+  g_assert_cmpstr (other, ==, "066085a464c84cc7b1517dd07b6004b4808b91236491eebf645e6a6b95436d38");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -542,6 +618,7 @@ main (int argc, char **argv)
     g_test_add_data_func (path, &other_cases[i], test_other);
   }
   g_test_add_func ("/fallback/unresolved-unchanged", test_unresolved);
+  g_test_add_func ("/fallback/notice-digest", test_notice_digest);
   g_test_add_data_func ("/fallback/header-edits/lf", "\n", test_header_edits);
   g_test_add_data_func ("/fallback/header-edits/crlf", "\r\n", test_header_edits);
   int rc = g_test_run ();
