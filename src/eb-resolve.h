@@ -14,9 +14,11 @@
  * of a message (RFC 2046 5.2.3.7 merge): the message's own fields except its
  * Content-* fields, then the same content fields. For a reference in the
  * fallback shape (EbRef alt: the last of a two-part multipart/alternative after
- * text/plain), which replaces the whole alternative: the alternative's own
- * fields except its Content-* fields (for the body of a message: the message
- * header, as above), then the fields the bare reference would get.
+ * text/plain, marked as extbody's), which replaces the whole alternative: the
+ * alternative's own fields except its Content-* fields and EB_FALLBACK_FIELD
+ * (for the body of a message: the message header, as above), then the fields
+ * the bare reference would get, with the part's content fields externalize left
+ * on the alternative (Content-Location...) unless the inner header has them.
  */
 #pragma once
 #include <glib.h>
