@@ -373,6 +373,7 @@ test_dir_keyed (void)
   g_assert_true (g_file_set_contents (path, g_bytes_get_data (other, NULL), 100000, NULL));
   g_autofree char *url3 = eb_store_put_full (s, data, hex, &out, &e);
   g_assert_no_error (e);
+  g_assert_cmpstr (url3, ==, want);
   g_assert_cmpint (out, ==, EB_STORE_WRITTEN);
   assert_file_is (path, data);
   g_assert_cmpuint (count_entries (dir), ==, 1);
