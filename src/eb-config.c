@@ -367,6 +367,20 @@ check_base_url (const char *value, GError **error)
   return !*value || check_url_of (value, "http|https|ftp", error);
 }
 
+/* externalize_key: empty, or a secret of at least EB_EXTERNALIZE_KEY_MIN
+ * bytes. The message says how long it is, never what it is. */
+static gboolean
+check_externalize_key (const char *value, GError **error)
+{
+  gsize n = strlen (value);
+  if (n == 0 || n >= EB_EXTERNALIZE_KEY_MIN)
+    return TRUE;
+  g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
+               "too short: %" G_GSIZE_FORMAT " bytes, at least %d (make one with openssl rand -hex 32)",
+               n, EB_EXTERNALIZE_KEY_MIN);
+  return FALSE;
+}
+
 static const EbConfigKey keys[] = {
   KEY (max_message_size, EB_CONFIG_SIZE, "64M", 1024, G_GUINT64_CONSTANT (1) << 40,
        "Messages larger than this are passed on unchanged, without a MIME parse."),
@@ -463,9 +477,11 @@ static const EbConfigKey keys[] = {
   KEY (milter_stop_timeout, EB_CONFIG_UINT, "60", 0, 3600,
        "Seconds extbody-milter lets the messages in flight finish once told to stop (SIGTERM, SIGINT); meanwhile it accepts no connection and tempfails new messages; a message still unfinished then is cut off, and the MTA's milter_default_action applies to it."),
   LIST (externalize_store, "",
-       "Where extbody externalize stores the parts it takes out of messages: an absolute directory (served by a web server under externalize_base_url), or the http or https URL of a WebDAV collection (an S3 bucket with externalize_store_auth = aws-sigv4), written with HTTP PUT. Each object is named by the SHA-256 of its bytes, so a part sent to many recipients is stored once, and is read back and checked before any message refers to it. Empty: externalize refuses to run.", check_store, "directory or URL"),
+       "Where extbody externalize stores the parts it takes out of messages: an absolute directory (served by a web server under externalize_base_url), or the http or https URL of a WebDAV collection (an S3 bucket with externalize_store_auth = aws-sigv4), written with HTTP PUT. Each object is named by the SHA-256 of its bytes (their HMAC-SHA256 with externalize_key), so a part sent to many recipients is stored once, and is read back and checked before any message refers to it. Empty: externalize refuses to run.", check_store, "directory or URL"),
   LIST (externalize_base_url, "",
-       "The URL the stored objects are served under (http, https or ftp); an object's URL is this, a slash, and its SHA-256 in hexadecimal. Required for a directory store; for WebDAV, empty means the store's own URL.", check_base_url, "URL"),
+       "The URL the stored objects are served under (http, https or ftp); an object's URL is this, a slash, and its name: the SHA-256 of its bytes in hexadecimal, or their HMAC-SHA256 with externalize_key. Required for a directory store; for WebDAV, empty means the store's own URL.", check_base_url, "URL"),
+  LIST (externalize_key, "",
+       "A secret that names the stored objects: with it an object's name is the HMAC-SHA256 of its bytes keyed with this value (still one object per content), so that nobody without the key can compute the URL of a file and ask the store whether this site has it; empty: the SHA-256 of its bytes, which anyone who has the file can compute (see extbody(1), Privacy). At least 32 bytes, taken as written (make one with openssl rand -hex 32); read from the configuration file only, never from -o, and never printed by extbody config. Set it before the first message: a new key names anew whatever is stored afterwards.", check_externalize_key, "secret of at least 32 bytes"),
   STR (externalize_store_user, "",
        "User name for HTTP basic authentication to the WebDAV store (the access key ID of an aws-sigv4 store); empty: none. Read from the configuration file only, never from -o.", NULL),
   STR (externalize_store_password, "",
@@ -473,7 +489,7 @@ static const EbConfigKey keys[] = {
   KEY (externalize_store_timeout, EB_CONFIG_UINT, "60", 1, 86400,
        "Seconds for each request to an http or https store (the existence check, the upload and the read-back); past it the part stays in the message. Meanwhile the milter tells the MTA about once a second that it is still working (smfi_progress), so the MTA's own milter timeout need not cover the store (see extbody-milter(8))."),
   STR (externalize_store_auth, "basic",
-       "How extbody authenticates to an http or https store: basic (HTTP basic authentication with externalize_store_user and externalize_store_password, for WebDAV), or aws-sigv4 (an S3-compatible object store: externalize_store is the bucket's URL in path style, http(s)://HOST[:PORT]/BUCKET, objects are written as BUCKET/<SHA-256> with HTTP PUT signed with AWS Signature Version 4, externalize_store_user is the access key ID and externalize_store_password the secret access key). The bucket, or a web server in front of it, must serve the objects to anyone under externalize_base_url (for S3 a bucket policy allowing s3:GetObject to everyone; no ACL is sent).", "basic|aws-sigv4"),
+       "How extbody authenticates to an http or https store: basic (HTTP basic authentication with externalize_store_user and externalize_store_password, for WebDAV), or aws-sigv4 (an S3-compatible object store: externalize_store is the bucket's URL in path style, http(s)://HOST[:PORT]/BUCKET, objects are written as BUCKET/NAME with HTTP PUT signed with AWS Signature Version 4, externalize_store_user is the access key ID and externalize_store_password the secret access key). The bucket, or a web server in front of it, must serve the objects to anyone under externalize_base_url (for S3 a bucket policy allowing s3:GetObject to everyone; no ACL is sent).", "basic|aws-sigv4"),
   LIST (externalize_store_region, "us-east-1",
        "The region an aws-sigv4 store's requests are signed for (part of the signature): the bucket's region, or us-east-1 for a server that has none.", check_region, "region"),
   STR (milter_mode, "resolve",
@@ -665,13 +681,15 @@ gboolean
 eb_config_key_is_file_only (const char *name)
 {
   return g_strcmp0 (name, "externalize_store_user") == 0
-    || g_strcmp0 (name, "externalize_store_password") == 0;
+    || g_strcmp0 (name, "externalize_store_password") == 0
+    || g_strcmp0 (name, "externalize_key") == 0;
 }
 
 gboolean
 eb_config_key_is_secret (const char *name)
 {
   return g_strcmp0 (name, "externalize_store_password") == 0
+    || g_strcmp0 (name, "externalize_key") == 0
     || g_strcmp0 (name, "redis_password") == 0;
 }
 

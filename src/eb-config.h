@@ -71,6 +71,8 @@ struct _EbConfig {
   /* externalize: where stored parts go (eb-store.h) */
   char    *externalize_store;          /* absolute directory or WebDAV http(s) URL; empty: none */
   char    *externalize_base_url;       /* URL the objects are served under */
+  char    *externalize_key;            /* names objects by HMAC-SHA256; empty: SHA-256;
+                                          configuration file only; never printed */
   char    *externalize_store_user;     /* WebDAV basic auth; configuration file only */
   char    *externalize_store_password; /* configuration file only; never printed */
   guint    externalize_store_timeout;  /* seconds, one store request */
@@ -108,12 +110,18 @@ const EbConfigKey *eb_config_get_key (guint i);
  * Returns: (transfer full) (element-type utf8) (nullable): NULL on error. */
 GPtrArray *eb_config_split_list (const char *text, GError **error);
 
-/* TRUE for a key -o (eb_config_apply_option) refuses: credentials are read
- * from the configuration file only, never from a command line. */
+/* TRUE for a key -o (eb_config_apply_option) refuses: credentials and
+ * externalize_key are read from the configuration file only, never from a
+ * command line. */
 gboolean eb_config_key_is_file_only (const char *name);
 
-/* TRUE for a key whose value eb_config_dump does not print (a password). */
+/* TRUE for a key whose value eb_config_dump does not print (a password,
+ * externalize_key). */
 gboolean eb_config_key_is_secret (const char *name);
+
+/* The shortest externalize_key taken, in bytes: as long as the digest
+ * (RFC 2104 section 3 discourages shorter keys). */
+#define EB_EXTERNALIZE_KEY_MIN 32
 
 /* Parse a size such as "64M". */
 gboolean eb_config_parse_size (const char *text, guint64 *out);

@@ -1,4 +1,4 @@
-/* eb-digest.c - SHA-256 and MD5 in one pass (see eb-digest.h). */
+/* eb-digest.c - SHA-256, HMAC-SHA256 and MD5 in one pass (see eb-digest.h). */
 #include "eb-digest.h"
 #include <string.h>
 #ifdef EB_HAVE_LIBCRYPTO
@@ -99,24 +99,89 @@ hex_of (const guint8 *d, gsize n)
   return s;
 }
 
+/* SHA-256's block: RFC 2104's B. */
+#define EB_HMAC_BLOCK 64
+
+/* A SHA-256 or, keyed, an HMAC-SHA256 (RFC 2104):
+ *   HMAC (K, m) = H ((K0 ^ opad) || H ((K0 ^ ipad) || m))
+ * with K0 the key padded with zeros to B bytes (its digest first when it is
+ * longer), ipad = 0x36 and opad = 0x5c repeated. @inner takes the bytes;
+ * @outer, started with K0 ^ opad, takes the inner digest at the end. */
+typedef struct {
+  Md       inner, outer;
+  gboolean keyed;
+} Mac;
+
+static void
+mac_init (Mac *m, const guint8 *key, gsize key_len)
+{
+  memset (m, 0, sizeof *m);
+  md_init (&m->inner, G_CHECKSUM_SHA256);
+  if (!key)
+    return;
+  m->keyed = TRUE;
+  guint8 k0[EB_HMAC_BLOCK] = { 0 }, pad[EB_HMAC_BLOCK];
+  if (key_len > EB_HMAC_BLOCK) {
+    Md h;
+    md_init (&h, G_CHECKSUM_SHA256);
+    md_update (&h, key, key_len);
+    md_final (&h, k0);
+  } else if (key_len) {
+    memcpy (k0, key, key_len);
+  }
+  for (guint i = 0; i < EB_HMAC_BLOCK; i++)
+    pad[i] = k0[i] ^ 0x36;
+  md_update (&m->inner, pad, EB_HMAC_BLOCK);
+  md_init (&m->outer, G_CHECKSUM_SHA256);
+  for (guint i = 0; i < EB_HMAC_BLOCK; i++)
+    pad[i] = k0[i] ^ 0x5c;
+  md_update (&m->outer, pad, EB_HMAC_BLOCK);
+  explicit_bzero (k0, sizeof k0);
+  explicit_bzero (pad, sizeof pad);
+}
+
+/* The digest into @out (64 bytes of room); its length. Frees what @m holds. */
+static gsize
+mac_final (Mac *m, guint8 *out)
+{
+  gsize n = md_final (&m->inner, out);
+  if (!m->keyed)
+    return n;
+  md_update (&m->outer, out, n);
+  return md_final (&m->outer, out);
+}
+
+static void
+mac_clear (Mac *m)
+{
+  md_clear (&m->inner);
+  md_clear (&m->outer);
+}
+
 struct _EbSha256 {
-  Md   md;
+  Mac   mac;
   char *hex;   /* once finished */
 };
 
 EbSha256 *
-eb_sha256_new (void)
+eb_sha256_new_hmac (const guint8 *key, gsize key_len)
 {
   EbSha256 *s = g_new0 (EbSha256, 1);
-  md_init (&s->md, G_CHECKSUM_SHA256);
+  mac_init (&s->mac, key, key_len);
   return s;
+}
+
+EbSha256 *
+eb_sha256_new (void)
+{
+  return eb_sha256_new_hmac (NULL, 0);
 }
 
 void
 eb_sha256_update (EbSha256 *s, const void *p, gsize len)
 {
   g_return_if_fail (s != NULL && !s->hex);
-  md_update (&s->md, p, len);
+  md_update (&s->mac.inner, p, len);
 }
 
 char *
@@ -125,7 +190,7 @@ eb_sha256_finish_hex (EbSha256 *s)
   g_return_val_if_fail (s != NULL, NULL);
   if (!s->hex) {
     guint8 d[64];
-    gsize n = md_final (&s->md, d);
+    gsize n = mac_final (&s->mac, d);
     s->hex = hex_of (d, n);
   }
   return g_strdup (s->hex);
@@ -136,7 +201,7 @@ eb_sha256_free (EbSha256 *s)
 {
   if (!s)
     return;
-  md_clear (&s->md);
+  mac_clear (&s->mac);
   g_free (s->hex);
   g_free (s);
 }
@@ -152,20 +217,42 @@ eb_digest_sha256_hex (const guint8 *p, gsize len)
 void
 eb_digest_sha256_md5 (const guint8 *p, gsize len, char **sha256_hex, char **md5_base64)
 {
-  g_return_if_fail (sha256_hex != NULL);
-  Md sha, md5 = { 0 };
-  md_init (&sha, G_CHECKSUM_SHA256);
+  eb_digest_hmac_sha256_md5 (NULL, 0, p, len, sha256_hex, NULL, md5_base64);
+}
+
+void
+eb_digest_hmac_sha256_md5 (const guint8 *key, gsize key_len, const guint8 *p, gsize len,
+                           char **hmac_hex, char **sha256_hex, char **md5_base64)
+{
+  g_return_if_fail (hmac_hex != NULL);
+  Mac mac;
+  Md sha = { 0 }, md5 = { 0 };
+  gboolean plain = key && sha256_hex;   /* a SHA-256 besides the HMAC */
+  mac_init (&mac, key, key_len);
+  if (plain)
+    md_init (&sha, G_CHECKSUM_SHA256);
   if (md5_base64)
     md_init (&md5, G_CHECKSUM_MD5);
   for (gsize off = 0; off < len; off += EB_DIGEST_BLOCK) {
     gsize n = MIN (len - off, (gsize) EB_DIGEST_BLOCK);
-    md_update (&sha, p + off, n);
+    md_update (&mac.inner, p + off, n);
+    if (plain)
+      md_update (&sha, p + off, n);
     if (md5_base64)
       md_update (&md5, p + off, n);
   }
   guint8 d[64];
-  gsize n = md_final (&sha, d);
-  *sha256_hex = hex_of (d, n);
+  gsize n = mac_final (&mac, d);
+  mac_clear (&mac);
+  *hmac_hex = hex_of (d, n);
+  if (sha256_hex) {
+    if (plain) {
+      n = md_final (&sha, d);
+      *sha256_hex = hex_of (d, n);
+    } else {
+      *sha256_hex = g_strdup (*hmac_hex);
+    }
+  }
   if (md5_base64) {
     n = md_final (&md5, d);
     *md5_base64 = g_base64_encode (d, n);

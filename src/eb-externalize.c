@@ -86,7 +86,8 @@ eb_externalize_fallback_text (const char *filename, const char *type, guint64 si
     g_string_append_printf (t, "File name: %s\n", name);
   g_string_append_printf (t, "Type:      %s\n", type);
   g_string_append_printf (t, "Size:      %" G_GUINT64_FORMAT " bytes\n", size);
-  g_string_append_printf (t, "SHA-256:   %s\n", sha256);
+  if (sha256)
+    g_string_append_printf (t, "SHA-256:   %s\n", sha256);
   if (until)
     g_string_append_printf (t, "Kept until: %s\n", until);
   return g_string_free (t, FALSE);
@@ -101,7 +102,7 @@ typedef struct {
   const EbConfig *config;
   EbStore       *store;
   EbExternalizeFlags flags;
-  GHashTable    *urls;       /* sha256 hex -> URL: a part twice in one message is put once */
+  GHashTable    *urls;       /* object name -> URL: a part twice in one message is put once */
   char          *until;      /* (nullable) the expiration date */
 } Ctx;
 
@@ -140,17 +141,17 @@ append_reference_type (GString *out, const char *url, guint64 size, const char *
   g_string_append_printf (out, "\t%s%s", urlparam, eol);
 }
 
-/* A boundary for the fallback: in none of @texts, and neither a prefix of an
- * enclosing boundary nor one of them a prefix of it (a delimiter line must
- * belong to exactly one multipart). */
+/* A boundary for the fallback, from the object's @name: in none of @texts,
+ * and neither a prefix of an enclosing boundary nor one of them a prefix of it
+ * (a delimiter line must belong to exactly one multipart). */
 static char *
-fresh_boundary (const char *sha256, const EbRef *ref, GString *const *texts, guint ntexts)
+fresh_boundary (const char *name, const EbRef *ref, GString *const *texts, guint ntexts)
 {
   for (guint k = 0;; k++) {
     /* after the first, each starts with its own number, so that no enclosing
      * boundary is a prefix of them all */
-    g_autofree char *b = k == 0 ? g_strdup_printf ("=_extbody_%.24s", sha256)
-                                : g_strdup_printf ("%u=_extbody_%.24s", k, sha256);
+    g_autofree char *b = k == 0 ? g_strdup_printf ("=_extbody_%.24s", name)
+                                : g_strdup_printf ("%u=_extbody_%.24s", k, name);
     gsize bl = strlen (b);
     gboolean ok = TRUE;
     for (guint i = 0; ok && i < ntexts; i++)
@@ -167,23 +168,27 @@ fresh_boundary (const char *sha256, const EbRef *ref, GString *const *texts, gui
 /* RFC 2046 5.2.3: the encapsulated header of every message/external-body
  * MUST include a Content-ID, by which the data is referenced (and cached). A
  * part without one gets one naming its bytes where they are stored:
- * <SHA-256@host of @url>, the same for the same bytes in the same store. */
+ * <name@host of @url>, the object's name (its SHA-256, or with externalize_key
+ * its HMAC-SHA256: never a plain digest the URL does not already show), the
+ * same for the same bytes in the same store. */
 static char *
-content_id_for (const char *sha256, const char *url)
+content_id_for (const char *name, const char *url)
 {
   g_autoptr (GUri) u = g_uri_parse (url, G_URI_FLAGS_ENCODED, NULL);
   const char *host = u ? g_uri_get_host (u) : NULL;
   if (!host || !*host || strpbrk (host, "[]\\ \t\r\n<>\""))
     host = "extbody.invalid";
-  return g_strdup_printf (strchr (host, ':') ? "<%s@[%s]>" : "<%s@%s>", sha256, host);
+  return g_strdup_printf (strchr (host, ':') ? "<%s@[%s]>" : "<%s@%s>", name, host);
 }
 
-/* The replacement of @leaf, stored at @url: the new header block (@head) and
- * what follows it (@rest). */
+/* The replacement of @leaf, stored at @url under @name: the new header block
+ * (@head) and what follows it (@rest). @sha256: what the fallback text shows,
+ * NULL for nothing (the name is keyed: the plain SHA-256 stays out of the
+ * message). */
 static void
 build_replacement (Ctx *c, const EbLeaf *leaf, const EbHeaderBlock *blk, GBytes *data,
-                   const char *sha256, const char *md5, const char *url, GString *head,
-                   GString *rest)
+                   const char *name, const char *sha256, const char *md5, const char *url,
+                   GString *head, GString *rest)
 {
   const char *buf = c->buf, *eol = c->eol;
   gboolean fallback = (c->flags & EB_EXTERNALIZE_FALLBACK) || c->config->externalize_fallback;
@@ -218,7 +223,7 @@ build_replacement (Ctx *c, const EbLeaf *leaf, const EbHeaderBlock *blk, GBytes 
   g_string_append_printf (phantom, "Content-Transfer-Encoding: binary%sContent-MD5: %s%s", eol,
                           md5, eol);
   if (!has_id) {
-    g_autofree char *cid = content_id_for (sha256, url);
+    g_autofree char *cid = content_id_for (name, url);
     g_string_append_printf (phantom, "Content-ID: %s%s", cid, eol);
   }
   g_string_append (phantom, eol);
@@ -248,7 +253,7 @@ build_replacement (Ctx *c, const EbLeaf *leaf, const EbHeaderBlock *blk, GBytes 
   g_autoptr (GString) ref = g_string_new (NULL);
   append_reference_type (ref, url, size, c->until, eol);
   GString *texts[] = { body, ref, phantom };
-  g_autofree char *b = fresh_boundary (sha256, leaf->ref, texts, G_N_ELEMENTS (texts));
+  g_autofree char *b = fresh_boundary (name, leaf->ref, texts, G_N_ELEMENTS (texts));
 
   /* the mark a resolver knows this alternative by (EB_FALLBACK_FIELD): the
    * boundary's form, and this field with the digest of the notice */
@@ -371,14 +376,15 @@ consider (Ctx *c, EbLeaf *leaf, EbRewriteResult *r)
   }
 
   EbResolution *res = NULL;
-  /* the store's name for the bytes and the reference's Content-MD5, in one
-   * pass over them; a dry run (nothing stored) needs neither */
-  g_autofree char *sha = NULL, *md5 = NULL;
+  /* the store's name for the bytes, their SHA-256 and the reference's
+   * Content-MD5, in one pass over them; a dry run (nothing stored) needs
+   * none */
+  g_autofree char *name = NULL, *sha = NULL, *md5 = NULL;
   gboolean storing = c->store && !(c->flags & EB_EXTERNALIZE_NO_STORE);
   if (data && reason == EB_REASON_RESOLVED && storing) {
     gsize dn = 0;
     const guint8 *d = g_bytes_get_data (data, &dn);
-    eb_digest_sha256_md5 (d, dn, &sha, &md5);
+    eb_store_digest (c->store, d, dn, &name, &sha, &md5);
     /* text: the MD5 of its canonical form, CR LF line ends (RFC 1864), which
      * an LF mailbox's text part is not */
     char *canonical = g_str_has_prefix (leaf->type, "text/")
@@ -393,25 +399,28 @@ consider (Ctx *c, EbLeaf *leaf, EbRewriteResult *r)
   } else if (!storing) {
     res = resolution_new (EB_REASON_WOULD_EXTERNALIZE, NULL);
   } else {
-    const char *known = g_hash_table_lookup (c->urls, sha);
+    const char *known = g_hash_table_lookup (c->urls, name);
     g_autofree char *url = known ? g_strdup (known) : NULL;
     g_autoptr (GError) e = NULL;
     if (!url)
-      url = eb_store_put_digested (c->store, data, sha, NULL, &e);
+      url = eb_store_put_digested (c->store, data, name, sha, NULL, &e);
     if (!url) {
       res = resolution_new (EB_REASON_STORE_FAILED,
                             g_strdup (e ? e->message : "the store gave no URL"));
     } else {
-      g_hash_table_insert (c->urls, g_strdup (sha), g_strdup (url));
+      g_hash_table_insert (c->urls, g_strdup (name), g_strdup (url));
       res = resolution_new (EB_REASON_RESOLVED, NULL);
       res->head = g_string_new (NULL);
       g_autoptr (GString) rest = g_string_new (NULL);
-      build_replacement (c, leaf, blk, data, sha, md5, url, res->head, rest);
+      build_replacement (c, leaf, blk, data, name, c->store->key ? NULL : sha, md5, url,
+                         res->head, rest);
       res->data = g_string_free_to_bytes (g_steal_pointer (&rest));
       res->encoding = EB_OUT_7BIT;
       res->type = g_strdup (leaf->type);
       res->eol = g_strdup (c->eol);
-      res->digest = g_strdup (sha);   /* of the stored bytes, not of the replacement */
+      /* the SHA-256 of the stored bytes, not of the replacement, nor the
+       * keyed name (the log's sha256=, which never holds the URL) */
+      res->digest = g_strdup (sha);
       ref->url = g_steal_pointer (&url);
       ref->access_type = g_strdup ("url");
       r->n_resolved++;

@@ -5,7 +5,8 @@
  * keeps the leaves worth storing (externalize_min_size, externalize_types,
  * never text read inline, never under signed, encrypted or related entities);
  * each one is decoded exactly as it is declared (eb-transfer), its SHA-256
- * names it in the store (eb_store_put, the only I/O), and once stored and
+ * (with externalize_key its HMAC-SHA256, eb_store_digest) names it in the
+ * store (eb_store_put, the only I/O), and once stored and
  * verified it is replaced by a message/external-body reference (access-type=URL,
  * RFC 2017) whose phantom header keeps the part's own content fields as written.
  *
@@ -35,8 +36,9 @@ char *eb_externalize_format_date (GDateTime *t);
 
 /* The text of the fallback's text/plain part (lines ending in "\n"): the file
  * name (@filename: control characters removed, made valid UTF-8; nullable),
- * the type, the size, the URL, the SHA-256 and, with @until, the date it is
- * kept until. Returns: (transfer full). */
+ * the type, the size, the URL, the SHA-256 (@sha256: nullable, none with
+ * externalize_key) and, with @until, the date it is kept until.
+ * Returns: (transfer full). */
 char *eb_externalize_fallback_text (const char *filename, const char *type, guint64 size,
                                     const char *url, const char *sha256, const char *until);
 

@@ -66,12 +66,26 @@ block_has (const EbHeaderBlock *block, const char *buf, const char *base, gsize 
   return FALSE;
 }
 
-/* Is @f the Content-ID extbody externalize gives a part that had none,
- * <SHA-256@host> naming @data (RFC 2046 5.2.3 wants one in every reference)?
- * The restored part goes without it, as it came. *@digest caches the data's
- * SHA-256 (hex). */
+/* Equal, in a time that does not depend on where they differ (@b is a
+ * digest keyed with the site's secret). */
 static gboolean
-generated_content_id (const EbHeaderField *f, const char *buf, GBytes *data, char **digest)
+same_hex (const char *a, const char *b, gsize n)
+{
+  guint8 d = 0;
+  for (gsize i = 0; i < n; i++)
+    d |= (guint8) (a[i] ^ b[i]);
+  return d == 0;
+}
+
+/* Is @f the Content-ID extbody externalize gives a part that had none,
+ * <name@host> naming @data by the object's name (RFC 2046 5.2.3 wants one in
+ * every reference): its SHA-256, or its HMAC-SHA256 keyed with this
+ * configuration's externalize_key (@key; NULL or empty: none)? The restored
+ * part goes without it, as it came. *@digest caches the data's SHA-256
+ * (hex). */
+static gboolean
+generated_content_id (const EbHeaderField *f, const char *buf, GBytes *data, const char *key,
+                      char **digest)
 {
   if (!eb_header_field_is (f, buf, "Content-ID"))
     return FALSE;
@@ -84,7 +98,15 @@ generated_content_id (const EbHeaderField *f, const char *buf, GBytes *data, cha
       return FALSE;
   if (!*digest)
     *digest = g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, data);
-  return strncmp (v + 1, *digest, 64) == 0;
+  if (strncmp (v + 1, *digest, 64) == 0)
+    return TRUE;
+  if (!key || !*key)
+    return FALSE;
+  gsize dlen = 0;
+  const guint8 *d = g_bytes_get_data (data, &dlen);
+  g_autofree char *mac = NULL;
+  eb_digest_hmac_sha256_md5 ((const guint8 *) key, strlen (key), d, dlen, &mac, NULL, NULL);
+  return same_hex (v + 1, mac, 64);
 }
 
 /* A content field of a fallback alternative that is not the part's: the
@@ -483,7 +505,7 @@ eb_resolve (const EbRef *ref, const EbAction *action, const char *buf, gsize len
   for (guint i = 0; i < inner->fields->len; i++) {
     const EbHeaderField *f = &g_array_index (inner->fields, EbHeaderField, i);
     if (!eb_header_field_is (f, buf, "Content-Transfer-Encoding")
-        && !generated_content_id (f, buf, data, &res->digest))
+        && !generated_content_id (f, buf, data, config->externalize_key, &res->digest))
       eb_header_field_append (h, buf, f, eol);
   }
   if (!ref->inner_type)

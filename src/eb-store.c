@@ -40,6 +40,29 @@ eb_store_sha256_hex (GBytes *data)
   return eb_digest_sha256_hex (p, len);
 }
 
+void
+eb_store_digest (const EbStore *store, const guint8 *p, gsize len, char **name_hex,
+                 char **sha256_hex, char **md5_base64)
+{
+  g_return_if_fail (store != NULL && name_hex != NULL);
+  eb_digest_hmac_sha256_md5 ((const guint8 *) store->key, store->key ? strlen (store->key) : 0, p,
+                             len, name_hex, sha256_hex, md5_base64);
+}
+
+/* A digest of bytes read back, piece by piece, to compare with their name. */
+static EbSha256 *
+name_sum_new (const EbStore *store)
+{
+  return eb_sha256_new_hmac ((const guint8 *) store->key, store->key ? strlen (store->key) : 0);
+}
+
+/* What a name is the digest of, for messages. */
+static const char *
+name_kind (const EbStore *store)
+{
+  return store->key ? "HMAC-SHA256" : "SHA-256";
+}
+
 /* ---- the store ----------------------------------------------------------- */
 
 static char *
@@ -92,6 +115,16 @@ eb_store_new (const EbConfig *config, GError **error)
   }
   g_autoptr (EbStore) store = g_new0 (EbStore, 1);
   store->timeout = config->externalize_store_timeout ? config->externalize_store_timeout : 60;
+  if (config->externalize_key && *config->externalize_key) {
+    /* the configuration checks it; a caller of eb_config_set may not have */
+    if (strlen (config->externalize_key) < EB_EXTERNALIZE_KEY_MIN) {
+      g_set_error (error, EB_ERROR, EB_ERROR_CONFIG,
+                   "externalize_key: too short: at least %d bytes (make one with openssl rand -hex 32)",
+                   EB_EXTERNALIZE_KEY_MIN);
+      return NULL;
+    }
+    store->key = g_strdup (config->externalize_key);
+  }
   if (config->ca_file && *config->ca_file)
     store->ca_file = g_strdup (config->ca_file);
   if (g_path_is_absolute (where)) {
@@ -152,6 +185,10 @@ eb_store_free (EbStore *store)
     memset (store->password, 0, strlen (store->password));
     g_free (store->password);
   }
+  if (store->key) {
+    explicit_bzero (store->key, strlen (store->key));
+    g_free (store->key);
+  }
   g_free (store->ca_file);
   g_free (store->aws_sigv4);
   g_free (store);
@@ -164,13 +201,13 @@ eb_store_free (EbStore *store)
 typedef struct {
   gboolean present;
   guint64  size;       /* bytes read, at most the limit */
-  char    *sha256;     /* hex of the bytes read */
+  char    *name;       /* the store's name of the bytes read (eb_store_digest) */
 } ObjectState;
 
 static void
 object_state_clear (ObjectState *s)
 {
-  g_clear_pointer (&s->sha256, g_free);
+  g_clear_pointer (&s->name, g_free);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (ObjectState, object_state_clear)
 
@@ -194,7 +231,7 @@ dir_read_object (const EbStore *store, const char *path, guint64 limit, gint64 *
     close (fd);
     return TRUE;
   }
-  g_autoptr (EbSha256) sum = eb_sha256_new ();
+  g_autoptr (EbSha256) sum = name_sum_new (store);
   guint64 n = 0;
   guchar buf[65536];
   while (n < limit) {
@@ -218,7 +255,7 @@ dir_read_object (const EbStore *store, const char *path, guint64 limit, gint64 *
   close (fd);
   out->present = TRUE;
   out->size = n;
-  out->sha256 = eb_sha256_finish_hex (sum);
+  out->name = eb_sha256_finish_hex (sum);
   return TRUE;
 }
 
@@ -305,7 +342,7 @@ dir_put (EbStore *store, GBytes *data, const char *hex, EbStoreOutcome *outcome,
   g_auto (ObjectState) before = { 0 };
   if (!dir_read_object (store, path, size + 1, &last, &before, error))
     return NULL;
-  if (before.present && before.size == size && g_str_equal (before.sha256, hex)) {
+  if (before.present && before.size == size && g_str_equal (before.name, hex)) {
     /* nothing written; its modification time renewed, so that expiring
      * objects by age (find -mtime) never removes one newer mail refers to. A
      * store that refuses (read-only) still holds the right bytes. */
@@ -332,9 +369,9 @@ dir_put (EbStore *store, GBytes *data, const char *hex, EbStoreOutcome *outcome,
                  hex, size);
     return NULL;
   }
-  if (!g_str_equal (after.sha256, hex)) {
-    g_set_error (error, EB_ERROR, EB_ERROR_IO, "store %s: read back other bytes than written for %s (SHA-256 %s)",
-                 store->location, hex, after.sha256);
+  if (!g_str_equal (after.name, hex)) {
+    g_set_error (error, EB_ERROR, EB_ERROR_IO, "store %s: read back other bytes than written for %s (%s %s)",
+                 store->location, hex, name_kind (store), after.name);
     return NULL;
   }
   *outcome = EB_STORE_WRITTEN;
@@ -495,7 +532,7 @@ static gboolean
 dav_verify (const EbStore *store, Dav *dav, const char *url, const char *hex, guint64 size,
             GError **error)
 {
-  g_autoptr (EbSha256) sum = eb_sha256_new ();
+  g_autoptr (EbSha256) sum = name_sum_new (store);
   Download d = { sum, 0, size + 1, FALSE };
   dav_setup (store, dav, url, NULL);
   curl_easy_setopt (dav->e, CURLOPT_HTTPGET, 1L);
@@ -530,8 +567,8 @@ dav_verify (const EbStore *store, Dav *dav, const char *url, const char *hex, gu
   g_autofree char *got = eb_sha256_finish_hex (sum);
   if (!g_str_equal (got, hex)) {
     g_set_error (error, EB_ERROR, EB_ERROR_IO,
-                 "store %s: read back other bytes than written for %s (SHA-256 %s)",
-                 store->location, hex, got);
+                 "store %s: read back other bytes than written for %s (%s %s)",
+                 store->location, hex, name_kind (store), got);
     return FALSE;
   }
   return TRUE;
@@ -565,8 +602,11 @@ s3_error_code (const char *xml)
   return g_strndup (p, n);
 }
 
+/* @hex: the object's name; @sha256_hex: the plain SHA-256 of @data, which an
+ * S3 PUT signs (the same as @hex without externalize_key). */
 static char *
-dav_put (EbStore *store, GBytes *data, const char *hex, EbStoreOutcome *outcome, GError **error)
+dav_put (EbStore *store, GBytes *data, const char *hex, const char *sha256_hex,
+         EbStoreOutcome *outcome, GError **error)
 {
   Dav dav = { 0 };
   dav.last_progress = g_get_monotonic_time ();
@@ -607,7 +647,7 @@ dav_put (EbStore *store, GBytes *data, const char *hex, EbStoreOutcome *outcome,
   }
 
   Upload up = { p, len, 0 };
-  dav_setup (store, &dav, url, hex);
+  dav_setup (store, &dav, url, sha256_hex);
   curl_easy_setopt (dav.e, CURLOPT_UPLOAD, 1L);
   curl_easy_setopt (dav.e, CURLOPT_READFUNCTION, upload_read);
   curl_easy_setopt (dav.e, CURLOPT_READDATA, &up);
@@ -656,21 +696,25 @@ eb_store_put_full (EbStore *store, GBytes *data, const char *sha256_hex, EbStore
   EbStoreOutcome ignored;
   if (!outcome)
     outcome = &ignored;
-  g_autofree char *hex = eb_store_sha256_hex (data);
+  gsize len = 0;
+  const guint8 *p = g_bytes_get_data (data, &len);
+  g_autofree char *name = NULL, *hex = NULL;
+  eb_store_digest (store, p, len, &name, &hex, NULL);
   if (sha256_hex && !g_str_equal (sha256_hex, hex)) {
     g_set_error (error, EB_ERROR, EB_ERROR_IO,
                  "store %s: the digest given (%.64s) is not the SHA-256 of the bytes (%s)",
                  store->location, sha256_hex, hex);
     return NULL;
   }
-  return eb_store_put_digested (store, data, hex, outcome, error);
+  return eb_store_put_digested (store, data, name, hex, outcome, error);
 }
 
 char *
-eb_store_put_digested (EbStore *store, GBytes *data, const char *sha256_hex,
+eb_store_put_digested (EbStore *store, GBytes *data, const char *name_hex, const char *sha256_hex,
                        EbStoreOutcome *outcome, GError **error)
 {
-  g_return_val_if_fail (store != NULL && data != NULL && eb_store_hex_is_valid (sha256_hex), NULL);
+  g_return_val_if_fail (store != NULL && data != NULL && eb_store_hex_is_valid (name_hex)
+                        && eb_store_hex_is_valid (sha256_hex), NULL);
   EbStoreOutcome ignored;
   if (!outcome)
     outcome = &ignored;
@@ -679,8 +723,8 @@ eb_store_put_digested (EbStore *store, GBytes *data, const char *sha256_hex,
     return NULL;
   }
   if (store->kind == EB_STORE_DIRECTORY)
-    return dir_put (store, data, sha256_hex, outcome, error);
-  return dav_put (store, data, sha256_hex, outcome, error);
+    return dir_put (store, data, name_hex, outcome, error);
+  return dav_put (store, data, name_hex, sha256_hex, outcome, error);
 }
 
 char *

@@ -1,11 +1,14 @@
 /* eb-store.h - where externalized parts go: a directory or a WebDAV collection.
  *
  * An object is the decoded bytes of one part, named by the lowercase hex
- * SHA-256 of those bytes, so the same attachment sent to many people is stored
- * once. eb_store_put (public, extbody.h) writes an object unless the store
- * already holds exactly those bytes, reads it back, checks its size and
- * SHA-256, and only then returns the URL a resolver fetches it by
- * (externalize_base_url, a slash, the hex). Any failure returns EB_ERROR_IO
+ * SHA-256 of those bytes or, with externalize_key, by their HMAC-SHA256 keyed
+ * with it (eb_store_digest): one name per content either way, so the same
+ * attachment sent to many people is stored once; with the key nobody without
+ * it can compute an object's name from a file. eb_store_put (public,
+ * extbody.h) writes an object unless the store already holds exactly those
+ * bytes, reads it back, checks its size and name (the digest of what was read
+ * back), and only then returns the URL a resolver fetches it by
+ * (externalize_base_url, a slash, the name). Any failure returns EB_ERROR_IO
  * with a one-line message naming the store (a directory, or the collection's
  * URL, never a credential) and the cause; the caller then leaves the part as
  * it was.
@@ -27,7 +30,8 @@
  *              http(s)://HOST/BUCKET/<hex> (path style), signed by libcurl
  *              with AWS Signature Version 4 instead of basic authentication;
  *              every request carries x-amz-content-sha256 (the object's
- *              digest on PUT, that of the empty body otherwise), the PUT
+ *              plain SHA-256 on PUT, whatever its name; that of the empty
+ *              body otherwise), the PUT
  *              Content-Type application/octet-stream; an error names the
  *              status and S3's <Code> (SignatureDoesNotMatch, NoSuchBucket).
  *
@@ -62,6 +66,8 @@ struct _EbStore {
   char       *aws_sigv4;  /* externalize_store_auth = aws-sigv4: libcurl's
                              "aws:amz:REGION:s3" (user = access key ID,
                              password = secret); NULL: basic auth */
+  char       *key;        /* externalize_key: names are HMAC-SHA256 keyed with
+                             it; NULL: names are SHA-256. Never printed. */
 };
 
 /* What one put did (for statistics and tests). */
@@ -75,11 +81,19 @@ typedef enum {
 char *eb_store_put_full (EbStore *store, GBytes *data, const char *sha256_hex,
                          EbStoreOutcome *outcome, GError **error);
 
-/* eb_store_put_full for a caller that has just taken the SHA-256 of @data
- * itself (@sha256_hex, 64 lowercase hex digits): the digest is not taken
- * again before the put. What is read back is verified all the same. */
-char *eb_store_put_digested (EbStore *store, GBytes *data, const char *sha256_hex,
-                             EbStoreOutcome *outcome, GError **error);
+/* The name @store gives the @len bytes at @p (lowercase hex: their SHA-256,
+ * or their HMAC-SHA256 keyed with externalize_key), and in the same pass,
+ * when asked, their plain SHA-256 (hex; the name again without the key) and
+ * MD5 (base64). All (transfer full). */
+void eb_store_digest (const EbStore *store, const guint8 *p, gsize len, char **name_hex,
+                      char **sha256_hex, char **md5_base64);
+
+/* eb_store_put_full for a caller that has just taken the name and the
+ * SHA-256 of @data itself (eb_store_digest: @name_hex and @sha256_hex, 64
+ * lowercase hex digits each): they are not taken again before the put. What
+ * is read back is verified all the same. */
+char *eb_store_put_digested (EbStore *store, GBytes *data, const char *name_hex,
+                             const char *sha256_hex, EbStoreOutcome *outcome, GError **error);
 
 /* @base followed by @hex, with exactly one slash between them (pure). */
 char *eb_store_join_url (const char *base, const char *hex);

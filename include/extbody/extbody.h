@@ -369,8 +369,8 @@ EXTBODY_API gboolean eb_config_set (EbConfig *config, const char *key, const cha
  * @error: return location for a #GError
  *
  * Apply one command-line override. Credentials (externalize_store_user,
- * externalize_store_password) are refused: they are read from the
- * configuration file only.
+ * externalize_store_password) and externalize_key are refused: they are read
+ * from the configuration file only.
  *
  * Returns: FALSE with %EB_ERROR_SYNTAX when the '=' is missing, with
  *   %EB_ERROR_CONFIG for an unknown key, a bad value or a credential key.
@@ -394,9 +394,9 @@ EXTBODY_API gboolean eb_config_add_networks (EbConfig *config, const char *const
  * eb_config_dump:
  * @config: a configuration
  *
- * Every key with its current value, one "key = value" line each; a password
- * that is set (externalize_store_password, redis_password) is written as
- * "(set; not shown)".
+ * Every key with its current value, one "key = value" line each; a secret
+ * that is set (externalize_store_password, externalize_key, redis_password)
+ * is written as "(set; not shown)".
  *
  * Returns: (transfer full): the text.
  */
@@ -511,14 +511,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbFetcher, eb_fetcher_free)
  * Where `extbody externalize` puts the parts it takes out of messages: a
  * directory served by a web server under externalize_base_url, or a WebDAV
  * collection written with HTTP PUT (externalize_store). Objects are named by
- * the SHA-256 of their bytes. A store may be shared by threads.
+ * the SHA-256 of their bytes, or with externalize_key by their HMAC-SHA256
+ * keyed with it. A store may be shared by threads.
  */
 typedef struct _EbStore EbStore;
 
 /**
  * eb_store_new:
  * @config: the configuration (externalize_store, externalize_base_url,
- *   externalize_store_user, externalize_store_password,
+ *   externalize_key, externalize_store_user, externalize_store_password,
  *   externalize_store_timeout, ca_file; read, not kept)
  * @error: return location for a #GError
  *
@@ -527,7 +528,8 @@ typedef struct _EbStore EbStore;
  * unless externalize_base_url says otherwise. eb_init() must have been called.
  *
  * Returns: (transfer full) (nullable): the store, or NULL with
- *   %EB_ERROR_CONFIG when externalize_store is unset or unusable.
+ *   %EB_ERROR_CONFIG when externalize_store is unset or unusable, or
+ *   externalize_key is shorter than 32 bytes.
  */
 EXTBODY_API EbStore *eb_store_new (const EbConfig *config, GError **error);
 
@@ -547,12 +549,12 @@ EXTBODY_API void eb_store_free (EbStore *store);
  *   have it computed; it is checked against @data either way
  * @error: return location for a #GError
  *
- * Store @data under its digest, unless the store already holds exactly those
- * bytes; read the object back and check its size and SHA-256 before
- * answering. Thread-safe.
+ * Store @data under its name (its SHA-256, or with externalize_key its
+ * HMAC-SHA256), unless the store already holds exactly those bytes; read the
+ * object back and check its size and name before answering. Thread-safe.
  *
  * Returns: (transfer full) (nullable): the URL a resolver fetches the object
- *   by (externalize_base_url, "/", the hex digest), or NULL with %EB_ERROR_IO
+ *   by (externalize_base_url, "/", the hex name), or NULL with %EB_ERROR_IO
  *   and a one-line message naming the store and the cause (an HTTP status, a
  *   libcurl error, an errno text, "read back 123 bytes, expected 456"); then
  *   no message may refer to the object.

@@ -1,10 +1,13 @@
 /* test-externalize-cmd.c - `extbody externalize`, end to end: exit codes,
  * standard output and standard error, with a directory store in a temporary
- * directory (and a WebDAV store nobody answers for the store failure). */
+ * directory (and a WebDAV store nobody answers for the store failure); with
+ * externalize_key, the names checked against openssl's HMAC and the round
+ * trip through `extbody rewrite --fetch` from a private nginx. */
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <string.h>
 #include "run-command.h"
+#include "test-server.h"
 
 typedef struct {
   char *dir;     /* the test's directory */
@@ -33,13 +36,20 @@ fx_teardown (Fx *f, gconstpointer d G_GNUC_UNUSED)
   g_free (f->opt_base);
 }
 
+/* The 3000 bytes of message (@seed)'s attachment. */
+static void
+attachment (guint seed, guint8 d[3000])
+{
+  for (guint i = 0; i < 3000; i++)
+    d[i] = (guint8) (i * 37 + seed);
+}
+
 /* A message with a 3000-byte base64 attachment and a text body. */
 static char *
 message (guint seed)
 {
   guint8 d[3000];
-  for (guint i = 0; i < sizeof d; i++)
-    d[i] = (guint8) (i * 37 + seed);
+  attachment (seed, d);
   g_autofree char *b = g_base64_encode (d, sizeof d);
   GString *s = g_string_new ("From: a@example.org\nTo: b@example.org\nSubject: att\nMIME-Version: 1.0\n"
                              "Content-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: text/plain\n\nhi\n"
@@ -325,6 +335,212 @@ test_mbox_min_size (Fx *f, gconstpointer d G_GNUC_UNUSED)
   }
 }
 
+/* ---- externalize_key ----------------------------------------------------- */
+
+/* 64 characters, as openssl rand -hex 32 makes them */
+#define KEY "6b1f0c4e2d9a8b7c3e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5"
+
+/* The HMAC-SHA256 of @len bytes at @p keyed with @key, by openssl(1), not by
+ * extbody's code; NULL when openssl is not installed. */
+static char *
+openssl_hmac (const char *dir, const char *key, const guint8 *p, gsize len)
+{
+  if (!g_file_test ("/usr/bin/openssl", G_FILE_TEST_IS_EXECUTABLE))
+    return NULL;
+  g_autofree char *file = g_build_filename (dir, "hmac-input", NULL);
+  g_assert_true (g_file_set_contents (file, (const char *) p, (gssize) len, NULL));
+  g_autofree char *out = NULL;
+  g_autofree char *cmd = g_strdup_printf ("/usr/bin/openssl dgst -sha256 -hmac '%s' -r '%s'", key, file);
+  g_assert_true (g_spawn_command_line_sync (cmd, &out, NULL, NULL, NULL));
+  g_unlink (file);
+  g_assert_true (strlen (out) > 64 && out[64] == ' ');
+  return g_strndup (out, 64);
+}
+
+/* @text without the lines of the field @name (its continuation lines too). */
+static char *
+without_field (const char *text, const char *name)
+{
+  GString *s = g_string_new (NULL);
+  gboolean in = FALSE;
+  for (const char *p = text; *p;) {
+    const char *nl = strchr (p, '\n');
+    gsize n = nl ? (gsize) (nl - p) + 1 : strlen (p);
+    if (*p != ' ' && *p != '\t')
+      in = g_ascii_strncasecmp (p, name, strlen (name)) == 0 && p[strlen (name)] == ':';
+    if (!in)
+      g_string_append_len (s, p, (gssize) n);
+    p += n;
+  }
+  return g_string_free (s, FALSE);
+}
+
+/* The object names with externalize_key: HMAC-SHA256 of the decoded bytes
+ * (openssl's), one object per content; the message shows no plain SHA-256 of
+ * the part anywhere (URL, Content-ID, the fallback's text and boundary);
+ * without the key the names are the SHA-256 as before. rewrite --fetch with
+ * the same configuration restores the part as it does without a key, the
+ * generated Content-ID left out; a configuration without the key does not
+ * know <HMAC@host> for its own and leaves it in. */
+static void
+test_key_names (Fx *f, gconstpointer d G_GNUC_UNUSED)
+{
+  guint8 att[3000];
+  attachment (7, att);
+  g_autofree char *hmac = openssl_hmac (f->dir, KEY, att, sizeof att);
+  if (!hmac) {
+    g_test_skip ("openssl is not installed (apt-get install openssl)");
+    return;
+  }
+  g_autoptr (TestNginx) nginx = test_nginx_start (f->store);
+  if (!nginx) {
+    g_test_skip ("nginx is not installed (apt-get install nginx-light)");
+    return;
+  }
+  g_autofree char *sha = g_compute_checksum_for_data (G_CHECKSUM_SHA256, att, sizeof att);
+  g_assert_cmpstr (hmac, !=, sha);
+  g_autofree char *base = g_strdup_printf ("http://127.0.0.1:%u/", nginx->port);
+  g_autofree char *keyed = g_build_filename (f->dir, "keyed.conf", NULL);
+  g_autofree char *plain = g_build_filename (f->dir, "plain.conf", NULL);
+  g_autofree char *common = g_strdup_printf ("externalize_store = %s\nexternalize_base_url = %s\n"
+                                             "externalize_min_size = 1k\n", f->store, base);
+  g_autofree char *keyed_text = g_strdup_printf ("%sexternalize_key = %s\n", common, KEY);
+  g_assert_true (g_file_set_contents (keyed, keyed_text, -1, NULL));
+  g_assert_true (g_file_set_contents (plain, common, -1, NULL));
+
+  g_autofree char *m = message (7);
+  g_autoptr (GBytes) in = g_bytes_new (m, strlen (m));
+  g_auto (CmdResult) r = { 0 };
+  RUN (&r, in, "externalize", "-c", keyed, "--report");
+  g_assert_cmpint (r.status, ==, 0);
+  g_autofree char *out = bytes_str (r.out);
+  g_autofree char *err = bytes_str (r.err);
+  g_autofree char *url = g_strconcat (base, hmac, NULL);
+  g_autofree char *line = g_strdup_printf ("extbody: part 2 application/pdf 3000 bytes: externalized %s\n", url);
+  g_assert_cmpstr (err, ==, line);
+  g_assert_cmpuint (objects (f->store), ==, 1);
+  g_autofree char *obj = g_build_filename (f->store, hmac, NULL);
+  g_autoptr (GBytes) stored = file_bytes (obj);
+  g_assert_nonnull (stored);
+  g_assert_cmpmem (g_bytes_get_data (stored, NULL), g_bytes_get_size (stored), att, sizeof att);
+  g_autofree char *cid = g_strdup_printf ("\nContent-ID: <%s@127.0.0.1>\n", hmac);
+  g_assert_nonnull (strstr (out, cid));
+  g_autofree char *sha24 = g_strndup (sha, 24);
+  g_assert_null (strstr (out, sha24));
+  g_assert_null (strstr (out, KEY));
+
+  /* the fallback: the link, no SHA-256 of the part, a boundary from the name */
+  g_auto (CmdResult) fb = { 0 };
+  RUN (&fb, in, "externalize", "-c", keyed, "--fallback");
+  g_assert_cmpint (fb.status, ==, 0);
+  g_autofree char *fbout = bytes_str (fb.out);
+  g_assert_nonnull (strstr (fbout, "multipart/alternative"));
+  g_assert_nonnull (strstr (fbout, url));
+  g_assert_nonnull (strstr (fbout, cid));
+  g_assert_null (strstr (fbout, sha24));
+  g_assert_null (strstr (fbout, "SHA-256"));
+  g_assert_null (strstr (fbout, KEY));
+  g_assert_cmpuint (objects (f->store), ==, 1);   /* the same object */
+
+  /* two messages of a mailbox with the same attachment: still one object */
+  g_autofree char *box = g_build_filename (f->dir, "box", NULL);
+  g_autofree char *boxtext = g_strdup_printf ("From a@example.org Thu Jan  1 00:00:00 2026\n%s\n"
+                                              "From a@example.org Thu Jan  1 00:00:01 2026\n%s\n", m, m);
+  g_assert_true (g_file_set_contents (box, boxtext, -1, NULL));
+  g_auto (CmdResult) mb = { 0 };
+  RUN (&mb, NULL, "externalize", "-c", keyed, "--mbox", box);
+  g_assert_cmpint (mb.status, ==, 0);
+  g_autofree char *mberr = bytes_str (mb.err);
+  g_assert_nonnull (strstr (mberr, "2 messages scanned, 2 candidate parts, 2 externalized, 2 messages changed"));
+  g_assert_cmpuint (objects (f->store), ==, 1);
+
+  /* without the key: today's name, the SHA-256 */
+  g_auto (CmdResult) p = { 0 };
+  RUN (&p, in, "externalize", "-c", plain, "--report");
+  g_assert_cmpint (p.status, ==, 0);
+  g_autofree char *perr = bytes_str (p.err);
+  g_autofree char *pline = g_strdup_printf ("extbody: part 2 application/pdf 3000 bytes: externalized %s%s\n",
+                                            base, sha);
+  g_assert_cmpstr (perr, ==, pline);
+  g_assert_cmpuint (objects (f->store), ==, 2);
+
+  /* the round trip: rewrite --fetch from nginx, with the key, gives what it
+   * gives without one (the trace field, which names the URL, aside): the
+   * part's header without the generated Content-ID, its base64 as it was */
+  g_auto (CmdResult) back = { 0 }, back_plain = { 0 }, back_nokey = { 0 };
+  RUN (&back, r.out, "rewrite", "-c", keyed, "--fetch", "--allow-network", "127.0.0.1/32");
+  RUN (&back_plain, p.out, "rewrite", "-c", plain, "--fetch", "--allow-network", "127.0.0.1/32");
+  g_assert_cmpint (back.status, ==, 0);
+  g_assert_cmpint (back_plain.status, ==, 0);
+  g_autofree char *b1 = bytes_str (back.out), *b2 = bytes_str (back_plain.out);
+  g_assert_null (strstr (b1, "message/external-body"));
+  g_assert_null (strstr (b1, "Content-ID"));
+  g_autofree char *t1 = without_field (b1, "X-Extbody-Resolved");
+  g_autofree char *t2 = without_field (b2, "X-Extbody-Resolved");
+  g_assert_cmpstr (t1, ==, t2);
+  const char *b64 = strstr (m, "Content-Transfer-Encoding: base64\n\n");
+  g_assert_nonnull (b64);
+  g_autofree char *body = g_strndup (b64, strlen (b64) - strlen ("--b--\n"));
+  g_assert_nonnull (strstr (t1, body));
+  g_autofree char *trace = g_strdup_printf ("sha256=%s", sha);
+  g_assert_nonnull (strstr (b1, trace));
+  /* a configuration without the key restores the part, and keeps
+   * <HMAC@host> as the sender's own Content-ID */
+  RUN (&back_nokey, r.out, "rewrite", "-c", plain, "--fetch", "--allow-network", "127.0.0.1/32");
+  g_assert_cmpint (back_nokey.status, ==, 0);
+  g_autofree char *b3 = bytes_str (back_nokey.out);
+  g_assert_null (strstr (b3, "message/external-body"));
+  g_assert_nonnull (strstr (b3, cid));
+}
+
+/* The key is a secret: -o refuses it, a short one is refused naming the key
+ * (exit 78, its value never shown), extbody config does not print it. */
+static void
+test_key_secret (Fx *f, gconstpointer d G_GNUC_UNUSED)
+{
+  g_autofree char *m = message (8);
+  g_autoptr (GBytes) in = g_bytes_new (m, strlen (m));
+  g_auto (CmdResult) o = { 0 };
+  RUN (&o, in, "externalize", "-o", f->opt_store, "-o", f->opt_base, "-o", "externalize_key=" KEY);
+  g_assert_cmpint (o.status, ==, 78);
+  g_assert_cmpuint (g_bytes_get_size (o.out), ==, 0);
+  g_autofree char *oerr = bytes_str (o.err);
+  g_assert_nonnull (strstr (oerr, "externalize_key: only in the configuration file"));
+  g_assert_null (strstr (oerr, KEY));
+  g_assert_cmpuint (n_lines (o.err), ==, 1);
+
+  g_autofree char *conf = g_build_filename (f->dir, "short.conf", NULL);
+  g_autofree char *text = g_strdup_printf ("externalize_store = %s\nexternalize_base_url = http://x.example/\n"
+                                           "externalize_key = s3cret-but-short-31-bytes-long!\n", f->store);
+  g_assert_true (g_file_set_contents (conf, text, -1, NULL));
+  const char *cmds[] = { "externalize", "config" };
+  for (guint i = 0; i < G_N_ELEMENTS (cmds); i++) {
+    g_auto (CmdResult) s = { 0 };
+    RUN (&s, in, cmds[i], "-c", conf);
+    g_assert_cmpint (s.status, ==, 78);
+    g_assert_cmpuint (g_bytes_get_size (s.out), ==, 0);
+    g_autofree char *serr = bytes_str (s.err);
+    g_assert_nonnull (strstr (serr, "externalize_key: too short: 31 bytes, at least 32"));
+    g_assert_null (strstr (serr, "s3cret"));
+    g_assert_cmpuint (n_lines (s.err), ==, 1);
+  }
+  g_assert_cmpuint (objects (f->store), ==, 0);
+
+  g_autofree char *good = g_strdup_printf ("externalize_store = %s\nexternalize_base_url = http://x.example/\n"
+                                           "externalize_key = %s\n", f->store, KEY);
+  g_assert_true (g_file_set_contents (conf, good, -1, NULL));
+  g_auto (CmdResult) c = { 0 }, chk = { 0 };
+  RUN (&c, NULL, "config", "-c", conf);
+  g_assert_cmpint (c.status, ==, 0);
+  g_autofree char *cout = bytes_str (c.out);
+  g_assert_nonnull (strstr (cout, "\nexternalize_key = (set; not shown)\n"));
+  g_assert_null (strstr (cout, KEY));
+  g_assert_cmpuint (g_bytes_get_size (c.err), ==, 0);
+  RUN (&chk, NULL, "config", "--check", "-c", conf);
+  g_assert_cmpint (chk.status, ==, 0);
+  g_assert_cmpuint (g_bytes_get_size (chk.out) + g_bytes_get_size (chk.err), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -338,5 +554,7 @@ main (int argc, char **argv)
   ADD ("/externalize-cmd/mbox-quoted", test_mbox_quoted);
   ADD ("/externalize-cmd/sample", test_sample);
   ADD ("/externalize-cmd/mbox-min-size", test_mbox_min_size);
+  ADD ("/externalize-cmd/key-names", test_key_names);
+  ADD ("/externalize-cmd/key-secret", test_key_secret);
   return g_test_run ();
 }

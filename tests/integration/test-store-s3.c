@@ -11,7 +11,11 @@
  * the message says so; a missing bucket is an error; an object of the right
  * name and size holding other bytes is replaced and verified; the stored
  * object is what a resolver fetches (anonymous GET, rewrite --fetch);
- * extbody externalize with this store round-trips through rewrite --fetch. */
+ * extbody externalize with this store round-trips through rewrite --fetch;
+ * with externalize_key the object is put, read back and found again under its
+ * HMAC-SHA256 name (s3rver checks the form of x-amz-content-sha256, not that
+ * it is the payload's: test-store's sigv4-keyed-payload-hash checks that the
+ * PUT still carries the plain SHA-256 of the bytes). */
 #include <glib/gstdio.h>
 #include <gio/gio.h>
 #include <gmime/gmime.h>
@@ -190,6 +194,45 @@ test_put_dedup (void)
   g_autofree char *url3 = eb_store_put (store, data, hex, &error);
   g_assert_no_error (error);
   g_assert_cmpstr (url3, ==, url);
+}
+
+/* externalize_key: the object under its HMAC-SHA256 name (GLib's), read
+ * back and found again by it (no second write), served to anyone. */
+static void
+test_put_keyed (void)
+{
+  const char *key = "s3-store-key-0123456789abcdef0123456789";
+  g_autoptr (EbConfig) c = s3_config (BUCKET, KEY_ID, SECRET);
+  g_assert_true (eb_config_set (c, "externalize_key", key, NULL));
+  g_autoptr (GError) error = NULL;
+  g_autoptr (EbStore) store = eb_store_new (c, &error);
+  g_assert_no_error (error);
+  g_autoptr (GBytes) data = data_of (200 * 1024, 40);
+  g_autoptr (GBytes) k = g_bytes_new_static (key, strlen (key));
+  g_autofree char *name = g_compute_hmac_for_bytes (G_CHECKSUM_SHA256, k, data);
+  g_autofree char *hex = eb_store_sha256_hex (data);
+  EbStoreOutcome outcome = EB_STORE_PRESENT;
+  g_autofree char *url = eb_store_put_full (store, data, hex, &outcome, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (outcome, ==, EB_STORE_WRITTEN);
+  g_autofree char *bucket = bucket_url (BUCKET);
+  g_autofree char *want = g_strdup_printf ("%s/%s", bucket, name);
+  g_assert_cmpstr (url, ==, want);
+  g_autoptr (GBytes) stored = object_bytes (name);
+  g_assert_nonnull (stored);
+  g_assert_true (g_bytes_equal (stored, data));
+  g_autoptr (GBytes) none = object_bytes (hex);
+  g_assert_null (none);
+  g_autofree char *path = object_path (name);
+  struct stat before, after;
+  g_assert_cmpint (g_stat (path, &before), ==, 0);
+  g_autofree char *url2 = eb_store_put_full (store, data, NULL, &outcome, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (outcome, ==, EB_STORE_PRESENT);
+  g_assert_cmpstr (url2, ==, url);
+  g_assert_cmpint (g_stat (path, &after), ==, 0);
+  g_assert_cmpint (before.st_ino, ==, after.st_ino);
+  g_assert_cmpint (before.st_mtim.tv_nsec, ==, after.st_mtim.tv_nsec);
 }
 
 static void
@@ -480,6 +523,7 @@ main (int argc, char **argv)
   g_assert_no_error (error);
   start_s3rver (node, module);
   g_test_add_func ("/s3/put-dedup", test_put_dedup);
+  g_test_add_func ("/s3/put-keyed", test_put_keyed);
   g_test_add_func ("/s3/resolver-reads-it", test_resolver_reads_it);
   g_test_add_func ("/s3/wrong-secret", test_wrong_secret);
   g_test_add_func ("/s3/wrong-key-id", test_wrong_key_id);

@@ -16,6 +16,9 @@
  *              directory), one that never answers (externalize_store_timeout
  *              = 2), one that returns other bytes than were written (GET
  *              rewritten to another directory): each an error and no URL
+ *   externalize_key  objects named by HMAC-SHA256 (GLib's GHmac as the
+ *              reference), found again and verified by that name in a
+ *              directory and a WebDAV store; other bytes read back refused
  *
  * Run as root, the program runs itself again inside a mount namespace of its
  * own (unshare --mount) so that it can mount the small tmpfs file systems
@@ -309,6 +312,88 @@ test_dir_corrupt_replaced (void)
   }
 }
 
+/* ---- externalize_key ----------------------------------------------------- */
+
+#define STORE_KEY "store-key-0123456789abcdef0123456789abcdef"
+
+static void
+set_key (EbConfig *c)
+{
+  g_autoptr (GError) e = NULL;
+  g_assert_true (eb_config_set (c, "externalize_key", STORE_KEY, &e));
+  g_assert_no_error (e);
+}
+
+/* The object's name with STORE_KEY, by GLib's HMAC (not extbody's). */
+static char *
+keyed_name (GBytes *data)
+{
+  g_autoptr (GBytes) k = g_bytes_new_static (STORE_KEY, strlen (STORE_KEY));
+  return g_compute_hmac_for_bytes (G_CHECKSUM_SHA256, k, data);
+}
+
+/* A directory store with externalize_key: the object under its HMAC name
+ * (nothing under its SHA-256), found again by it (same inode), an object of
+ * that name with other bytes replaced; the SHA-256 given is still checked
+ * against the bytes; a key too short for the configuration's check is
+ * refused by the store too, without its value. */
+static void
+test_dir_keyed (void)
+{
+  g_autofree char *dir = subdir ("keyed");
+  g_autoptr (EbConfig) c = store_config (dir, "http://files.example/k");
+  set_key (c);
+  g_autoptr (EbStore) s = new_store (c);
+  g_autoptr (GBytes) data = make_bytes (100000, 30);
+  g_autofree char *name = keyed_name (data);
+  g_autofree char *hex = eb_store_sha256_hex (data);
+  g_autoptr (GError) e = NULL;
+  EbStoreOutcome out = EB_STORE_PRESENT;
+  g_autofree char *url = eb_store_put_full (s, data, hex, &out, &e);
+  g_assert_no_error (e);
+  g_autofree char *want = g_strconcat ("http://files.example/k/", name, NULL);
+  g_assert_cmpstr (url, ==, want);
+  g_assert_cmpint (out, ==, EB_STORE_WRITTEN);
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+  g_autofree char *plain = g_build_filename (dir, hex, NULL);
+  assert_file_is (path, data);
+  g_assert_false (g_file_test (plain, G_FILE_TEST_EXISTS));
+  g_assert_cmpuint (count_entries (dir), ==, 1);
+  struct stat a, b;
+  g_assert_cmpint (g_stat (path, &a), ==, 0);
+  g_autofree char *url2 = eb_store_put_full (s, data, NULL, &out, &e);
+  g_assert_no_error (e);
+  g_assert_cmpstr (url2, ==, want);
+  g_assert_cmpint (out, ==, EB_STORE_PRESENT);
+  g_assert_cmpint (g_stat (path, &b), ==, 0);
+  g_assert_cmpuint (a.st_ino, ==, b.st_ino);
+
+  /* same size, other bytes, under the name: written again */
+  g_autoptr (GBytes) other = make_bytes (100000, 31);
+  g_assert_true (g_file_set_contents (path, g_bytes_get_data (other, NULL), 100000, NULL));
+  g_autofree char *url3 = eb_store_put_full (s, data, hex, &out, &e);
+  g_assert_no_error (e);
+  g_assert_cmpstr (url3, ==, want);
+  g_assert_cmpint (out, ==, EB_STORE_WRITTEN);
+  assert_file_is (path, data);
+  g_assert_cmpuint (count_entries (dir), ==, 1);
+
+  /* the name is no SHA-256: given as one, the put is refused */
+  g_autofree char *url4 = eb_store_put_full (s, data, name, &out, &e);
+  g_assert_null (url4);
+  g_assert_error (e, EB_ERROR, EB_ERROR_IO);
+  g_assert_nonnull (strstr (e->message, "is not the SHA-256 of the bytes"));
+  g_clear_error (&e);
+
+  /* a key the configuration's check did not see (set in the structure) */
+  g_free (c->externalize_key);
+  c->externalize_key = g_strdup ("short-Key");
+  g_assert_null (eb_store_new (c, &e));
+  g_assert_error (e, EB_ERROR, EB_ERROR_CONFIG);
+  g_assert_nonnull (strstr (e->message, "externalize_key: too short"));
+  g_assert_null (strstr (e->message, "short-Key"));
+}
+
 /* Threads putting the same objects at once (batch workers, milter threads):
  * every put succeeds, each object is there once, no temporary file stays. */
 typedef struct {
@@ -504,7 +589,7 @@ static void
 apache_start (void)
 {
   adir = subdir ("apache");
-  const char *dirs[] = { "ro", "small", "full", "liar", "other" };
+  const char *dirs[] = { "ro", "small", "full", "liar", "other", "sigv4" };
   for (guint i = 0; i < G_N_ELEMENTS (dirs); i++) {
     g_autofree char *p = g_build_filename (adir, dirs[i], NULL);
     g_assert_cmpint (g_mkdir_with_parents (p, 0755), ==, 0);
@@ -532,11 +617,18 @@ apache_start (void)
     "RewriteRule ^/liar/(.*)$ %s/other/$1 [L]\n"
     "Alias /liar %s/liar\n"
     "<Directory %s/liar>\n  Dav On\n  Require all granted\n</Directory>\n"
-    "<Directory %s/other>\n  Require all granted\n</Directory>\n",
+    "<Directory %s/other>\n  Require all granted\n</Directory>\n"
+    /* open to anyone, Authorization ignored: an aws-sigv4 store's requests
+     * go through, and their payload hash is logged */
+    "Alias /sigv4 %s/sigv4\n"
+    "<Directory %s/sigv4>\n  Dav On\n  Require all granted\n</Directory>\n"
+    "LogFormat \"%%m %%U %%{x-amz-content-sha256}i\" sigv4\n"
+    "CustomLog %s/sigv4.log sigv4\n",
     adir, adir,
     adir, adir,
     adir, adir,
-    adir, adir, adir, adir);
+    adir, adir, adir, adir,
+    adir, adir, adir);
   apache = test_apache_start (adir, daemon_user, extra);
   g_assert_nonnull (apache);
 
@@ -766,6 +858,76 @@ test_dav_progress_cancel (void)
   g_assert_cmpuint (h.calls, ==, 1);
 }
 
+/* A WebDAV store with externalize_key: PUT under the HMAC name, verified by
+ * it, found again (no second PUT); other bytes read back are refused with the
+ * keyed digest of what came back. */
+static void
+test_dav_keyed (void)
+{
+  g_autoptr (EbConfig) c = dav_config ("dav", DAV_PASSWORD);
+  set_key (c);
+  g_autoptr (EbStore) s = new_store (c);
+  g_autoptr (GBytes) data = make_bytes (200000, 32);
+  g_autofree char *name = keyed_name (data);
+  g_autoptr (GError) e = NULL;
+  EbStoreOutcome out = EB_STORE_PRESENT;
+  g_autofree char *url = eb_store_put_full (s, data, NULL, &out, &e);
+  g_assert_no_error (e);
+  g_autofree char *base = dav_url ("dav");
+  g_autofree char *want = g_strconcat (base, name, NULL);
+  g_assert_cmpstr (url, ==, want);
+  g_assert_cmpint (out, ==, EB_STORE_WRITTEN);
+  g_autofree char *path = g_strdup_printf ("%s/dav/%s", adir, name);
+  assert_file_is (path, data);
+  g_assert_cmpuint (count_requests ("PUT", "dav", name), ==, 1);
+  g_autofree char *url2 = eb_store_put_full (s, data, NULL, &out, &e);
+  g_assert_no_error (e);
+  g_assert_cmpstr (url2, ==, want);
+  g_assert_cmpint (out, ==, EB_STORE_PRESENT);
+  g_assert_cmpuint (count_requests ("PUT", "dav", name), ==, 1);
+
+  g_autoptr (EbConfig) liar = dav_config ("liar", NULL);
+  set_key (liar);
+  g_autoptr (GBytes) small = make_bytes (3000, 33);
+  g_autofree char *small_name = keyed_name (small);
+  g_autofree char *other_path = g_strdup_printf ("%s/other/%s", adir, small_name);
+  g_autoptr (GBytes) other = make_bytes (3000, 34);
+  g_assert_true (g_file_set_contents (other_path, g_bytes_get_data (other, NULL), 3000, NULL));
+  g_assert_cmpint (g_chmod (other_path, 0644), ==, 0);
+  assert_put_fails (liar, small, "read back other bytes than written");
+  g_autofree char *got = keyed_name (other);
+  g_autofree char *says = g_strdup_printf ("(HMAC-SHA256 %s)", got);
+  assert_put_fails (liar, small, says);
+}
+
+/* An aws-sigv4 store with externalize_key: the object goes under its HMAC
+ * name, but the PUT's x-amz-content-sha256, which the signature covers and
+ * S3 checks against the body, is the plain SHA-256 of the bytes (s3rver does
+ * not check it: Apache logs it here). */
+static void
+test_sigv4_keyed_payload_hash (void)
+{
+  g_autoptr (EbConfig) c = dav_config ("sigv4", NULL);
+  g_assert_true (eb_config_set (c, "externalize_store_auth", "aws-sigv4", NULL));
+  g_assert_true (eb_config_set (c, "externalize_store_user", "AKIDEXAMPLE", NULL));
+  g_assert_true (eb_config_set (c, "externalize_store_password", "sigv4-secret", NULL));
+  set_key (c);
+  g_autoptr (EbStore) s = new_store (c);
+  g_autoptr (GBytes) data = make_bytes (20000, 35);
+  g_autofree char *name = keyed_name (data);
+  g_autofree char *hex = eb_store_sha256_hex (data);
+  g_autoptr (GError) e = NULL;
+  g_autofree char *url = eb_store_put (s, data, NULL, &e);
+  g_assert_no_error (e);
+  g_assert_true (g_str_has_suffix (url, name));
+  g_autofree char *log_path = g_build_filename (adir, "sigv4.log", NULL);
+  g_autofree char *log = NULL;
+  g_assert_true (g_file_get_contents (log_path, &log, NULL, NULL));
+  g_test_message ("%s", log);
+  g_autofree char *put = g_strdup_printf ("PUT /sigv4/%s %s\n", name, hex);
+  g_assert_nonnull (strstr (log, put));
+}
+
 static void
 test_dav_wrong_bytes (void)
 {
@@ -932,6 +1094,7 @@ main (int argc, char **argv)
   g_test_add_func ("/store/new-errors", test_new_errors);
   g_test_add_func ("/store/dir/put-dedup", test_dir_put_dedup);
   g_test_add_func ("/store/dir/corrupt-replaced", test_dir_corrupt_replaced);
+  g_test_add_func ("/store/dir/keyed", test_dir_keyed);
   g_test_add_func ("/store/dir/threads", test_dir_threads);
   g_test_add_func ("/store/dir/unwritable", test_dir_unwritable);
   g_test_add_func ("/store/dir/full", test_dir_full);
@@ -946,6 +1109,8 @@ main (int argc, char **argv)
     g_test_add_func ("/store/webdav/timeout", test_dav_timeout);
     g_test_add_func ("/store/webdav/progress-cancel", test_dav_progress_cancel);
     g_test_add_func ("/store/webdav/wrong-bytes", test_dav_wrong_bytes);
+    g_test_add_func ("/store/webdav/keyed", test_dav_keyed);
+    g_test_add_func ("/store/webdav/sigv4-keyed-payload-hash", test_sigv4_keyed_payload_hash);
   } else {
     g_printerr ("# apache2, htpasswd or mod_dav_fs missing: the WebDAV cases are left out\n");
   }

@@ -334,6 +334,56 @@ test_store_credentials (void)
   g_assert_nonnull (strstr (dump_d, "externalize_store_password = \n"));
 }
 
+/* externalize_key: a secret like the store password (refused by -o, never
+ * printed), of at least 32 bytes; a short one is refused naming the key and
+ * its length, never its value. */
+static void
+test_externalize_key (void)
+{
+  g_autoptr (EbConfig) c = eb_config_new ();
+  g_autoptr (GError) e = NULL;
+  const char *key = "k3y-0123456789abcdef0123456789abcdef";
+  g_autofree char *opt = g_strdup_printf ("externalize_key=%s", key);
+  g_assert_false (eb_config_apply_option (c, opt, &e));
+  g_assert_error (e, EB_ERROR, EB_ERROR_CONFIG);
+  g_assert_nonnull (strstr (e->message, "externalize_key: only in the configuration file"));
+  g_assert_null (strstr (e->message, key));
+  g_clear_error (&e);
+  g_assert_cmpstr (c->externalize_key, ==, "");
+
+  const char *shorts[] = { "Qz", "s3cret-of-thirty-one-bytes-long" };
+  for (guint i = 0; i < G_N_ELEMENTS (shorts); i++) {
+    g_assert_false (eb_config_set (c, "externalize_key", shorts[i], &e));
+    g_assert_error (e, EB_ERROR, EB_ERROR_CONFIG);
+    g_test_message ("%s", e->message);
+    g_assert_true (g_str_has_prefix (e->message, "externalize_key: too short: "));
+    g_assert_null (strstr (e->message, shorts[i]));
+    g_clear_error (&e);
+  }
+  g_assert_true (eb_config_set (c, "externalize_key", "", &e));
+  g_assert_true (eb_config_set (c, "externalize_key", "s3cret-of-thirty-two-bytes-long!", &e));
+  g_assert_no_error (e);
+
+  g_autofree char *path = g_build_filename (g_get_tmp_dir (), "extbody-test-key.conf", NULL);
+  g_autofree char *text = g_strdup_printf ("externalize_key = %s\n", key);
+  g_assert_true (g_file_set_contents (path, text, -1, NULL));
+  g_assert_true (eb_config_load_file (c, path, FALSE, &e));
+  g_assert_no_error (e);
+  g_assert_cmpstr (eb_config_get_string (c, "externalize_key"), ==, key);
+  g_autofree char *dump = eb_config_dump (c);
+  g_assert_null (strstr (dump, key));
+  g_assert_nonnull (strstr (dump, "\nexternalize_key = (set; not shown)\n"));
+  g_assert_true (g_file_set_contents (path, "externalize_key = tiny-k3y\n", -1, NULL));
+  g_assert_false (eb_config_load_file (c, path, FALSE, &e));
+  g_assert_nonnull (strstr (e->message, "externalize_key: too short: 8 bytes, at least 32"));
+  g_assert_null (strstr (e->message, "tiny-k3y"));
+  g_assert_cmpstr (eb_config_get_string (c, "externalize_key"), ==, key);   /* unchanged */
+  g_unlink (path);
+  g_autoptr (EbConfig) d = eb_config_new ();
+  g_autofree char *dump_d = eb_config_dump (d);
+  g_assert_nonnull (strstr (dump_d, "\nexternalize_key = \n"));
+}
+
 /* externalize_store and externalize_base_url hold only the characters a URL
  * may (RFC 3986): a space would vanish from the reference written (RFC 2017
  * 3.1 ignores white space in the URL parameter), a quote or a backslash is no
@@ -371,6 +421,7 @@ main (int argc, char **argv)
   g_test_add_func ("/config/typed-keys", test_typed_keys);
   g_test_add_func ("/config/store-credentials", test_store_credentials);
   g_test_add_func ("/config/store-urls", test_store_urls);
+  g_test_add_func ("/config/externalize-key", test_externalize_key);
   g_test_add_func ("/config/documented/keys", test_documented_keys);
   g_test_add_func ("/config/documented/reasons", test_documented_reasons);
   return g_test_run ();

@@ -1,8 +1,8 @@
 /* test-externalize.c - eb_externalize_plan in process, with a directory store
  * in a temporary directory: which parts are taken out, the reference written
  * (parsed back with the project's own reader and with GMime), the bytes
- * outside, the root part, CRLF, the fallback, dedup, a failing store, and a
- * second pass that changes nothing. */
+ * outside, the root part, CRLF, the fallback, dedup, a failing store, a
+ * second pass that changes nothing, and the names with externalize_key. */
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 #include "eb-gmime.h"
@@ -866,6 +866,116 @@ test_rewrite_crlf_last_line (void)
   g_assert_cmpmem (out->data + out->len - 8, 8, "\r\n--zz--", 8);
 }
 
+/* ---- externalize_key ------------------------------------------------------ */
+
+#define KEY "0123456789abcdef0123456789abcdef-externalize_key-test"
+
+/* With externalize_key: the object's name is the HMAC-SHA256 of its bytes
+ * (GLib's GHmac, not extbody's code), the same attachment twice and in a
+ * second message is one object, the result's SHA-256 is still the plain one
+ * (the log's sha256=), and the message holds no plain SHA-256 of the part:
+ * not in the URL, the generated Content-ID, the fallback's text or boundary.
+ * The Content-MD5 is there as always. */
+static void
+test_key_names (Fixture *f, gconstpointer data G_GNUC_UNUSED)
+{
+  g_assert_true (eb_config_set (f->config, "externalize_key", KEY, NULL));
+  eb_store_free (f->store);
+  f->store = eb_store_new (f->config, NULL);
+  g_assert_nonnull (f->store);
+  g_autoptr (GBytes) payload = NULL;
+  g_autofree char *b = base64_lines (900, 13, &payload);
+  g_autofree char *msg = g_strdup_printf (
+    "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n"
+    "--b\nContent-Type: text/plain\n\nhi\n"
+    "--b\nContent-Type: application/pdf; name=a.pdf\nContent-Transfer-Encoding: base64\n\n%s"
+    "--b\nContent-Type: application/pdf; name=b.pdf\nContent-Transfer-Encoding: base64\n\n%s--b--\n", b, b);
+  gsize len = strlen (msg);
+  g_autoptr (GBytes) key = g_bytes_new_static (KEY, strlen (KEY));
+  g_autofree char *mac = g_compute_hmac_for_bytes (G_CHECKSUM_SHA256, key, payload);
+  g_autofree char *sha = g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, payload);
+  g_autofree char *url = g_strconcat (BASE_URL "/", mac, NULL);
+  for (guint round = 0; round < 2; round++) {
+    g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg, len, f->config, f->store,
+                                                         round ? EB_EXTERNALIZE_FALLBACK : 0);
+    g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 2);
+    g_assert_cmpstr (eb_rewrite_result_get_ref_url (r, 0), ==, url);
+    g_assert_cmpstr (eb_rewrite_result_get_ref_url (r, 1), ==, url);
+    g_assert_cmpstr (eb_rewrite_result_get_ref_sha256 (r, 0), ==, sha);
+    g_assert_cmpuint (count_objects (f->dir), ==, 1);
+    g_autofree char *path = g_build_filename (f->dir, mac, NULL);
+    g_autofree char *stored = NULL;
+    gsize n = 0;
+    g_assert_true (g_file_get_contents (path, &stored, &n, NULL));
+    g_assert_cmpmem (stored, n, g_bytes_get_data (payload, NULL), g_bytes_get_size (payload));
+    g_autoptr (GByteArray) out = write_plan (r, msg, len);
+    g_autofree char *text = g_strndup ((const char *) out->data, out->len);
+    g_autofree char *cid = g_strdup_printf ("\nContent-ID: <%s@127.0.0.1>\n", mac);
+    g_assert_nonnull (strstr (text, cid));
+    g_autofree char *sha24 = g_strndup (sha, 24);
+    g_assert_null (strstr (text, sha24));
+    g_assert_null (strstr (text, KEY));
+    g_assert_nonnull (strstr (text, "\nContent-MD5: "));
+    if (round) {
+      g_autofree char *boundary = g_strdup_printf ("boundary=\"=_extbody_%.24s\"", mac);
+      g_assert_nonnull (strstr (text, boundary));
+      g_assert_null (strstr (text, "SHA-256"));
+    }
+  }
+  /* the fallback text itself: the SHA-256 line only when given one */
+  g_autofree char *with = eb_externalize_fallback_text ("a.pdf", "application/pdf", 900, url, sha, NULL);
+  g_autofree char *without = eb_externalize_fallback_text ("a.pdf", "application/pdf", 900, url, NULL, NULL);
+  g_assert_nonnull (strstr (with, sha));
+  g_assert_null (strstr (without, "SHA-256"));
+  g_assert_nonnull (strstr (without, url));
+}
+
+/* The resolver leaves the generated Content-ID out of the part it restores:
+ * <SHA-256@host> always, <HMAC@host> when its configuration has the same
+ * externalize_key; with another key or none, <HMAC@host> is the sender's
+ * own Content-ID as far as it can tell, and stays. data: URLs: no server. */
+static void
+test_key_content_id (void)
+{
+  g_autoptr (GBytes) payload = NULL;
+  g_free (base64_lines (300, 14, &payload));
+  g_autofree char *b64 = g_base64_encode (g_bytes_get_data (payload, NULL), g_bytes_get_size (payload));
+  g_autoptr (GBytes) key = g_bytes_new_static (KEY, strlen (KEY));
+  g_autofree char *mac = g_compute_hmac_for_bytes (G_CHECKSUM_SHA256, key, payload);
+  g_autofree char *sha = g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, payload);
+  struct { const char *id, *key; gboolean kept; } cases[] = {
+    { sha, NULL, FALSE },
+    { sha, KEY, FALSE },
+    { mac, KEY, FALSE },
+    { mac, NULL, TRUE },
+    { mac, "another key of at least thirty-two bytes", TRUE },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autofree char *msg = g_strdup_printf (
+      "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n"
+      "--b\nContent-Type: text/plain\n\nhi\n"
+      "--b\nContent-Type: message/external-body; access-type=URL;\n\tURL=\"data:;base64,%s\"\n\n"
+      "Content-Type: application/pdf\nContent-Transfer-Encoding: binary\n"
+      "Content-ID: <%s@files.example>\n\n\n--b--\n", b64, cases[i].id);
+    g_autoptr (EbConfig) c = eb_config_new ();
+    if (cases[i].key)
+      g_assert_true (eb_config_set (c, "externalize_key", cases[i].key, NULL));
+    g_autoptr (GOutputStream) mem = g_memory_output_stream_new_resizable ();
+    g_autoptr (EbRewriteResult) r = NULL;
+    g_autoptr (GError) e = NULL;
+    g_assert_true (eb_rewrite (msg, strlen (msg), c, NULL, EB_REWRITE_DEFAULT, mem, &r, &e));
+    g_assert_no_error (e);
+    g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 1);
+    g_output_stream_close (mem, NULL, NULL);
+    g_autofree char *out = g_strndup (g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (mem)),
+                                      g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (mem)));
+    g_test_message ("case %u", i);
+    g_assert_null (strstr (out, "message/external-body"));
+    g_assert_nonnull (strstr (out, "Content-Type: application/pdf\n"));
+    g_assert_cmpint (strstr (out, "Content-ID:") != NULL, ==, cases[i].kept);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -888,5 +998,7 @@ main (int argc, char **argv)
   ADD ("/externalize/again-after-rewrite", test_again_after_rewrite);
   ADD ("/externalize/round-trip-fields", test_round_trip_fields);
   g_test_add_func ("/externalize/rewrite-crlf-last-line", test_rewrite_crlf_last_line);
+  ADD ("/externalize/key-names", test_key_names);
+  g_test_add_func ("/externalize/key-content-id", test_key_content_id);
   return g_test_run ();
 }
