@@ -594,6 +594,33 @@ test_maildir_problems (void)
   g_assert_cmpint (system (rm), ==, 0);
 }
 
+/* Every wrapper answers --help (and -h) on standard output, exit 0, nothing
+ * on standard error (issue 26: extbody-exim printed nothing, it wrote only to
+ * syslog) - what an administrator types first. */
+static void
+test_wrappers_help (void)
+{
+  const char *const wrappers[][2] = {
+    { "exim", "extbody-exim" }, { "pipe", "extbody-pipe" }, { "dovecot", "extbody-sieve-filter" },
+    { "dovecot", "extbody-imap-rewrite" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (wrappers); i++)
+    for (guint h = 0; h < 2; h++) {
+      g_autofree char *w = g_test_build_filename (G_TEST_DIST, "..", "filters", wrappers[i][0], wrappers[i][1], NULL);
+      g_autofree char *out = NULL, *err = NULL;
+      int wait = 0;
+      g_autoptr (GError) error = NULL;
+      g_assert_true (g_spawn_sync (NULL, (char *[]) { w, h ? "-h" : "--help", NULL }, NULL, G_SPAWN_DEFAULT,
+                                   NULL, NULL, &out, &err, &wait, &error));
+      g_assert_no_error (error);
+      g_test_message ("%s %s: %s", wrappers[i][1], h ? "-h" : "--help", out);
+      g_assert_true (g_spawn_check_wait_status (wait, NULL));
+      g_autofree char *want = g_strdup_printf ("usage: %s ", wrappers[i][1]);
+      g_assert_true (g_str_has_prefix (out, want));
+      g_assert_cmpstr (err, ==, "");
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -613,5 +640,6 @@ main (int argc, char **argv)
   g_test_add_func ("/command/inspect-maildir-fifo", test_inspect_maildir_fifo);
   g_test_add_func ("/command/summary-hints", test_summary_hints);
   g_test_add_func ("/command/maildir-problems", test_maildir_problems);
+  g_test_add_func ("/command/wrappers-help", test_wrappers_help);
   return g_test_run ();
 }
