@@ -1037,8 +1037,11 @@ eb_batch_run_maildir (EbBatch *b, const char *path, GError **error)
 {
   g_return_val_if_fail (b != NULL && path != NULL, FALSE);
   run_start (b);
-  if (b->mode == EB_BATCH_INSPECT && !eb_maildir_sniff (path)) {
-    failf (b, EB_BATCH_ERROR_NOINPUT, "%s: not a Maildir (no cur/, new/ and tmp/)", path);
+  /* the Maildir named: cur/, new/ and tmp/ there and open to us, or one line
+   * saying which is missing or not permitted */
+  g_autofree char *problem = eb_maildir_problem (path);
+  if (problem) {
+    failf (b, EB_BATCH_ERROR_NOINPUT, "%s", problem);
     return run_end (b, error);
   }
   g_autoptr (GError) local = NULL;

@@ -251,6 +251,28 @@ eb_log_start (const char *key, ...)
   emit (LOG_INFO, NULL, p);
 }
 
+/* Is the detail of a reference left for @reason one the log may carry? What
+ * the fetch said (the curl error with the host and port, the HTTP status, the
+ * policy's words), never a local file's path nor what names a URL's path or
+ * query (would-fetch carries the URL). */
+static gboolean
+detail_loggable (EbReason reason, const EbAction *act)
+{
+  if (act && act->kind == EB_ACTION_LOCAL_FILE)
+    return FALSE;
+  switch (reason) {
+  case EB_REASON_FETCH_FAILED: case EB_REASON_HTTP_STATUS: case EB_REASON_TIMED_OUT:
+  case EB_REASON_REFUSED_ADDRESS: case EB_REASON_REFUSED_DOMAIN: case EB_REASON_RATE_LIMITED:
+  case EB_REASON_TOO_MANY_REDIRECTS: case EB_REASON_INSECURE_REDIRECT: case EB_REASON_TYPE_MISMATCH:
+  case EB_REASON_CHECKSUM: case EB_REASON_PART_TOO_LARGE: case EB_REASON_MESSAGE_BUDGET:
+  case EB_REASON_CTE_INVALID: case EB_REASON_CTE_UNKNOWN: case EB_REASON_SIZE_PARAM:
+  case EB_REASON_EXPIRED:
+    return TRUE;
+  default:
+    return FALSE;
+  }
+}
+
 /* Everything the record reads from a reference of @r, in one place. */
 static void
 reference_pairs (const EbRewriteResult *r, guint i, Pairs *p)
@@ -274,6 +296,9 @@ reference_pairs (const EbRewriteResult *r, guint i, Pairs *p)
   pairs_add (p, "outcome", reason == EB_REASON_RESOLVED ? "resolved" : "left");
   if (reason != EB_REASON_RESOLVED)
     pairs_add (p, "reason", eb_reason_token (reason));
+  /* why, in the fetch's own words: the curl error, the HTTP status */
+  if (reason != EB_REASON_RESOLVED && detail_loggable (reason, act))
+    pairs_add (p, "detail", res && res->reason == reason ? res->detail : act ? act->detail : NULL);
   if (res && reason == EB_REASON_RESOLVED) {
     pairs_add (p, "type", res->type);
     if (res->data)

@@ -448,6 +448,50 @@ eb_maildir_sniff (const char *path)
   return TRUE;
 }
 
+char *
+eb_maildir_problem (const char *path)
+{
+  int fd = open (path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    return g_strdup_printf ("cannot open %s: %s", path, g_strerror (e));
+  }
+  const char *subs[] = { "cur", "new", "tmp" };
+  g_autoptr (GString) missing = g_string_new (NULL);
+  guint n_missing = 0;
+  char *problem = NULL;
+  for (guint i = 0; i < 3 && !problem; i++) {
+    struct stat st;
+    g_autofree char *d = g_build_filename (path, subs[i], NULL);
+    if (fstatat (fd, subs[i], &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      int e = errno;
+      if (e == ENOENT) {
+        g_string_append_printf (missing, "%s%s/", n_missing ? ", " : "", subs[i]);
+        n_missing++;
+      } else {
+        problem = g_strdup_printf ("%s: %s", d, g_strerror (e));
+      }
+    } else if (S_ISLNK (st.st_mode)) {
+      continue;   /* never followed: the walk skips it with a line, a rewrite refuses it */
+    } else if (!S_ISDIR (st.st_mode)) {
+      problem = g_strdup_printf ("%s: not a directory", d);
+    } else {
+      int sfd = openat (fd, subs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sfd < 0) {
+        int e = errno;
+        problem = g_strdup_printf ("cannot open %s: %s", d, g_strerror (e));
+      } else {
+        close (sfd);
+      }
+    }
+  }
+  close (fd);
+  if (!problem && n_missing)
+    problem = g_strdup_printf ("%s: not a Maildir: no %s (a Maildir has cur/, new/ and tmp/)", path,
+                               missing->str);
+  return problem;
+}
+
 /* ---- files removed when a signal stops the process --------------------- */
 
 #define CLEANUP_SLOTS 8
@@ -930,11 +974,20 @@ eb_maildir_replace (const char *path, const char *data, gsize len, char **new_pa
   struct stat st;
   /* tmp/ and the message's own folder: directories of the Maildir, never
    * symbolic links to somewhere else */
-  if (lstat (tmpdir, &st) != 0 || !S_ISDIR (st.st_mode) || lstat (sub, &st) != 0
-      || !S_ISDIR (st.st_mode)) {
-    g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOTDIR,
-                 "%s or %s is not a directory of the Maildir (a symbolic link?)", tmpdir, sub);
-    return FALSE;
+  const char *dirs[] = { tmpdir, sub };
+  for (guint i = 0; i < 2; i++) {
+    if (lstat (dirs[i], &st) != 0) {
+      int e = errno;
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s: %s%s", dirs[i], g_strerror (e),
+                   i == 0 && e == ENOENT ? " (a Maildir has cur/, new/ and tmp/: a message is written in tmp/ first)" : "");
+      return FALSE;
+    }
+    if (!S_ISDIR (st.st_mode)) {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOTDIR, "%s: %s", dirs[i],
+                   S_ISLNK (st.st_mode) ? "a symbolic link, not followed (a directory of the Maildir's own is needed)"
+                                        : "not a directory");
+      return FALSE;
+    }
   }
   int old = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (old < 0) {

@@ -80,6 +80,8 @@ gboolean eb_mbox_read_separators_and_hits (int fd, gsize len, gsize from, gsize 
 /* Is @path a Maildir (cur/, new/ and tmp/)? Public (extbody.h). */
 gboolean eb_maildir_sniff (const char *path);
 
+/* eb_maildir_problem: public (extbody.h). */
+
 /* Files that must not outlive the process when a signal stops it: the new
  * mailbox being written and the dot-lock. eb_cleanup_add() returns a slot for
  * eb_cleanup_remove() (-1 when all are taken: the file is then not covered);

@@ -44,13 +44,32 @@ read_all (const char *path, GError **error)
   gboolean is_stdin = !path || strcmp (path, "-") == 0;
   const char *name = is_stdin ? "standard input" : path;
   if (!is_stdin) {
-    fd = open (path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO named here must not wait for a writer forever */
+    fd = open (path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
       int e = errno;
       g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot open %s: %s",
                    path, g_strerror (e));
       return NULL;
     }
+    /* only a regular file, or an open descriptor named as a file (/dev/stdin,
+     * /dev/fd/N: a shell's pipe or process substitution); never a FIFO, a
+     * socket or a device, which would wait or read forever */
+    struct stat fst;
+    gboolean descriptor = g_str_has_prefix (path, "/dev/fd/") || g_str_has_prefix (path, "/proc/self/fd/")
+                          || strcmp (path, "/dev/stdin") == 0;
+    if (fstat (fd, &fst) == 0 && !S_ISREG (fst.st_mode) && !S_ISDIR (fst.st_mode)
+        && !(descriptor && S_ISFIFO (fst.st_mode))) {
+      const char *what = S_ISFIFO (fst.st_mode) ? "a FIFO" : S_ISSOCK (fst.st_mode) ? "a socket"
+                         : S_ISCHR (fst.st_mode) ? "a character device"
+                         : S_ISBLK (fst.st_mode) ? "a block device" : "not a file";
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                   "%s: %s, not a regular file (give a file, or the message on standard input)",
+                   path, what);
+      close (fd);
+      return NULL;
+    }
+    fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) & ~O_NONBLOCK);
   }
   struct stat st;
   if (fstat (fd, &st) == 0 && S_ISREG (st.st_mode) && st.st_size > 0) {
@@ -104,7 +123,7 @@ exit_for_read_error (const GError *e)
   if (e->domain == G_FILE_ERROR
       && (e->code == G_FILE_ERROR_NOENT || e->code == G_FILE_ERROR_ACCES
           || e->code == G_FILE_ERROR_ISDIR || e->code == G_FILE_ERROR_NOTDIR
-          || e->code == G_FILE_ERROR_PERM))
+          || e->code == G_FILE_ERROR_PERM || e->code == G_FILE_ERROR_INVAL))
     return EX_NOINPUT;
   return EX_IOERR;
 }
@@ -725,6 +744,14 @@ cmd_inspect (int argc, char **argv)
     if (strcmp (argv[a], "-") != 0 && g_file_test (argv[a], G_FILE_TEST_IS_DIR)
         && eb_maildir_sniff (argv[a])) {
       n_refs += inspect_mailbox (batch, argv[a], BOX_MAILDIR, json, table, &status);
+      continue;
+    }
+    if (strcmp (argv[a], "-") != 0 && g_file_test (argv[a], G_FILE_TEST_IS_DIR)) {
+      /* a directory that is not a Maildir we can read: say what is missing or
+       * not permitted */
+      g_autofree char *problem = eb_maildir_problem (argv[a]);
+      die_line ("%s", problem ? problem : "not a Maildir");
+      status = MAX (status, EX_NOINPUT);
       continue;
     }
     g_autoptr (GBytes) input = read_all (argv[a], &error);

@@ -1890,6 +1890,22 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbBatch, eb_batch_free)
 EXTBODY_API gboolean eb_maildir_sniff (const char *path);
 
 /**
+ * eb_maildir_problem:
+ * @path: (type filename): a directory
+ *
+ * What keeps @path from being a Maildir extbody can read and rewrite, as one
+ * line for an administrator: @path cannot be opened (with the system's
+ * words), or which of cur/, new/ and tmp/ is missing, not a directory, or
+ * cannot be opened. A symbolic link there is no problem here: it is never
+ * followed (the Maildir walk skips it with a line of its own, and a rewrite
+ * refuses to write through it).
+ *
+ * Returns: (transfer full) (nullable): the line, or %NULL when cur/, new/
+ *   and tmp/ are there and can be opened.
+ */
+EXTBODY_API char *eb_maildir_problem (const char *path);
+
+/**
  * eb_cleanup_run:
  *
  * Unlink every file a batch run in progress must not leave behind: the new

@@ -363,10 +363,23 @@ test_fifo (void)
   struct stat st;
   g_assert_cmpint (lstat (fifo, &st), ==, 0);
   g_assert_true (S_ISFIFO (st.st_mode));
-  /* as a plain argument too (rewrite FILE): no hang on sniffing it */
-  g_autofree char *cmd2 = g_strdup_printf ("timeout 20 '%s' rewrite -c '%s' '%s' >/dev/null", extbody_path (), conf, fifo);
-  g_autofree char *writer = g_strdup_printf ("(sleep 1; printf 'Subject: x\\n\\nhello\\n' > '%s') & %s", fifo, cmd2);
-  g_assert_cmpint (sh (writer, NULL), ==, 0);
+  /* as a plain argument too (rewrite FILE, inspect FILE): refused at once with
+   * one line (issue 26: it waited for a writer forever), exit 66 */
+  g_autofree char *store = path_in_work ("fifo-store");
+  g_mkdir (store, 0755);
+  g_autofree char *ext = g_strdup_printf ("externalize -o externalize_store=%s -o externalize_base_url=http://files.example/o",
+                                          store);
+  const char *subs[] = { "rewrite", ext, "inspect" };
+  for (guint i = 0; i < G_N_ELEMENTS (subs); i++) {
+    g_autofree char *cmd2 = g_strdup_printf ("timeout 20 '%s' %s -c '%s' '%s' 2>&1 >/dev/null", extbody_path (),
+                                             subs[i], conf, fifo);
+    g_autofree char *out = NULL;
+    t0 = g_get_monotonic_time ();
+    g_assert_cmpint (sh (cmd2, &out), ==, EX_NOINPUT);
+    g_assert_cmpint (g_get_monotonic_time () - t0, <, 10 * G_USEC_PER_SEC);
+    g_autofree char *want = g_strdup_printf ("%s: a FIFO, not a regular file", fifo);
+    g_assert_nonnull (strstr (out, want));
+  }
 }
 
 /* A symbolic link named as the mbox: refused, the link and its target as they

@@ -6,6 +6,7 @@
 #include <sysexits.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include "run-command.h"
 
 static char *
@@ -531,6 +532,95 @@ test_inspect_maildir_fifo (void)
   g_assert_cmpint (system (rm), ==, 0);
 }
 
+/* A Maildir extbody cannot use: one line naming what is missing or not
+ * permitted, with the system's words, exit 66 (issue 26: "not a Maildir" for
+ * one it may not read, "tmp or cur ... (a symbolic link?)" for one without
+ * tmp/). Permission is tested as a user without CAP_DAC_OVERRIDE would meet
+ * it: root drops the capability (setpriv), others meet it as they are. */
+static void
+test_maildir_problems (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("extbody-md-XXXXXX", NULL);
+  g_autofree char *md = g_build_filename (dir, "Maildir", NULL);
+  for (guint i = 0; i < 2; i++) {
+    g_autofree char *d = g_build_filename (md, i ? "new" : "cur", NULL);
+    g_assert_cmpint (g_mkdir_with_parents (d, 0700), ==, 0);
+  }
+  g_autofree char *msg = g_build_filename (md, "new", "1.a.host", NULL);
+  g_assert_true (g_file_set_contents (msg, "MIME-Version: 1.0\nContent-Type: message/external-body; "
+                                           "access-type=URL; URL=\"data:,x\"\n\nContent-Type: text/plain\n\n",
+                                      -1, NULL));
+  g_autofree char *no_tmp = g_strdup_printf ("%s: not a Maildir: no tmp/ (a Maildir has cur/, new/ and tmp/)", md);
+  const char *const cmds[][3] = { { "rewrite", "--maildir", md }, { "inspect", "--maildir", md },
+                                  { "inspect", md, NULL } };
+  for (guint i = 0; i < G_N_ELEMENTS (cmds); i++) {
+    g_auto (CmdResult) r = { 0 };
+    if (cmds[i][2])
+      RUN (&r, NULL, cmds[i][0], cmds[i][1], cmds[i][2]);
+    else
+      RUN (&r, NULL, cmds[i][0], cmds[i][1]);
+    g_autofree char *err = bytes_str (r.err);
+    g_test_message ("%s %s: %s", cmds[i][0], cmds[i][1], err);
+    g_assert_cmpint (r.status, ==, EX_NOINPUT);
+    g_assert_nonnull (strstr (err, no_tmp));
+  }
+  g_autofree char *data = NULL;
+  g_assert_true (g_file_get_contents (msg, &data, NULL, NULL));
+  g_assert_nonnull (strstr (data, "external-body"));   /* as it was */
+
+  /* not permitted: the Maildir itself, then its cur/ */
+  g_autofree char *tmp = g_build_filename (md, "tmp", NULL);
+  g_assert_cmpint (g_mkdir (tmp, 0700), ==, 0);
+  g_autofree char *cur = g_build_filename (md, "cur", NULL);
+  const char *drop = geteuid () == 0 ? "setpriv --bounding-set=-dac_override,-dac_read_search -- " : "";
+  for (guint k = 0; k < 2; k++) {
+    const char *locked = k ? cur : md;
+    g_assert_cmpint (g_chmod (locked, 0), ==, 0);
+    const char *subs[] = { "inspect --maildir", "inspect", "rewrite --maildir" };
+    for (guint i = 0; i < G_N_ELEMENTS (subs); i++) {
+      g_autofree char *cmd = g_strdup_printf ("sh -c \"%s'%s' %s '%s' 2>&1 >/dev/null\"", drop, extbody_path (),
+                                              subs[i], md);
+      int status = 0;
+      g_autofree char *out = run_sh (cmd, &status);
+      g_test_message ("%s: %d %s", cmd, status, out);
+      g_autofree char *want = g_strdup_printf ("cannot open %s: Permission denied", locked);
+      g_assert_cmpint (status, ==, EX_NOINPUT);
+      g_assert_nonnull (strstr (out, want));
+      g_assert_null (strstr (out, "not a Maildir"));
+    }
+    g_assert_cmpint (g_chmod (locked, 0700), ==, 0);
+  }
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
+  g_assert_cmpint (system (rm), ==, 0);
+}
+
+/* Every wrapper answers --help (and -h) on standard output, exit 0, nothing
+ * on standard error (issue 26: extbody-exim printed nothing, it wrote only to
+ * syslog) - what an administrator types first. */
+static void
+test_wrappers_help (void)
+{
+  const char *const wrappers[][2] = {
+    { "exim", "extbody-exim" }, { "pipe", "extbody-pipe" }, { "dovecot", "extbody-sieve-filter" },
+    { "dovecot", "extbody-imap-rewrite" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (wrappers); i++)
+    for (guint h = 0; h < 2; h++) {
+      g_autofree char *w = g_test_build_filename (G_TEST_DIST, "..", "filters", wrappers[i][0], wrappers[i][1], NULL);
+      g_autofree char *out = NULL, *err = NULL;
+      int wait = 0;
+      g_autoptr (GError) error = NULL;
+      g_assert_true (g_spawn_sync (NULL, (char *[]) { w, h ? "-h" : "--help", NULL }, NULL, G_SPAWN_DEFAULT,
+                                   NULL, NULL, &out, &err, &wait, &error));
+      g_assert_no_error (error);
+      g_test_message ("%s %s: %s", wrappers[i][1], h ? "-h" : "--help", out);
+      g_assert_true (g_spawn_check_wait_status (wait, NULL));
+      g_autofree char *want = g_strdup_printf ("usage: %s ", wrappers[i][1]);
+      g_assert_true (g_str_has_prefix (out, want));
+      g_assert_cmpstr (err, ==, "");
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -549,5 +639,7 @@ main (int argc, char **argv)
   g_test_add_func ("/command/private-by-default", test_private_by_default);
   g_test_add_func ("/command/inspect-maildir-fifo", test_inspect_maildir_fifo);
   g_test_add_func ("/command/summary-hints", test_summary_hints);
+  g_test_add_func ("/command/maildir-problems", test_maildir_problems);
+  g_test_add_func ("/command/wrappers-help", test_wrappers_help);
   return g_test_run ();
 }

@@ -395,6 +395,50 @@ test_summary_at_exit (void)
   g_free (m.sock);
 }
 
+/* A reference the milter could not fetch: its log line says why, in the
+ * fetch's own words (the curl error naming the host and port), and never the
+ * URL's path or query (issue 26). */
+static void
+test_log_detail (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("extbody-milter-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "milter.sock", NULL);
+  g_autofree char *conf = g_build_filename (dir, "empty.conf", NULL);
+  g_assert_true (g_file_set_contents (conf, "", -1, NULL));
+  Milter m = { NULL, g_strdup (dir), g_strdup_printf ("unix:%s", path), 0 };
+  g_autoptr (GError) error = NULL;
+  m.proc = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_PIPE, &error, g_getenv ("EXTBODY_MILTER"),
+                             "-p", m.sock, "-c", conf, "-o", "fetch=on", "--allow-network",
+                             "127.0.0.1/32", "-o", "allow_ports=1", NULL);
+  g_assert_no_error (error);
+  g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %s; rm -rf '%s'",
+                                               g_subprocess_get_identifier (m.proc), dir);
+  m.watchdog = test_watchdog_add (kill_cmd);
+  for (int i = 0; i < 200 && !g_file_test (path, G_FILE_TEST_EXISTS); i++)
+    g_usleep (20000);
+  g_assert_true (g_file_test (path, G_FILE_TEST_EXISTS));
+  run_script (&m, "fetch-failed.lua");
+  g_subprocess_send_signal (m.proc, SIGTERM);
+  g_autofree char *err = NULL;
+  g_assert_true (g_subprocess_communicate_utf8 (m.proc, NULL, NULL, NULL, &err, &error));
+  g_assert_no_error (error);
+  g_subprocess_wait (m.proc, NULL, NULL);
+  test_watchdog_remove (m.watchdog);
+  g_test_message ("%s", err);
+  const char *line = strstr (err, "msgid=<refused@test.example> ref=1");
+  g_assert_nonnull (line);
+  g_autofree char *l = g_strndup (line, strcspn (line, "\n"));
+  g_assert_nonnull (strstr (l, " scheme=http host=127.0.0.1 outcome=left reason=fetch-failed detail=\""));
+  g_assert_nonnull (strstr (l, "127.0.0.1 port 1"));
+  g_assert_null (strstr (err, "s3cr3t"));
+  g_assert_null (strstr (err, "report.pdf"));
+  g_object_unref (m.proc);
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
+  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL);
+  g_free (m.dir);
+  g_free (m.sock);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -415,6 +459,7 @@ main (int argc, char **argv)
   g_test_add_func ("/milter/user", test_user);
   g_test_add_func ("/milter/daemon-pidfile", test_daemon);
   g_test_add_func ("/milter/summary-at-exit", test_summary_at_exit);
+  g_test_add_func ("/milter/log-detail", test_log_detail);
   int rc = g_test_run ();
   milter_stop (milter);
   return rc;

@@ -580,6 +580,26 @@ mk_locked (const char *dir, const char *path)
   g_assert_true (g_file_set_contents (lock, pid, -1, NULL));
 }
 
+static void
+mk_maildir_no_tmp (const char *dir, const char *path)
+{
+  for (guint i = 0; i < 2; i++) {
+    g_autofree char *d = g_build_filename (path, i ? "new" : "cur", NULL);
+    g_assert_cmpint (g_mkdir_with_parents (d, 0700), ==, 0);
+  }
+}
+
+static void
+mk_maildir_tmp_link (const char *dir, const char *path)
+{
+  mk_maildir_no_tmp (dir, path);
+  g_autofree char *t = g_build_filename (path, "tmp", NULL);
+  g_assert_cmpint (symlink (dir, t), ==, 0);
+  g_autofree char *m = g_build_filename (path, "new", "1.ref.host", NULL);
+  g_assert_true (g_file_set_contents (m, "MIME-Version: 1.0\nContent-Type: message/external-body; access-type=URL;"
+                                         " URL=\"data:,x\"\n\nContent-Type: text/plain\n\n", -1, NULL));
+}
+
 static const ErrorCase error_cases[] = {
   { "missing", EB_BATCH_REWRITE, FALSE, mk_nothing, EB_BATCH_ERROR_NOINPUT, "No such file" },
   { "missing-inspect", EB_BATCH_INSPECT, FALSE, mk_nothing, EB_BATCH_ERROR_NOINPUT, "No such file" },
@@ -592,7 +612,10 @@ static const ErrorCase error_cases[] = {
   { "locked", EB_BATCH_REWRITE, FALSE, mk_locked, EB_BATCH_ERROR_TEMPFAIL, "is locked" },
   { "locked-dry-run", EB_BATCH_DRY_RUN, FALSE, mk_locked, -1, NULL },
   { "maildir-missing", EB_BATCH_REWRITE, TRUE, mk_nothing, EB_BATCH_ERROR_NOINPUT, NULL },
-  { "maildir-not-one", EB_BATCH_INSPECT, TRUE, mk_dir, EB_BATCH_ERROR_NOINPUT, "not a Maildir (no cur/, new/ and tmp/)" },
+  { "maildir-not-one", EB_BATCH_INSPECT, TRUE, mk_dir, EB_BATCH_ERROR_NOINPUT, "not a Maildir: no cur/, new/, tmp/ (a Maildir has cur/, new/ and tmp/)" },
+  /* issue 26: what is missing, by name, in every mode */
+  { "maildir-no-tmp", EB_BATCH_REWRITE, TRUE, mk_maildir_no_tmp, EB_BATCH_ERROR_NOINPUT, "box: not a Maildir: no tmp/ (a Maildir has cur/, new/ and tmp/)" },
+  { "maildir-no-tmp-inspect", EB_BATCH_INSPECT, TRUE, mk_maildir_no_tmp, EB_BATCH_ERROR_NOINPUT, "box: not a Maildir: no tmp/" },
 };
 
 static void
@@ -630,6 +653,31 @@ test_errors (void)
   }
 }
 
+/* A Maildir whose tmp/ is a symbolic link: never written through; the walk
+ * says so, and the message stays as it was, the reason by name (issue 26: it
+ * was "tmp or cur ... (a symbolic link?)"). */
+static void
+test_maildir_tmp_link (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("test-batch-err-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "box", NULL);
+  mk_maildir_tmp_link (dir, path);
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_autoptr (EbBatch) batch = eb_batch_new (config, NULL, EB_BATCH_REWRITE);
+  g_autoptr (GPtrArray) notices = g_ptr_array_new_with_free_func (g_free);
+  eb_batch_set_notice_func (batch, collect_notice, notices);
+  g_autoptr (GError) error = NULL;
+  g_assert_false (eb_batch_run_maildir (batch, path, &error));
+  g_assert_error (error, EB_BATCH_ERROR, EB_BATCH_ERROR_IOERR);
+  g_autofree char *want = g_strdup_printf ("%s/tmp: a symbolic link, not followed (a directory of the Maildir's own "
+                                           "is needed) (the message is unchanged)", path);
+  g_assert_nonnull (strstr (error->message, want));
+  g_autofree char *m = g_build_filename (path, "new", "1.ref.host", NULL);
+  g_assert_true (g_file_test (m, G_FILE_TEST_IS_REGULAR));
+  g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", dir);
+  g_assert_true (g_spawn_command_line_sync (cmd, NULL, NULL, NULL, NULL));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -646,6 +694,7 @@ main (int argc, char **argv)
   g_test_add_func ("/batch/mbox/split-in-pieces", test_split_in_pieces);
   g_test_add_func ("/batch/mbox/split-and-hits-in-pieces", test_split_hits_in_pieces);
   g_test_add_func ("/batch/errors", test_errors);
+  g_test_add_func ("/batch/maildir-tmp-link", test_maildir_tmp_link);
   int rc = g_test_run ();
   g_mime_shutdown ();
   return rc;
