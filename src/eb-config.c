@@ -732,6 +732,56 @@ eb_config_add_networks (EbConfig *config, const char *const *cidrs, GError **err
   return eb_config_set (config, "allow_networks", all, error);
 }
 
+/* A key set twice in one file is an error naming both lines: GKeyFile keeps
+ * the last value, so a default further down would silently undo the line an
+ * administrator added above it. @text has been accepted by GKeyFile; its lines
+ * are read the way GKeyFile reads them (leading white space skipped, '#'
+ * comments, "[group]" lines, a key is what stands before the first '=' less
+ * trailing white space: case and all), and only keys of [extbody] count, keys
+ * before any group line included (the other groups are refused anyway). The
+ * values are not shown: one may be a secret. */
+static gboolean
+check_keys_set_once (const char *path, const char *text, GError **error)
+{
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  gboolean ours = TRUE;
+  guint n = 0;
+  for (const char *p = text; *p;) {
+    const char *nl = strchr (p, '\n');
+    const char *end = nl ? nl : p + strlen (p);
+    const char *s = p;
+    n++;
+    p = nl ? nl + 1 : end;
+    while (s < end && g_ascii_isspace (*s))
+      s++;
+    if (s == end || *s == '#')
+      continue;
+    if (*s == '[') {
+      const char *close = end - 1;
+      while (close > s && *close != ']')
+        close--;
+      ours = close > s && (gsize) (close - s - 1) == strlen (EB_CONFIG_GROUP)
+        && strncmp (s + 1, EB_CONFIG_GROUP, (gsize) (close - s - 1)) == 0;
+      continue;
+    }
+    const char *eq = memchr (s, '=', (gsize) (end - s));
+    if (!ours || !eq)
+      continue;
+    while (eq > s && g_ascii_isspace (eq[-1]))
+      eq--;
+    g_autofree char *key = g_strndup (s, (gsize) (eq - s));
+    guint first = GPOINTER_TO_UINT (g_hash_table_lookup (seen, key));
+    if (first) {
+      g_set_error (error, EB_ERROR, EB_ERROR_CONFIG,
+                   "%s:%u: %s is set a second time (first at %s:%u): set each key once",
+                   path, n, key, path, first);
+      return FALSE;
+    }
+    g_hash_table_insert (seen, g_steal_pointer (&key), GUINT_TO_POINTER (n));
+  }
+  return TRUE;
+}
+
 gboolean
 eb_config_load_file (EbConfig *config, const char *path, gboolean missing_ok, GError **error)
 {
@@ -774,6 +824,8 @@ eb_config_load_file (EbConfig *config, const char *path, gboolean missing_ok, GE
       return FALSE;
     }
   }
+  if (!check_keys_set_once (path, text, error))
+    return FALSE;
   EbConfig copy = *config;
   copy_strings (&copy);
   g_auto (GStrv) names = g_key_file_get_keys (kf, EB_CONFIG_GROUP, NULL, NULL);

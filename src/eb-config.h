@@ -5,7 +5,9 @@
  * example configuration, and a test keeps data/extbody.conf.example and the man
  * page in step with it. Files are GLib key files; keys live in the [extbody]
  * group. Sizes accept a k, M or G suffix (powers of 1024). Unknown keys are
- * errors, so a typo never silently leaves a default in force.
+ * errors, so a typo never silently leaves a default in force; so is a key set
+ * twice in a file, so a later line never silently undoes an earlier one (-o,
+ * applied after the file, overrides it on purpose).
  */
 #pragma once
 #include <extbody/extbody.h>

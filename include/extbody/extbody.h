@@ -339,7 +339,10 @@ EXTBODY_API void eb_config_free (EbConfig *config);
  * @missing_ok: a file that does not exist is no error
  * @error: return location for a #GError
  *
- * Load the keys of the file @path over @config. Unknown keys are errors.
+ * Load the keys of the file @path over @config. Unknown keys are errors, and
+ * so is a key set twice in the file: the message names both lines
+ * ("FILE:LINE: KEY is set a second time (first at FILE:LINE)"), so that a
+ * later line never silently undoes an earlier one.
  *
  * Returns: FALSE with %EB_ERROR_CONFIG (or a #GKeyFileError or #GFileError)
  *   on failure, the message naming the file and the key; @config is then

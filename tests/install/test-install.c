@@ -17,6 +17,7 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <extbody/extbody-version.h>
 #include "test-server.h"
 
 static char *destdir;   /* the temporary DESTDIR */
@@ -190,6 +191,30 @@ test_example (void)
   }
 }
 
+/* The configuration cmake --install puts in place when there is none: the
+ * commented example as it is, setting no key (each one is commented out with
+ * its default), which extbody config --check takes. */
+static void
+test_configuration (void)
+{
+  g_autofree char *conf = g_build_filename (destdir, EXTBODY_CONFIG_PATH, NULL);
+  g_autofree char *example = g_build_filename (g_getenv ("EXTBODY_DATADIR"), "extbody.conf.example", NULL);
+  g_autofree char *got = NULL, *want = NULL;
+  g_assert_true (g_file_get_contents (conf, &got, NULL, NULL));
+  g_assert_true (g_file_get_contents (example, &want, NULL, NULL));
+  g_assert_cmpstr (got, ==, want);
+  g_auto (GStrv) lines = g_strsplit (got, "\n", -1);
+  for (guint i = 0; lines[i]; i++)
+    if (*lines[i] && *lines[i] != '#' && strcmp (lines[i], "[extbody]") != 0)
+      g_error ("%s:%u sets a key: %s", conf, i + 1, lines[i]);
+  const char *argv[] = { g_getenv ("EXTBODY"), "config", "--check", "-c", conf, NULL };
+  g_autofree char *err = NULL;
+  g_autoptr (GBytes) out = NULL;
+  g_assert_cmpint (run (NULL, NULL, argv, &out, &err), ==, 0);
+  g_assert_true (!err || !*err);   /* silent when valid */
+  g_assert_cmpuint (g_bytes_get_size (out), ==, 0);
+}
+
 static gboolean
 have (const char *program)
 {
@@ -236,6 +261,7 @@ main (int argc, char **argv)
 
   g_test_add_func ("/install/files", test_files);
   g_test_add_func ("/install/example", test_example);
+  g_test_add_func ("/install/configuration", test_configuration);
   g_test_add_func ("/install/programs-find-their-library", test_programs_find_library);
   int r = g_test_run ();
   remove_tree (destdir);

@@ -286,6 +286,34 @@ test_config (void)
   RUN (&ok, NULL, "config", "--check", "-c", example);
   g_assert_cmpint (ok.status, ==, 0);
   g_assert_cmpuint (g_bytes_get_size (ok.out) + g_bytes_get_size (ok.err), ==, 0);
+
+  /* a key set twice: the administrator's line above, the old shipped default
+   * further down. An error naming both lines (78), from --check, from the
+   * commands that read mail, never the last line silently in force */
+  g_file_set_contents (tmp, "[extbody]\nfetch = on\nallow_domains = files.example.org\n\n"
+                            "# Fetch http, https and ftp URLs (on), or not (off).\nfetch = off\n", -1, NULL);
+  g_autofree char *twice = g_strdup_printf ("extbody: %s:6: fetch is set a second time (first at %s:2): "
+                                            "set each key once\n", tmp, tmp);
+  g_auto (CmdResult) dup = { 0 };
+  RUN (&dup, NULL, "config", "--check", "-c", tmp);
+  g_assert_cmpint (dup.status, ==, EX_CONFIG);
+  g_autofree char *dup_err = bytes_str (dup.err);
+  g_assert_cmpstr (dup_err, ==, twice);
+  g_assert_cmpuint (g_bytes_get_size (dup.out), ==, 0);
+  g_auto (CmdResult) dup2 = { 0 };
+  RUN (&dup2, NULL, "rewrite", "-c", tmp, example);
+  g_assert_cmpint (dup2.status, ==, EX_CONFIG);
+  g_autofree char *dup2_err = bytes_str (dup2.err);
+  g_assert_cmpstr (dup2_err, ==, twice);
+  g_assert_cmpuint (g_bytes_get_size (dup2.out), ==, 0);
+  /* -o still overrides the file on purpose */
+  g_file_set_contents (tmp, "[extbody]\nfetch = on\nmax_parts = 5\n", -1, NULL);
+  g_auto (CmdResult) over = { 0 };
+  RUN (&over, NULL, "config", "-c", tmp, "-o", "max_parts=7", "-o", "fetch=off");
+  g_assert_cmpint (over.status, ==, 0);
+  g_autofree char *over_out = bytes_str (over.out);
+  g_assert_nonnull (strstr (over_out, "\nmax_parts = 7\n"));
+  g_assert_nonnull (strstr (over_out, "\nfetch = off\n"));
   g_unlink (tmp);
 }
 

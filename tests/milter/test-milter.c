@@ -259,7 +259,8 @@ test_daemon (void)
 
 /* -n checks the configuration as the daemon reads it (file, -o,
  * --allow-network, -p) and exits: silent and 0 when valid, one line naming
- * the key and 78 (or 64 for a malformed -o) when not; nothing is bound. */
+ * the key and 78 (or 64 for a malformed -o) when not (a key set twice in the
+ * file: both its lines); nothing is bound. */
 static void
 test_check (void)
 {
@@ -279,8 +280,17 @@ test_check (void)
   g_autofree char *ext_nobase = g_build_filename (dir, "ext-nobase.conf", NULL);
   g_autofree char *ext_nobase_text = g_strdup_printf ("milter_mode = externalize\nexternalize_store = %s\n", dir);
   g_assert_true (g_file_set_contents (ext_nobase, ext_nobase_text, -1, NULL));
+  /* a key set twice: both lines named, whatever the later one says */
+  g_autofree char *twice = g_build_filename (dir, "twice.conf", NULL);
+  g_assert_true (g_file_set_contents (twice, "[extbody]\nfetch = on\nmilter_socket = inet:8891@127.0.0.1\n"
+                                             "\n#fetch = off\nfetch = off\n", -1, NULL));
+  g_autofree char *twice_text = g_strdup_printf ("extbody-milter: %s:6: fetch is set a second time (first at %s:2)",
+                                                 twice, twice);
   struct { const char *args[4]; int status; const char *text; } cases[] = {
     { { "-c", conf, NULL }, 0, NULL },
+    { { "-c", twice, NULL }, 78, twice_text },
+    { { "-c", twice, "-o", "fetch=off" }, 78, twice_text },
+    { { "-c", conf, "-o", "milter_socket=inet:8892@127.0.0.1" }, 0, NULL },   /* -o overrides the file */
     { { "-c", conf, "-p", "inet:99999@127.0.0.1" }, 78, "-p milter_socket: \"inet:99999@127.0.0.1\"" },
     { { "-c", conf, "-p", "bogus" }, 78, "milter_socket: \"bogus\"" },
     { { "-c", conf, "-o", "allow_networks=10.0.0.0/33" }, 78, "allow_networks: item 1 of the list" },
@@ -319,6 +329,7 @@ test_check (void)
     }
   }
   g_unlink (conf);
+  g_unlink (twice);
   g_unlink (bad);
   g_unlink (ext_ok);
   g_unlink (ext_gone);

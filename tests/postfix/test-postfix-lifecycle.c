@@ -7,8 +7,8 @@
  *   SIGHUP    messages in flight finish with the configuration they began
  *             with (fetch = on: both references resolved), messages after it
  *             get the new one (fetch = off: the data: reference only); a
- *             configuration that does not load is logged and the old one
- *             stays; a hundred messages under a storm of SIGHUPs all arrive.
+ *             configuration that does not load (a bad value, a key set
+ *             twice) is logged and the old one stays; a hundred messages under a storm of SIGHUPs all arrive.
  *   SIGTERM   the socket goes at once, a message sent meanwhile is deferred
  *             (451), the messages in flight finish and are delivered, then
  *             the daemon exits 0 and removes its PID file; the deferred
@@ -322,8 +322,9 @@ test_reload_in_flight (void)
                   N_IN_FLIGHT);
 }
 
-/* A configuration that does not load: logged, naming the key; the old one
- * stays in force and the daemon serves on. */
+/* A configuration that does not load (a bad value, a key set twice): logged,
+ * naming the key (and both lines); the old one stays in force and the daemon
+ * serves on. */
 static void
 test_reload_bad (void)
 {
@@ -338,6 +339,23 @@ test_reload_bad (void)
   g_assert_cmpint (send_now ("after-bad-reload", m), ==, 0);
   expect ("after-bad-reload", "1 of 2");
   assert_delivered ("after-bad-reload", "1 of 2");
+
+  /* a key set twice (an administrator's line, the old shipped default
+   * further down): refused the same way, in one line naming both lines; the
+   * old configuration (fetch = off) stays, not the last line's fetch = on */
+  write_conf ("[extbody]\nfetch = off\nmax_parts = 5000\n\n# Fetch http, https and ftp URLs.\nfetch = on\n");
+  milter_signal (SIGHUP);
+  g_assert_true (log_wait ("SIGHUP: reload failed: ", 2));
+  g_autofree char *log2 = milter_log ();
+  const char *line2 = strstr (strstr (log2, "SIGHUP: reload failed: ") + 1, "SIGHUP: reload failed: ");
+  g_autofree char *want = g_strdup_printf ("SIGHUP: reload failed: %s:6: fetch is set a second time (first at %s:2): "
+                                           "set each key once; keeping the old configuration\n", conf, conf);
+  g_test_message ("%s", line2);
+  g_assert_true (g_str_has_prefix (line2, want));
+  g_autofree char *m2 = message ("after-twice-reload", "/text");
+  g_assert_cmpint (send_now ("after-twice-reload", m2), ==, 0);
+  expect ("after-twice-reload", "1 of 2");
+  assert_delivered ("after-twice-reload", "1 of 2");
 }
 
 static void

@@ -121,36 +121,225 @@ test_load (void)
   g_rmdir (dir);
 }
 
-/* Every key is in the example file with its default and its one-line comment,
- * and in extbody.conf(5); loading the example gives the defaults. */
+/* Every key is in extbody.conf(5) with its default and its one-line text. */
 static void
 test_documented_keys (void)
 {
-  g_autofree char *example = source_file ("data/extbody.conf.example");
   g_autofree char *man5 = source_file ("src/extbody.conf.5");
+  for (guint i = 0; i < eb_config_get_n_keys (); i++) {
+    const EbConfigKey *k = eb_config_get_key (i);
+    g_autofree char *mank = g_strdup_printf (".BR %s \" (default %s)\"\n%s\n", k->name,
+                                             *k->default_value ? k->default_value : "empty", k->doc);
+    g_test_message ("key %s", k->name);
+    g_assert_nonnull (strstr (man5, mank));
+  }
+}
+
+/* A line of the shipped file that sets a key, "key = value" (uncommented):
+ * the key, or NULL. */
+static char *
+setting_of (const char *line)
+{
+  const char *s = line;
+  while (g_ascii_isspace (*s))
+    s++;
+  if (!*s || *s == '#' || *s == '[')
+    return NULL;
+  const char *eq = strchr (s, '=');
+  g_assert_nonnull (eq);
+  while (eq > s && g_ascii_isspace (eq[-1]))
+    eq--;
+  return g_strndup (s, (gsize) (eq - s));
+}
+
+/* The file installed as /etc/extbody/extbody.conf (data/extbody.conf.example,
+ * copied as it is by cmake --install and debian/rules) sets nothing: each key
+ * of the table is there exactly once, commented out with its default
+ * ("#key = default") right after its text ("# text"); no other line is a
+ * commented setting; the only line that is no comment is [extbody]. So an
+ * administrator's line can never be undone by a shipped one further down. */
+static void
+test_shipped_file (void)
+{
+  g_autofree char *example = source_file ("data/extbody.conf.example");
+  g_auto (GStrv) lines = g_strsplit (example, "\n", -1);
+  g_autoptr (GHashTable) at = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  guint n_group = 0;
+  for (guint l = 0; lines[l]; l++) {
+    const char *line = lines[l];
+    g_autofree char *set = setting_of (line);
+    if (set)
+      g_error ("data/extbody.conf.example:%u sets %s: the shipped file sets no key", l + 1, set);
+    if (strcmp (line, "[extbody]") == 0) {
+      n_group++;
+      continue;
+    }
+    g_assert_true (*line == '\0' || *line == '#');
+    g_assert_true (*line == '\0' || !g_ascii_isspace (line[strlen (line) - 1]));   /* no trailing blank */
+    /* "#key = value": a commented setting; "# text": a comment */
+    gsize name = strspn (line + 1, "abcdefghijklmnopqrstuvwxyz_");
+    if (*line == '#' && name > 0 && g_str_has_prefix (line + 1 + name, " =")) {
+      g_autofree char *key = g_strndup (line + 1, name);
+      if (g_hash_table_contains (at, key))
+        g_error ("data/extbody.conf.example:%u: %s a second time (first at line %u)", l + 1, key,
+                 GPOINTER_TO_UINT (g_hash_table_lookup (at, key)));
+      g_hash_table_insert (at, g_steal_pointer (&key), GUINT_TO_POINTER (l + 1));
+    }
+  }
+  g_assert_cmpuint (n_group, ==, 1);
+  g_assert_cmpuint (g_hash_table_size (at), ==, eb_config_get_n_keys ());
+  for (guint i = 0; i < eb_config_get_n_keys (); i++) {
+    const EbConfigKey *k = eb_config_get_key (i);
+    g_test_message ("key %s", k->name);
+    guint l = GPOINTER_TO_UINT (g_hash_table_lookup (at, k->name));
+    g_assert_cmpuint (l, >, 1);
+    g_autofree char *want = g_strstrip (g_strdup_printf ("#%s = %s", k->name, k->default_value));
+    g_autofree char *doc = g_strdup_printf ("# %s", k->doc);
+    g_assert_cmpstr (lines[l - 1], ==, want);
+    g_assert_cmpstr (lines[l - 2], ==, doc);
+  }
+  /* and it loads: every default */
+  g_autofree char *top = g_test_build_filename (G_TEST_DIST, "..", NULL);
+  g_autofree char *path = g_build_filename (top, "data", "extbody.conf.example", NULL);
   g_autoptr (EbConfig) from_example = eb_config_new ();
   g_autoptr (GError) e = NULL;
-  g_autofree char *top = g_test_build_filename (G_TEST_DIST, "..", NULL);
-  g_autofree char *example_path = g_build_filename (top, "data", "extbody.conf.example", NULL);
-  g_assert_true (eb_config_load_file (from_example, example_path, FALSE, &e));
+  g_assert_true (eb_config_load_file (from_example, path, FALSE, &e));
+  g_assert_no_error (e);
   g_autoptr (EbConfig) defaults = eb_config_new ();
   g_autofree char *d1 = eb_config_dump (from_example);
   g_autofree char *d2 = eb_config_dump (defaults);
   g_assert_cmpstr (d1, ==, d2);
-  g_auto (GStrv) lines = g_strsplit (example, "\n", -1);
-  for (guint l = 0; lines[l]; l++)
-    g_strstrip (lines[l]);
-  for (guint i = 0; i < eb_config_get_n_keys (); i++) {
-    const EbConfigKey *k = eb_config_get_key (i);
-    g_autofree char *line = g_strstrip (g_strdup_printf ("%s = %s", k->name, k->default_value));
-    g_autofree char *doc = g_strdup_printf ("# %s", k->doc);
-    g_autofree char *mank = g_strdup_printf (".BR %s \" (default %s)\"\n%s\n", k->name,
-                                             *k->default_value ? k->default_value : "empty", k->doc);
-    g_test_message ("key %s", k->name);
-    g_assert_true (g_strv_contains ((const char *const *) lines, line));
-    g_assert_true (g_strv_contains ((const char *const *) lines, doc));
-    g_assert_nonnull (strstr (man5, mank));
+}
+
+/* The Debian package's /etc/extbody/extbody.conf: the file above as debian/rules
+ * edits it (its sed expression, run by sed on a copy). It sets one key, what
+ * the package must: milter_socket, inside Postfix's chroot (Debian's smtpd
+ * runs chrooted in /var/spool/postfix); the commented default stays; it
+ * loads, with no key set twice. */
+static void
+test_shipped_file_debian (void)
+{
+  g_autofree char *rules = source_file ("debian/rules");
+  const char *sed = strstr (rules, "sed -i '");
+  g_assert_nonnull (sed);
+  sed += strlen ("sed -i '");
+  const char *sed_end = strchr (sed, '\'');
+  g_assert_nonnull (sed_end);
+  g_autofree char *expr = g_strndup (sed, (gsize) (sed_end - sed));
+  g_test_message ("debian/rules: sed -i '%s'", expr);
+  g_assert_null (strstr (expr, "$"));   /* a Makefile would change it */
+  g_autofree char *top = g_test_build_filename (G_TEST_DIST, "..", NULL);
+  g_autofree char *example = g_build_filename (top, "data", "extbody.conf.example", NULL);
+  const char *argv[] = { "sed", "-e", expr, example, NULL };
+  g_autofree char *out = NULL, *err = NULL;
+  int wait = 0;
+  g_autoptr (GError) e = NULL;
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err, &wait, &e));
+  g_assert_no_error (e);
+  g_assert_true (g_spawn_check_wait_status (wait, NULL));
+  g_assert_cmpstr (err, ==, "");
+
+  g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
+  guint n_set = 0, at = 0;
+  for (guint l = 0; lines[l]; l++) {
+    g_autofree char *set = setting_of (lines[l]);
+    if (!set)
+      continue;
+    n_set++;
+    at = l;
+    g_assert_cmpstr (set, ==, "milter_socket");
   }
+  g_assert_cmpuint (n_set, ==, 1);
+  g_assert_cmpstr (lines[at], ==, "milter_socket = unix:/var/spool/postfix/extbody/extbody.sock");
+  /* in its place: after the commented default and its text */
+  gboolean after_default = FALSE;
+  for (guint l = at; l > 0 && !after_default && *lines[l - 1] == '#'; l--)
+    after_default = g_str_has_prefix (lines[l - 1], "#milter_socket = ");
+  g_assert_true (after_default);
+
+  g_autofree char *dir = g_dir_make_tmp ("extbody-config-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "extbody.conf", NULL);
+  g_assert_true (g_file_set_contents (path, out, -1, NULL));
+  g_autoptr (EbConfig) c = eb_config_new ();
+  g_assert_true (eb_config_load_file (c, path, FALSE, &e));
+  g_assert_no_error (e);
+  g_autoptr (EbConfig) want = eb_config_new ();
+  g_assert_true (eb_config_set (want, "milter_socket", "unix:/var/spool/postfix/extbody/extbody.sock", NULL));
+  g_autofree char *d1 = eb_config_dump (c);
+  g_autofree char *d2 = eb_config_dump (want);
+  g_assert_cmpstr (d1, ==, d2);
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
+/* A key set twice is an error naming both lines, FILE:LINE: in one group, in
+ * the lines before the group line and the group, in a group given twice;
+ * the file changes nothing then. A commented line sets nothing, keys are
+ * compared as the loader takes them (case and all: "Fetch" is no key of
+ * extbody's), and -o after the file overrides it on purpose. */
+static void
+test_key_set_twice (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("extbody-config-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "twice.conf", NULL);
+  struct { const char *text; const char *key; guint first, second; } cases[] = {
+    /* the shipped default further down, as an administrator's file had it */
+    { "[extbody]\nfetch = on\nmax_parts = 5\n\n# text\nfetch = off\n", "fetch", 2, 6 },
+    { "fetch = on\nfetch = on\n", "fetch", 1, 2 },
+    { "# site\nmax_parts = 5\n[extbody]\nmax_parts = 6\n", "max_parts", 2, 4 },
+    { "[extbody]\nmax_parts = 5\n\n[extbody]\n  max_parts=6\n", "max_parts", 2, 5 },
+    { "[extbody]\r\nmax_parts = 5\r\n\tmax_parts\t =\t5\r\n", "max_parts", 2, 3 },
+    { "allow_domains = a.example\nmax_parts = 5\nallow_domains =\nallow_domains = b.example\n",
+      "allow_domains", 1, 3 },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_assert_true (g_file_set_contents (path, cases[i].text, -1, NULL));
+    g_autoptr (EbConfig) c = eb_config_new ();
+    g_autoptr (GError) e = NULL;
+    g_assert_false (eb_config_load_file (c, path, FALSE, &e));
+    g_assert_error (e, EB_ERROR, EB_ERROR_CONFIG);
+    g_test_message ("%s", e->message);
+    g_autofree char *want = g_strdup_printf ("%s:%u: %s is set a second time (first at %s:%u): set each key once",
+                                             path, cases[i].second, cases[i].key, path, cases[i].first);
+    g_assert_cmpstr (e->message, ==, want);
+    g_assert_false (c->fetch);                   /* unchanged */
+    g_assert_cmpuint (c->max_parts, ==, 10000);
+  }
+
+  /* a secret given twice: both lines named, neither value shown */
+  const char *k1 = "first-k3y-0123456789abcdef0123456789", *k2 = "second-k3y-0123456789abcdef012345678";
+  g_autofree char *keys = g_strdup_printf ("externalize_key = %s\nexternalize_key = %s\n", k1, k2);
+  g_assert_true (g_file_set_contents (path, keys, -1, NULL));
+  g_autoptr (EbConfig) s = eb_config_new ();
+  g_autoptr (GError) se = NULL;
+  g_assert_false (eb_config_load_file (s, path, FALSE, &se));
+  g_assert_nonnull (strstr (se->message, ":2: externalize_key is set a second time (first at "));
+  g_assert_null (strstr (se->message, "k3y"));
+
+  /* not twice: a commented line, a key in another case (an unknown key) */
+  g_autoptr (EbConfig) c = eb_config_new ();
+  g_autoptr (GError) e = NULL;
+  g_assert_true (g_file_set_contents (path, "[extbody]\n#fetch = off\nfetch = on\n# fetch = off\n", -1, NULL));
+  g_assert_true (eb_config_load_file (c, path, FALSE, &e));
+  g_assert_no_error (e);
+  g_assert_true (c->fetch);
+  g_assert_true (g_file_set_contents (path, "fetch = on\nFetch = off\n", -1, NULL));
+  g_assert_false (eb_config_load_file (c, path, FALSE, &e));
+  g_assert_error (e, EB_ERROR, EB_ERROR_CONFIG);
+  g_assert_nonnull (strstr (e->message, "unknown key \"Fetch\""));
+  g_clear_error (&e);
+
+  /* -o after the file: an override, no error, whatever the file says */
+  g_assert_true (g_file_set_contents (path, "[extbody]\nmax_parts = 5\nfetch = on\n", -1, NULL));
+  g_autoptr (EbConfig) o = eb_config_new ();
+  g_assert_true (eb_config_load_file (o, path, FALSE, &e));
+  g_assert_true (eb_config_apply_option (o, "max_parts=7", &e));
+  g_assert_true (eb_config_apply_option (o, "fetch=off", &e));
+  g_assert_no_error (e);
+  g_assert_cmpuint (o->max_parts, ==, 7);
+  g_assert_false (o->fetch);
+  g_unlink (path);
+  g_rmdir (dir);
 }
 
 /* Every reason token is in extbody(1). */
@@ -423,6 +612,9 @@ main (int argc, char **argv)
   g_test_add_func ("/config/store-urls", test_store_urls);
   g_test_add_func ("/config/externalize-key", test_externalize_key);
   g_test_add_func ("/config/documented/keys", test_documented_keys);
+  g_test_add_func ("/config/shipped-file", test_shipped_file);
+  g_test_add_func ("/config/shipped-file-debian", test_shipped_file_debian);
+  g_test_add_func ("/config/key-set-twice", test_key_set_twice);
   g_test_add_func ("/config/documented/reasons", test_documented_reasons);
   return g_test_run ();
 }
