@@ -18,6 +18,7 @@
  * Needs root and the Debian packages dovecot-core, dovecot-imapd,
  * dovecot-lmtpd and dovecot-sieve; otherwise exits 77 (skipped). */
 #include "dovecot-test.h"
+#include "test-server.h"
 
 #define SIEVE_EXTPROGRAMS "/usr/lib/dovecot/modules/sieve/lib90_sieve_extprograms_plugin.so"
 #define LMTP "/usr/lib/dovecot/lmtp"
@@ -153,7 +154,7 @@ main (int argc, char **argv)
   g_mkdir (bin, 0755);
   g_autofree char *wrapper_src = g_test_build_filename (G_TEST_DIST, "..", "filters", "dovecot", "extbody-sieve-filter", NULL);
   G_GNUC_UNUSED g_autofree char *wrapper = dt_copy (wrapper_src, bin, "extbody", 0755);
-  g_autofree char *extbody = dt_copy (g_getenv ("EXTBODY"), bin, "extbody-real", 0755);
+  g_autofree char *extbody = test_copy_for_everyone (g_getenv ("EXTBODY"), bin, "extbody-real", 0755);
   g_autofree char *conf = g_build_filename (server.work, "extbody.conf", NULL);
   dt_put (conf, "", 0644);   /* the defaults: data: URLs only, fetching off */
   g_autofree char *half = g_build_filename (bin, "extbody-half", NULL);

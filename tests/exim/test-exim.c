@@ -554,23 +554,6 @@ test_config_lines (void)
   g_assert_nonnull (strstr (out, "check_local_user\n"));
 }
 
-/* A copy of @src in @to (its base name), mode @mode, owned by root. */
-static char *
-copy_for_everyone (const char *src, const char *to, int mode)
-{
-  g_assert_nonnull (src);
-  g_autofree char *base = g_path_get_basename (src);
-  char *dst = g_build_filename (to, base, NULL);
-  g_autofree char *data = NULL;
-  gsize len = 0;
-  g_autoptr (GError) error = NULL;
-  g_file_get_contents (src, &data, &len, &error);
-  g_assert_no_error (error);
-  g_file_set_contents (dst, data, (gssize) len, &error);
-  g_assert_no_error (error);
-  g_assert_cmpint (g_chmod (dst, mode), ==, 0);
-  return dst;
-}
 
 int
 main (int argc, char **argv)
@@ -616,8 +599,8 @@ main (int argc, char **argv)
   g_assert_cmpint (g_mkdir (run, 0755), ==, 0);
   g_chmod (run, 0755);
   g_autofree char *wrapper_src = g_test_build_filename (G_TEST_DIST, "..", "filters", "exim", "extbody-exim", NULL);
-  g_autofree char *wrapper = copy_for_everyone (wrapper_src, run, 0755);
-  g_autofree char *extbody = copy_for_everyone (g_getenv ("EXTBODY"), run, 0755);
+  g_autofree char *wrapper = test_copy_for_everyone (wrapper_src, run, NULL, 0755);
+  g_autofree char *extbody = test_copy_for_everyone (g_getenv ("EXTBODY"), run, NULL, 0755);
   g_autofree char *conf = g_strdup_printf ("[extbody]\nfetch = on\nallow_networks = 127.0.0.1/32\n"
                                            "fetch_timeout = 2\nmessage_deadline = 4\n");
   write_conf ("extbody", conf);

@@ -107,23 +107,6 @@ copies (const char *needle)
   return n;
 }
 
-/* A copy of @src in @to (its base name), mode @mode. */
-static char *
-copy_for_everyone (const char *src, const char *to, int mode)
-{
-  g_assert_nonnull (src);
-  g_autofree char *base = g_path_get_basename (src);
-  char *dst = g_build_filename (to, base, NULL);
-  g_autofree char *data = NULL;
-  gsize len = 0;
-  g_autoptr (GError) error = NULL;
-  g_file_get_contents (src, &data, &len, &error);
-  g_assert_no_error (error);
-  g_file_set_contents (dst, data, (gssize) len, &error);
-  g_assert_no_error (error);
-  g_assert_cmpint (g_chmod (dst, mode), ==, 0);
-  return dst;
-}
 
 /* The default instance's main.cf, as an administrator would write it. */
 static void
@@ -381,8 +364,8 @@ main (int argc, char **argv)
   g_assert_cmpint (g_mkdir (run, 0755), ==, 0);
   g_chmod (run, 0755);
   g_autofree char *pipe_src = g_test_build_filename (G_TEST_DIST, "..", "filters", "pipe", "extbody-pipe", NULL);
-  g_autofree char *pipe = copy_for_everyone (pipe_src, run, 0755);
-  g_autofree char *extbody = copy_for_everyone (g_getenv ("EXTBODY"), run, 0755);
+  g_autofree char *pipe = test_copy_for_everyone (pipe_src, run, NULL, 0755);
+  g_autofree char *extbody = test_copy_for_everyone (g_getenv ("EXTBODY"), run, NULL, 0755);
   g_autofree char *pipe_conf = g_build_filename (run, "pipe.conf", NULL);
   g_assert_true (g_file_set_contents (pipe_conf, "[extbody]\nfetch = off\n", -1, NULL));
   g_chmod (pipe_conf, 0644);

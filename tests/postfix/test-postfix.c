@@ -272,23 +272,6 @@ test_milter_stopped (void)
   g_assert_cmpstr (test_after_received (got), ==, want);
 }
 
-/* A copy of @src in @to (its base name), mode @mode, owned by root. */
-static char *
-copy_for_everyone (const char *src, const char *to, int mode)
-{
-  g_assert_nonnull (src);
-  g_autofree char *base = g_path_get_basename (src);
-  char *dst = g_build_filename (to, base, NULL);
-  g_autofree char *data = NULL;
-  gsize len = 0;
-  g_autoptr (GError) error = NULL;
-  g_file_get_contents (src, &data, &len, &error);
-  g_assert_no_error (error);
-  g_file_set_contents (dst, data, (gssize) len, &error);
-  g_assert_no_error (error);
-  g_assert_cmpint (g_chmod (dst, mode), ==, 0);
-  return dst;
-}
 
 /* The after-queue alternative: a second instance whose smtpd has
  * content_filter=extbody:dummy, a pipe(8) service running extbody-pipe as
@@ -310,8 +293,8 @@ test_pipe (void)
   g_assert_cmpint (g_mkdir (run, 0755), ==, 0);
   g_chmod (run, 0755);
   g_autofree char *pipe_src = g_test_build_filename (G_TEST_DIST, "..", "filters", "pipe", "extbody-pipe", NULL);
-  g_autofree char *pipe = copy_for_everyone (pipe_src, run, 0755);
-  g_autofree char *extbody = copy_for_everyone (g_getenv ("EXTBODY"), run, 0755);
+  g_autofree char *pipe = test_copy_for_everyone (pipe_src, run, NULL, 0755);
+  g_autofree char *extbody = test_copy_for_everyone (g_getenv ("EXTBODY"), run, NULL, 0755);
   g_autofree char *conf = g_build_filename (run, "pipe.conf", NULL);
   g_assert_true (g_file_set_contents (conf, "[extbody]\nfetch = off\n", -1, NULL));
   g_chmod (conf, 0644);

@@ -620,3 +620,37 @@ test_after_received (const char *text)
   } while (*p == ' ' || *p == '\t');
   return p;
 }
+
+/* Copy @src to @dst with @mode (whole file: tests copy small programs). */
+static void
+copy_file (const char *src, const char *dst, int mode)
+{
+  g_autofree char *data = NULL;
+  gsize len = 0;
+  g_autoptr (GError) error = NULL;
+  g_file_get_contents (src, &data, &len, &error);
+  g_assert_no_error (error);
+  g_file_set_contents (dst, data, (gssize) len, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (g_chmod (dst, mode), ==, 0);
+}
+
+char *
+test_copy_for_everyone (const char *src, const char *dir, const char *name, int mode)
+{
+  g_assert_nonnull (src);
+  g_autofree char *base = name ? g_strdup (name) : g_path_get_basename (src);
+  char *dst = g_build_filename (dir, base, NULL);
+  copy_file (src, dst, mode);
+  /* a program of the build tree linked against libextbody: its library
+   * beside it, where its RPATH ($ORIGIN) looks first */
+  g_autofree char *srcdir = g_path_get_dirname (src);
+  g_autofree char *lib = g_build_filename (srcdir, "libextbody.so.1", NULL);
+  g_autofree char *lib_dst = g_build_filename (dir, "libextbody.so.1", NULL);
+  g_autofree char *head = NULL;
+  gsize hl = 0;
+  if (g_file_test (lib, G_FILE_TEST_EXISTS) && !g_file_test (lib_dst, G_FILE_TEST_EXISTS)
+      && g_file_get_contents (src, &head, &hl, NULL) && hl > 4 && memcmp (head, "\177ELF", 4) == 0)
+    copy_file (lib, lib_dst, 0644);
+  return dst;
+}

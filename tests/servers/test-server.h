@@ -44,6 +44,14 @@ const char *test_after_received (const char *text);
  * Returns: the exit status, or -1 when it did not exit (a signal). */
 int test_sh (const char *cmd, char **out);
 
+/* A copy of the file @src in @dir, named @name (NULL: @src's own name), mode
+ * @mode, for a program that runs as another user (Postfix's pipe(8) and
+ * Dovecot's Sieve as nobody, Exim as its own user), who may not read the
+ * checkout (a clone under root's 0700 home). A built program that needs
+ * libextbody.so.1 gets the library copied beside it too: the build tree's
+ * RPATH is $ORIGIN. Returns: (transfer full): the copy's path. */
+char *test_copy_for_everyone (const char *src, const char *dir, const char *name, int mode);
+
 /* GET @path from http://127.0.0.1:@port directly (HTTP/1.0, not through
  * extbody): the number its body starts with (httpd.py's /hits, /peak). */
 gint64 test_http_get_number (guint port, const char *path);
