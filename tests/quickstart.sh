@@ -136,7 +136,8 @@ fi
 
 if [ "$mode" = test ]; then
   # the second data: URL implementation for test-diff-dataurl (exact version,
-  # from package-lock.json); the test skips itself if this fails (no registry)
+  # from package-lock.json); the test skips itself if this fails (no
+  # registry), which fails the run
   echo "==> npm ci --prefix tests/conformance/differential"
   npm ci --prefix tests/conformance/differential --no-audit --no-fund --loglevel=error \
     || echo "==> npm ci failed: test-diff-dataurl will skip"
@@ -147,17 +148,21 @@ if [ "$mode" = test ]; then
   # aws-sigv4): s3rver from npm at the versions in
   # tests/integration/s3rver/package-lock.json, in /opt/extbody-test-s3rver
   # where the test finds it (EXTBODY_TEST_S3RVER names another directory).
-  # @20minutes/s3rver, not s3rver 3.7.1: that one accepts any Signature
-  # Version 4 and could not show a wrong secret refused. The test only runs it
-  # on 127.0.0.1; it skips when this fails (no registry, node older than 20).
+  # @20minutes/s3rver 4.0.2: it checks Signature Version 4 (s3rver 3.7.1
+  # accepts any and could not show a wrong secret refused) and runs on Debian
+  # 12's node 18 (the fork's 5.0.0 needs node 24). Installed again whenever
+  # the lock file changes. The test only runs it on 127.0.0.1; without it the
+  # test skips, which fails the run.
   s3_root=/opt/extbody-test-s3rver
-  if [ ! -f "$s3_root/node_modules/@20minutes/s3rver/lib/s3rver.js" ]; then
+  if [ ! -f "$s3_root/node_modules/@20minutes/s3rver/lib/s3rver.js" ] \
+     || ! cmp -s tests/integration/s3rver/package-lock.json "$s3_root/package-lock.json"; then
     if [ "$(id -u)" -eq 0 ]; then sudo=; else sudo=sudo; fi
     echo "==> npm ci --prefix $s3_root (s3rver for test-store-s3)"
+    $sudo rm -rf "$s3_root/node_modules"
     $sudo mkdir -p "$s3_root"
     $sudo cp tests/integration/s3rver/package.json tests/integration/s3rver/package-lock.json "$s3_root/"
     $sudo npm ci --prefix "$s3_root" --no-audit --no-fund --loglevel=error \
-      || echo "==> npm ci failed: test-store-s3 will skip"
+      || echo "==> npm ci failed: test-store-s3 will skip, and the run fail"
   fi
 fi
 
