@@ -59,6 +59,9 @@ packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
 # Apache with mod_dav and mod_auth_basic (htpasswd from apache2-utils) as a
 # WebDAV store; each test runs a private instance (the system ones are stopped)
 [ "$mode" = test ] && packages="$packages nginx-light apache2 apache2-utils"
+# Debian's self-signed snake-oil certificate, which data/store-nginx.conf.example
+# names as shipped (test-examples runs nginx -t on it)
+[ "$mode" = test ] && packages="$packages ssl-cert"
 # the DKIM signer test-postfix-externalize lists after extbody-milter: OpenDKIM
 # (a private instance), opendkim-genkey for its key, dkimpy to verify the
 # signature without DNS
@@ -113,6 +116,13 @@ if [ -n "$missing" ]; then
                       $sudo service redis-server stop 2>/dev/null || true
                     fi ;;
   esac
+fi
+
+# ssl-cert makes the snake-oil pair when it is installed, unless something
+# stopped it; make it where it is missing (test-examples)
+if [ "$mode" = test ] && [ ! -f /etc/ssl/certs/ssl-cert-snakeoil.pem ]; then
+  if [ "$(id -u)" -eq 0 ]; then sudo=; else sudo=sudo; fi
+  $sudo make-ssl-cert generate-default-snakeoil
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
