@@ -144,6 +144,21 @@ char *test_apache_dav_url (const TestApache *apache, const char *collection);
  * 0 when every case called g_test_skip, which ctest would count as passed. */
 G_GNUC_NORETURN void test_skip_all (const char *reason);
 
+/* Built with AddressSanitizer? Its quarantine keeps freed memory resident, so
+ * a case that measures peak memory means nothing there: such a case is not
+ * registered in that build (the normal build runs it), rather than skipped,
+ * since a skip fails the run (tests/quickstart.sh). */
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_UNDER_ASAN 1
+#endif
+#endif
+#ifndef TEST_UNDER_ASAN
+#define TEST_UNDER_ASAN 0
+#endif
+
 /* The watchdog: a process of its own (own session, so a signal to the test's
  * process group spares it) that the test feeds over a pipe. When the pipe
  * closes - the test ended, failed an assertion, crashed or was killed - it runs,
