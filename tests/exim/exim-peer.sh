@@ -95,6 +95,9 @@ domainlist local_domains = test.example
 spool_directory = $DIR/spool
 log_file_path = $DIR/log/%slog
 pid_file_path = $DIR/exim.pid
+# a port taken since the test was handed it: give up at once (the default
+# waits 30 s, nine times) and say so; the test tries another port
+daemon_startup_retries = 0
 local_interfaces = <; 127.0.0.1
 daemon_smtp_ports = $PORT
 deliver_drop_privilege = true
@@ -228,9 +231,15 @@ EOF
   chmod 644 "$C"
   in_ns -bV >/dev/null 2>"$DIR/log/bV.err" || { cat "$DIR/log/bV.err" >&2; exit 1; }
   in_ns -bd -q1s
-  # up when it answers on the port
+  # up when this instance's daemon (its pid file) listens on the port, never
+  # another process that holds it; exit 75 when the port was taken before
+  # the daemon bound it (the test tries another)
   i=0
-  until python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()' "$PORT" 2>/dev/null; do
+  until [ -s "$DIR/exim.pid" ] && ss -Hltnp "sport = :$PORT" 2>/dev/null | grep -q "pid=$(cat "$DIR/exim.pid"),"; do
+    if grep -qs "Address already in use" "$DIR/log/paniclog" "$DIR/log/mainlog"; then
+      echo "exim-peer.sh: port $PORT taken before the daemon bound it" >&2
+      exit 75
+    fi
     i=$((i + 1)); [ $i -lt 200 ] || { echo "exim-peer.sh: exim did not come up" >&2; cat "$DIR/log/paniclog" >&2 2>/dev/null; exit 1; }
     sleep 0.05
   done

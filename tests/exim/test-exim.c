@@ -605,12 +605,11 @@ main (int argc, char **argv)
                                            "fetch_timeout = 2\nmessage_deadline = 4\n");
   write_conf ("extbody", conf);
 
-  smtp_port = test_free_port ();
-  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u '%s' '%s' %d", peer, dir, smtp_port, wrapper, extbody,
+  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} '%s' '%s' %d", peer, dir, wrapper, extbody,
                                          FILTER_LIMIT);
   g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, dir);
   guint wd_exim = test_watchdog_add (down);
-  g_assert_cmpint (test_sh (up, NULL), ==, 0);
+  g_free (test_sh_on_free_port (up, &smtp_port, NULL));
   {
     g_autofree char *pid = read_text ("exim.pid");
     g_autofree char *info = g_strdup_printf ("exim=%d httpd=%s smtp=%u http=%u", atoi (pid),

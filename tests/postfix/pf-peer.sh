@@ -71,10 +71,22 @@ anvil     unix - - n -   1 anvil
 postlog   unix-dgram n - n - 1 postlogd
 EOF
   cool
-  postfix -c "$C" start            # returns once master has initialised (master -w)
-  # readiness: poll for the 220 banner (belt and braces; start already waited)
+  # returns once master has initialised (master -w); a port another process
+  # took since the test was handed it: exit 75, and the test tries another
+  if ! postfix -c "$C" start; then
+    if grep -q "Address already in use" "$DIR/log/maillog" 2>/dev/null; then
+      echo "postfix test peer: port $PORT taken before master bound it" >&2
+      exit 75
+    fi
+    tail -20 "$DIR/log/maillog" >&2
+    exit 1
+  fi
+  # readiness: this instance's own master listens on the port (never another
+  # process that holds it: a parallel test's server), and answers with 220
   i=0
-  until timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT && head -c 3 <&3 && printf 'QUIT\r\n' >&3" 2>/dev/null | grep -q 220; do
+  until [ -s "$DIR/spool/pid/master.pid" ] \
+        && ss -Hltnp "sport = :$PORT" 2>/dev/null | grep -q "pid=$(tr -d ' ' <"$DIR/spool/pid/master.pid")," \
+        && timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT && head -c 3 <&3 && printf 'QUIT\r\n' >&3" 2>/dev/null | grep -q 220; do
     i=$((i+1)); [ $i -lt 200 ] || { echo "postfix test peer not ready on :$PORT" >&2; tail -20 "$DIR/log/maillog" >&2; exit 1; }
     sleep 0.05
   done

@@ -598,39 +598,23 @@ milter_stop (Milter *m)
   return status;
 }
 
-/* A free port on 127.0.0.1 none of the earlier calls gave: nothing listens
- * on them until Postfix is (re)loaded, and test_free_port () may hand the
- * same port out again in the meantime (it did: two listeners on one port,
- * the message filtered by the other's milters). */
-static guint
-distinct_port (void)
-{
-  static guint used[8];
-  static guint n;
-  g_assert_cmpuint (n, <, G_N_ELEMENTS (used));
-  for (;;) {
-    guint port = test_free_port ();
-    guint i = 0;
-    while (i < n && used[i] != port)
-      i++;
-    if (i == n)
-      return used[n++] = port;
-  }
-}
-
-/* Wait until Postfix listens on @port (after a reload). */
+/* Wait until this test's Postfix (its master) listens on @port after a
+ * reload, never another process that holds the port. */
 static void
 wait_listening (guint port)
 {
-  g_autoptr (GSocketClient) client = g_socket_client_new ();
+  g_autofree char *pidfile = g_build_filename (pfdir, "spool", "pid", "master.pid", NULL);
   for (int i = 0; i < 200; i++) {
-    g_autoptr (GSocketConnection) c =
-      g_socket_client_connect_to_host (client, "127.0.0.1", (guint16) port, NULL, NULL);
-    if (c)
+    g_autofree char *pid = NULL;
+    if (g_file_get_contents (pidfile, &pid, NULL, NULL) && test_port_owned_by (port, (GPid) atoi (pid)))
       return;
     g_usleep (50000);
   }
-  g_error ("Postfix does not listen on 127.0.0.1:%u", port);
+  g_autofree char *ss = NULL;
+  g_autofree char *cmd = g_strdup_printf ("ss -Hltnp 'sport = :%u'", port);
+  test_sh (cmd, &ss);
+  g_error ("this test's Postfix does not listen on 127.0.0.1:%u (%s)", port,
+           ss && *ss ? ss : "nothing listens there");
 }
 
 /* A private OpenDKIM signing for test.example with a fresh key (selector
@@ -783,17 +767,18 @@ main (int argc, char **argv)
     m_dk = milter_start ("milter-dk", run, conf_dk);
   }
 
-  smtp_port = distinct_port ();
-  slow_port = distinct_port ();
-  dav_port = distinct_port ();
-  dkim_port = distinct_port ();
-  dkim_wrong_port = distinct_port ();
+  /* test_free_port never gives one process a port twice (it once did: two
+   * listeners on one port, the message filtered by the other's milters) */
+  slow_port = test_free_port ();
+  dav_port = test_free_port ();
+  dkim_port = test_free_port ();
+  dkim_wrong_port = test_free_port ();
   g_autofree char *peer = script ("pf-peer.sh");
-  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u 'unix:%s/milter-out.sock' tempfail",
-                                         peer, pfdir, smtp_port, run);
+  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} 'unix:%s/milter-out.sock' tempfail",
+                                         peer, pfdir, run);
   g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);
   guint wd_pf = test_watchdog_add (stop);
-  g_assert_cmpint (test_sh (up, NULL), ==, 0);
+  g_free (test_sh_on_free_port (up, &smtp_port, NULL));
   /* a 5 MB attachment in base64, and a little room; one listener more per
    * milter, the slow store's with a content timeout shorter than its PUT */
   g_autofree char *size = g_strdup_printf ("sh '%s' set '%s' message_size_limit=20000000 milter_content_timeout=60s",

@@ -573,13 +573,12 @@ main (int argc, char **argv)
   write_conf (conf_a);
   milter_start (NULL);
 
-  smtp_port = test_free_port ();
   g_autofree char *peer = script ("pf-peer.sh");
   g_autofree char *spec = g_strdup_printf ("unix:%s", sock);
-  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u '%s' tempfail", peer, pfdir, smtp_port, spec);
+  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} '%s' tempfail", peer, pfdir, spec);
   g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);
   guint wd_pf = test_watchdog_add (stop);
-  g_assert_cmpint (test_sh (up, NULL), ==, 0);
+  g_free (test_sh_on_free_port (up, &smtp_port, NULL));
 
   g_test_add_func ("/postfix-lifecycle/1-reload-with-messages-in-flight", test_reload_in_flight);
   g_test_add_func ("/postfix-lifecycle/2-reload-bad-configuration-keeps-the-old", test_reload_bad);

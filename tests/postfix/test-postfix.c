@@ -280,12 +280,12 @@ static void
 test_pipe (void)
 {
   g_autofree char *pf2 = g_build_filename (dir, "pf2", NULL);
-  guint port2 = test_free_port ();
+  guint port2 = 0;
   g_autofree char *peer = script ("pf-peer.sh");
-  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u '' accept", peer, pf2, port2);
+  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} '' accept", peer, pf2);
   g_autofree char *stop2 = g_strdup_printf ("postfix -c '%s/etc' stop", pf2);
   guint wd = test_watchdog_add (stop2);
-  g_assert_cmpint (test_sh (up, NULL), ==, 0);
+  g_free (test_sh_on_free_port (up, &port2, NULL));
   /* pipe(8) runs the filter as nobody, who may not reach the checkout (root's
    * 0700 home) nor the build tree: what it runs and reads is copied into a
    * directory of the test's own that everyone can read */
@@ -430,12 +430,11 @@ main (int argc, char **argv)
   for (int i = 0; i < 200 && !g_file_test (sock, G_FILE_TEST_EXISTS); i++)
     g_usleep (20000);
 
-  smtp_port = test_free_port ();
   g_autofree char *peer = script ("pf-peer.sh");
-  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u '%s' tempfail", peer, pfdir, smtp_port, spec);
+  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} '%s' tempfail", peer, pfdir, spec);
   g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);
   guint wd_pf = test_watchdog_add (stop);
-  g_assert_cmpint (test_sh (up, NULL), ==, 0);
+  g_free (test_sh_on_free_port (up, &smtp_port, NULL));
   {
     g_autofree char *pidfile = g_build_filename (pfdir, "spool", "pid", "master.pid", NULL);
     g_autofree char *master = NULL;

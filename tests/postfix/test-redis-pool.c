@@ -158,13 +158,11 @@ postfix_start (guint k)
   Instance *m = &inst[k];
   m->pfdir = g_strdup_printf ("%s/pf-%u", dir, k);
   m->maildir_new = g_build_filename (m->pfdir, "mail", "Maildir", "new", NULL);
-  m->smtp_port = test_free_port ();
   g_autofree char *peer = script ("pf-peer.sh");
   g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", m->pfdir);
   m->wd_pf = test_watchdog_add (stop);
-  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u 'unix:%s' tempfail", peer, m->pfdir, m->smtp_port,
-                                         m->sock);
-  g_assert_cmpint (test_sh (up, NULL), ==, 0);
+  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} 'unix:%s' tempfail", peer, m->pfdir, m->sock);
+  g_free (test_sh_on_free_port (up, &m->smtp_port, NULL));
   /* Postfix waits for the end of message longer than the milter's
    * message_deadline (20 s at most here): past the deadline the milter gives
    * up on its own, and a message it took too long over would be deferred */

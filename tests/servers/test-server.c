@@ -205,13 +205,121 @@ test_http_get_number (guint port, const char *path)
 guint
 test_free_port (void)
 {
-  int s = socket (AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
-  socklen_t l = sizeof a;
-  g_assert_cmpint (bind (s, (struct sockaddr *) &a, sizeof a), ==, 0);
-  g_assert_cmpint (getsockname (s, (struct sockaddr *) &a, &l), ==, 0);
-  close (s);
-  return ntohs (a.sin_port);
+  /* never the same port twice in one process: two servers of one test were
+   * once given the same number (the first not yet listening) */
+  static GMutex lock;
+  static GHashTable *handed;
+  g_mutex_lock (&lock);
+  if (!handed)
+    handed = g_hash_table_new (NULL, NULL);
+  guint port = 0;
+  for (guint tries = 0; tries < 1000 && !port; tries++) {
+    int s = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+    socklen_t l = sizeof a;
+    g_assert_cmpint (bind (s, (struct sockaddr *) &a, sizeof a), ==, 0);
+    g_assert_cmpint (getsockname (s, (struct sockaddr *) &a, &l), ==, 0);
+    close (s);
+    guint p = ntohs (a.sin_port);
+    if (!g_hash_table_contains (handed, GUINT_TO_POINTER (p))) {
+      g_hash_table_add (handed, GUINT_TO_POINTER (p));
+      port = p;
+    }
+  }
+  g_mutex_unlock (&lock);
+  g_assert_cmpuint (port, !=, 0);
+  return port;
+}
+
+/* The inode of the socket listening on 127.0.0.1:@port (/proc/net/tcp), or 0. */
+static guint64
+listener_inode (guint port)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents ("/proc/net/tcp", &text, NULL, NULL))
+    return 0;
+  g_autofree char *want = g_strdup_printf ("0100007F:%04X", port);
+  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+  for (guint i = 1; lines[i]; i++) {
+    g_auto (GStrv) f = g_strsplit_set (g_strstrip (lines[i]), " ", -1);
+    /* the fields, empty ones (runs of spaces) left out */
+    g_autoptr (GPtrArray) v = g_ptr_array_new ();
+    for (guint k = 0; f[k]; k++)
+      if (*f[k])
+        g_ptr_array_add (v, f[k]);
+    if (v->len > 9 && strcmp (v->pdata[1], want) == 0 && strcmp (v->pdata[3], "0A") == 0)
+      return g_ascii_strtoull (v->pdata[9], NULL, 10);
+  }
+  return 0;
+}
+
+gboolean
+test_port_owned_by (guint port, GPid pid)
+{
+  guint64 inode = listener_inode (port);
+  if (!inode || pid <= 0)
+    return FALSE;
+  g_autofree char *want = g_strdup_printf ("socket:[%" G_GUINT64_FORMAT "]", inode);
+  g_autofree char *fddir = g_strdup_printf ("/proc/%d/fd", (int) pid);
+  g_autoptr (GDir) d = g_dir_open (fddir, 0, NULL);
+  const char *n;
+  while (d && (n = g_dir_read_name (d))) {
+    g_autofree char *p = g_build_filename (fddir, n, NULL);
+    g_autofree char *target = g_file_read_link (p, NULL);
+    if (target && strcmp (target, want) == 0)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+char *
+test_sh_on_free_port (const char *cmd, guint *port, char **out)
+{
+  g_autofree char *last = NULL;
+  for (guint attempt = 0; attempt < TEST_PORT_ATTEMPTS; attempt++) {
+    *port = test_free_port ();
+    g_autofree char *p = g_strdup_printf ("%u", *port);
+    g_auto (GStrv) parts = g_strsplit (cmd, "{PORT}", -1);
+    g_autofree char *c = g_strjoinv (p, parts);
+    g_free (last);
+    last = NULL;
+    int status = test_sh (c, &last);
+    if (status == 0) {
+      if (out)
+        *out = g_steal_pointer (&last);
+      return g_steal_pointer (&c);
+    }
+    if (status != TEST_PORT_TAKEN)
+      g_error ("%s: exit %d\n%s", c, status, last ? last : "");
+    g_printerr ("# port %u was taken before the server bound it; again with another\n", *port);
+  }
+  g_error ("%s: no free port after %u attempts (each taken before the server bound it):\n%s", cmd,
+           TEST_PORT_ATTEMPTS, last ? last : "");
+}
+
+/* Wait until @proc listens on 127.0.0.1:@port itself (never another process
+ * that holds the same port), or has ended. TRUE when it listens; FALSE when it
+ * ended and @log (nullable) says the port was in use (try another); any
+ * other end, or no listener within @seconds, fails the test with @log. */
+static gboolean
+wait_listening (GSubprocess *proc, guint port, const char *what, const char *log, guint seconds)
+{
+  for (guint i = 0; i < seconds * 40; i++) {
+    const char *id = g_subprocess_get_identifier (proc);
+    if (id && test_port_owned_by (port, (GPid) atoi (id)))
+      return TRUE;
+    if (!id)
+      break;   /* it ended */
+    g_usleep (25000);
+  }
+  g_autofree char *text = NULL;
+  if (log)
+    g_file_get_contents (log, &text, NULL, NULL);
+  if (!g_subprocess_get_identifier (proc) && text && strstr (text, "in use")) {
+    g_printerr ("# %s: port %u was taken before it bound it; again with another\n", what, port);
+    return FALSE;
+  }
+  g_error ("%s did not listen on 127.0.0.1:%u: %s", what, port, text ? text : "(no log)");
 }
 
 int
@@ -243,7 +351,7 @@ redis_answers (guint port)
   return ok;
 }
 
-static void
+static gboolean
 redis_spawn (TestRedis *r)
 {
   g_autofree char *conf = g_build_filename (r->dir, "redis.conf", NULL);
@@ -256,10 +364,19 @@ redis_spawn (TestRedis *r)
                                                g_subprocess_get_identifier (r->proc),
                                                g_subprocess_get_identifier (r->proc));
   r->watchdog = test_watchdog_add (kill_cmd);
-  /* it answers within a second or two; a broken one fails the test below */
+  /* it listens within a second or two, on its own port (never another
+   * process's); FALSE: the port was taken before it bound it */
+  g_autofree char *log = g_build_filename (r->dir, "redis.log", NULL);
+  if (!wait_listening (r->proc, r->port, "redis-server", log, 10)) {
+    g_subprocess_wait (r->proc, NULL, NULL);
+    test_watchdog_remove (r->watchdog);
+    g_clear_object (&r->proc);
+    return FALSE;
+  }
   for (guint i = 0; i < 200 && !redis_answers (r->port); i++)
     g_usleep (50000);
   g_assert_true (redis_answers (r->port));
+  return TRUE;
 }
 
 TestRedis *
@@ -270,15 +387,18 @@ test_redis_start (void)
   TestRedis *r = g_new0 (TestRedis, 1);
   r->dir = g_dir_make_tmp ("extbody-redis-XXXXXX", NULL);
   g_assert_nonnull (r->dir);
-  r->port = test_free_port ();
   g_autofree char *conf = g_build_filename (r->dir, "redis.conf", NULL);
-  g_autofree char *text = g_strdup_printf ("port %u\nbind 127.0.0.1\nprotected-mode no\n"
-                                           "save \"\"\nappendonly no\ndaemonize no\n"
-                                           "dir %s\nlogfile \"\"\nloglevel warning\n",
-                                           r->port, r->dir);
-  g_assert_true (g_file_set_contents (conf, text, -1, NULL));
-  redis_spawn (r);
-  return r;
+  for (guint attempt = 0;; attempt++) {
+    g_assert_cmpuint (attempt, <, TEST_PORT_ATTEMPTS);
+    r->port = test_free_port ();
+    g_autofree char *text = g_strdup_printf ("port %u\nbind 127.0.0.1\nprotected-mode no\n"
+                                             "save \"\"\nappendonly no\ndaemonize no\n"
+                                             "dir %s\nlogfile %s/redis.log\nloglevel warning\n",
+                                             r->port, r->dir, r->dir);
+    g_assert_true (g_file_set_contents (conf, text, -1, NULL));
+    if (redis_spawn (r))
+      return r;
+  }
 }
 
 void
@@ -297,7 +417,7 @@ void
 test_redis_restart (TestRedis *r)
 {
   test_redis_kill (r);
-  redis_spawn (r);
+  g_assert_true (redis_spawn (r));   /* its own port again: a client reconnects to it */
 }
 
 void
@@ -328,7 +448,9 @@ test_redis_stop (TestRedis *r)
     return;
   test_redis_kill (r);
   g_autofree char *conf = g_build_filename (r->dir, "redis.conf", NULL);
+  g_autofree char *log = g_build_filename (r->dir, "redis.log", NULL);
   g_unlink (conf);
+  g_unlink (log);
   g_rmdir (r->dir);
   g_free (r->dir);
   g_free (r);
@@ -385,17 +507,6 @@ test_redis_command (TestRedis *r, const char *format, ...)
 
 /* ---- a private nginx ------------------------------------------------------ */
 
-static gboolean
-port_accepts (guint port)
-{
-  int s = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons ((guint16) port),
-                           .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
-  gboolean ok = s >= 0 && connect (s, (struct sockaddr *) &a, sizeof a) == 0;
-  if (s >= 0)
-    close (s);
-  return ok;
-}
 
 TestNginx *
 test_nginx_start (const char *root)
@@ -405,34 +516,36 @@ test_nginx_start (const char *root)
   TestNginx *n = g_new0 (TestNginx, 1);
   n->dir = g_dir_make_tmp ("extbody-nginx-XXXXXX", NULL);
   g_assert_nonnull (n->dir);
-  n->port = test_free_port ();
   g_autofree char *conf = g_build_filename (n->dir, "nginx.conf", NULL);
-  g_autofree char *text = g_strdup_printf (
-    "daemon off;\nmaster_process off;\nworker_processes 1;\npid %s/nginx.pid;\n"
-    "error_log %s/error.log warn;\nevents { worker_connections 256; }\n"
-    "http {\n  access_log off;\n  types { }\n  default_type application/octet-stream;\n"
-    "  client_body_temp_path %s/body;\n  proxy_temp_path %s/proxy;\n  fastcgi_temp_path %s/fastcgi;\n"
-    "  uwsgi_temp_path %s/uwsgi;\n  scgi_temp_path %s/scgi;\n"
-    "  server {\n    listen 127.0.0.1:%u;\n    root %s;\n    location / { }\n  }\n}\n",
-    n->dir, n->dir, n->dir, n->dir, n->dir, n->dir, n->dir, n->port, root);
-  g_assert_true (g_file_set_contents (conf, text, -1, NULL));
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
-  g_subprocess_launcher_set_child_setup (launcher, server_child_setup, NULL, NULL);
   g_autofree char *errlog = g_build_filename (n->dir, "error.log", NULL);
-  n->proc = g_subprocess_launcher_spawn (launcher, &error, "/usr/sbin/nginx", "-p", n->dir, "-c", conf,
-                                         "-e", errlog, NULL);
-  g_assert_no_error (error);
-  g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (n->proc));
-  n->watchdog = test_watchdog_add (kill_cmd);
-  for (guint i = 0; i < 200 && !port_accepts (n->port); i++)
-    g_usleep (25000);
-  if (!port_accepts (n->port)) {
-    g_autofree char *log = NULL;
-    g_file_get_contents (errlog, &log, NULL, NULL);
-    g_error ("nginx did not start on 127.0.0.1:%u: %s", n->port, log ? log : "(no log)");
+  for (guint attempt = 0;; attempt++) {
+    g_assert_cmpuint (attempt, <, TEST_PORT_ATTEMPTS);
+    n->port = test_free_port ();
+    g_autofree char *text = g_strdup_printf (
+      "daemon off;\nmaster_process off;\nworker_processes 1;\npid %s/nginx.pid;\n"
+      "error_log %s/error.log warn;\nevents { worker_connections 256; }\n"
+      "http {\n  access_log off;\n  types { }\n  default_type application/octet-stream;\n"
+      "  client_body_temp_path %s/body;\n  proxy_temp_path %s/proxy;\n  fastcgi_temp_path %s/fastcgi;\n"
+      "  uwsgi_temp_path %s/uwsgi;\n  scgi_temp_path %s/scgi;\n"
+      "  server {\n    listen 127.0.0.1:%u;\n    root %s;\n    location / { }\n  }\n}\n",
+      n->dir, n->dir, n->dir, n->dir, n->dir, n->dir, n->dir, n->port, root);
+    g_assert_true (g_file_set_contents (conf, text, -1, NULL));
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
+    g_subprocess_launcher_set_child_setup (launcher, server_child_setup, NULL, NULL);
+    n->proc = g_subprocess_launcher_spawn (launcher, &error, "/usr/sbin/nginx", "-p", n->dir, "-c", conf,
+                                           "-e", errlog, NULL);
+    g_assert_no_error (error);
+    g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (n->proc));
+    n->watchdog = test_watchdog_add (kill_cmd);
+    /* listening itself (master_process off: the process started holds it) */
+    if (wait_listening (n->proc, n->port, "nginx", errlog, 10))
+      return n;
+    g_subprocess_wait (n->proc, NULL, NULL);
+    test_watchdog_remove (n->watchdog);
+    g_clear_object (&n->proc);
+    g_unlink (errlog);
   }
-  return n;
 }
 
 void
@@ -518,6 +631,10 @@ test_apache_start (const char *dir, const char *user, const char *extra_conf)
   g_autofree char *pw = g_strdup_printf ("'%s' -bc '%s/htpasswd' '%s' '%s' >/dev/null 2>&1 && chmod 0644 '%s/htpasswd'",
                                          htpasswd, dir, TEST_DAV_USER, TEST_DAV_PASSWORD, dir);
   g_assert_cmpint (test_sh (pw, NULL), ==, 0);
+  g_autofree char *errlog = g_build_filename (dir, "error.log", NULL);
+  g_autofree char *conf = g_build_filename (dir, "httpd.conf", NULL);
+  for (guint attempt = 0;; attempt++) {
+  g_assert_cmpuint (attempt, <, TEST_PORT_ATTEMPTS);
   a->port = test_free_port ();
   const char *m = APACHE_MODULES;
   g_autofree char *conf_text = g_strdup_printf (
@@ -556,9 +673,7 @@ test_apache_start (const char *dir, const char *user, const char *extra_conf)
     m, m, m, m, m, m, m, m, m, m, dir,
     dir, dir, dir,
     extra_conf ? extra_conf : "");
-  g_autofree char *conf = g_build_filename (dir, "httpd.conf", NULL);
   g_assert_true (g_file_set_contents (conf, conf_text, -1, NULL));
-  g_autofree char *errlog = g_build_filename (dir, "error.log", NULL);
   g_autoptr (GError) error = NULL;
   g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_PIPE);
   g_subprocess_launcher_set_child_setup (launcher, apache_child_setup, NULL, NULL);
@@ -567,16 +682,14 @@ test_apache_start (const char *dir, const char *user, const char *extra_conf)
   g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL -%s 2>/dev/null",
                                                g_subprocess_get_identifier (a->proc));
   a->watchdog = test_watchdog_add (kill_cmd);
-  while (!port_accepts (a->port)) {
-    if (!g_subprocess_get_identifier (a->proc)) {
-      /* it ended before it listened: show why */
-      g_autofree char *log = NULL;
-      g_file_get_contents (errlog, &log, NULL, NULL);
-      g_error ("apache2 did not start on 127.0.0.1:%u: %s", a->port, log ? log : "(no log)");
-    }
-    g_usleep (50 * 1000);
+  /* the parent, which stays in the foreground, holds the listening socket */
+  if (wait_listening (a->proc, a->port, "apache2", errlog, 20))
+    return a;
+  g_subprocess_wait (a->proc, NULL, NULL);
+  test_watchdog_remove (a->watchdog);
+  g_clear_object (&a->proc);
+  g_unlink (errlog);
   }
-  return a;
 }
 
 void

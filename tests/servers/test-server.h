@@ -33,6 +33,23 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (TestServer, test_server_stop)
 /* A TCP port on 127.0.0.1 that is free now (bound, read back, closed). */
 guint test_free_port (void);
 
+/* Does the socket listening on 127.0.0.1:@port belong to process @pid (one of
+ * its open files)? A server that comes up on a port is only the test's own
+ * when this holds: another process of a parallel test may hold the port. */
+gboolean test_port_owned_by (guint port, GPid pid);
+
+/* The exit status by which a server's start script says its port was taken
+ * (EADDRINUSE) before it could bind it, and how many ports are tried. */
+#define TEST_PORT_TAKEN 75
+#define TEST_PORT_ATTEMPTS 5
+
+/* Run the shell command @cmd with "{PORT}" replaced by a free port (in
+ * *@port), again with another port when it exits TEST_PORT_TAKEN, at most
+ * TEST_PORT_ATTEMPTS times; any other failure fails the test with its output.
+ * *@out (nullable) gets the successful run's standard output.
+ * Returns: (transfer full): the command as run. */
+char *test_sh_on_free_port (const char *cmd, guint *port, char **out);
+
 /* @crlf with every CR LF made LF. Returns: (transfer full). */
 char *test_crlf_to_lf (const char *crlf);
 
