@@ -379,7 +379,7 @@ static const EbConfigKey keys[] = {
   KEY (max_part_bytes, EB_CONFIG_SIZE, "32M", 0, G_GUINT64_CONSTANT (1) << 40,
        "Decoded bytes of one resolved part; larger data leaves the reference alone. A fetch is stopped once more than this has arrived, whatever size the server announced."),
   KEY (max_message_bytes, EB_CONFIG_SIZE, "64M", 0, G_GUINT64_CONSTANT (1) << 40,
-       "Decoded bytes resolved per message; references past it are left alone. A fetched body that cannot fit beside those the message already holds is stopped, so a message's memory follows this limit, not the size of what its URLs serve."),
+       "Decoded bytes resolved per message; references past it are left alone. The bodies a message holds while its references are fetched and read count against it too (a body as it arrives, or its whole size once the server announces it), earlier references first: a later one gives up its room to an earlier one, and a body that cannot fit beside the earlier ones is stopped, or not read. The memory a message's bodies take stays within this limit, whatever the number of references and however their fetches interleave."),
   BOOL (fetch, "off",
         "Fetch http, https and ftp URLs (on), or resolve data: URLs only, with no network at all (off). A fetch tells the URL's owner that the mail was processed, and from where, like a remote image in a mail reader: turn it on deliberately, usually with allow_domains."),
   LIST (allow_schemes, "http, https, ftp",
