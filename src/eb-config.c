@@ -459,7 +459,7 @@ static const EbConfigKey keys[] = {
   BOOL (strip_trace_fields, "on",
         "Remove X-Extbody and X-Extbody-Resolved fields that arrive in a message's header (extbody-milter, extbody-pipe): a sender can forge them."),
   KEY (milter_spill_size, EB_CONFIG_SIZE, "1M", 0, G_GUINT64_CONSTANT (1) << 40,
-       "Message bytes extbody-milter keeps in memory; a larger message is spooled to a temporary file."),
+       "Message bytes extbody-milter keeps in memory; a larger message is spooled to a temporary file, and so is the new body of a message that is, or whose resolved data is, larger."),
   KEY (milter_stop_timeout, EB_CONFIG_UINT, "60", 0, 3600,
        "Seconds extbody-milter lets the messages in flight finish once told to stop (SIGTERM, SIGINT); meanwhile it accepts no connection and tempfails new messages; a message still unfinished then is cut off, and the MTA's milter_default_action applies to it."),
   LIST (externalize_store, "",
