@@ -13,14 +13,12 @@ struct _EbBuffer {
   gsize   room;   /* the mapping's length: a whole number of pages */
 };
 
+/* @n rounded up to whole pages; 0 when that cannot be represented. */
 static gsize
 page_round (gsize n)
 {
-  static gsize page;
-  if (!page) {
-    long p = sysconf (_SC_PAGESIZE);
-    page = p > 0 ? (gsize) p : 4096;
-  }
+  long p = sysconf (_SC_PAGESIZE);
+  gsize page = p > 0 ? (gsize) p : 4096;
   return n > G_MAXSIZE - page ? 0 : (n + page - 1) / page * page;
 }
 
