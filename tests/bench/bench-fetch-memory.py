@@ -7,10 +7,13 @@ rewritten by
 
   - `extbody rewrite --fetch` (peak RSS from wait4, and the same message
     without --fetch for the baseline);
-  - extbody-milter, --parallel sessions sending the message at once through
-    the milter protocol (a small client here: miltertest crashes receiving a
-    replaced body of megabytes); VmHWM of a fresh daemon per row, and of one
-    that received no message.
+  - extbody-milter, --parallel sessions sending such a message at once
+    through the milter protocol (a small client here: miltertest crashes
+    receiving a replaced body over about 1 KB), each with URLs of its own
+    unless --same-urls, so that none shares another's bodies through the
+    cache; VmHWM of a fresh daemon per row, which counts the pages of the
+    spill files it sends new bodies from, and its peak RssAnon (sampled every
+    5 ms), its own memory; the same for a daemon that received no message.
 
 under max_part_bytes / max_message_bytes (--limits, 4M,8M by default); the
 references resolved and the requests nginx answered are shown too. --chunked:
@@ -20,7 +23,7 @@ before/after table.
 
     python3 tests/bench/bench-fetch-memory.py [--build build] [--build-before DIR]
         [--counts 2,16,32] [--size 3670016] [--limits 4M,8M] [--chunked]
-        [--parallel 4] [--no-milter]
+        [--parallel 4] [--same-urls] [--no-milter]
 
 Not a test (tests/integration/test-fetch-memory.c is): nothing is asserted.
 """
@@ -33,6 +36,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -88,11 +92,11 @@ http {{ access_log {d}/access.log; types {{ }} default_type text/plain;
         self.proc.wait()
 
 
-def message(port, n, eol="\n"):
+def message(port, n, eol="\n", session=0):
     parts = "".join(
         '--b{e}Content-Type: message/external-body; access-type=URL;{e}'
-        ' URL="http://127.0.0.1:{p}/f{f:02d}.txt?i={i}"{e}{e}Content-Type: text/plain{e}{e}'
-        .format(e=eol, p=port, f=i % 32, i=i) for i in range(n))
+        ' URL="http://127.0.0.1:{p}/f{f:02d}.txt?i={i}&s={s}"{e}{e}Content-Type: text/plain{e}{e}'
+        .format(e=eol, p=port, f=i % 32, i=i, s=session) for i in range(n))
     return ("--b{e}Content-Type: text/plain{e}{e}before{e}".format(e=eol) + parts + "--b--" + eol)
 
 
@@ -168,17 +172,41 @@ def milter_send(sock_path, body):
     return cmd.decode()
 
 
-def vm_hwm(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
+def status_kib(pid, field):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
     return 0
 
 
-def milter_peak(milter, conf, limits, work, body_file, parallel):
-    """VmHWM (KiB) of a fresh extbody-milter after @parallel sessions (0: none),
-    and the parts resolved in any of them."""
+class AnonPeak:
+    """The largest RssAnon of @pid seen, sampled every 5 ms: the daemon's own
+    memory, without the file pages of the spill files it sends from (which
+    VmHWM counts)."""
+
+    def __init__(self, pid):
+        self.pid, self.peak, self.stop = pid, 0, False
+        self.thread = threading.Thread(target=self.run)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop:
+            self.peak = max(self.peak, status_kib(self.pid, "RssAnon"))
+            time.sleep(0.005)
+
+    def end(self):
+        self.stop = True
+        self.thread.join()
+        return self.peak
+
+
+def milter_peak(milter, conf, limits, work, body_files, parallel):
+    """VmHWM and the peak RssAnon (KiB) of a fresh extbody-milter over
+    @parallel sessions (0: none), and the parts resolved in any of them."""
     part, whole = limits
     sock = os.path.join(work, "m.sock")
     if os.path.exists(sock):
@@ -192,20 +220,24 @@ def milter_peak(milter, conf, limits, work, body_file, parallel):
             if os.path.exists(sock):
                 break
             time.sleep(0.02)
-        with open(body_file, "rb") as f:
-            body = f.read()
+        bodies = []
+        for k in range(parallel):
+            with open(body_files[k % len(body_files)], "rb") as f:
+                bodies.append(f.read())
+        anon = AnonPeak(proc.pid)
         with concurrent.futures.ThreadPoolExecutor(max(parallel, 1)) as pool:
-            replies = list(pool.map(lambda _: milter_send(sock, body), range(parallel)))
+            replies = list(pool.map(lambda b: milter_send(sock, b), bodies))
+        anon_peak = anon.end()
         if any(r != "a" and r != "c" for r in replies):
             raise RuntimeError("extbody-milter answered %s" % replies)
-        peak = vm_hwm(proc.pid)
+        peak = status_kib(proc.pid, "VmHWM")
     finally:
         proc.terminate()
         proc.wait()
     log.seek(0)
     resolved = sorted({ln.split(" part=")[1].split()[0] for ln in log if " outcome=resolved" in ln}, key=int)
     log.close()
-    return peak, resolved
+    return peak, anon_peak, resolved
 
 
 def main():
@@ -217,6 +249,8 @@ def main():
     ap.add_argument("--limits", default="4M,8M", help="max_part_bytes,max_message_bytes")
     ap.add_argument("--chunked", action="store_true")
     ap.add_argument("--parallel", type=int, default=4, help="milter sessions at once")
+    ap.add_argument("--same-urls", action="store_true",
+                    help="the milter sessions send one message (else each its own URLs)")
     ap.add_argument("--no-milter", action="store_true")
     a = ap.parse_args()
     counts = [int(x) for x in a.counts.split(",")]
@@ -258,21 +292,25 @@ def main():
                                                                  ",".join(resolved)))
         if milter_ok:
             print()
-            print("extbody-milter, VmHWM of a fresh daemon after %d sessions at once (KiB)" % a.parallel)
-            print("%-7s %5s %12s %12s %9s  %s" % ("build", "refs", "VmHWM KiB", "idle", "requests", "resolved"))
+            print("extbody-milter, a fresh daemon, %d sessions at once: VmHWM (the spill files' pages"
+                  " included) and peak RssAnon (sampled), KiB" % a.parallel)
+            print("%-7s %5s %10s %10s %10s %10s %9s  %s" % ("build", "refs", "VmHWM", "RssAnon", "idle HWM",
+                                                            "idle anon", "requests", "resolved"))
             for name, build in builds:
                 milter = os.path.join(build, "filters", "milter", "extbody-milter")
                 if not os.path.exists(milter):
                     continue
-                idle, _ = milter_peak(milter, conf, limits, work, os.devnull, 0)
+                idle, idle_anon, _ = milter_peak(milter, conf, limits, work, [os.devnull], 0)
                 for n in counts:
-                    bf = os.path.join(work, "b%d.eml" % n)
-                    with open(bf, "w", newline="") as f:
-                        f.write(message(nginx.port, n, "\r\n"))
+                    bfs = []
+                    for k in range(1 if a.same_urls else a.parallel):
+                        bfs.append(os.path.join(work, "b%d-%d.eml" % (n, k)))
+                        with open(bfs[-1], "w", newline="") as f:
+                            f.write(message(nginx.port, n, "\r\n", k))
                     nginx.requests()
-                    peak, resolved = milter_peak(milter, conf, limits, work, bf, a.parallel)
-                    print("%-7s %5d %12d %12d %9d  parts %s" % (name, n, peak, idle, nginx.requests(),
-                                                               ",".join(resolved)))
+                    peak, anon, resolved = milter_peak(milter, conf, limits, work, bfs, a.parallel)
+                    print("%-7s %5d %10d %10d %10d %10d %9d  parts %s" % (name, n, peak, anon, idle, idle_anon,
+                                                                          nginx.requests(), ",".join(resolved)))
     finally:
         nginx.stop()
         shutil.rmtree(work, ignore_errors=True)
