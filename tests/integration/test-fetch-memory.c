@@ -20,7 +20,8 @@
  * access-type=local-file references to one 3.5 MiB file (local_file_dirs), which
  * were all read before any was resolved: each is read when its turn comes,
  * within what max_message_bytes leaves (the baseline: local_file_dirs empty).
- * Skipped (exit 77) without nginx. */
+ * The AddressSanitizer build checks all but the memory. Skipped (exit 77)
+ * without nginx. */
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <fcntl.h>
@@ -32,6 +33,20 @@
 
 /* what the process may hold beyond the bodies max_message_bytes counts */
 #define MARGIN_KIB 4096
+
+/* AddressSanitizer keeps freed memory in quarantine: resident memory says
+ * nothing about what the program holds there. Its build checks the rest
+ * (which references resolve, the output); the normal build measures. */
+#if defined(__SANITIZE_ADDRESS__)
+#define MEASURE_RSS FALSE
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MEASURE_RSS FALSE
+#endif
+#endif
+#ifndef MEASURE_RSS
+#define MEASURE_RSS TRUE
+#endif
 
 static char *dir;
 static char *conf;
@@ -256,9 +271,13 @@ run_shape (gconstpointer data)
   }
   g_test_message ("%s: 32 references peak %+ld KiB over 2 references", s->name, peak[1] - peak[0]);
   /* the memory first, then what resolved */
-  g_assert_cmpint (peak[1], <=, peak[0] + MARGIN_KIB);
-  for (guint k = 0; k < 2; k++)
-    g_assert_cmpint (peak[k], <=, base[k] + (glong) (s->budget / 1024) + MARGIN_KIB);
+  if (MEASURE_RSS) {
+    g_assert_cmpint (peak[1], <=, peak[0] + MARGIN_KIB);
+    for (guint k = 0; k < 2; k++)
+      g_assert_cmpint (peak[k], <=, base[k] + (glong) (s->budget / 1024) + MARGIN_KIB);
+  } else {
+    g_test_message ("AddressSanitizer build: peak memory not checked");
+  }
   for (guint k = 0; k < 2; k++) {
     check_report (errs[k], ns[k]);
     check_output (outs[k], s, ns[k]);
@@ -271,13 +290,6 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-#if defined(__SANITIZE_ADDRESS__)
-  test_skip_all ("peak memory is not measurable under AddressSanitizer (its quarantine keeps freed memory)");
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  test_skip_all ("peak memory is not measurable under AddressSanitizer (its quarantine keeps freed memory)");
-#endif
-#endif
   if (!g_getenv ("EXTBODY"))
     test_skip_all ("EXTBODY is not set (run through ctest)");
   if (!g_file_test ("/usr/sbin/nginx", G_FILE_TEST_IS_EXECUTABLE))
