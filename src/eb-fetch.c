@@ -1,5 +1,6 @@
 /* eb-fetch.c - libcurl multi fetching under the fetch policy (see eb-fetch.h). */
 #include "eb-fetch.h"
+#include "eb-buffer.h"
 #include "eb-error.h"
 #include "eb-policy.h"
 #include "eb-redis.h"
@@ -490,12 +491,29 @@ lookup_start (const char *host)
 
 /* ---- one transfer ---------------------------------------------------------- */
 
-/* What all transfers of one message share: the deadline and the bytes held. */
+/* What all transfers of one message share: the deadline and the bytes held.
+ *
+ * Every body the message holds is counted against max_message_bytes: the
+ * bytes received (or, once a response announces its size, the whole size,
+ * reserved up front) of each fetch under way, and the size of each body
+ * resolved, from the network or from a cache. The bodies live in mappings of
+ * their own (eb-buffer.h), so the memory they take is what is counted. When a
+ * body needs room that is not there, the references earlier in the message
+ * come first, as if they were read one after another: the later ones holding
+ * bytes give them up, latest first (a fetch under way is stopped, a resolved
+ * body dropped; either is started again later); if the room is still not
+ * there, the body waits for the earlier fetches under way to end (stopped,
+ * started again once every earlier reference is done), or, when the earlier
+ * ones done leave no room for it, it is refused (message-budget). A
+ * reference started again once every earlier one is done can be neither
+ * displaced nor made to wait: each is started at most twice. */
 typedef struct {
-  gint64  deadline;    /* monotonic µs, for the whole message */
-  guint64 held;        /* bytes of bodies held: received so far, or resolved */
-  guint64 done;        /* of which resolved */
-  guint64 limit;       /* max_message_bytes */
+  gint64     deadline;  /* monotonic µs, for the whole message */
+  guint64    held;      /* bytes of bodies held or reserved, every round's */
+  guint64    limit;     /* max_message_bytes */
+  GPtrArray *order;     /* (element-type Transfer) (nullable): this round's transfers, in
+                         * the message's order (first occurrences) */
+  GQueue    *later;     /* (element-type Transfer): those to start again, in that order */
 } Round;
 
 typedef enum {
@@ -511,7 +529,14 @@ typedef struct {
   char        *url;          /* current: the first URL, then each redirect target */
   char        *asked;        /* the URL asked for: the cache key */
   guint        redirects;
-  GByteArray  *body;
+  EbBuffer    *body;         /* the current response's body, when it is kept */
+  guint        index;        /* in Round.order */
+  guint64      held;         /* bytes counted for it in Round.held */
+  gboolean     sized;        /* the current response's body was looked at (expect, discard) */
+  guint64      expect;       /* the size the current response announced (kept), or 0 */
+  gint64       known;        /* the size an earlier attempt announced, or -1 */
+  gboolean     discard;      /* the current response's body is never used (not a 200) */
+  guint64      discarded;    /* bytes of it */
   guint64      max_bytes;
   guint64      header_bytes;
   gboolean     is_http;      /* the current URL is http or https */
@@ -538,8 +563,10 @@ typedef struct {
   EbFetchResult *result;     /* when done */
   gboolean     claimed;      /* this call holds the URL in the in-flight table */
   gboolean     deferred;     /* another thread is fetching it */
-  gboolean     contended;    /* stopped for bytes of fetches still under way */
-  gboolean     retried;      /* and started again once they ended */
+  gboolean     waits;        /* stopped for earlier fetches still under way: start again */
+  gboolean     evicted;      /* its bytes went to an earlier reference: start again */
+  gboolean     queued;       /* in Round.later */
+  gboolean     restarted;    /* started again: every earlier reference was done */
   const gint  *cancel;       /* (nullable) the thread's cancel flag */
   gint64       begun;        /* monotonic µs it left its rate-limit wait, or 0 */
   guint64      received;     /* body bytes that arrived */
@@ -578,43 +605,162 @@ opensocket_cb (void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
   return socket (addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
 }
 
+/* Give back what @t holds to the message's budget, and drop its body. */
+static void
+transfer_release (Transfer *t)
+{
+  t->round->held -= MIN (t->round->held, t->held);
+  t->held = 0;
+  g_clear_pointer (&t->body, eb_buffer_free);
+}
+
+static gint
+index_cmp (gconstpointer a, gconstpointer b, gpointer data)
+{
+  const Transfer *x = a, *y = b;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static void
+transfer_queue (Transfer *t)
+{
+  t->queued = TRUE;
+  g_queue_insert_sorted (t->round->later, t, index_cmp, NULL);
+}
+
+/* Take @u's bytes for an earlier reference: a resolved body is dropped, a
+ * fetch under way stopped (its callbacks abort it); either starts again. */
+static void
+transfer_evict (Transfer *u)
+{
+  transfer_release (u);
+  if (u->result) {
+    g_clear_pointer (&u->result, eb_fetch_result_free);
+    transfer_queue (u);
+  } else {
+    u->evicted = TRUE;
+  }
+}
+
+/* Done with, as far as this round goes: a result, or left to the caller. */
+static gboolean
+transfer_final (const Transfer *t)
+{
+  return t->result || t->deferred || t->remote;
+}
+
+typedef enum {
+  ADMIT,     /* counted: go on */
+  WAIT,      /* earlier fetches under way hold the room: start again after them */
+  REFUSE,    /* the earlier references done leave no room: message-budget */
+} Admission;
+
+/* Room for @need more bytes of @t's body (see Round). */
+static Admission
+round_admit (Round *round, Transfer *t, guint64 need)
+{
+  GPtrArray *order = round->order;
+  for (guint k = order->len; k > t->index + 1 && round->held + need > round->limit;) {
+    Transfer *u = g_ptr_array_index (order, --k);
+    if (u->held)
+      transfer_evict (u);
+  }
+  if (round->held + need <= round->limit) {
+    round->held += need;
+    t->held += need;
+    return ADMIT;
+  }
+  /* what is held now is @t's and earlier references': the bytes of those
+   * still under way may yet go */
+  guint64 going = 0;
+  gboolean pending = FALSE;
+  for (guint k = 0; k < t->index; k++) {
+    Transfer *u = g_ptr_array_index (order, k);
+    if (!transfer_final (u)) {
+      pending = TRUE;
+      going += u->held;
+    }
+  }
+  return pending && !t->restarted && round->held - going + need <= round->limit ? WAIT : REFUSE;
+}
+
+static char *
+budget_detail (const Round *round)
+{
+  return g_strdup_printf ("the message's fetched data would pass %" G_GUINT64_FORMAT " bytes", round->limit);
+}
+
+/* The first bytes of the current response's body: is it kept, and what size
+ * does it announce (reserved at once)? */
+static void
+transfer_size (Transfer *t)
+{
+  t->sized = TRUE;
+  t->expect = 0;
+  t->discard = FALSE;
+  t->discarded = 0;
+  if (t->is_http) {
+    long status = 0;
+    curl_easy_getinfo (t->easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status != 200) {
+      /* a redirect's or an error's body: never used */
+      t->discard = TRUE;
+      return;
+    }
+    const char *v = t->content_length;
+    if (v && *v && !t->length_conflict && strspn (v, "0123456789") == strlen (v) && strlen (v) < 20)
+      t->expect = g_ascii_strtoull (v, NULL, 10);
+  } else if (t->announced >= 0) {
+    t->expect = (guint64) t->announced;
+  }
+  if (t->expect)
+    t->known = (gint64) t->expect;
+}
+
 static size_t
 write_cb (char *ptr, size_t size, size_t nmemb, void *userdata)
 {
   Transfer *t = userdata;
   gsize n = size * nmemb;
   t->received += n;
-  if (!t->body)
-    t->body = g_byte_array_new ();
-  if (t->body->len + n > t->max_bytes) {
+  if (t->evicted)
+    return 0;
+  if (!t->sized)
+    transfer_size (t);
+  if (t->discard) {
+    t->discarded += n;
+    if (t->discarded > t->max_bytes) {
+      transfer_fail (t, EB_REASON_PART_TOO_LARGE,
+                     g_strdup_printf ("more than %" G_GUINT64_FORMAT " bytes", t->max_bytes));
+      return 0;
+    }
+    return n;
+  }
+  gsize len = t->body ? eb_buffer_get_size (t->body) : 0;
+  if (len + n > t->max_bytes || t->expect > t->max_bytes) {
     transfer_fail (t, EB_REASON_PART_TOO_LARGE,
-                   g_strdup_printf ("more than %" G_GUINT64_FORMAT " bytes", t->max_bytes));
+                   len + n > t->max_bytes
+                   ? g_strdup_printf ("more than %" G_GUINT64_FORMAT " bytes", t->max_bytes)
+                   : g_strdup_printf ("announced size above %" G_GUINT64_FORMAT " bytes", t->max_bytes));
     return 0;
   }
-  /* The message's bodies together stay within max_message_bytes: a body that
-   * cannot fit is stopped. When it could fit beside those already resolved
-   * but not beside those still coming, it is started again once they have
-   * ended (fetch_round), alone. */
-  if (t->round->held + n > t->round->limit) {
-    t->contended = !t->retried && t->round->done + t->body->len + n <= t->round->limit;
-    transfer_fail (t, EB_REASON_MESSAGE_BUDGET,
-                   g_strdup_printf ("the message's fetched data would pass %" G_GUINT64_FORMAT " bytes",
-                                    t->round->limit));
-    return 0;
+  /* The message's bodies together stay within max_message_bytes (Round) */
+  guint64 want = MAX ((guint64) len + n, t->expect);
+  if (want > t->held) {
+    Admission a = round_admit (t->round, t, want - t->held);
+    if (a != ADMIT) {
+      t->waits = a == WAIT;
+      transfer_fail (t, EB_REASON_MESSAGE_BUDGET, budget_detail (t->round));
+      return 0;
+    }
   }
-  t->round->held += n;
-  g_byte_array_append (t->body, (const guint8 *) ptr, (guint) n);
-  return n;
-}
-
-/* Give back what @t's body held to the message's budget, and drop it. */
-static void
-body_release (Transfer *t)
-{
   if (!t->body)
-    return;
-  t->round->held -= MIN (t->round->held, (guint64) t->body->len);
-  g_clear_pointer (&t->body, g_byte_array_unref);   /* its capacity too */
+    t->body = eb_buffer_new (t->expect);
+  if (!t->body || !eb_buffer_append (t->body, ptr, n)) {
+    transfer_fail (t, EB_REASON_FETCH_FAILED, g_strdup ("no memory for the body"));
+    return 0;
+  }
+  return n;
 }
 
 /* The value of header line @line if its field name is @name (trimmed, a
@@ -666,6 +812,7 @@ header_cb (char *ptr, size_t size, size_t nmemb, void *userdata)
    * asked for (no Accept-Encoding is sent) was applied. */
   if (n >= 5 && g_ascii_strncasecmp (ptr, "HTTP/", 5) == 0) {
     t->header_ended = FALSE;
+    t->sized = FALSE;
     t->length_conflict = FALSE;
     g_clear_pointer (&t->content_length, g_free);
     g_clear_pointer (&t->content_encoding, g_free);
@@ -714,6 +861,8 @@ xferinfo_cb (void *clientp, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ult
 {
   Transfer *t = clientp;
   gint64 now = g_get_monotonic_time ();
+  if (t->evicted)
+    return 1;   /* its bytes went to an earlier reference */
   if (transfer_cancelled (t)) {
     transfer_fail (t, EB_REASON_TIMED_OUT, g_strdup ("cancelled"));
     return 1;
@@ -735,7 +884,8 @@ transfer_setup (Transfer *t)
   const EbConfig *c = t->f->config;
   CURL *e = t->easy;
   curl_easy_reset (e);
-  body_release (t);
+  transfer_release (t);
+  t->sized = FALSE;
   t->header_bytes = 0;
   t->announced = -1;
   g_autofree char *scheme = scheme_of (t->url);
@@ -802,8 +952,7 @@ transfer_done (Transfer *t, CURLcode code)
 {
   EbFetchResult *r = g_new0 (EbFetchResult, 1);
   long status = 0;
-  if (!t->body)
-    t->body = g_byte_array_new ();   /* nothing came */
+  gsize len = t->body ? eb_buffer_get_size (t->body) : 0;
   curl_easy_getinfo (t->easy, CURLINFO_RESPONSE_CODE, &status);
   g_autofree char *scheme = scheme_of (t->url);
   gboolean is_http = scheme && (!strcmp (scheme, "http") || !strcmp (scheme, "https"));
@@ -869,10 +1018,10 @@ transfer_done (Transfer *t, CURLcode code)
     /* 204 has no body, 206 a piece of one: only a 200 carries the whole */
     r->reason = EB_REASON_HTTP_STATUS;
     r->detail = g_strdup_printf ("HTTP %ld: only a 200 with the whole body is used", status);
-  } else if (!is_http && t->announced >= 0 && (guint64) t->announced != t->body->len) {
+  } else if (!is_http && t->announced >= 0 && (guint64) t->announced != len) {
     r->reason = EB_REASON_FETCH_FAILED;
-    r->detail = g_strdup_printf ("the server announced %" G_GINT64_FORMAT " bytes and sent %u",
-                                 t->announced, t->body->len);
+    r->detail = g_strdup_printf ("the server announced %" G_GINT64_FORMAT " bytes and sent %" G_GSIZE_FORMAT,
+                                 t->announced, len);
   } else if (is_http && !t->header_ended) {
     r->reason = EB_REASON_FETCH_FAILED;
     r->detail = g_strdup ("the connection closed inside the response header");
@@ -885,9 +1034,11 @@ transfer_done (Transfer *t, CURLcode code)
                                  t->content_encoding);
   } else {
     r->reason = EB_REASON_RESOLVED;
-    /* one copy: the array's data becomes the result's (and the cache's) */
-    r->body = g_byte_array_free_to_bytes (g_steal_pointer (&t->body));
-    t->round->done += g_bytes_get_size (r->body);
+    /* one copy: the buffer's mapping becomes the result's (and the cache's);
+     * what was reserved beyond it goes back */
+    r->body = t->body ? eb_buffer_free_to_bytes (g_steal_pointer (&t->body)) : g_bytes_new (NULL, 0);
+    t->round->held -= MIN (t->round->held, t->held - MIN (t->held, len));
+    t->held = MIN (t->held, len);
     char *ct = NULL;
     curl_easy_getinfo (t->easy, CURLINFO_CONTENT_TYPE, &ct);
     r->content_type = g_strdup (ct);
@@ -978,7 +1129,7 @@ transfer_end (Transfer *t, EbReason reason, char *detail)
   t->result->detail = detail;
   t->result->final_url = g_strdup (t->url);
   t->state = STATE_IDLE;
-  body_release (t);
+  transfer_release (t);
 }
 
 /* Move @t on as far as it can go now: from its rate-limit slot to its name
@@ -1334,6 +1485,73 @@ remember (EbFetcher *f, Transfer *t)
   shared_store (f, t, TRUE);
 }
 
+/* @t has a result from a cache (this process's or the pool's): a body in it
+ * is held like a fetched one (Round). */
+static void
+transfer_take (Transfer *t)
+{
+  gsize size = t->result->body ? g_bytes_get_size (t->result->body) : 0;
+  if (size == 0 || t->result->reason != EB_REASON_RESOLVED)
+    return;
+  Admission a = round_admit (t->round, t, size);
+  if (a == ADMIT)
+    return;
+  g_clear_pointer (&t->result, eb_fetch_result_free);
+  if (a == WAIT)
+    transfer_queue (t);
+  else
+    transfer_end (t, EB_REASON_MESSAGE_BUDGET, budget_detail (t->round));
+}
+
+/* Start @t again (from Round.later) now that every earlier reference is done:
+ * from the cache when it has it; refused at once when the size an earlier
+ * attempt announced cannot fit beside the earlier bodies; fetched otherwise.
+ * Returns: TRUE when it is fetched (it runs). */
+static gboolean
+transfer_restart (EbFetcher *f, Transfer *t)
+{
+  Round *round = t->round;
+  t->restarted = TRUE;
+  t->queued = FALSE;
+  t->waits = FALSE;
+  t->evicted = FALSE;
+  t->fail = EB_REASON_RESOLVED;
+  g_clear_pointer (&t->fail_detail, g_free);
+  g_free (t->url);
+  t->url = g_strdup (t->asked);
+  t->redirects = 0;
+  if ((t->result = cache_get (f, t->asked))) {
+    transfer_take (t);
+    return FALSE;
+  }
+  if (t->known >= 0) {
+    guint64 after = 0;   /* held by @t and later references, which it may displace */
+    for (guint k = t->index; k < round->order->len; k++)
+      after += ((Transfer *) g_ptr_array_index (round->order, k))->held;
+    if (round->held - after + (guint64) t->known > round->limit) {
+      transfer_end (t, EB_REASON_MESSAGE_BUDGET, budget_detail (round));
+      return FALSE;
+    }
+  }
+  g_autofree char *detail = NULL;
+  g_autofree char *host = NULL;
+  check_url (f, t->url, &detail, &host);
+  if (g_get_monotonic_time () >= round->deadline) {
+    transfer_end (t, EB_REASON_TIMED_OUT, g_strdup ("message deadline passed"));
+  } else if (!host || (t->start_at = rate_reserve (f, host, round->deadline)) < 0) {
+    transfer_end (t, EB_REASON_RATE_LIMITED,
+                  g_strdup_printf ("host %.100s: no slot before the message deadline", host ? host : ""));
+  } else {
+    if (!t->easy)
+      t->easy = curl_easy_init ();
+    t->fetch_deadline = g_get_monotonic_time () + (gint64) f->config->fetch_timeout * G_USEC_PER_SEC;
+    transfer_setup (t);
+    t->state = STATE_WAITING;
+    return TRUE;
+  }
+  return FALSE;
+}
+
 /* One round: fetch @urls under @round's deadline and budget; with @defer, a URL
  * that another thread is fetching is not waited for here (waiting while holding
  * claims could deadlock): its result is left NULL for the caller. Likewise a
@@ -1351,6 +1569,9 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
   g_autoptr (GHashTable) index = g_hash_table_new (g_str_hash, g_str_equal);   /* url -> Transfer* */
   g_autoptr (GPtrArray) transfers = g_ptr_array_new ();
   gint64 deadline = round->deadline;
+  GQueue later = G_QUEUE_INIT;   /* stopped or dropped for earlier references */
+  round->order = transfers;
+  round->later = &later;
 
   for (guint i = 0; i < n; i++) {
     if (g_hash_table_contains (index, urls[i]))
@@ -1363,12 +1584,13 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
     t->deadline = deadline;
     t->round = round;
     t->cancel = g_private_get (&cancel_key);
+    t->known = -1;
+    t->index = transfers->len;
     g_hash_table_insert (index, (gpointer) urls[i], t);
     g_ptr_array_add (transfers, t);
     t->result = cache_get (f, urls[i]);
     if (t->result) {
-      if (t->result->body)
-        round->held += g_bytes_get_size (t->result->body), round->done += g_bytes_get_size (t->result->body);
+      transfer_take (t);
       continue;
     }
     /* another thread fetching the same URL: deferred, so a URL many messages
@@ -1394,8 +1616,7 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
       SharedOutcome o = shared_lookup (f, t, defer && t->claimed && remote);
       if (o == SHARED_HIT) {
         cache_put (f, urls[i], t->result);
-        gsize size = t->result->body ? g_bytes_get_size (t->result->body) : 0;
-        round->held += size, round->done += size;
+        transfer_take (t);
         continue;
       }
       if (o == SHARED_WAIT && defer && t->claimed && remote) {
@@ -1417,37 +1638,25 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
 
   CURLM *multi = curl_multi_init ();
   guint next = 0, running_handles = 0;
-  g_autoptr (GQueue) later = g_queue_new ();   /* stopped for the budget while others ran */
   for (;;) {
-    /* once nothing else runs, those stopped for others' bytes, one at a time */
-    if (running_handles == 0 && next >= transfers->len && !g_queue_is_empty (later)) {
-      Transfer *t = g_queue_pop_head (later);
-      g_autofree char *detail = NULL;
-      g_autofree char *host = NULL;
-      g_free (t->url);
-      t->url = g_strdup (t->asked);
-      t->redirects = 0;
-      t->retried = TRUE;
-      t->contended = FALSE;
-      t->fail = EB_REASON_RESOLVED;
-      g_clear_pointer (&t->fail_detail, g_free);
-      check_url (f, t->url, &detail, &host);
-      if (g_get_monotonic_time () >= deadline) {
-        transfer_end (t, EB_REASON_TIMED_OUT, g_strdup ("message deadline passed"));
-      } else if (!host || (t->start_at = rate_reserve (f, host, deadline)) < 0) {
-        transfer_end (t, EB_REASON_RATE_LIMITED,
-                      g_strdup_printf ("host %.100s: no slot before the message deadline", host ? host : ""));
-      } else {
-        t->fetch_deadline = g_get_monotonic_time () + (gint64) f->config->fetch_timeout * G_USEC_PER_SEC;
-        transfer_setup (t);
-        t->state = STATE_WAITING;
+    /* those stopped or dropped for earlier references, in the message's
+     * order, each once every earlier reference is done */
+    while (running_handles < f->config->max_concurrent_fetches && !g_queue_is_empty (&later)) {
+      Transfer *t = g_queue_peek_head (&later);
+      gboolean ready = TRUE;
+      for (guint k = 0; k < t->index && ready; k++)
+        ready = transfer_final (g_ptr_array_index (transfers, k));
+      /* (with nothing else running or left to start, every earlier one is done) */
+      if (!ready && !(running_handles == 0 && next >= transfers->len))
+        break;
+      g_queue_pop_head (&later);
+      if (transfer_restart (f, t))
         running_handles++;
-      }
     }
     /* start transfers up to the limit */
     while (running_handles < f->config->max_concurrent_fetches && next < transfers->len) {
       Transfer *t = g_ptr_array_index (transfers, next++);
-      if (t->result || t->deferred || t->remote)
+      if (transfer_final (t) || t->queued)
         continue;
       if (g_get_monotonic_time () >= deadline) {
         transfer_end (t, EB_REASON_TIMED_OUT, g_strdup ("message deadline passed"));
@@ -1459,7 +1668,7 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
       t->state = STATE_WAITING;
       running_handles++;
     }
-    if (running_handles == 0 && g_queue_is_empty (later))
+    if (running_handles == 0 && g_queue_is_empty (&later) && next >= transfers->len)
       break;
     for (guint i = 0; i < next; i++) {
       Transfer *t = g_ptr_array_index (transfers, i);
@@ -1482,6 +1691,14 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
       curl_easy_getinfo (msg->easy_handle, CURLINFO_PRIVATE, (char **) &t);
       CURLcode code = msg->data.result;
       curl_multi_remove_handle (multi, t->easy);
+      if (t->waits || t->evicted) {
+        /* stopped for an earlier reference: started again after it */
+        t->state = STATE_IDLE;
+        running_handles--;
+        transfer_release (t);
+        transfer_queue (t);
+        continue;
+      }
       if (transfer_done (t, code)) {
         t->fail = EB_REASON_RESOLVED;
         g_clear_pointer (&t->fail_detail, g_free);
@@ -1496,12 +1713,7 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
         t->state = STATE_IDLE;
         running_handles--;
         if (t->result->reason != EB_REASON_RESOLVED)
-          body_release (t);
-        if (t->result->reason == EB_REASON_MESSAGE_BUDGET && t->contended) {
-          g_clear_pointer (&t->result, eb_fetch_result_free);
-          g_queue_push_tail (later, t);
-          continue;
-        }
+          transfer_release (t);
         remember (f, t);
       }
     }
@@ -1513,6 +1725,8 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
     }
   }
   curl_multi_cleanup (multi);
+  round->order = NULL;
+  round->later = NULL;
 
   for (guint i = 0; i < n; i++) {
     Transfer *t = g_hash_table_lookup (index, urls[i]);
@@ -1546,8 +1760,7 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
       shared_store (f, t, FALSE);
     if (t->easy)
       curl_easy_cleanup (t->easy);
-    if (t->body)
-      g_byte_array_unref (t->body);
+    eb_buffer_free (t->body);
     lookup_unref (t->lookup);
     curl_slist_free_all (t->resolve);
     curl_slist_free_all (t->prequote);
@@ -1566,7 +1779,7 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
 }
 
 EbFetchResult *
-eb_fetch_local_file (const char *path, const char *dirs, guint64 max_bytes)
+eb_fetch_local_file (const char *path, const char *dirs, guint64 max_bytes, guint64 room)
 {
   EbFetchResult *r = g_new0 (EbFetchResult, 1);
   r->final_url = g_strdup (path);
@@ -1611,27 +1824,60 @@ eb_fetch_local_file (const char *path, const char *dirs, guint64 max_bytes)
     r->detail = g_strdup_printf ("%" G_GUINT64_FORMAT " bytes", (guint64) st.st_size);
     return r;
   }
-  GByteArray *a = g_byte_array_sized_new ((guint) st.st_size + 1);
+  if ((guint64) st.st_size > room) {
+    close (fd);
+    r->reason = EB_REASON_MESSAGE_BUDGET;
+    r->detail = g_strdup_printf ("%" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " left of max_message_bytes",
+                                 (guint64) st.st_size, room);
+    return r;
+  }
+  guint64 most = MIN (max_bytes, room);
+  g_autoptr (EbBuffer) a = eb_buffer_new ((gsize) st.st_size);
   guint8 buf[65536];
   for (;;) {
     ssize_t n = read (fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR)
       continue;
-    if (n <= 0 || a->len + (guint64) n > max_bytes) {
+    if (n <= 0 || !a || eb_buffer_get_size (a) + (guint64) n > most || !eb_buffer_append (a, buf, (gsize) n)) {
       if (n != 0) {
-        r->reason = n < 0 ? EB_REASON_FETCH_FAILED : EB_REASON_PART_TOO_LARGE;
-        r->detail = g_strdup_printf ("%.200s: %s", real, n < 0 ? g_strerror (errno) : "grew while read");
-        g_byte_array_unref (a);
+        gboolean over = n > 0 && a && eb_buffer_get_size (a) + (guint64) n > most;
+        r->reason = !over ? EB_REASON_FETCH_FAILED
+                    : eb_buffer_get_size (a) + (guint64) n > max_bytes ? EB_REASON_PART_TOO_LARGE
+                    : EB_REASON_MESSAGE_BUDGET;
+        r->detail = g_strdup_printf ("%.200s: %s", real, n < 0 ? g_strerror (errno)
+                                                     : !over ? "no memory for it" : "grew while read");
         close (fd);
         return r;
       }
       break;
     }
-    g_byte_array_append (a, buf, (guint) n);
   }
   close (fd);
   r->reason = EB_REASON_RESOLVED;
-  r->body = g_byte_array_free_to_bytes (a);
+  r->body = eb_buffer_free_to_bytes (g_steal_pointer (&a));
+  return r;
+}
+
+/* @r, the result for @url of another thread's or instance's fetch, taken
+ * after the first round: its body is held when there is room beside those of
+ * the round (which it no longer displaces), else it is refused. @counted: the
+ * URLs taken so far (a second reference shares the body). Returns: (transfer full). */
+static EbFetchResult *
+round_take_late (Round *round, EbFetchResult *r, const char *url, GHashTable *counted)
+{
+  gsize size = r->body && r->reason == EB_REASON_RESOLVED ? g_bytes_get_size (r->body) : 0;
+  if (size == 0 || g_hash_table_contains (counted, url))
+    return r;
+  if (round->held + size > round->limit) {
+    eb_fetch_result_free (r);
+    r = g_new0 (EbFetchResult, 1);
+    r->reason = EB_REASON_MESSAGE_BUDGET;
+    r->detail = budget_detail (round);
+    r->final_url = g_strdup (url);
+    return r;
+  }
+  round->held += size;
+  g_hash_table_add (counted, (gpointer) url);
   return r;
 }
 
@@ -1644,6 +1890,7 @@ eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 ma
     .limit = f->config->max_message_bytes,
   };
   g_autoptr (GPtrArray) remote = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GHashTable) counted = g_hash_table_new (g_str_hash, g_str_equal);
   GPtrArray *results = fetch_round (f, urls, n, max_bytes, TRUE, &round, remote);
   g_autoptr (GPtrArray) again = g_ptr_array_new ();
   g_autoptr (GArray) where = g_array_new (FALSE, FALSE, sizeof (guint));
@@ -1664,9 +1911,7 @@ eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 ma
       r = cache_get (f, urls[i]);
     }
     if (r) {
-      if (r->body && r->reason == EB_REASON_RESOLVED)
-        round.held += g_bytes_get_size (r->body), round.done += g_bytes_get_size (r->body);
-      g_ptr_array_index (results, i) = r;
+      g_ptr_array_index (results, i) = round_take_late (&round, r, urls[i], counted);
     } else {
       g_ptr_array_add (again, (gpointer) urls[i]);
       g_array_append_val (where, i);
@@ -1692,9 +1937,7 @@ eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 ma
       r->final_url = g_strdup (urls[i]);
     }
     if (r) {
-      if (r->body && r->reason == EB_REASON_RESOLVED)
-        round.held += g_bytes_get_size (r->body), round.done += g_bytes_get_size (r->body);
-      g_ptr_array_index (results, i) = r;
+      g_ptr_array_index (results, i) = round_take_late (&round, r, urls[i], counted);
     } else {
       g_ptr_array_add (again, (gpointer) urls[i]);
       g_array_append_val (where, i);

@@ -78,8 +78,10 @@ GPtrArray *eb_fetcher_fetch_all (EbFetcher *fetcher, const char *const *urls, gu
 
 /* Read the local file @path for an access-type=local-file reference: only a
  * regular file that lies, once every symbolic link and ".." is resolved, inside
- * one of the directories of the list @dirs (the local_file_dirs value), and of at
- * most @max_bytes. Returns: (transfer full): never NULL; failures are results. */
-EbFetchResult *eb_fetch_local_file (const char *path, const char *dirs, guint64 max_bytes);
+ * one of the directories of the list @dirs (the local_file_dirs value), of at
+ * most @max_bytes (else part-too-large) and at most @room, what the message's
+ * max_message_bytes leaves (else message-budget, without reading it).
+ * Returns: (transfer full): never NULL; failures are results. */
+EbFetchResult *eb_fetch_local_file (const char *path, const char *dirs, guint64 max_bytes, guint64 room);
 
 G_END_DECLS

@@ -54,6 +54,25 @@ eb_rewrite_plan_unmatched (const char *buf, gsize len)
   return result_new (buf, len);
 }
 
+/* The room max_message_bytes leaves for reference @i's local file: less the
+ * data resolved before it (@budget) and the fetched bodies still held for the
+ * references after it (each body once), so that what the message holds stays
+ * within it. */
+static guint64
+local_room (const EbConfig *config, GPtrArray *fetched, guint i, guint64 budget)
+{
+  g_autoptr (GHashTable) seen = g_hash_table_new (NULL, NULL);
+  guint64 held = budget;
+  for (guint j = i + 1; j < fetched->len; j++) {
+    const EbFetchResult *f = g_ptr_array_index (fetched, j);
+    if (f && f->body && !g_hash_table_contains (seen, f->body)) {
+      g_hash_table_add (seen, f->body);
+      held += g_bytes_get_size (f->body);
+    }
+  }
+  return held < config->max_message_bytes ? config->max_message_bytes - held : 0;
+}
+
 EbRewriteResult *
 eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher *fetcher,
                  EbRewriteFlags flags)
@@ -87,8 +106,8 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
   if (r->scan->reason != EB_REASON_RESOLVED)
     r->reason = r->scan->reason;
 
-  /* One decision per reference; then the fetches, all at once, and the
-   * local files; then each new part is built. */
+  /* One decision per reference; then the fetches, all at once; then each
+   * new part is built, a local file read when its turn comes. */
   guint nrefs = r->scan->refs->len;
   for (guint i = 0; i < nrefs; i++)
     g_ptr_array_add (r->actions, eb_resolve_decide (g_ptr_array_index (r->scan->refs, i), config));
@@ -99,10 +118,7 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
     g_autoptr (GArray) which = g_array_new (FALSE, FALSE, sizeof (guint));
     for (guint i = 0; i < nrefs; i++) {
       const EbAction *a = g_ptr_array_index (r->actions, i);
-      if (a->kind == EB_ACTION_LOCAL_FILE) {
-        g_ptr_array_index (fetched, i) = eb_fetch_local_file (a->target, config->local_file_dirs,
-                                                              config->max_part_bytes);
-      } else if (a->kind == EB_ACTION_FETCH && fetcher && !(flags & EB_REWRITE_NO_FETCH)) {
+      if (a->kind == EB_ACTION_FETCH && fetcher && !(flags & EB_REWRITE_NO_FETCH)) {
         g_ptr_array_add (urls, a->target);
         g_array_append_val (which, i);
       }
@@ -135,8 +151,15 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
       if (eb_header_field_is (f, buf, EB_FILTER_FIELD) || eb_header_field_is (f, buf, EB_TRACE_FIELD))
         g_array_remove_index (own->fields, k);
     }
-    EbResolution *res = eb_resolve (ref, g_ptr_array_index (r->actions, i), buf, len, r->scan->eol,
-                                    config, g_ptr_array_index (fetched, i), &budget);
+    const EbAction *a = g_ptr_array_index (r->actions, i);
+    if (a->kind == EB_ACTION_LOCAL_FILE)
+      g_ptr_array_index (fetched, i) = eb_fetch_local_file (a->target, config->local_file_dirs,
+                                                            config->max_part_bytes,
+                                                            local_room (config, fetched, i, budget));
+    EbResolution *res = eb_resolve (ref, a, buf, len, r->scan->eol, config, g_ptr_array_index (fetched, i),
+                                    &budget);
+    /* the resolution keeps what it uses: a body not used goes now */
+    g_clear_pointer (&g_ptr_array_index (fetched, i), eb_fetch_result_free);
     if (res->reason == EB_REASON_RESOLVED)
       r->n_resolved++;
     g_ptr_array_add (r->resolutions, res);

@@ -9,9 +9,10 @@
  * the library gives (eb_rewrite_header_edits: no re-parse, no diff here) are
  * sent with smfi_chgheader/smfi_addheader, one trace field X-Extbody is added,
  * and the body the library writes (eb_rewrite_write_body) replaces the old one
- * in one unbroken run of smfi_replacebody calls (a spilled message's new body
- * is written to a spill file of its own and sent from its mapping, so memory
- * does not follow the message). Nothing changed: no modification at all. A failure
+ * in one unbroken run of smfi_replacebody calls (the new body of a spilled
+ * message, or of one whose resolved data passes milter_spill_size, is written
+ * to a spill file of its own and sent from its mapping, so memory follows
+ * neither). Nothing changed: no modification at all. A failure
  * inside accepts the message unchanged (on_error = accept) or tempfails it.
  * Every modification is checked to fit in a milter packet before the first is
  * sent (a message is changed whole or not at all); a refusal once they have
@@ -528,9 +529,34 @@ progress_cb (gpointer data)
     g_atomic_int_set (&w->cancelled, 1);
 }
 
+/* The stream a new body is written to: memory, or an unlinked temporary file
+ * (sent from its mapping) when the message was spilled or the data resolved
+ * into it passes milter_spill_size, so that memory follows neither the message
+ * nor what its references bring (*@out_fd: the file, else -1). */
+static GOutputStream *
+body_stream (const Msg *m, const EbRewriteResult *result, gsize len, int *out_fd)
+{
+  guint64 spill = eb_config_get_uint64 (m->gen->config, "milter_spill_size");
+  guint64 grows = 0;
+  for (guint i = 0; i < eb_rewrite_result_get_n_refs (result); i++)
+    grows += eb_rewrite_result_get_ref_size (result, i);
+  if (m->fd >= 0 || len + grows > spill) {
+    g_autofree char *opath = NULL;
+    int fd = g_file_open_tmp ("extbody-milter-XXXXXX", &opath, NULL);
+    if (fd >= 0) {
+      g_unlink (opath);
+      *out_fd = fd;
+      return g_unix_output_stream_new (fd, TRUE);   /* closed with the stream */
+    }
+  }
+  return g_memory_output_stream_new_resizable ();
+}
+
+/* Plan the message and, when something was resolved, write its new body to
+ * *@out (body_stream: *@out_fd). */
 static gboolean
-rewrite_waiting (SMFICTX *ctx, const Gen *gen, const char *buf, gsize len, GOutputStream *out,
-                 EbRewriteResult **result, GError **error)
+rewrite_waiting (SMFICTX *ctx, const Gen *gen, const Msg *m, const char *buf, gsize len,
+                 GOutputStream **out, int *out_fd, EbRewriteResult **result, GError **error)
 {
   const EbConfig *config = gen->config;
   Waiting w = { ctx, 0 };
@@ -551,7 +577,10 @@ rewrite_waiting (SMFICTX *ctx, const Gen *gen, const char *buf, gsize len, GOutp
     *result = eb_rewrite_plan (buf, len, config, gen->fetcher,
                                eb_config_get_boolean (config, "strip_trace_fields") ? EB_REWRITE_STRIP_TRACE : EB_REWRITE_DEFAULT);
   }
-  gboolean ok = !eb_rewrite_result_get_n_resolved (*result) || eb_rewrite_write_body (*result, buf, len, out, error);
+  gboolean changed = eb_rewrite_result_get_n_resolved (*result) > 0;
+  *out_fd = -1;
+  *out = changed ? body_stream (m, *result, len, out_fd) : g_memory_output_stream_new_resizable ();
+  gboolean ok = !changed || eb_rewrite_write_body (*result, buf, len, *out, error);
   eb_fetch_set_thread_cancel (NULL);
   eb_fetch_set_thread_progress (NULL, NULL);
   kick_leave ();
@@ -713,24 +742,14 @@ cb_eom (SMFICTX *ctx)
     len = m->mem->len;
   }
 
-  /* a spilled message's new body is written to a spill file too (unlinked
-   * at once) and sent from its mapping: memory does not follow the message */
+  /* the new body goes to a spill file of its own when the message or what
+   * its references bring is large (body_stream) */
   g_autoptr (GOutputStream) out = NULL;
   int out_fd = -1;
-  if (m->fd >= 0) {
-    g_autofree char *opath = NULL;
-    out_fd = g_file_open_tmp ("extbody-milter-XXXXXX", &opath, NULL);
-    if (out_fd >= 0) {
-      g_unlink (opath);
-      out = g_unix_output_stream_new (out_fd, TRUE);   /* closed with the stream */
-    }
-  }
-  if (!out)
-    out = g_memory_output_stream_new_resizable ();
   g_autoptr (GMappedFile) out_map = NULL;
   g_autoptr (EbRewriteResult) result = NULL;
   g_autoptr (GError) error = NULL;
-  gboolean ok = rewrite_waiting (ctx, gen, buf, len, out, &result, &error);
+  gboolean ok = rewrite_waiting (ctx, gen, m, buf, len, &out, &out_fd, &result, &error);
   if (!ok) {
     log_line (LOG_ERR, "%s: %s", queue_id (ctx), error->message);
     status = finish_unchanged (ctx, m, on_error_status (m));

@@ -430,7 +430,9 @@ test_https_no_downgrade (void)
 /* Memory follows what can be resolved: 16 references of 30 MiB each, with
  * max_part_bytes 4M and max_message_bytes 8M, rewritten by the command; its
  * peak RSS (wait4's ru_maxrss) stays below the same command's peak on the same
- * message without fetching plus 4 x max_message_bytes. */
+ * message without fetching plus max_message_bytes and 4 MiB (the bodies live in
+ * mappings of their own: what is counted is what is held;
+ * tests/integration/test-fetch-memory.c measures more shapes). */
 static glong
 peak_rss_kib (const char *conf, const char *msg_file, const char *const *extra)
 {
@@ -490,8 +492,8 @@ test_memory_follows_budget (void)
   glong base = peak_rss_kib (conf, file, (const char *const *) off->pdata);
   glong peak = peak_rss_kib (conf, file, (const char *const *) on->pdata);
   g_test_message ("peak RSS: %ld KiB without fetching, %ld KiB fetching 16 x 30 MiB (bound %ld KiB)",
-                  base, peak, base + 4 * 8 * 1024);
-  g_assert_cmpint (peak, <, base + 4 * 8 * 1024);
+                  base, peak, base + 8 * 1024 + 4096);
+  g_assert_cmpint (peak, <, base + 8 * 1024 + 4096);
   g_remove (file);
   g_remove (conf);
   g_rmdir (dir);

@@ -82,6 +82,9 @@ milter_stop (Milter *m)
   g_free (m);
 }
 
+/* (nullable) one more -D NAME=VALUE for the scripts run_script runs */
+static const char *script_define;
+
 static void
 run_script (Milter *m, const char *script)
 {
@@ -92,8 +95,12 @@ run_script (Milter *m, const char *script)
   g_autofree char *out = NULL, *err = NULL;
   int status = 0;
   g_autoptr (GError) error = NULL;
-  g_spawn_sync (NULL, (char *[]) { "miltertest", "-D", dsock, "-D", dlib, "-s", file, NULL }, NULL,
-                G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err, &status, &error);
+  char *argv[] = { "miltertest", "-D", dsock, "-D", dlib, "-s", file, NULL, NULL, NULL };
+  if (script_define) {
+    argv[7] = "-D";
+    argv[8] = (char *) script_define;
+  }
+  g_spawn_sync (NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err, &status, &error);
   g_assert_no_error (error);
   g_test_message ("%s: %s%s", script, out, err);
   g_assert_true (g_spawn_check_wait_status (status, NULL));
@@ -170,6 +177,32 @@ test_spill (void)
    * and sent from there (memory does not follow the message) */
   g_assert_cmpuint (spilled, ==, 4);
   g_assert_cmpuint (spool_files_created ((const char *[]) { "-o", "fetch=off", NULL }, scripts), ==, 0);
+}
+
+/* A message smaller than milter_spill_size whose fetched data makes its new
+ * body larger: the new body goes to a spill file of its own (what the
+ * references bring is not held twice in memory); none when the data leaves it
+ * smaller. The message is about 310 bytes, milter_spill_size 450, the data
+ * 300 bytes, then 50 (httpd.py's /bin; miltertest itself crashes receiving a
+ * replaced body of more than about 1 KB). */
+static void
+test_spill_fetched (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (TestServer) httpd = test_server_start ("httpd.py", NULL, NULL, FALSE, &error);
+  g_assert_no_error (error);
+  const char *const scripts[] = { "fetched-reference.lua", NULL };
+  const char *const extra[] = { "-o", "fetch=on", "--allow-network", "127.0.0.1/32", "-o", "milter_spill_size=450",
+                                NULL };
+  g_autofree char *big = g_strdup_printf ("url=http://127.0.0.1:%u/bin?n=300", httpd->port);
+  script_define = big;
+  guint spilled = spool_files_created (extra, scripts);
+  g_test_message ("spool files, 300 bytes fetched into a message of about 310: %u", spilled);
+  g_assert_cmpuint (spilled, ==, 1);
+  g_autofree char *small = g_strdup_printf ("url=http://127.0.0.1:%u/bin?n=50", httpd->port);
+  script_define = small;
+  g_assert_cmpuint (spool_files_created (extra, scripts), ==, 0);
+  script_define = NULL;
 }
 
 /* @pid has ended: no such process, or a zombie not yet reaped by init. */
@@ -467,6 +500,7 @@ main (int argc, char **argv)
   g_test_add_func ("/milter/too-large", test_too_large);
   g_test_add_func ("/milter/check-configuration", test_check);
   g_test_add_func ("/milter/spill-to-file", test_spill);
+  g_test_add_func ("/milter/spill-fetched-body-to-file", test_spill_fetched);
   g_test_add_func ("/milter/user", test_user);
   g_test_add_func ("/milter/daemon-pidfile", test_daemon);
   g_test_add_func ("/milter/summary-at-exit", test_summary_at_exit);

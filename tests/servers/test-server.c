@@ -511,6 +511,12 @@ test_redis_command (TestRedis *r, const char *format, ...)
 TestNginx *
 test_nginx_start (const char *root)
 {
+  return test_nginx_start_with (root, "");
+}
+
+TestNginx *
+test_nginx_start_with (const char *root, const char *location)
+{
   if (!g_file_test ("/usr/sbin/nginx", G_FILE_TEST_IS_EXECUTABLE))
     return NULL;
   TestNginx *n = g_new0 (TestNginx, 1);
@@ -527,8 +533,8 @@ test_nginx_start (const char *root)
       "http {\n  access_log off;\n  types { }\n  default_type application/octet-stream;\n"
       "  client_body_temp_path %s/body;\n  proxy_temp_path %s/proxy;\n  fastcgi_temp_path %s/fastcgi;\n"
       "  uwsgi_temp_path %s/uwsgi;\n  scgi_temp_path %s/scgi;\n"
-      "  server {\n    listen 127.0.0.1:%u;\n    root %s;\n    location / { }\n  }\n}\n",
-      n->dir, n->dir, n->dir, n->dir, n->dir, n->dir, n->dir, n->port, root);
+      "  server {\n    listen 127.0.0.1:%u;\n    root %s;\n    location / { %s }\n  }\n}\n",
+      n->dir, n->dir, n->dir, n->dir, n->dir, n->dir, n->dir, n->port, root, location);
     g_assert_true (g_file_set_contents (conf, text, -1, NULL));
     g_autoptr (GError) error = NULL;
     g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE);

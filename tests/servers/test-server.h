@@ -118,6 +118,9 @@ typedef struct {
 /* NULL when nginx is not installed (the caller skips). Returns once it
  * accepts connections. */
 TestNginx *test_nginx_start (const char *root);
+/* The same with @location, directives for its "location / { }" block (nginx
+ * syntax, trusted). */
+TestNginx *test_nginx_start_with (const char *root, const char *location);
 /* Stop it and remove its directory (not @root). */
 void test_nginx_stop (TestNginx *nginx);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TestNginx, test_nginx_stop)
