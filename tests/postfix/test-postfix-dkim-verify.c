@@ -1,0 +1,455 @@
+/* test-postfix-dkim-verify.c - signed incoming mail: where a DKIM verifier
+ * goes in smtpd_milters next to extbody-milter resolving references, with a
+ * real Postfix (a private instance on 127.0.0.1, tests/postfix/pf-peer.sh),
+ * extbody-milter in resolve mode (data: references, fetching off) and
+ * Debian's OpenDKIM in verify mode (Mode v, a private instance on a unix
+ * socket, AuthservID mx.test.example, the public key given with its
+ * documented test option TestPublicKeys: no DNS). The messages are signed
+ * beforehand, as the sender's domain would, with dkimpy
+ * (tests/postfix/dkim-sign.py, relaxed/relaxed, a key opendkim-genkey made):
+ *
+ *   - smtpd_milters = opendkim, extbody: OpenDKIM verifies the message as it
+ *     arrived and adds Authentication-Results: mx.test.example; dkim=pass;
+ *     extbody then resolves the reference and keeps that field: the mailbox
+ *     gets the resolved message with the pass. The delivered message's own
+ *     signature no longer verifies (its bh= is the hash of the body as sent,
+ *     tests/postfix/dkim-check.py): a later verifier, a mail reader or a next
+ *     hop, finds it broken, which extbody-milter(8) says;
+ *   - smtpd_milters = extbody, opendkim: OpenDKIM sees the body extbody
+ *     resolved and reports dkim=fail for a signature that was good when the
+ *     message arrived: what not to configure;
+ *   - a signed message without a reference, in both orders: extbody leaves it
+ *     byte for byte as sent and OpenDKIM says dkim=pass either way (the fail
+ *     above is the resolving, not the set-up).
+ *
+ * Postfix's cleanup hands the message to each milter in turn, after the edits
+ * of the ones before it are applied (milter_message () in
+ * src/milter/milter.c). Needs root (Postfix refuses otherwise), Postfix,
+ * opendkim, opendkim-genkey (opendkim-tools) and /usr/bin/python3 with
+ * python3-dkim: skipped (exit 77) without them. Every server and Postfix
+ * instance it starts is registered with the watchdog (test-server.h). */
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <pwd.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+#include "test-server.h"
+
+static char *dir;          /* everything lives here */
+static char *pfdir;        /* the Postfix instance */
+static char *maildir_new;
+static char *dkim_dir;     /* the key, OpenDKIM's configuration and log */
+static guint verify_first_port;  /* smtpd_milters = opendkim (verify), extbody */
+static guint verify_after_port;  /* smtpd_milters = extbody, opendkim (verify) */
+
+static char *
+script (const char *name)
+{
+  return g_test_build_filename (G_TEST_DIST, "postfix", name, NULL);
+}
+
+/* @msg signed for test.example (selector sel) by dkim-sign.py, written to
+ * DIR/@name; returns the file's path. */
+static char *
+signed_message (const char *name, const char *msg)
+{
+  g_autofree char *plain = g_strdup_printf ("%s/%s.plain", dir, name);
+  g_assert_true (g_file_set_contents (plain, msg, -1, NULL));
+  char *path = g_strdup_printf ("%s/%s", dir, name);
+  g_autofree char *sign = script ("dkim-sign.py");
+  g_autofree char *cmd = g_strdup_printf ("/usr/bin/python3 '%s' '%s' '%s/sel.private' sel test.example > '%s'",
+                                          sign, plain, dkim_dir, path);
+  g_assert_cmpint (test_sh (cmd, NULL), ==, 0);
+  return path;
+}
+
+/* Send the file @path to Postfix's listener on @port; asserts it was
+ * accepted (Postfix's log shown when not). */
+static void
+send_to (guint port, const char *path)
+{
+  g_autofree char *send = script ("send.py");
+  g_autofree char *cmd = g_strdup_printf ("/usr/bin/python3 '%s' %u '%s' 2>&1", send, port, path);
+  g_autofree char *out = NULL;
+  int st = test_sh (cmd, &out);
+  if (st != 0) {
+    g_usleep (500000);   /* postlogd writes behind */
+    g_autofree char *tail = g_strdup_printf ("tail -n 12 '%s/log/maillog'", pfdir);
+    g_autofree char *log = NULL;
+    test_sh (tail, &log);
+    g_test_message ("send.py to %u: %d %s\nPostfix's log:\n%s", port, st, out ? out : "", log ? log : "");
+  }
+  g_assert_cmpint (st, ==, 0);
+}
+
+/* The delivered file holding @needle (its text), waiting up to 30 s. */
+static char *
+delivered (const char *needle)
+{
+  for (int t = 0; t < 600; t++) {
+    g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);
+    const char *n;
+    while (d && (n = g_dir_read_name (d))) {
+      g_autofree char *p = g_build_filename (maildir_new, n, NULL);
+      char *text = NULL;
+      if (g_file_get_contents (p, &text, NULL, NULL) && strstr (text, needle)) {
+        g_test_message ("delivered %s:\n%s", n, text);
+        return text;
+      }
+      g_free (text);
+    }
+    g_usleep (50000);
+  }
+  g_error ("%s was not delivered within 30 s", needle);
+}
+
+/* The Authentication-Results fields of the delivered @text's header, each
+ * unfolded, every run of white space made one space; asserts there is
+ * exactly one and returns it. */
+static char *
+auth_results (const char *text)
+{
+  const char *end = strstr (text, "\n\n");
+  g_assert_nonnull (end);
+  const char *name = "\nAuthentication-Results:";
+  const char *p = g_strstr_len (text, end - text, name);
+  g_assert_nonnull (p);
+  g_assert_null (g_strstr_len (p + 1, end - (p + 1), name));
+  p += strlen (name);
+  GString *v = g_string_new (NULL);
+  for (; p < end; p++) {
+    if (*p == '\n' && p[1] != ' ' && p[1] != '\t')
+      break;
+    gboolean space = *p == ' ' || *p == '\t' || *p == '\n';
+    if (!space)
+      g_string_append_c (v, *p);
+    else if (v->len > 0 && v->str[v->len - 1] != ' ')
+      g_string_append_c (v, ' ');
+  }
+  g_test_message ("Authentication-Results: %s", v->str);
+  return g_string_free (v, FALSE);
+}
+
+/* OpenDKIM's verdict for the signature of test.example, selector sel, and
+ * nothing else: "mx.test.example; dkim=@result ..." */
+static void
+assert_dkim_result (const char *ar, const char *result)
+{
+  g_autofree char *head = g_strdup_printf ("mx.test.example; dkim=%s ", result);
+  g_assert_true (g_str_has_prefix (ar, head));
+  g_assert_nonnull (strstr (ar, " header.d=test.example "));
+  g_assert_nonnull (strstr (ar, " header.s=sel "));
+  g_assert_null (strstr (ar, result[0] == 'p' ? "dkim=fail" : "dkim=pass"));
+}
+
+/* dkim-check.py's output for the delivered @text, the signed message as
+ * sent in @sent, asserting it ran. */
+static char *
+dkim_check (const char *text, const char *sent)
+{
+  g_autofree char *file = g_build_filename (dir, "delivered.eml", NULL);
+  g_assert_true (g_file_set_contents (file, text, -1, NULL));
+  g_autofree char *py = script ("dkim-check.py");
+  g_autofree char *cmd = g_strdup_printf ("/usr/bin/python3 '%s' '%s' '%s/sel.txt' '%s'",
+                                          py, file, dkim_dir, sent);
+  char *out = NULL;
+  g_assert_cmpint (test_sh (cmd, &out), ==, 0);
+  g_assert_nonnull (out);
+  g_test_message ("dkim-check.py:\n%s", out);
+  return out;
+}
+
+/* The value of "KEY=" in dkim-check.py's output. */
+static char *
+value_of (const char *out, const char *key)
+{
+  g_autofree char *k = g_strdup_printf ("%s=", key);
+  g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
+  for (guint i = 0; lines[i]; i++)
+    if (g_str_has_prefix (lines[i], k))
+      return g_strdup (lines[i] + strlen (k));
+  return NULL;
+}
+
+/* A message with a text part and a data: reference extbody resolves. */
+static char *
+message_with_reference (const char *message_id)
+{
+  return g_strdup_printf (
+    "From: a@test.example\r\nTo: b@test.example\r\nSubject: signed, with a reference\r\n"
+    "Message-ID: <%s>\r\nMIME-Version: 1.0\r\n"
+    "Content-Type: multipart/mixed; boundary=b\r\n\r\n"
+    "--b\r\nContent-Type: text/plain\r\n\r\nThe greeting is below.\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n"
+    "\tURL=\"data:,Hello%%2C%%20signed%%20world!%%0A\"\r\n\r\n"
+    "Content-Type: text/plain\r\n\r\n--b--\r\n", message_id);
+}
+
+/* The resolved reference, in the delivered text. */
+static void
+assert_resolved (const char *text)
+{
+  g_assert_nonnull (strstr (text, "\nX-Extbody: resolved 1 of 1 external-body reference\n"));
+  g_assert_nonnull (strstr (text, "\n\nHello, signed world!\n"));
+  g_assert_null (strstr (text, "external-body;"));
+}
+
+/* smtpd_milters = opendkim (verify), extbody: the signature is verified on
+ * the message as it arrived (pass), then the reference is resolved, and the
+ * pass reaches the mailbox with the resolved message. That message's
+ * signature is no longer valid: its body hash is the one of the body as
+ * sent, which a verifier after this one (a mail reader, a next hop) finds. */
+static void
+test_verifier_first (void)
+{
+  g_autofree char *m = message_with_reference ("dkim-v-1@test.example");
+  g_autofree char *sent = signed_message ("sent-1.eml", m);
+  send_to (verify_first_port, sent);
+  g_autofree char *got = delivered ("<dkim-v-1@test.example>");
+  assert_resolved (got);
+  g_autofree char *ar = auth_results (got);
+  assert_dkim_result (ar, "pass");
+
+  g_autofree char *out = dkim_check (got, sent);
+  g_assert_nonnull (strstr (out, "d=test.example s=sel c=relaxed/relaxed\n"));
+  g_autofree char *bh = value_of (out, "bh");
+  g_autofree char *delivered_hash = value_of (out, "body-hash");
+  g_autofree char *sent_hash = value_of (out, "body-hash-other");
+  g_assert_nonnull (bh);
+  g_assert_cmpstr (bh, ==, sent_hash);
+  g_assert_cmpstr (bh, !=, delivered_hash);
+  g_assert_nonnull (strstr (out, "\nverify=fail\n"));
+}
+
+/* smtpd_milters = extbody, opendkim (verify): OpenDKIM gets the resolved
+ * body, and a signature that was good when the message arrived is reported
+ * as failed. */
+static void
+test_verifier_after (void)
+{
+  g_autofree char *m = message_with_reference ("dkim-v-2@test.example");
+  g_autofree char *sent = signed_message ("sent-2.eml", m);
+  send_to (verify_after_port, sent);
+  g_autofree char *got = delivered ("<dkim-v-2@test.example>");
+  assert_resolved (got);
+  g_autofree char *ar = auth_results (got);
+  assert_dkim_result (ar, "fail");
+}
+
+/* A signed message without a reference passes in either order: extbody
+ * delivers it byte for byte as sent, and its signature verifies. */
+static void
+test_unchanged_either_order (void)
+{
+  const guint ports[] = { verify_first_port, verify_after_port };
+  for (guint i = 0; i < G_N_ELEMENTS (ports); i++) {
+    g_autofree char *id = g_strdup_printf ("dkim-v-3-%u@test.example", i);
+    g_autofree char *m = g_strdup_printf (
+      "From: a@test.example\r\nTo: b@test.example\r\nSubject: signed, nothing to resolve\r\n"
+      "Message-ID: <%s>\r\nMIME-Version: 1.0\r\n"
+      "Content-Type: multipart/mixed; boundary=b\r\n\r\n"
+      "--b\r\nContent-Type: text/plain\r\n\r\nNo reference here.\r\n"
+      "--b\r\nContent-Type: text/plain; name=\"notes.txt\"\r\n\r\nnotes\r\n--b--\r\n", id);
+    g_autofree char *name = g_strdup_printf ("sent-3-%u.eml", i);
+    g_autofree char *sent = signed_message (name, m);
+    send_to (ports[i], sent);
+    g_autofree char *needle = g_strdup_printf ("<%s>", id);
+    g_autofree char *got = delivered (needle);
+    g_autofree char *sent_text = NULL;
+    g_assert_true (g_file_get_contents (sent, &sent_text, NULL, NULL));
+    g_autofree char *want = test_crlf_to_lf (sent_text);
+    g_assert_cmpstr (test_after_received (got), ==, want);
+    g_autofree char *ar = auth_results (got);
+    assert_dkim_result (ar, "pass");
+    g_autofree char *out = dkim_check (got, sent);
+    g_assert_nonnull (strstr (out, "\nverify=ok\n"));
+  }
+}
+
+/* Wait until Postfix listens on @port (after a reload). */
+static void
+wait_listening (guint port)
+{
+  g_autoptr (GSocketClient) client = g_socket_client_new ();
+  for (int i = 0; i < 200; i++) {
+    g_autoptr (GSocketConnection) c =
+      g_socket_client_connect_to_host (client, "127.0.0.1", (guint16) port, NULL, NULL);
+    if (c)
+      return;
+    g_usleep (50000);
+  }
+  g_error ("Postfix does not listen on 127.0.0.1:%u", port);
+}
+
+/* Wait up to 5 s for the socket @path to appear; @log is shown when not. */
+static void
+wait_socket (const char *path, const char *what, const char *log)
+{
+  for (int i = 0; i < 250 && !g_file_test (path, G_FILE_TEST_EXISTS); i++)
+    g_usleep (20000);
+  if (!g_file_test (path, G_FILE_TEST_EXISTS)) {
+    g_autofree char *text = NULL;
+    g_file_get_contents (log, &text, NULL, NULL);
+    g_error ("%s did not start: %s", what, text ? text : "");
+  }
+}
+
+/* The TXT record of opendkim-genkey's SELECTOR.txt (its quoted strings
+ * joined), for OpenDKIM's TestPublicKeys file. */
+static char *
+txt_record (const char *zone_line)
+{
+  GString *r = g_string_new (NULL);
+  gboolean inside = FALSE;
+  for (const char *p = zone_line; *p; p++) {
+    if (*p == '"')
+      inside = !inside;
+    else if (inside)
+      g_string_append_c (r, *p);
+  }
+  return g_string_free (r, FALSE);
+}
+
+/* Stop @proc (SIGTERM), wait, show @log; its exit status. */
+static int
+stop (GSubprocess *proc, guint watchdog, const char *log)
+{
+  g_subprocess_send_signal (proc, SIGTERM);
+  g_subprocess_wait (proc, NULL, NULL);
+  int status = g_subprocess_get_if_exited (proc) ? g_subprocess_get_exit_status (proc) : 128;
+  g_object_unref (proc);
+  test_watchdog_remove (watchdog);
+  g_autofree char *text = NULL;
+  g_file_get_contents (log, &text, NULL, NULL);
+  g_test_message ("%s:\n%s", log, text ? text : "");
+  return status;
+}
+
+static GSubprocess *
+spawn_logged (const char *log, guint *watchdog, const char *const *argv)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+  g_subprocess_launcher_set_stderr_file_path (launcher, log);
+  GSubprocess *proc = g_subprocess_launcher_spawnv (launcher, argv, &error);
+  g_assert_no_error (error);
+  g_autofree char *kill = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (proc));
+  *watchdog = test_watchdog_add (kill);
+  return proc;
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_autofree char *postfix = g_find_program_in_path ("postfix");
+  if (!postfix && g_file_test ("/usr/sbin/postfix", G_FILE_TEST_IS_EXECUTABLE))
+    postfix = g_strdup ("/usr/sbin/postfix");
+  if (geteuid () != 0)
+    test_skip_all ("needs root (Postfix refuses to run otherwise)");
+  if (!postfix)
+    test_skip_all ("Postfix is not installed (apt-get install postfix)");
+  if (!g_file_test ("/usr/sbin/opendkim", G_FILE_TEST_IS_EXECUTABLE)
+      || !g_file_test ("/usr/sbin/opendkim-genkey", G_FILE_TEST_IS_EXECUTABLE))
+    test_skip_all ("opendkim or opendkim-genkey is not installed (apt-get install opendkim opendkim-tools)");
+  if (!g_file_test ("/usr/bin/python3", G_FILE_TEST_IS_EXECUTABLE)
+      || test_sh ("/usr/bin/python3 -c 'import dkim'", NULL) != 0)
+    test_skip_all ("/usr/bin/python3 with python3-dkim is not installed (apt-get install python3-dkim)");
+  if (!g_getenv ("EXTBODY_MILTER"))
+    test_skip_all ("EXTBODY_MILTER is not set (run through ctest)");
+  struct passwd *pw = getpwnam ("nobody");
+  if (!pw)
+    test_skip_all ("no user nobody to run the milter as");
+  uid_t nobody_uid = pw->pw_uid;
+  gid_t nobody_gid = pw->pw_gid;
+  g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);
+  dir = g_dir_make_tmp ("extbody-pfdkim-XXXXXX", NULL);
+  g_assert_nonnull (dir);
+  g_chmod (dir, 0755);
+  g_autofree char *rm_dir = g_strdup_printf ("rm -rf '%s'", dir);
+  guint wd_dir = test_watchdog_add (rm_dir);
+  pfdir = g_build_filename (dir, "pf", NULL);
+  maildir_new = g_build_filename (pfdir, "mail", "Maildir", "new", NULL);
+
+  /* the sockets' directory is nobody's, so that the milter removes its socket at the stop */
+  g_autofree char *run = g_build_filename (dir, "run", NULL);
+  g_assert_cmpint (g_mkdir (run, 0755), ==, 0);
+  g_assert_cmpint (chown (run, nobody_uid, nobody_gid), ==, 0);
+
+  /* the sender's key; OpenDKIM gets the public half from a file instead of DNS */
+  dkim_dir = g_build_filename (dir, "dkim", NULL);
+  g_assert_cmpint (g_mkdir (dkim_dir, 0700), ==, 0);
+  g_autofree char *genkey = g_strdup_printf ("opendkim-genkey -b 2048 -d test.example -s sel -D '%s'", dkim_dir);
+  g_assert_cmpint (test_sh (genkey, NULL), ==, 0);
+  g_autofree char *txt_path = g_build_filename (dkim_dir, "sel.txt", NULL);
+  g_autofree char *zone_line = NULL;
+  g_assert_true (g_file_get_contents (txt_path, &zone_line, NULL, NULL));
+  g_autofree char *record = txt_record (zone_line);
+  g_assert_true (g_str_has_prefix (record, "v=DKIM1;"));
+  g_autofree char *keys = g_build_filename (dkim_dir, "keys", NULL);
+  g_autofree char *keys_text = g_strdup_printf ("sel._domainkey.test.example %s\n", record);
+  g_assert_true (g_file_set_contents (keys, keys_text, -1, NULL));
+  g_autofree char *dkim_conf = g_build_filename (dkim_dir, "opendkim.conf", NULL);
+  g_autofree char *dkim_conf_text = g_strdup_printf (
+    "Syslog no\nBackground no\nMode v\nSocket local:%s/dkim.sock\nUMask 000\n"
+    "PidFile %s/opendkim.pid\nTestPublicKeys %s\nAuthservID mx.test.example\n",
+    run, dkim_dir, keys);
+  g_assert_true (g_file_set_contents (dkim_conf, dkim_conf_text, -1, NULL));
+  g_autofree char *dkim_log = g_build_filename (dkim_dir, "opendkim.log", NULL);
+  guint wd_dkim = 0;
+  GSubprocess *opendkim = spawn_logged (dkim_log, &wd_dkim, (const char *const[]) {
+    "/usr/sbin/opendkim", "-f", "-x", dkim_conf, NULL });
+  g_autofree char *dkim_sock = g_build_filename (run, "dkim.sock", NULL);
+  wait_socket (dkim_sock, "opendkim", dkim_log);
+
+  /* extbody-milter resolving (the defaults: data: URLs, no fetching), as nobody */
+  g_autofree char *milter_conf = g_build_filename (dir, "milter.conf", NULL);
+  g_assert_true (g_file_set_contents (milter_conf, "milter_umask = 000\n", -1, NULL));
+  g_autofree char *milter_log = g_build_filename (dir, "milter.log", NULL);
+  g_autofree char *milter_sock = g_build_filename (run, "extbody.sock", NULL);
+  g_autofree char *milter_spec = g_strdup_printf ("unix:%s", milter_sock);
+  guint wd_milter = 0;
+  GSubprocess *milter = spawn_logged (milter_log, &wd_milter, (const char *const[]) {
+    g_getenv ("EXTBODY_MILTER"), "-p", milter_spec, "-c", milter_conf, "-u", "nobody", NULL });
+  wait_socket (milter_sock, "extbody-milter", milter_log);
+
+  /* one Postfix, two listeners: the verifier first, the verifier after extbody */
+  verify_first_port = test_free_port ();
+  do
+    verify_after_port = test_free_port ();
+  while (verify_after_port == verify_first_port);
+  g_autofree char *peer = script ("pf-peer.sh");
+  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u 'unix:%s,unix:%s' tempfail",
+                                         peer, pfdir, verify_first_port, dkim_sock, milter_sock);
+  g_autofree char *pf_stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);
+  guint wd_pf = test_watchdog_add (pf_stop);
+  g_assert_cmpint (test_sh (up, NULL), ==, 0);
+  g_autofree char *service = g_strdup_printf (
+    "sh '%s' service '%s' '127.0.0.1:%u inet n - n - - smtpd -o smtpd_milters=unix:%s,unix:%s'",
+    peer, pfdir, verify_after_port, milter_sock, dkim_sock);
+  g_assert_cmpint (test_sh (service, NULL), ==, 0);
+  wait_listening (verify_after_port);
+
+  g_test_add_func ("/postfix-dkim-verify/1-verifier-first-pass-reaches-mailbox", test_verifier_first);
+  g_test_add_func ("/postfix-dkim-verify/2-verifier-after-extbody-fails", test_verifier_after);
+  g_test_add_func ("/postfix-dkim-verify/3-unchanged-message-passes-either-order", test_unchanged_either_order);
+  int rc = g_test_run ();
+
+  g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
+  test_sh (down, NULL);
+  test_watchdog_remove (wd_pf);
+  int milter_status = stop (milter, wd_milter, milter_log);
+  stop (opendkim, wd_dkim, dkim_log);
+  test_sh (rm_dir, NULL);
+  test_watchdog_remove (wd_dir);
+  g_free (dkim_dir);
+  g_free (maildir_new);
+  g_free (pfdir);
+  g_free (dir);
+  if (milter_status != 0) {
+    g_printerr ("the milter exited %d\n", milter_status);
+    return 1;
+  }
+  return rc;
+}
