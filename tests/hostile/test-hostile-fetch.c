@@ -364,9 +364,16 @@ test_one_deadline_per_message (void)
   g_autoptr (EbFetcher) fetcher = eb_fetcher_new (config, &error);
   g_assert_no_error (error);
   Job a = { ma, config, fetcher };
+  (void) test_http_get_number (httpd_port, "/peak?reset=1");
   GThread *ta = g_thread_new ("message-a", job_run, &a);
-  /* B starts while A's fetch of x is under way (x takes 2.5 s) */
-  g_usleep (500 * 1000);
+  /* B starts while A's fetch of x is under way (x takes 2.5 s): once the
+   * server has both of A's requests in progress, not after a guessed pause */
+  gint64 until = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  while (test_http_get_number (httpd_port, "/peak") < 2) {
+    if (g_get_monotonic_time () > until)
+      g_error ("message A's two fetches were not under way within 10 s");
+    g_usleep (10000);
+  }
   double secs = 0;
   g_autoptr (EbRewriteResult) rb = rewrite_timed (mb, config, fetcher, &secs);
   g_thread_join (ta);

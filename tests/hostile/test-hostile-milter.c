@@ -1678,7 +1678,9 @@ test_trace_kept (void)
 static void
 test_modification_too_large (void)
 {
-  Milter *x = own_spawn ("too-large-field", CONFIG "max_message_size = 1M\nmax_header_bytes = 1M\n");
+  /* CONFIG with its max_message_size raised (a key set twice is refused) */
+  Milter *x = own_spawn ("too-large-field", "[extbody]\nfetch = off\nmax_message_size = 1M\nmilter_spill_size = 16k\n"
+                                            "milter_stop_timeout = 2\nmax_header_bytes = 1M\n");
   g_autoptr (Client) c = started (x);
   GString *s = g_string_new ("From: sender@example.org\r\nMIME-Version: 1.0\r\n"
                              "Content-ID: <top@example.org>\r\nContent-Description: top\r\n"
@@ -1979,7 +1981,9 @@ test_stalled_fetches (void)
                   started_fetches, threads_busy, neg_secs);
   g_assert_no_error (error);
   g_assert_true (negotiated);
-  g_assert_cmpfloat (neg_secs, <, 1.0);
+  /* prompt: far below the stall (a blocked daemon would answer after it);
+   * AddressSanitizer's build is several times slower at everything */
+  g_assert_cmpfloat (neg_secs, <, TEST_UNDER_ASAN ? 4.0 : 1.0);
   for (guint i = 0; i < N_STALLED; i++) {
     g_assert_no_error (workers[i].error);
     g_assert_cmpint (workers[i].final, ==, SMFIR_CONTINUE);   /* unresolved, unchanged */

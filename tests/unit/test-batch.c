@@ -137,9 +137,16 @@ order_hook (guint number, gpointer data)
   Order *o = data;
   g_atomic_int_inc (&o->started);
   if (number == 1 && o->jobs > 1) {
-    /* hold the first message until every other one in the window is done */
-    while (eb_stats_get_messages (o->stats) < o->window - 1)
+    /* hold the first message until every other one in the window is done
+     * (their count, the event; a run that never gets there fails, with
+     * what it reached, instead of hanging the suite) */
+    gint64 until = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;
+    while (eb_stats_get_messages (o->stats) < o->window - 1) {
+      if (g_get_monotonic_time () > until)
+        g_error ("the other %u messages of the window were not done within 60 s (%" G_GUINT64_FORMAT " were)",
+                 o->window - 1, (guint64) eb_stats_get_messages (o->stats));
       g_usleep (1000);
+    }
     o->later_first = TRUE;
   }
 }
