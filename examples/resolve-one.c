@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* resolve-one.c - resolve the references of one message through libextbody's
  * public API.
  *

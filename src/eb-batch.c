@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-batch.c - every message of a mailbox (see eb-batch.h).
  *
  * One pool serves every source and mode: a source makes item i (an mbox slice,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-batch.h - every message of a mailbox through one ordered, bounded pool
  * (the public part is in <extbody/extbody.h>, "batch and statistics").
  *

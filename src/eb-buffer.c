@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-buffer.c - byte buffers in mappings of their own (see eb-buffer.h). */
 #include "eb-buffer.h"
 #include <string.h>

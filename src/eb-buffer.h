@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-buffer.h - a growing byte buffer in memory of its own (an anonymous
  * mapping), for the bodies extbody fetches and reads.
  *

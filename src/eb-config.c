@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-config.c - the configuration table and key-file loading (see eb-config.h). */
 #include "eb-config.h"
 #include "eb-error.h"

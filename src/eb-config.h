@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-config.h - every limit and switch of extbody, as named configuration keys.
  *
  * One table (eb-config.c) lists each key with its type, default, bounds and a

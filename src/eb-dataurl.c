@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-dataurl.c - the WHATWG Fetch data: URL processor, with Infra's
  * forgiving-base64 decode (the contract is in eb-dataurl.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-dataurl.h - the WHATWG Fetch data: URL processor (Fetch, "data: URLs"),
  * with Infra's forgiving-base64 decode.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-digest.c - SHA-256, HMAC-SHA256 and MD5 in one pass (see eb-digest.h). */
 #include "eb-digest.h"
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-digest.h - the digests externalize names and labels a part by.
  *
  * SHA-256 names an object in the store (lowercase hex) and checks what the

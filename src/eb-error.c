@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-error.c - the EB_ERROR domain */
 #include "eb-error.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-error.h - the EB_ERROR domain: failures a caller acts on.
  *
  * A part that is left alone is not an error (see eb-reason.h); these codes are

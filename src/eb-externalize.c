@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-externalize.c - select, store, refer (see eb-externalize.h). */
 #include "eb-externalize.h"
 #include "eb-config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-externalize.h - take large parts out of a message: store them, refer to them.
  *
  * The reverse of the resolver (issue 20). The walk (eb_message_scan_leaves)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-extref.c - reading one external-body reference (see eb-extref.h). */
 #include "eb-extref.h"
 #include "eb-error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-extref.h - one message/external-body reference, read from the raw bytes.
  *
  * Pure: given the bytes of a message and where an external-body entity lies in

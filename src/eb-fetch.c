@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-fetch.c - libcurl multi fetching under the fetch policy (see eb-fetch.h). */
 #include "eb-fetch.h"
 #include "eb-buffer.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-fetch.h - fetching http, https and ftp URLs through libcurl, under the
  * fetch policy.
  *

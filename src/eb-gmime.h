@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-gmime.h - g_autoptr support for the GMime 3.2 types extbody uses (GMime
  * 3.2 declares none). Include instead of <gmime/gmime.h>. */
 #pragma once

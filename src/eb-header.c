@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-header.c - raw header blocks, read byte for byte (see eb-header.h). */
 #include "eb-header.h"
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-header.h - raw header blocks, read byte for byte.
  *
  * Pure. extbody never re-serializes mail: it copies header fields as they were

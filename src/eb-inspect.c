@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-inspect.c - tables, JSON lines and report lines (see eb-inspect.h). */
 #include "eb-inspect.h"
 #include <json-glib/json-glib.h>

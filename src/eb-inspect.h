@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-inspect.h - describe references for people (an aligned table) and for
  * programs (one JSON object per reference per line). Field names are documented
  * in extbody(1). */

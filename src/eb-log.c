@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-log.c - the writer, the per-message record, the start line (see eb-log.h). */
 #include "eb-log.h"
 #include "eb-header.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-log.h - one log for the library and every front end.
  *
  * Everything goes through GLib's structured logging (g_log_structured and the

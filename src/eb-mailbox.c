@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-mailbox.c - mbox and Maildir (see eb-mailbox.h). */
 #include "eb-mailbox.h"
 #include "eb-error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-mailbox.h - mbox and Maildir: splitting, locking, and crash-safe rewriting.
  *
  * mbox: messages are separated by From_ lines at the start of the file or after

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-message.c - GMime parse, iterative walk, exact location (see eb-message.h). */
 #include "eb-message.h"
 #include "eb-digest.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-message.h - parse a message with GMime and find its external-body parts.
  *
  * GMime parses; extbody reads. The walk uses GMime's tree and its offsets (header

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-metrics.c - the Prometheus text exposition of the counters (see
  * eb-metrics.h). */
 #include "eb-metrics.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-metrics.h - the counters of an EbStats in the Prometheus text exposition
  * format (version 0.0.4), for the node_exporter textfile collector, and the
  * atomic write of that file. eb_stats_format_prometheus() and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-mimetype.c - WHATWG MIME types (MIME Sniffing 4.4 and 4.5). */
 
 /**

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-mimetype.h - WHATWG MIME types (MIME Sniffing, sections 4.4 and 4.5).
  *
  * Pure: strings in, records out. Strings are UTF-8; the algorithms work on code

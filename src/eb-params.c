@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-params.c - RFC 2045 / RFC 2231 parameters from raw header text (see
  * eb-params.h). One pass of cursor parsers over the bytes; sections are
  * collected per name in a hash table and checked when a value is asked for.

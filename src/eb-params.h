@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-params.h - RFC 2045 / RFC 2231 parameters, read from the raw header text.
  *
  * Pure. The input is the raw value of a Content-Type field: every byte after the

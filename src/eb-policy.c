@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-policy.c - address classes, CIDR blocks and the connect policy (see eb-policy.h). */
 #include "eb-policy.h"
 #include "eb-config.h"

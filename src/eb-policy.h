@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-policy.h - which numeric addresses and ports extbody may connect to.
  *
  * URLs come from hostile mail, so every connection is checked at the last

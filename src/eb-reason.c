@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-reason.c - the table of outcomes (see eb-reason.h). */
 #include "eb-reason.h"
 

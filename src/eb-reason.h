@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-reason.h - why a reference was resolved or left alone.
  *
  * A part left alone is data, not an error: every outcome is one row of a single

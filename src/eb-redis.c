@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-redis.c - a bounded, self-healing hiredis connection pool (see eb-redis.h). */
 #include "eb-redis.h"
 #include <extbody/extbody.h>

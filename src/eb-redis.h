@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-redis.h - the Redis a pool of extbody instances shares (redis_server),
  * through hiredis.
  *

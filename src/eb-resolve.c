@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-resolve.c - decisions and replacement headers (see eb-resolve.h). */
 #include "eb-resolve.h"
 #include "eb-digest.h"

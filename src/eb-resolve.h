@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-resolve.h - decide what becomes of one reference, and build its replacement.
  *
  * For a reference that can be resolved: the data (a data: URL, processed by the

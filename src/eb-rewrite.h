@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-rewrite.h - one message in, one message out; never re-serialized.
  *
  * The pre-check (no "external-body" anywhere: copy out untouched, no parse), the

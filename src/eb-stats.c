@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-stats.c - counters over many messages (see eb-stats.h). */
 #include <stdlib.h>
 #include <string.h>

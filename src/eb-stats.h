@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-stats.h - counters over many messages (the public part is in
  * <extbody/extbody.h>, "batch and statistics").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-store.c - the directory and WebDAV stores of externalize (see eb-store.h). */
 #include "eb-store.h"
 #include "eb-config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-store.h - where externalized parts go: a directory or a WebDAV collection.
  *
  * An object is the decoded bytes of one part, named by the lowercase hex

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-transfer.c - transfer encodings (see eb-transfer.h). */
 #include "eb-transfer.h"
 #include "eb-dataurl.h"

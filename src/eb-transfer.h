@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-transfer.h - Content-Transfer-Encoding: decode what the inner header
  * declares, encode what mail transport needs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-urlparam.c - RFC 2017 section 3.1 URL reassembly and its reverse (see
  * eb-urlparam.h). */
 #include "eb-urlparam.h"

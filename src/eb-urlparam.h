@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-urlparam.h - the URL parameter of access-type=URL (RFC 2017 section 3.1).
  *
  * Pure. Reassembly starts from the raw Content-Type field value (see

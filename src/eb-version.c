@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-version.c - the run-time version and the library's one-time setup
  * (see extbody.h). */
 #include <extbody/extbody.h>

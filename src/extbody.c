@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* extbody - resolve message/external-body references in mail.
  *
  *   extbody rewrite [-c FILE] [-o KEY=VALUE] [--report] [FILE]

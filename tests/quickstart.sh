@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # quickstart.sh - the README's two commands, on a fresh Debian 12 machine.
 #
 #   sh tests/quickstart.sh demo   install, build the command alone (build-demo/),

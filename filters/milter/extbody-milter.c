@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* extbody-milter - resolve message/external-body references inside the MTA
  * (libmilter content filter for Postfix and Sendmail).
  *

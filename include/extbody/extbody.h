@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* extbody.h - the public API of libextbody.
  *
  * Everything a program linking libextbody may use is declared here (and in the

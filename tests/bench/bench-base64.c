@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* bench-base64.c - base64 decode speed of the data: URL path against GLib's
  * g_base64_decode on the same payload, measured in the same run.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Bulk rewrite of a generated mbox, the way an administrator resolves an archive.
 
     python3 tests/bench/bench-bulk.py [--build build] [--seed 7] [--count 3000]

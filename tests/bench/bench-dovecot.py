@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Dovecot benchmark (root: it runs a private Dovecot on 127.0.0.1; needs
 dovecot-core, dovecot-imapd, dovecot-lmtpd and dovecot-sieve).
 

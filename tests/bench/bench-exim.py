@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Exim benchmark (root: it runs a private Exim on 127.0.0.1, tests/exim/exim-peer.sh).
 
 Postfix's smtp-source sends --count messages of about 5 KB from 10 concurrent

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Externalize benchmark (issue 20): `extbody externalize --mbox` over a
 generated mailbox of 2000 messages (gen-corpus.py --seed 1 --count 2000,
 cached under the build directory) with externalize_min_size = 100K and a

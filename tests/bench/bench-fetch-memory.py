@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Peak memory of one message whose fetches run together (issue 25, item 3).
 
 A private nginx on 127.0.0.1 serves 32 text files of --size bytes (3.5 MiB by

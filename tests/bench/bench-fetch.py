@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Fetch benchmark: one message with 50 references to 20 distinct URLs on a
 loopback server that waits 20 ms before each response. Measured in the same run:
 

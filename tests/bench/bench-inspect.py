@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Inspect benchmark (issue 16): `extbody inspect --mbox` over generated mboxes of
 500 and 4000 messages (gen-corpus.py --seed 1 --ext-fraction 0.1), measured in
 the same run against the cheapest tool that reads the same bytes:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Mailbox benchmark: a generated mailbox of 2000 messages (gen-corpus.py --seed 1
 --ext-fraction 0.1, its http references served on 127.0.0.1), measured in the
 same run:

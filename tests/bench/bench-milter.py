@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Milter benchmark (root: it runs a private Postfix on 127.0.0.1).
 
 Postfix's smtp-source sends 2000 messages of about 5 KB from 10 concurrent

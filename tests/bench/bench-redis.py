@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Pool benchmark (root: it runs private Postfix instances on 127.0.0.1).
 
 A private redis-server (no persistence) on a free loopback port, the loopback

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* bench-rewrite.c - in-process throughput of eb_rewrite against a GMime
  * parse-and-write round trip of the same messages, measured in the same run.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """extbody benchmarks: every figure is a ratio against a baseline measured in
 the same run. Nothing here is a test and nothing asserts a speed.
 

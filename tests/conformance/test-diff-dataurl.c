@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-diff-dataurl.c - differential test of eb_data_url_process() against a
  * second implementation of the WHATWG Fetch data: URL processor: the jsdom
  * data-urls package (the reference implementation, on whatwg-url and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-wpt-dataurl.c - web-platform-tests fetch/data-urls: data-urls.json
  * through eb_data_url_process, and base64.json both as WPT's fetch test uses it
  * (the data: URL "data:;base64," + input) and directly through

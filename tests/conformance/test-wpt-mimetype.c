@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-wpt-mimetype.c - the web-platform-tests MIME type suites
  * (mimesniff/mime-types/resources/{mime-types,generated-mime-types}.json,
  * vendored unchanged in wpt/, BSD-3, provenance in wpt/README.md) through

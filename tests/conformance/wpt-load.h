@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* wpt-load.h - load a web-platform-tests JSON file with json-glib, keeping
  * U+0000 in strings. json-glib 1.6 stores strings NUL-terminated, so a "\u0000"
  * escape would cut its string short: before parsing, each one is turned into

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """The Dovecot tests' client side (tests/dovecot): LMTP and IMAP with the
 Python standard library.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dovecot-test.h - a private Dovecot for the tests in tests/dovecot (one
  * program each, so these helpers are static): its own configuration file,
  * base_dir, state_dir and log under a temporary directory everyone can read,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-dovecot-lmtp.c - extbody at delivery in a real Dovecot: messages sent
  * over LMTP to a private Dovecot (LMTP on a loopback port, mdbox, a
  * passwd-file userdb whose users each get a sieve_before script) pass through

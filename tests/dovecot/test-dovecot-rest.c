@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-dovecot-rest.c - extbody over mail at rest in a real Dovecot: an mdbox
  * INBOX of generated messages (tests/bench/gen-corpus.py, half of them with
  * external-body parts) APPENDed with varied flags, keywords and internal

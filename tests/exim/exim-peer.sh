@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # exim-peer.sh -- a private, throwaway Exim 4 on 127.0.0.1 for extbody's tests
 # and benchmark (run as root).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Send mail to the test Exim: one message, or N messages from K concurrent sessions.
 
     send.py PORT FILE [RCPT]           # one message, the bytes of FILE, to RCPT

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-exim.c - extbody as an Exim 4 transport_filter (filters/exim/), end to
  * end through a real private Exim on 127.0.0.1 (tests/exim/exim-peer.sh:
  * Debian's exim4-daemon-light unpacked, its own configuration, spool and log

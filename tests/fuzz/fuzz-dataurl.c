@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-dataurl: the WHATWG data: URL processor and forgiving-base64 on any
  * input, with two properties from the standards:
  * - the URL parser removes every ASCII tab and newline from its input first

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-externalize: a whole message through eb_externalize_plan with a
  * directory store in a private temporary directory and externalize_min_size
  * 16, once as it is and once with the fallback (multipart/alternative), once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-inspect: what inspect prints for any message (JSON and table), with the
  * properties that make it safe to read: every JSON record parses as one JSON
  * object on one line; the --report line and every table line are valid UTF-8

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-mbox: mbox splitting; messages in order, inside the input, not
  * overlapping, each after its From_ line, which (but for the file's first
  * line) reads as a real From_ line; the split in pieces that also looks for

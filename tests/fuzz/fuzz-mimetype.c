@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-mimetype: parse; parse, serialize, parse again gives the same. */
 #include <string.h>
 #include "eb-mimetype.h"

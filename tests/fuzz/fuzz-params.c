@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-params: RFC 2045/2231 parameters as read for every access-type: the
  * input is the raw value of a Content-Type field, read by the parameter parser
  * for every RFC 2046 / RFC 2017 parameter name, then as the Content-Type of an

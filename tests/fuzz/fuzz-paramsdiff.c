@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-paramsdiff: the differential check of issue 16's faster parameter
  * parsing and URL reassembly: for any Content-Type value, the current
  * eb_params_* and eb_urlparam_reassemble give byte for byte what the old ones

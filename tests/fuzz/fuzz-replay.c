@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-replay.c - the fuzz targets as ordinary tests: a g_test main linked
  * with one fuzz-NAME.c, built by gcc in every build (normal and
  * EXTBODY_SANITIZE=ON), that runs the target's LLVMFuzzerTestOneInput over

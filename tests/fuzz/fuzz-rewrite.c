@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-rewrite: a whole message through rewrite with fetching off; the
  * properties: a message in which nothing is resolved comes out byte-identical;
  * in one that changed, every byte before the first resolved reference's

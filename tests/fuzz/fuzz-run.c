@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-run.c - one libFuzzer target run for a bounded time, as a ctest test
  * of the fuzz build (-DEXTBODY_FUZZ=ON with clang):
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-urlparam: URL reassembly from any header value; and the property that
  * a URL split into 40-character words in any folding style reassembles to
  * itself (or, holding an RFC 2047 encoded-word, is refused as one). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* params-old.c - the parameter parser and URL reassembly as they were before
  * the speed work of issue 16 (tests/fuzz/old/, verbatim copies), renamed so
  * that they link beside the current ones: the reference of the differential

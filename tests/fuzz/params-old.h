@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* params-old.h - the pre-issue-16 parameter parser and URL reassembly, renamed
  * (params-old.c): old_eb_params_* and old_eb_urlparam_*. Test-only. */
 #pragma once

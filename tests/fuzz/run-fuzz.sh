@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # run-fuzz.sh - build the libFuzzer targets with clang and fuzz each one for
 # as long as one likes.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* hostile-cases.h - the messages of the hostile-input suite, shared by
  * test-hostile.c (the resolver over them) and test-hostile-externalize.c
  * (`extbody externalize` over them): each case a message built here with its

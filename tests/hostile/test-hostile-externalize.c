@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-hostile-externalize.c - `extbody externalize` over hostile mail.
  *
  * Every message of the hostile-input suite (hostile-cases.h: the cases and

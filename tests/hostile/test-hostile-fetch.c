@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-hostile-fetch.c - the hostile-input suite's fetch faults: servers on
  * 127.0.0.1 that misbehave at the protocol level (tests/servers/faultd.py:
  * connections reset or closed early, stalls and trickles, replies that are not

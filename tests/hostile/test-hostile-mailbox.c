@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-hostile-mailbox.c - the hostile-input suite's mailbox faults, through
  * the extbody command: mboxes whose content is odd (empty, not an mbox, only
  * From_ lines, no final newline, CRLF, NUL and invalid UTF-8, a 10 MB line, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-hostile-milter.c - the hostile-input suite's milter faults: the real
  * extbody-milter daemon on a unix socket in a temporary directory, driven by a
  * small milter-protocol client written here (packets of a 4-byte big-endian

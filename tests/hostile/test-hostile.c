@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-hostile.c - the hostile-input suite: each case a message built here with
  * its expected safe outcome - the message unchanged byte for byte, a reference
  * left with a stated reason, or resolved. Never a crash, never a hang (ctest's

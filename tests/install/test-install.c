@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-install.c - the public API is usable from outside: the build installed
  * into a temporary DESTDIR (cmake --install BUILD --prefix /usr/local), the
  * installed example (share/doc/extbody/examples) built there by the system

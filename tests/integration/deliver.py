@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Deliver one message into an mbox the way a delivery agent does: take the
 dot-lock (FILE.lock, O_EXCL, waiting while someone else holds it), then open
 the file, take an fcntl lock, append, unlock, remove the dot-lock.

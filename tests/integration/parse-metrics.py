@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Parse a Prometheus text file with the reference parser (Debian's
 python3-prometheus-client) and print what it read, for test-metrics.c:
 

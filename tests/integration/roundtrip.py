@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """The externalize round trip over a generated mailbox (run by test-roundtrip).
 
     roundtrip.py --extbody PATH --corpus MBOX --work DIR --store DIR --base-url URL [--fallback]

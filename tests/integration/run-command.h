@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* run-command.h - run the built extbody command (path in $EXTBODY) for the
  * integration tests, with optional standard input; capture both outputs. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-command.c - the extbody command end to end: options, exit codes, the
  * one-line errors, rewrite on the bundled samples, inspect --json, data-url,
  * config, and bad input that must flow through unchanged. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-corpus-fetch.c - real messages of tests/corpus resolved end to end,
  * without the network: the program runs in a mount and network namespace of
  * its own (unshare --mount --net), where the loopback interface is the only

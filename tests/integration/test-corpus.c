@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-corpus.c - the real messages in tests/corpus/ (see SOURCES.md there):
  * for each one, `extbody rewrite --report` and `extbody inspect --json` against
  * the outcomes written down in tests/corpus/expected/, and byte identity of

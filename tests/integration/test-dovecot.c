@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-dovecot.c - a rewritten Maildir as a real IMAP server serves it.
  *
  * Dovecot keeps a map from Maildir base names to IMAP UIDs (dovecot-uidlist);

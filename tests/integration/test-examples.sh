@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # test-examples.sh - the examples extbody ships pass their servers' own checks
 # as they are (issue 26: data/store-nginx.conf.example failed `nginx -t`):
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-externalize-cmd.c - `extbody externalize`, end to end: exit codes,
  * standard output and standard error, with a directory store in a temporary
  * directory (and a WebDAV store nobody answers for the store failure); with

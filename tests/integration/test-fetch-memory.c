@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-fetch-memory.c - the memory one message takes while its fetches run
  * together (issue 25, item 3), measured on the command against a private nginx
  * on 127.0.0.1.

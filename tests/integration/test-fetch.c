@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-fetch.c - fetching through real servers that the test starts on
  * loopback (tests/servers/httpd.py; https with a certificate made for the test):
  * normal files, types, statuses, redirects, limits, time-outs, refused addresses

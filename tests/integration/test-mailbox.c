@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-mailbox.c - rewriting mboxes and Maildirs without ever losing a
  * message: byte identity of what is not rewritten, From_ lines and >From quoting
  * kept, Maildir flags and ,S= sizes, --dry-run, --backup, kill -9 at random

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-metrics.c - metrics_file from a real run: `extbody rewrite --mbox` over
  * messages whose references are resolved from data: URLs and from
  * tests/servers/httpd.py on 127.0.0.1 (one fetched, one taken from the cache,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-pipe.c - the pipe filter (filters/pipe/extbody-pipe) logs each message
  * and reference as the milter does and adds the milter's X-Extbody field to
  * the messages it changes. The re-injection command is a script that saves

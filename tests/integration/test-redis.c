@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-redis.c - the pool's shared cache, coalescing and rate limits through a
  * real redis-server the test starts on loopback (no persistence), with
  * tests/servers/httpd.py counting the requests each URL gets: two fetchers

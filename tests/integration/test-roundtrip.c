@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-roundtrip.c - externalize, then resolve, a generated mailbox (issue 20).
  *
  * gen-corpus.py --seed 1 --count 200 makes the mbox (--ext-fraction 0: no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-store-s3.c - the S3 store (externalize_store_auth = aws-sigv4) against
  * a real S3-compatible server on 127.0.0.1: s3rver from npm
  * (@20minutes/s3rver 4.0.2, which checks AWS Signature Version 4 and runs on

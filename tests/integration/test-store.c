@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-store.c - where externalized parts go (src/eb-store.h), against real
  * servers on 127.0.0.1.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-valgrind.c - the extbody command under valgrind memcheck over the test
  * messages: every corpus message and sample inspected (JSON and table), all of
  * them rewritten as one mbox by two worker threads, single messages rewritten

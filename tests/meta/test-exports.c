@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-exports.c - libextbody exports its public API and nothing else.
  *
  *   /exports/declared     every symbol libextbody.so exports (nm -D

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # test-missing-source.sh - a source file listed in the build but missing from
 # the tree is a configure error that names it, for the library
 # (src/CMakeLists.txt, EB_LIB_SOURCES) and for the tests

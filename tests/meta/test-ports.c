@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-ports.c - the tests' port helpers (tests/servers/test-server.c), which
  * parallel tests (ctest -j) depend on (issue 25: test_free_port handed on a
  * number it had closed, and one test was once given the same port twice):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-public-only.c - the command and the milter use libextbody's public API
  * only (issue 16), as any program outside the project would.
  *

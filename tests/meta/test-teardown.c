@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-teardown.c - a test that dies leaves no server behind. Each case runs a
  * test program with EXTBODY_TEST_ABORT_AFTER_START set, so that it aborts (as
  * a failed assertion does) right after starting its servers, and then checks

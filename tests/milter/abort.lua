@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: LGPL-2.1-or-later
 -- Abort in the middle of a message, then a whole message on the same connection.
 local L = dofile(lib .. "/lib.lua")
 L.run(function ()

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: LGPL-2.1-or-later
 -- A data: reference inside a multipart: the body is replaced (CRLF), one trace
 -- field added, the top-level header otherwise untouched.
 local L = dofile(lib .. "/lib.lua")

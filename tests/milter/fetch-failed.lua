@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: LGPL-2.1-or-later
 -- A reference whose server refuses the connection (127.0.0.1 port 1, where
 -- nothing listens): left as it was, no modification; the daemon's log says why
 -- (test-milter /milter/log-detail reads it).

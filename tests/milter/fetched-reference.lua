@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: LGPL-2.1-or-later
 -- A small message whose reference (the URL given as -D url=URL) is fetched:
 -- the body is replaced, one trace field added.
 local L = dofile(lib .. "/lib.lua")

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: LGPL-2.1-or-later
 -- A text/plain message cannot hold an external-body: accepted at end of header,
 -- without its body. A multipart without one: no modification at all.
 local L = dofile(lib .. "/lib.lua")

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-milter.c - extbody-milter through the milter protocol, driven by
  * miltertest (Debian's miltertest) with the Lua scripts beside this file. The
  * daemon is started by the test on a unix socket in a temporary directory. */

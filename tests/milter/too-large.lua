@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: LGPL-2.1-or-later
 -- Run against a milter with max_message_size = 2k: a larger body is accepted
 -- unchanged as soon as it passes the limit.
 local L = dofile(lib .. "/lib.lua")

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: LGPL-2.1-or-later
 -- The message's own body is the reference: Content-Type and
 -- Content-Transfer-Encoding of the top-level header change, Content-ID is added.
 local L = dofile(lib .. "/lib.lua")

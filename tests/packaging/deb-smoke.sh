@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # deb-smoke.sh - build the Debian packages from this tree, install them with
 # dpkg -i, use what they installed, and remove them again.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Check the DKIM-Signature of a delivered message against a public key,
 without DNS (run as /usr/bin/python3, with Debian's python3-dkim).
 

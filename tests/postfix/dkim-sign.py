@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Sign a message with DKIM before it is sent to the test Postfix, as the
 sender's domain would (run as /usr/bin/python3, with Debian's python3-dkim).
 

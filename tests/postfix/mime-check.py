@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """What a test needs to know of a message, read with the standard library's
 email package (run as /usr/bin/python3).
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # pf-peer.sh -- a private, throwaway Postfix on 127.0.0.1 for extbody's tests (run as root).
 #   pf-peer.sh up DIR SMTP_PORT [MILTER_SPEC] [DEFAULT_ACTION]
 #   pf-peer.sh set DIR name=value ...   (postconf -e, then reload)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Send mail to a test Postfix: N messages from K concurrent SMTP sessions.
 
     send.py PORT FILE                  # one message, the bytes of FILE; a 4xx

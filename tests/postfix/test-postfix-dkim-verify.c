@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-postfix-dkim-verify.c - signed incoming mail: where a DKIM verifier
  * goes in smtpd_milters next to extbody-milter resolving references, with a
  * real Postfix (a private instance on 127.0.0.1, tests/postfix/pf-peer.sh),

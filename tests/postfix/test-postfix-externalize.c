@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-postfix-externalize.c - extbody-milter in externalize mode
  * (milter_mode = externalize) behind a real Postfix (a private instance on
  * 127.0.0.1, tests/postfix/pf-peer.sh), with a directory store served by a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-postfix-instance.c - what filters/README.md and filters/pipe/README.md
  * say about Postfix, against a real private Postfix instance on 127.0.0.1
  * (tests/postfix/pf-peer.sh):

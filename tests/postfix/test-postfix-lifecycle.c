@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-postfix-lifecycle.c - extbody-milter's reload and stop behind a real
  * Postfix (a private instance on 127.0.0.1, tests/postfix/pf-peer.sh, with
  * milter_default_action = tempfail), with mail in flight: messages whose

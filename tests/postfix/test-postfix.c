@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-postfix.c - extbody-milter behind a real Postfix (a private instance on
  * 127.0.0.1 under a temporary directory, tests/postfix/pf-peer.sh), delivering
  * to a Maildir: data: and http references arrive resolved, mail without

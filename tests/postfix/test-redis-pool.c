@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-redis-pool.c - a pool of extbody-milter instances sharing one Redis,
  * each behind its own private Postfix on 127.0.0.1 (tests/postfix/pf-peer.sh,
  * milter_default_action = tempfail), the real parts end to end: a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Loopback HTTP and FTP servers that misbehave at the protocol level, for
 extbody's hostile fetch suite (tests/hostile/test-hostile-fetch.c). Raw
 sockets, standard library only: the faults are below what an HTTP library

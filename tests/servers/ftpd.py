@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """A loopback anonymous, read-only FTP server for extbody's fetch tests
 (Debian's python3-pyftpdlib).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """A loopback HTTP server for extbody's fetch tests; each path is a behaviour.
 
     python3 httpd.py [--bind 127.0.0.1] [--tls CERT KEY] [--lifetime 120]

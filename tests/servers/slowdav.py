@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """A loopback WebDAV-like object store that answers PUT slowly, for extbody's
 tests of a slow externalize store (a milter waiting on it must keep the MTA
 informed).

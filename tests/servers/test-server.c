@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-server.c - the tests' loopback servers as child processes (see
  * test-server.h). */
 #include "test-server.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-server.h - the tests' servers on 127.0.0.1 (tests/servers/NAME.py) as
  * child processes. A server prints one "NAME <port>" line for each port it
  * listens on, then serves until its standard input closes (which also happens

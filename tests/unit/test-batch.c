@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-batch.c - every message of a mailbox through the ordered, bounded pool:
  * delivery in input order with 1 to 4 jobs even when later messages finish
  * first, the window bound, the statistics, the progress callback's final call,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-buffer.c - EbBuffer: bytes appended come back as they were, whatever
  * the room it started with and however often it grew; the GBytes made from it
  * owns the mapping. */

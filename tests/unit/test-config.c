@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-config.c - the configuration table, key files, and the meta-tests that
  * keep the example configuration and the man pages in step with the code. */
 #include <glib/gstdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-dataurl.c - the data: URL processor and forgiving-base64, beyond the
  * web-platform-tests suites: the URL parser's part (trimming, tabs and
  * newlines, scheme case, fragment, authority and path forms), type_given,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-digest.c - the digests externalize names and labels parts by: the
  * standard SHA-256 and MD5 (known answers), the same as GLib's GChecksum at
  * every length around the hash blocks and the one-pass block, the piecewise

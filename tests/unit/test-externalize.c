@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-externalize.c - eb_externalize_plan in process, with a directory store
  * in a temporary directory: which parts are taken out, the reference written
  * (parsed back with the project's own reader and with GMime), the bytes

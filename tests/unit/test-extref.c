@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-extref.c - eb_ref_read on raw bytes: the offsets are set by hand (no
  * GMime), the outer header at 0, the phantom header after its blank line. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-fallback.c - the fallback shape `externalize --fallback` writes (issue 20):
  * a multipart/alternative of a text/plain part with the link and the
  * message/external-body reference. When the reference resolves, the whole

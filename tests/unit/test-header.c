@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-header.c - raw header blocks, byte for byte. */
 #include <string.h>
 #include "eb-header.h"

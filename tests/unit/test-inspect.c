@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-inspect.c - what inspect prints: printable text, JSON lines (parsed back
  * with json-glib), report lines and the 80-column table. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-log.c - the log: key=value pairs and their escaping, what of a URL is
  * logged (scheme and host, never more), the per-message record and its
  * journal fields (through a writer of the test's own), the start line, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-mbox.c - eb-mailbox in process: the From_ line test (a table), mbox
  * framing (both splitters, which must agree, over a mapping large enough for
  * the mapped one to give pages back), the dot-lock and fcntl lock, the

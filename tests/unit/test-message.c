@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-message.c - the GMime walk: part paths, depth, located offsets checked
  * against the bytes, boundaries, walk limits, line endings and the pre-check. */
 #include <string.h>

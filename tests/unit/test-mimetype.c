@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-mimetype.c - unit tests for the WHATWG MIME type module (eb-mimetype):
  * parse and serialize cases beyond the WPT suites (which test-wpt-mimetype
  * runs), the record accessors, essence comparison, copies, the data: URL

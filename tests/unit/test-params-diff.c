@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-params-diff: the differential check of issue 16 (tests/fuzz/fuzz-paramsdiff.c)
  * run by ctest: the current parameter parser and URL reassembly against the old
  * ones (tests/fuzz/params-old.c) over the committed fuzz seeds and regression

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-params.c - RFC 2045 / RFC 2231 parameters from raw header text. */
 #include <string.h>
 #include "eb-error.h"

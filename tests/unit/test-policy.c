@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-policy.c - address classes (every range, inside and just outside its
  * edges), IPv4 embedded in IPv6, the textual forms an attacker writes, cloud
  * metadata addresses, allow/deny precedence, ports, own addresses, CIDR and list

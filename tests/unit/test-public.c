@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-public.c - the public API, as a program outside the library sees it:
  * this test includes only <extbody/extbody.h> and links the shared library
  * (a function that is not exported fails the link).

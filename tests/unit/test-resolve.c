@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-resolve.c - one decision per reference (eb_resolve_decide), the new part
  * built from it (eb_resolve) for data: URLs and for hand-made fetch results,
  * the new header's fields, and a table that produces every reason token. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-rewrite.c - the message pipeline in process: pre-check, walk, resolve,
  * splice. Every rewritten message is parsed back with GMime and the resolved
  * part's decoded content compared with what the URL denotes; every byte outside

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-stats.c - the counters a front end and an administrator share: what one
  * planned message adds, the summary line (left by reason, most first, ties by
  * token, with the configuration key that decides), counting from several

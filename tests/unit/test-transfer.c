@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-transfer.c - transfer decoding and encoding, checked against GMime's own
  * decoders. */
 #include <gmime/gmime.h>

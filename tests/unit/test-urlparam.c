@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-urlparam.c - RFC 2017 section 3.1 URL reassembly from raw header text,
  * its errors, and round trips: any URL, split into 40-character words with
  * every folding style, reassembles exactly. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // dataurl.js - the second implementation for tests/conformance/test-diff-dataurl.c:
 // the jsdom data-urls package (the reference implementation of the WHATWG Fetch
 // data: URL processor, on whatwg-url and whatwg-mimetype) under Node.js >= 18.
