@@ -10,14 +10,24 @@
 # in OUTDIR (default: build-deb/). Needs root (dpkg -i) and the build
 # dependencies of debian/control. Exits 77 (skipped) where it must not touch
 # the machine: not root, or an extbody already installed or configured here
-# that is not from an earlier run of this script.
+# that is not from an earlier run of this script. What a run installs is
+# listed in $mark until it is purged: a run killed in between (a time limit,
+# ^C) leaves it, and the next run purges those packages first instead of
+# taking them for an administrator's and skipping.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$top/build-deb}
+mark=/var/lib/extbody-deb-smoke.installed
 skip() { echo "deb-smoke: skipped: $*" >&2; exit 77; }
 
 [ "$(id -u)" -eq 0 ] || skip "needs root for dpkg -i"
 command -v dpkg-buildpackage >/dev/null || skip "no dpkg-buildpackage (apt-get install dpkg-dev debhelper)"
+if [ -s "$mark" ]; then
+  echo "==> purging what an earlier run of deb-smoke.sh installed and did not purge: $(cat "$mark")"
+  # shellcheck disable=SC2046
+  dpkg --purge $(cat "$mark") || { echo "deb-smoke: could not purge the packages listed in $mark" >&2; exit 1; }
+fi
+rm -f "$mark"
 for p in extbody extbody-milter libextbody1 libextbody-dev; do
   if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
     skip "$p is installed on this machine already (not removing an administrator's package)"
@@ -50,13 +60,15 @@ pkgs=$(for d in "$out"/*.deb; do dpkg-deb -f "$d" Package; done)
 cleanup() {
   if [ -n "$installed" ]; then
     # shellcheck disable=SC2086
-    dpkg --purge $pkgs >"$work/purge.log" 2>&1 || { cat "$work/purge.log" >&2; echo "deb-smoke: the purge failed" >&2; }
+    if dpkg --purge $pkgs >"$work/purge.log" 2>&1; then rm -f "$mark"
+    else cat "$work/purge.log" >&2; echo "deb-smoke: the purge failed" >&2; fi
   fi
   rm -rf "$work"
 }
 trap cleanup EXIT
 
 echo "==> dpkg -i"
+echo "$pkgs" >"$mark"
 installed=yes
 DEBIAN_FRONTEND=noninteractive dpkg -i "$out"/*.deb
 
@@ -114,6 +126,7 @@ echo "==> deb-smoke: packages built, installed, used; purging them"
 installed=
 # shellcheck disable=SC2086
 dpkg --purge $pkgs >"$work/purge.log" 2>&1 || { cat "$work/purge.log" >&2; fail "dpkg --purge"; }
+rm -f "$mark"
 for p in $pkgs; do
   ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q installed || fail "$p still installed after the purge"
 done
