@@ -51,7 +51,7 @@ echo "postfix postfix/main_mailer_type select Local only" | debconf-set-selectio
 echo "postfix postfix/mailname string extbody-test.example" | debconf-set-selections
 inst() {
   echo "==> order $order: apt-get install $*"
-  apt-get install -y -q --no-install-recommends --no-download -o Dpkg::Use-Pty=0 "$@" >/tmp/apt.log 2>&1 \
+  apt-get install -y -q --no-install-recommends -o Dpkg::Use-Pty=0 "$@" >/tmp/apt.log 2>&1 \
     || { tail -n 30 /tmp/apt.log >&2; fail "apt-get install $* (offline, from the prepared cache)"; }
   grep -i 'extbody-milter:' /tmp/apt.log || true
 }
