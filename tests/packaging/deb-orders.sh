@@ -65,7 +65,16 @@ esac
 id -nG postfix | tr ' ' '\n' | grep -qx extbody || fail "the postfix user is not in the group extbody ($(id postfix))"
 echo "==> order $order: $(id postfix)"
 
-echo "==> order $order: the packaged daemon, as extbody"
+echo "==> order $order: metrics_file in Debian's node_exporter directory, as the documentation says"
+conf=/etc/extbody/extbody.conf
+prom=/var/lib/prometheus/node-exporter/extbody-milter.prom
+mkdir -p /var/lib/prometheus/node-exporter
+chown extbody /var/lib/prometheus/node-exporter   # (setfacl -m u:extbody:rwx, where acl is installed)
+if grep -q '^metrics_file *=' $conf; then sed -i "s|^metrics_file *=.*|metrics_file = $prom|" $conf
+else echo "metrics_file = $prom" >>$conf; fi
+adduser --quiet --disabled-password --gecos '' alice
+
+echo "==> order $order: the packaged daemon, as extbody, under the unit's umask"
 setpriv --reuid=extbody --regid=extbody --init-groups --inh-caps=-all \
   sh -c 'umask 007; exec /usr/sbin/extbody-milter' >/tmp/milter.log 2>&1 &
 echo "==> order $order: before the snippet: extbody-milter --check-mta postfix"
@@ -89,8 +98,21 @@ grep -q '^extbody-milter: OK: postfix connects to /var/spool/postfix/extbody/ext
 grep -q "Postfix's smtpd_milters (smtp/inet, chrooted in /var/spool/postfix) names it as unix:extbody/extbody.sock" \
   /tmp/check.out || fail "--check-mta does not name Postfix's setting"
 
+echo "==> order $order: the daemon's counters, readable by another user (node_exporter's)"
+[ "$(stat -c %a $prom)" = 644 ] || fail "$prom is mode $(stat -c %a $prom), not 644"
+setpriv --reuid=nobody --regid=nogroup --clear-groups cat $prom | grep -qx 'extbody_messages_total 0' \
+  || fail "another user cannot read $prom"
+echo "==> order $order: an ordinary user's mailbox run: no metrics line, the daemon's file untouched"
+{ echo 'From sender@extbody-test.example Mon Jan  5 10:00:00 2026'; cat /tmp/references.eml; } >/tmp/alice.mbox
+chown alice /tmp/alice.mbox
+cp $prom /tmp/prom.before
+setpriv --reuid=alice --regid=alice --init-groups extbody rewrite --mbox /tmp/alice.mbox 2>/tmp/alice.err \
+  || fail "alice's extbody rewrite --mbox: $(cat /tmp/alice.err)"
+cat /tmp/alice.err
+! grep -qi metrics /tmp/alice.err || fail "alice's run says something about metrics"
+cmp -s /tmp/prom.before $prom || fail "alice's run changed the daemon's $prom"
+
 echo "==> order $order: Postfix started, a message submitted to it"
-adduser --quiet --disabled-password --gecos '' alice
 [ -x /usr/lib/postfix/configure-instance.sh ] && /usr/lib/postfix/configure-instance.sh - >/dev/null 2>&1 || true
 postfix start >/tmp/postfix.log 2>&1 || { cat /tmp/postfix.log >&2; fail "postfix start"; }
 /usr/sbin/sendmail -f sender@extbody-test.example alice </tmp/references.eml
