@@ -111,7 +111,7 @@ grep -qx 'smtpd_milters = unix:extbody/extbody.sock' "$doc/postfix-main.cf" \
   || fail "postfix-main.cf's smtpd_milters is not the packaged socket ($sock) as smtpd's chroot names it"
 grep -q "S=unix:$sock," "$doc/sendmail.mc" || fail "sendmail.mc does not name the packaged socket $sock"
 for f in $(sed -n 's|^ *transport_filter = \([^ ]*\) .*|\1|p' "$doc/exim/exim4-extbody.conf" | sort -u) \
-         $(sed -n 's|.*argv=\([^ ]*\) .*|\1|p' "$doc/pipe/README.md" | sort -u); do
+         $(sed -n 's|^  argv=\([^ ]*\) .*|\1|p' "$doc/pipe/README.md" | sort -u); do
   echo "    $f"
   [ -x "$f" ] || fail "a shipped snippet names $f, which is not installed"
   "$f" --help >/dev/null || fail "$f --help"
@@ -146,6 +146,7 @@ exim=${EXTBODY_TEST_EXIM:-/opt/extbody-test-exim/usr/sbin/exim4}
 if [ -x "$exim" ]; then
   echo "==> exim -bV with the installed exim4-extbody.conf (tests/exim/exim-peer.sh check)"
   mkdir -p "$work/exim/etc" "$work/exim/spool"
+  chmod 0755 "$work" "$work/exim" "$work/exim/etc"   # Exim reads the lines as Debian-exim
   cp /etc/passwd /etc/group "$work/exim/etc/"
   getent passwd Debian-exim >/dev/null || {
     echo "Debian-exim:x:64990:64990::$work/exim/spool:/usr/sbin/nologin" >>"$work/exim/etc/passwd"
