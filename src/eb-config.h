@@ -62,7 +62,8 @@ struct _EbConfig {
   guint    externalize_retention;  /* days until the expiration parameter; 0: none */
   gboolean externalize_fallback;   /* the reference inside multipart/alternative with a text part */
   /* statistics */
-  char    *metrics_file;       /* Prometheus text file; empty: none */
+  char    *metrics_file;       /* Prometheus text file (the milter's); empty: none */
+  char    *mailbox_metrics_file; /* the mailbox runs' file, added up; empty: none */
   guint    metrics_interval;   /* seconds, the milter's writes */
   /* the milter */
   char    *milter_socket;      /* libmilter socket spec */

@@ -25,4 +25,31 @@ void eb_metrics_escape_help (GString *out, const char *text);
 /* The exposition text of @snapshot. Returns: (transfer full). */
 char *eb_metrics_format (const EbStatsSnapshot *snapshot);
 
+/* The same, every sample with the label writer="@writer" first (NULL: none,
+ * as eb_metrics_format), so that two files in one textfile directory never
+ * hold the same series. Returns: (transfer full). */
+char *eb_metrics_format_for (const EbStatsSnapshot *snapshot, const char *writer);
+
+/* The counters of @text, as eb_metrics_format_for (@writer) writes them
+ * (every sample must carry that writer label, or none when @writer is NULL).
+ * Pure. Returns: FALSE, with the 1-based line in @bad_line, when a line is
+ * not such a sample. */
+gboolean eb_metrics_parse (const char *text, const char *writer, EbStatsSnapshot *out, guint *bad_line);
+
+/* Add every counter of @s to @to. */
+void eb_metrics_snapshot_add (EbStatsSnapshot *to, const EbStatsSnapshot *s);
+
+/* Write @text to @path atomically (PATH.XXXXXX, fsync, rename), mode 0644
+ * whatever the process's umask. */
+gboolean eb_metrics_write_file (const char *path, const char *text, GError **error);
+
+/* The mailbox runs' file (mailbox_metrics_file): under an exclusive lock on
+ * PATH.lock (waited for up to @lock_timeout seconds), read @path's counters
+ * (none when it does not exist), add @stats' and write the sum back with the
+ * label writer="@writer": the counters only grow, however many runs there
+ * are, one after the other or at once. A file that is not such counters is
+ * left as it is, and is an error. */
+gboolean eb_metrics_accumulate (EbStats *stats, const char *path, const char *writer, guint lock_timeout,
+                                GError **error);
+
 G_END_DECLS

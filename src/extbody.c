@@ -324,6 +324,22 @@ pick_source (int argc, char **argv, const char *mbox, const char *maildir, gbool
 }
 
 /* rewrite (or, with @dry_run, only plan) every message of a mailbox. */
+
+/* mailbox_metrics_file: the run's counters added to those of every earlier
+ * run, for node_exporter's textfile collector (never metrics_file, the
+ * daemon's: its counters would go back). Not set: nothing, no line. */
+static void
+write_mailbox_metrics (const EbConfig *config, EbBatch *batch)
+{
+  const char *metrics = eb_config_get_string (config, "mailbox_metrics_file");
+  if (!metrics || !*metrics)
+    return;
+  g_autoptr (GError) merr = NULL;
+  guint lock_timeout = (guint) eb_config_get_uint64 (config, "lock_timeout");
+  if (!eb_stats_add_to_prometheus (eb_batch_get_stats (batch), metrics, "extbody", lock_timeout, &merr))
+    die_line ("cannot write mailbox_metrics_file: %s", merr->message);
+}
+
 static int
 rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetcher *fetcher,
                  gboolean recursive, gboolean dry_run, const char *backup, guint jobs)
@@ -344,11 +360,7 @@ rewrite_mailbox (const char *path, BoxKind kind, const EbConfig *config, EbFetch
     g_autofree char *summary = eb_stats_format_summary (eb_batch_get_stats (batch), dry_run);
     die_line ("%s", summary);
   }
-  /* metrics_file: the run's counters, for node_exporter's textfile collector */
-  const char *metrics = eb_config_get_string (config, "metrics_file");
-  g_autoptr (GError) merr = NULL;
-  if (metrics && *metrics && !eb_stats_write_prometheus (eb_batch_get_stats (batch), metrics, &merr))
-    die_line ("cannot write metrics_file: %s", merr->message);
+  write_mailbox_metrics (config, batch);
   return ok ? 0 : exit_for_batch_error (error);
 }
 
@@ -601,10 +613,7 @@ cmd_externalize (int argc, char **argv)
       g_autofree char *summary = externalize_summary (eb_batch_get_stats (batch), dry_run);
       die_line ("%s", summary);
     }
-    const char *metrics = eb_config_get_string (config, "metrics_file");
-    g_autoptr (GError) merr = NULL;
-    if (metrics && *metrics && !eb_stats_write_prometheus (eb_batch_get_stats (batch), metrics, &merr))
-      die_line ("cannot write metrics_file: %s", merr->message);
+    write_mailbox_metrics (config, batch);
     return ok ? 0 : exit_for_batch_error (error);
   }
 

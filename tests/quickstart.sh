@@ -54,8 +54,10 @@ packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
 [ "$mode" = test ] && packages="$packages iproute2"
 # a directory store served by a private nginx (test-roundtrip, test-postfix-externalize)
 [ "$mode" = test ] && packages="$packages nginx-light"
-# the Debian packages' build (tests/packaging/deb-smoke.sh)
-[ "$mode" = test ] && packages="$packages dpkg-dev debhelper fakeroot"
+# the Debian packages' build (tests/packaging/deb-smoke.sh), and the minimal
+# Debian 12 root deb-orders.sh installs them into, in both orders with Postfix
+# (tests/packaging/prepare-debroot.sh, below)
+[ "$mode" = test ] && packages="$packages dpkg-dev debhelper fakeroot debootstrap"
 # the externalize stores' servers (test-store): nginx serving a directory store,
 # Apache with mod_dav and mod_auth_basic (htpasswd from apache2-utils) as a
 # WebDAV store; each test runs a private instance (the system ones are stopped)
@@ -117,6 +119,14 @@ if [ -n "$missing" ]; then
                       $sudo service redis-server stop 2>/dev/null || true
                     fi ;;
   esac
+fi
+
+# A minimal Debian 12 root with Postfix and the packages' runtime dependencies
+# downloaded into it (not installed), made once in /opt/extbody-test-debroot:
+# deb-orders.sh (run by deb-smoke.sh) installs the built packages there,
+# offline, before and after Postfix (root only, as deb-smoke.sh)
+if [ "$mode" = test ] && [ "$(id -u)" -eq 0 ]; then
+  sh tests/packaging/prepare-debroot.sh || echo "==> prepare-debroot.sh failed: the package stage will skip, and the run fail"
 fi
 
 # ssl-cert makes the snake-oil pair when it is installed, unless something

@@ -1,5 +1,6 @@
 # extbody at delivery: every message passes through extbody (the program
-# "extbody" in sieve_filter_bin_dir, a copy of extbody-sieve-filter), then is
+# "extbody" in sieve_filter_bin_dir, /usr/libexec/extbody/sieve-filter/extbody
+# from the Debian package: extbody-sieve-filter), then is
 # kept. As a sieve_before script, a personal script that runs after it (fileinto,
 # discard) replaces this keep, and gets the rewritten message. When the filter
 # fails, the message goes on exactly as it came.

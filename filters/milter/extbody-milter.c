@@ -53,6 +53,8 @@
 
 #include <extbody/extbody.h>
 
+#include "milter-check.h"
+
 /* every line goes through libextbody's log (eb_log_init: the journal under
  * systemd, syslog mail once detached, standard error in the foreground) */
 #define log_line eb_log
@@ -1336,6 +1338,8 @@ static int
 run (int argc, char **argv)
 {
   g_autofree char *opt_config = NULL, *opt_socket = NULL, *opt_user = NULL, *opt_pidfile = NULL;
+  g_autofree char *opt_check_mta = NULL;
+  gint opt_check_timeout = 10;
   g_auto (GStrv) opt_set = NULL;
   g_auto (GStrv) opt_allow = NULL;
   gboolean opt_daemon = FALSE, opt_version = FALSE, opt_no_nodelay = FALSE, opt_check = FALSE;
@@ -1352,6 +1356,10 @@ run (int argc, char **argv)
     { "version", 'V', 0, G_OPTION_ARG_NONE, &opt_version, "Show the version", NULL },
     { "check", 'n', 0, G_OPTION_ARG_NONE, &opt_check,
       "Check the configuration (file, -o, --allow-network, -p) as the daemon reads it and exit: nothing printed when valid, one line naming the key and exit 78 when not", NULL },
+    { "check-mta", 0, 0, G_OPTION_ARG_STRING, &opt_check_mta,
+      "Check that USER (the mail server's: postfix) reaches the daemon: connect to the configured socket as USER and negotiate the milter protocol; one line, OK or what is wrong (run as root)", "USER" },
+    { "check-timeout", 0, 0, G_OPTION_ARG_INT, &opt_check_timeout,
+      "How long --check-mta waits for the socket to appear and answer (default 10)", "SECONDS" },
     { "no-nodelay", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &opt_no_nodelay,
       "Leave Nagle's algorithm on for TCP (to measure what TCP_NODELAY saves)", NULL },
     { NULL }
@@ -1392,6 +1400,14 @@ run (int argc, char **argv)
     return status;
   }
   gen_install (first);
+  if (opt_check_mta) {
+    if (opt_check_timeout < 0 || opt_check_timeout > 3600) {
+      fprintf (stderr, "extbody-milter: --check-timeout: %d is not from 0 to 3600 seconds\n", opt_check_timeout);
+      return EX_USAGE;
+    }
+    return milter_check_mta (eb_config_get_string (first->config, "milter_socket"), opt_check_mta,
+                             (guint) opt_check_timeout);
+  }
   if (opt_check)
     return 0;
   const EbConfig *config = first->config;   /* the start's, for main's use only */

@@ -1645,13 +1645,37 @@ EXTBODY_API char *eb_stats_format_prometheus (EbStats *stats);
  *
  * Writes eb_stats_format_prometheus() to @path atomically: into a temporary
  * file in the same directory (whose name does not end in .prom), flushed to
- * disk (fsync), then renamed over @path, mode 0644, so that a reader sees the
+ * disk (fsync), then renamed over @path, mode 0644 whatever the umask, so that a reader sees the
  * old file or the new one, never a part of one. On failure @path is as it was
  * and no temporary file is left.
  *
  * Returns: %TRUE when written; %FALSE with @error (G_FILE_ERROR) set.
  */
 EXTBODY_API gboolean eb_stats_write_prometheus (EbStats *stats, const char *path, GError **error);
+
+/**
+ * eb_stats_add_to_prometheus:
+ * @stats: the counters of one run
+ * @path: the file, NAME.prom in node_exporter's --collector.textfile.directory,
+ *   of this writer alone
+ * @writer: the value of the label writer="..." every sample of @path carries,
+ *   so that its series differ from those of another writer's file in the same
+ *   directory
+ * @lock_timeout: the most seconds to wait for another run's lock
+ * @error: (nullable): where a failure goes
+ *
+ * Adds @stats to the counters @path holds and writes the sums back, as
+ * eb_stats_write_prometheus() writes (atomically, mode 0644), under an
+ * exclusive lock on @path with ".lock" appended: the counters of runs that
+ * each start from zero only ever grow in @path, whether the runs come one
+ * after the other or at once, as Prometheus expects of a counter. A missing
+ * @path counts from zero; a @path that is not such counters of @writer is left
+ * as it is and is an error (%G_FILE_ERROR_INVAL, naming the line).
+ *
+ * Returns: %TRUE when written; %FALSE with @error (G_FILE_ERROR) set.
+ */
+EXTBODY_API gboolean eb_stats_add_to_prometheus (EbStats *stats, const char *path, const char *writer,
+                                                 guint lock_timeout, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbStats, eb_stats_free)
 

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-metrics.c - metrics_file from a real run: `extbody rewrite --mbox` over
+/* test-metrics.c - mailbox_metrics_file from real runs: `extbody rewrite --mbox` over
  * messages whose references are resolved from data: URLs and from
  * tests/servers/httpd.py on 127.0.0.1 (one fetched, one taken from the cache,
  * one answered 404), the file read back by the reference parser, Debian's
  * python3-prometheus-client (tests/integration/parse-metrics.py), and every
- * value checked against what was sent. Skipped (77) without
- * /usr/bin/python3 and prometheus_client. */
+ * value checked against what was sent; the runs add up and never touch
+ * metrics_file, the daemon's. Skipped (77) without /usr/bin/python3 and
+ * prometheus_client. */
+#include <sys/types.h>
 #include <glib/gstdio.h>
 #include <sys/stat.h>
 #include "run-command.h"
@@ -69,6 +71,18 @@ value (GHashTable *h, const char *sample)
   return g_ascii_strtod (v, NULL);
 }
 
+/* @sample ("name{labels}", labels sorted) with the command's writer label */
+static double
+wv (GHashTable *h, const char *sample)
+{
+  g_autofree char *name = NULL;
+  if (g_str_has_suffix (sample, "{}"))
+    name = g_strdup_printf ("%.*swriter=extbody}", (int) strlen (sample) - 1, sample);
+  else
+    name = g_strdup_printf ("%.*s,writer=extbody}", (int) strlen (sample) - 1, sample);
+  return value (h, name);
+}
+
 static void
 test_mbox_run (void)
 {
@@ -91,71 +105,149 @@ test_mbox_run (void)
   g_autofree char *metrics_dir = g_build_filename (dir, "textfile", NULL);
   g_assert_cmpint (g_mkdir (metrics_dir, 0755), ==, 0);
   g_autofree char *prom = g_build_filename (metrics_dir, "extbody.prom", NULL);
-  g_autofree char *opt = g_strdup_printf ("metrics_file=%s", prom);
+  g_autofree char *opt = g_strdup_printf ("mailbox_metrics_file=%s", prom);
+  /* the daemon's file, in the same directory: the command never touches it
+   * (its counters would go back) */
+  g_autofree char *daemon_prom = g_build_filename (metrics_dir, "extbody-milter.prom", NULL);
+  const char *daemon_text = "# TYPE extbody_messages_total counter\nextbody_messages_total 123456\n";
+  g_assert_true (g_file_set_contents (daemon_prom, daemon_text, -1, NULL));
+  g_autofree char *dopt = g_strdup_printf ("metrics_file=%s", daemon_prom);
 
+  /* under the unit's umask (0007) or a stricter one, the file is still 0644:
+   * node_exporter reads it as its own user */
+  mode_t old_mask = umask (077);
   g_auto (CmdResult) r = { 0 };
   RUN (&r, NULL, "rewrite", "-c", empty_conf, "--fetch", "--allow-network", "127.0.0.1/32",
-       "-o", opt, "-j", "2", "--mbox", box);
+       "-o", opt, "-o", dopt, "-j", "2", "--mbox", box);
+  umask (old_mask);
   g_autofree char *err = bytes_str (r.err);
   g_test_message ("stderr: %s", err);
   g_assert_cmpint (r.status, ==, 0);
   g_assert_null (strstr (err, "metrics_file"));
   g_assert_cmpint (test_http_get_number (srv->port, "/hits"), ==, 3);   /* /bin once, /status/404 once, and this /hits */
 
-  /* the file alone in its directory (no temporary left), readable by the collector */
+  /* its file, its lock, and the daemon's as it was (no temporary left) */
   g_autoptr (GDir) d = g_dir_open (metrics_dir, 0, NULL);
-  g_assert_cmpstr (g_dir_read_name (d), ==, "extbody.prom");
-  g_assert_null (g_dir_read_name (d));
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  const char *nm;
+  while ((nm = g_dir_read_name (d)))
+    g_ptr_array_add (names, g_strdup (nm));
+  g_assert_cmpuint (names->len, ==, 3);
+  g_autofree char *daemon_after = NULL;
+  g_assert_true (g_file_get_contents (daemon_prom, &daemon_after, NULL, NULL));
+  g_assert_cmpstr (daemon_after, ==, daemon_text);
   GStatBuf st;
   g_assert_cmpint (g_stat (prom, &st), ==, 0);
   g_assert_cmpint (st.st_mode & 0777, ==, 0644);
+  g_autofree char *lock = g_strconcat (prom, ".lock", NULL);
+  g_assert_true (g_file_test (lock, G_FILE_TEST_IS_REGULAR));
 
   g_autoptr (GHashTable) m = parse (prom);
   g_assert_cmpstr (g_hash_table_lookup (m, "# TYPE extbody_messages"), ==, "counter");
   g_assert_cmpstr (g_hash_table_lookup (m, "# TYPE extbody_left"), ==, "counter");
   g_assert_cmpstr (g_hash_table_lookup (m, "# TYPE extbody_fetch_duration_seconds"), ==, "histogram");
-  g_assert_cmpfloat (value (m, "extbody_messages_total{}"), ==, 4);
-  g_assert_cmpfloat (value (m, "extbody_messages_changed_total{}"), ==, 2);
-  g_assert_cmpfloat (value (m, "extbody_input_bytes_total{}"), >, 0);
-  g_assert_cmpfloat (value (m, "extbody_input_bytes_total{}"), <=, (double) strlen (text));
-  g_assert_cmpfloat (value (m, "extbody_references_total{}"), ==, 5);
-  g_assert_cmpfloat (value (m, "extbody_references_resolved_total{}"), ==, 3);
-  g_assert_cmpfloat (value (m, "extbody_left_total{reason=http-status}"), ==, 1);
-  g_assert_cmpfloat (value (m, "extbody_left_total{reason=url-missing}"), ==, 1);
-  g_assert_cmpfloat (value (m, "extbody_left_total{reason=fetch-off}"), ==, 0);
-  g_assert_cmpfloat (value (m, "extbody_fetches_total{outcome=resolved}"), ==, 1);
-  g_assert_cmpfloat (value (m, "extbody_fetches_total{outcome=http-status}"), ==, 1);
-  g_assert_cmpfloat (value (m, "extbody_fetch_cache_hits_total{}"), ==, 1);
+  g_assert_cmpfloat (wv (m, "extbody_messages_total{}"), ==, 4);
+  g_assert_cmpfloat (wv (m, "extbody_messages_changed_total{}"), ==, 2);
+  g_assert_cmpfloat (wv (m, "extbody_input_bytes_total{}"), >, 0);
+  g_assert_cmpfloat (wv (m, "extbody_input_bytes_total{}"), <=, (double) strlen (text));
+  g_assert_cmpfloat (wv (m, "extbody_references_total{}"), ==, 5);
+  g_assert_cmpfloat (wv (m, "extbody_references_resolved_total{}"), ==, 3);
+  g_assert_cmpfloat (wv (m, "extbody_left_total{reason=http-status}"), ==, 1);
+  g_assert_cmpfloat (wv (m, "extbody_left_total{reason=url-missing}"), ==, 1);
+  g_assert_cmpfloat (wv (m, "extbody_left_total{reason=fetch-off}"), ==, 0);
+  g_assert_cmpfloat (wv (m, "extbody_fetches_total{outcome=resolved}"), ==, 1);
+  g_assert_cmpfloat (wv (m, "extbody_fetches_total{outcome=http-status}"), ==, 1);
+  g_assert_cmpfloat (wv (m, "extbody_fetch_cache_hits_total{}"), ==, 1);
   /* /bin's 1000 bytes and the 404's body ("status body\n") */
-  g_assert_cmpfloat (value (m, "extbody_fetched_bytes_total{}"), ==, 1012);
-  g_assert_cmpfloat (value (m, "extbody_fetch_duration_seconds_count{}"), ==, 2);
-  g_assert_cmpfloat (value (m, "extbody_fetch_duration_seconds_bucket{le=+Inf}"), ==, 2);
-  g_assert_cmpfloat (value (m, "extbody_fetch_duration_seconds_sum{}"), >, 0);
+  g_assert_cmpfloat (wv (m, "extbody_fetched_bytes_total{}"), ==, 1012);
+  g_assert_cmpfloat (wv (m, "extbody_fetch_duration_seconds_count{}"), ==, 2);
+  g_assert_cmpfloat (wv (m, "extbody_fetch_duration_seconds_bucket{le=+Inf}"), ==, 2);
+  g_assert_cmpfloat (wv (m, "extbody_fetch_duration_seconds_sum{}"), >, 0);
   /* the buckets, cumulative, as the parser names them */
   const char *les[] = { "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5",
                         "10", "30", "60", "120", "+Inf" };
   double prev = 0;
   for (guint i = 0; i < G_N_ELEMENTS (les); i++) {
     g_autofree char *name = g_strdup_printf ("extbody_fetch_duration_seconds_bucket{le=%s}", les[i]);
-    double v = value (m, name);
+    double v = wv (m, name);
     g_assert_cmpfloat (v, >=, prev);
     prev = v;
   }
 
-  /* a metrics_file that cannot be written: one line, the run's status unchanged */
-  g_autofree char *bad = g_strdup_printf ("metrics_file=%s/missing/extbody.prom", dir);
+  /* a second run over the same messages adds to the first: every counter
+   * grows, none goes back */
+  g_autofree char *box2 = g_build_filename (dir, "box2", NULL);
+  g_assert_true (g_file_set_contents (box2, text, -1, NULL));
+  g_auto (CmdResult) r1 = { 0 };
+  RUN (&r1, NULL, "rewrite", "-c", empty_conf, "--fetch", "--allow-network", "127.0.0.1/32",
+       "-o", opt, "--mbox", box2);
+  g_assert_cmpint (r1.status, ==, 0);
+  g_autoptr (GHashTable) again = parse (prom);
+  g_assert_cmpfloat (wv (again, "extbody_messages_total{}"), ==, 8);
+  g_assert_cmpfloat (wv (again, "extbody_references_total{}"), ==, 10);
+  g_assert_cmpfloat (wv (again, "extbody_references_resolved_total{}"), ==, 6);
+  g_assert_cmpfloat (wv (again, "extbody_fetch_duration_seconds_count{}"), ==, 4);
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init (&it, m);
+  while (g_hash_table_iter_next (&it, &k, &v)) {
+    if (g_str_has_prefix (k, "# "))
+      continue;
+    const char *after = g_hash_table_lookup (again, k);
+    g_assert_nonnull (after);
+    g_assert_cmpfloat (g_ascii_strtod (after, NULL), >=, g_ascii_strtod (v, NULL));
+  }
+  /* four runs at once (each over a box of its own): none is lost */
+  GString *sh = g_string_new (NULL);
+  for (guint i = 0; i < 4; i++) {
+    g_autofree char *bi = g_strdup_printf ("%s/box-par-%u", dir, i);
+    g_assert_true (g_file_set_contents (bi, text, -1, NULL));
+    g_string_append_printf (sh, "'%s' rewrite -c '%s' -o '%s' --mbox '%s' & ", g_getenv ("EXTBODY"), empty_conf,
+                            opt, bi);
+  }
+  g_string_append (sh, "wait");
+  g_autofree char *par_cmd = g_string_free (sh, FALSE);
+  g_autofree char *par_out = NULL;
+  g_assert_cmpint (test_sh (par_cmd, &par_out), ==, 0);
+  g_assert_null (strstr (par_out, "metrics"));
+  g_autoptr (GHashTable) par = parse (prom);
+  g_assert_cmpfloat (wv (par, "extbody_messages_total{}"), ==, 8 + 4 * 4);
+  g_assert_cmpfloat (wv (par, "extbody_left_total{reason=fetch-off}"), ==, 4 * 3);
+
+  /* an ordinary user's run with the daemon's metrics_file out of its reach
+   * and no mailbox_metrics_file: no metrics, no line */
+  g_autofree char *unreachable = g_strdup_printf ("metrics_file=%s/missing/extbody-milter.prom", dir);
+  g_auto (CmdResult) r0 = { 0 };
+  RUN (&r0, NULL, "rewrite", "-c", empty_conf, "-o", unreachable, "--mbox", box);
+  g_autofree char *err0 = bytes_str (r0.err);
+  g_assert_cmpint (r0.status, ==, 0);
+  g_assert_null (strstr (err0, "metrics"));
+
+  /* a mailbox_metrics_file that cannot be written: one line, the run's status unchanged */
+  g_autofree char *bad = g_strdup_printf ("mailbox_metrics_file=%s/missing/extbody.prom", dir);
   g_auto (CmdResult) r2 = { 0 };
   RUN (&r2, NULL, "rewrite", "-c", empty_conf, "-o", bad, "--mbox", box);
   g_autofree char *err2 = bytes_str (r2.err);
   g_test_message ("stderr: %s", err2);
   g_assert_cmpint (r2.status, ==, 0);
-  g_assert_nonnull (strstr (err2, "cannot write metrics_file: "));
+  g_assert_nonnull (strstr (err2, "cannot write mailbox_metrics_file: "));
+  /* a file that is not these counters (the daemon's, say): left as it is, one line */
+  g_autofree char *theirs = g_strdup_printf ("mailbox_metrics_file=%s", daemon_prom);
+  g_auto (CmdResult) r4 = { 0 };
+  RUN (&r4, NULL, "rewrite", "-c", empty_conf, "-o", theirs, "--mbox", box);
+  g_autofree char *err4 = bytes_str (r4.err);
+  g_test_message ("stderr: %s", err4);
+  g_assert_cmpint (r4.status, ==, 0);
+  g_assert_nonnull (strstr (err4, "line 2 is not this writer's counters (writer=\"extbody\"); left as it is"));
+  g_free (daemon_after);
+  g_assert_true (g_file_get_contents (daemon_prom, &daemon_after, NULL, NULL));
+  g_assert_cmpstr (daemon_after, ==, daemon_text);
   /* a relative path is a configuration error naming the key */
   g_auto (CmdResult) r3 = { 0 };
-  RUN (&r3, NULL, "rewrite", "-c", empty_conf, "-o", "metrics_file=extbody.prom", "--mbox", box);
+  RUN (&r3, NULL, "rewrite", "-c", empty_conf, "-o", "mailbox_metrics_file=extbody.prom", "--mbox", box);
   g_autofree char *err3 = bytes_str (r3.err);
   g_assert_cmpint (r3.status, ==, 78);
-  g_assert_nonnull (strstr (err3, "metrics_file"));
+  g_assert_nonnull (strstr (err3, "mailbox_metrics_file"));
 }
 
 int

@@ -5,7 +5,10 @@
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <errno.h>
+#include <grp.h>
 #include <pwd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -484,6 +487,229 @@ test_log_detail (void)
   g_free (m.sock);
 }
 
+/* extbody-milter --check-mta USER as @user with @spec (and MAIL_CONFIG=@mail_config
+ * when set): the exit status, standard output in @out, standard error in @err. */
+static int
+check_mta (const char *spec, const char *user, const char *timeout, const char *mail_config,
+           char **out, char **err)
+{
+  g_autofree char *conf = g_build_filename (milter->dir, "empty.conf", NULL);
+  const char *argv[] = { g_getenv ("EXTBODY_MILTER"), "-c", conf, "-p", spec, "--check-mta", user,
+                         "--check-timeout", timeout, NULL };
+  g_auto (GStrv) env = g_get_environ ();
+  if (mail_config)
+    env = g_environ_setenv (env, "MAIL_CONFIG", mail_config, TRUE);
+  int wait = 0;
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, env, G_SPAWN_DEFAULT, NULL, NULL, out, err, &wait, NULL));
+  g_test_message ("--check-mta %s %s: %s%s", user, spec, *out, *err);
+  g_assert_true (WIFEXITED (wait));
+  /* always one line */
+  const char *text = **out ? *out : *err;
+  g_assert_nonnull (strchr (text, '\n'));
+  g_assert_cmpstr (strchr (text, '\n') + 1, ==, "");
+  return WEXITSTATUS (wait);
+}
+
+/* A server on a unix socket at @path that accepts one connection and writes
+ * @greeting (NULL: says nothing and waits), in a thread. */
+typedef struct { int lfd; const char *greeting; } Fake;
+
+static gpointer
+fake_run (gpointer data)
+{
+  Fake *f = data;
+  int c = accept (f->lfd, NULL, NULL);
+  if (c >= 0) {
+    if (f->greeting)
+      (void) !write (c, f->greeting, strlen (f->greeting));
+    char buf[64];
+    while (read (c, buf, sizeof buf) > 0)
+      ;
+    close (c);
+  }
+  return NULL;
+}
+
+static int
+unix_listener (const char *path, gboolean listening)
+{
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  g_assert_cmpuint (strlen (path), <, sizeof sa.sun_path);
+  memcpy (sa.sun_path, path, strlen (path) + 1);
+  int fd = socket (AF_UNIX, SOCK_STREAM, 0);
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_cmpint (bind (fd, (struct sockaddr *) &sa, sizeof sa), ==, 0);
+  if (listening)
+    g_assert_cmpint (listen (fd, 4), ==, 0);
+  return fd;
+}
+
+/* --check-mta (issue 26): the MTA's user reaches the socket and negotiates, or
+ * one line names what is wrong, with the sysexits status. */
+static void
+test_check_mta (void)
+{
+  struct passwd *me = getpwuid (geteuid ());
+  g_assert_nonnull (me);
+  g_autofree char *self = g_strdup (me->pw_name);
+  g_autofree char *out = NULL, *err = NULL;
+  /* the running daemon: OK, with what it negotiated */
+  g_assert_cmpint (check_mta (milter->sock, self, "5", NULL, &out, &err), ==, 0);
+  g_autofree char *ok = g_strdup_printf ("extbody-milter: OK: %s connects to %s and negotiates milter protocol 6 "
+                                         "(the milter asks to: add headers, change headers, replace the body)\n",
+                                         self, milter->sock + 5);
+  g_assert_cmpstr (out, ==, ok);
+  g_assert_cmpstr (err, ==, "");
+
+  g_autofree char *dir = g_dir_make_tmp ("extbody-check-mta-XXXXXX", NULL);
+  /* no socket: the daemon is not running, or listens elsewhere */
+  g_autofree char *gone = g_strdup_printf ("unix:%s/none.sock", dir);
+  g_clear_pointer (&out, g_free); g_clear_pointer (&err, g_free);
+  gint64 t0 = g_get_monotonic_time ();
+  g_assert_cmpint (check_mta (gone, self, "1", NULL, &out, &err), ==, 69);
+  /* it waited for a starting daemon's socket, up to --check-timeout */
+  g_assert_cmpint (g_get_monotonic_time () - t0, >=, G_USEC_PER_SEC);
+  g_assert_nonnull (strstr (err, "none.sock: no such socket (after 1 s): extbody-milter is not running, "
+                                 "or listens elsewhere (milter_socket)"));
+  /* a socket left behind, nobody listening */
+  g_autofree char *stale_path = g_build_filename (dir, "stale.sock", NULL);
+  int stale = unix_listener (stale_path, FALSE);
+  g_autofree char *stale_spec = g_strdup_printf ("unix:%s", stale_path);
+  g_clear_pointer (&out, g_free); g_clear_pointer (&err, g_free);
+  g_assert_cmpint (check_mta (stale_spec, self, "0", NULL, &out, &err), ==, 69);
+  g_assert_nonnull (strstr (err, "Connection refused"));
+  g_assert_nonnull (strstr (err, "extbody-milter is not running"));
+  close (stale);
+  /* something else listens: an SMTP greeting is not a milter's answer */
+  g_autofree char *smtp_path = g_build_filename (dir, "smtp.sock", NULL);
+  Fake smtp = { unix_listener (smtp_path, TRUE), "220 mail.test.example ESMTP\r\n" };
+  GThread *th = g_thread_new ("fake-smtp", fake_run, &smtp);
+  g_autofree char *smtp_spec = g_strdup_printf ("unix:%s", smtp_path);
+  g_clear_pointer (&out, g_free); g_clear_pointer (&err, g_free);
+  g_assert_cmpint (check_mta (smtp_spec, self, "5", NULL, &out, &err), ==, 76);
+  g_assert_nonnull (strstr (err, "but what answers is not a milter"));
+  g_thread_join (th);
+  close (smtp.lfd);
+  /* a listener that never answers: the time-out, named */
+  g_autofree char *mute_path = g_build_filename (dir, "mute.sock", NULL);
+  Fake mute = { unix_listener (mute_path, TRUE), NULL };
+  th = g_thread_new ("fake-mute", fake_run, &mute);
+  g_autofree char *mute_spec = g_strdup_printf ("unix:%s", mute_path);
+  g_clear_pointer (&out, g_free); g_clear_pointer (&err, g_free);
+  g_assert_cmpint (check_mta (mute_spec, self, "1", NULL, &out, &err), ==, 75);
+  g_assert_nonnull (strstr (err, "but no milter answered the negotiation within 1 s"));
+  g_thread_join (th);
+  close (mute.lfd);
+  /* an unknown user */
+  g_clear_pointer (&out, g_free); g_clear_pointer (&err, g_free);
+  g_assert_cmpint (check_mta (milter->sock, "no-such-user-extbody", "1", NULL, &out, &err), ==, 67);
+  g_assert_nonnull (strstr (err, "no user no-such-user-extbody on this system"));
+
+  if (geteuid () != 0) {
+    /* another user's check needs root */
+    g_clear_pointer (&out, g_free); g_clear_pointer (&err, g_free);
+    g_assert_cmpint (check_mta (milter->sock, "root", "1", NULL, &out, &err), ==, 77);
+    g_assert_nonnull (strstr (err, "run the check as root"));
+    g_test_message ("not root: the checks as another user are not run");
+  } else if (getpwnam ("nobody")) {
+    /* as nobody, through a directory of root's group only: which directory,
+     * which group, and the command that lets it in */
+    g_autofree char *locked = g_build_filename (dir, "locked", NULL);
+    g_assert_cmpint (g_mkdir (locked, 0750), ==, 0);
+    g_assert_cmpint (chmod (dir, 0755), ==, 0);
+    g_autofree char *lsock = g_strdup_printf ("unix:%s/milter.sock", locked);
+    g_autofree char *conf = g_build_filename (milter->dir, "empty.conf", NULL);
+    g_autoptr (GSubprocess) p = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL, g_getenv ("EXTBODY_MILTER"),
+                                                  "-c", conf, "-p", lsock, "-o", "milter_umask=000", NULL);
+    g_assert_nonnull (p);
+    g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (p));
+    guint wd = test_watchdog_add (kill_cmd);
+    g_clear_pointer (&out, g_free); g_clear_pointer (&err, g_free);
+    g_assert_cmpint (check_mta (lsock, "nobody", "5", NULL, &out, &err), ==, 77);
+    struct group *gr = getgrgid (getegid ());
+    g_autofree char *want = g_strdup_printf ("nobody may not connect to %s: %s is root:%s mode 0750 and nobody is not "
+                                             "in the group %s: adduser nobody %s, then restart the mail server",
+                                             lsock + 5, locked, gr->gr_name, gr->gr_name, gr->gr_name);
+    g_assert_nonnull (strstr (err, want));
+    /* the same directory open to all: nobody connects */
+    g_assert_cmpint (chmod (locked, 0755), ==, 0);
+    g_clear_pointer (&out, g_free); g_clear_pointer (&err, g_free);
+    g_assert_cmpint (check_mta (lsock, "nobody", "5", NULL, &out, &err), ==, 0);
+    g_assert_true (g_str_has_prefix (out, "extbody-milter: OK: nobody connects to "));
+
+    /* Postfix: its own settings must name the socket, each resolved as its
+     * service resolves it (MAIL_CONFIG: a private configuration directory) */
+    g_autofree char *postconf = g_find_program_in_path ("postconf");
+    if (postconf && getpwnam ("postfix")) {
+      g_autofree char *cfg = g_build_filename (dir, "postfix", NULL);
+      g_autofree char *spool = g_build_filename (dir, "spool", NULL);
+      g_autofree char *sdir = g_build_filename (spool, "extbody", NULL);
+      g_assert_cmpint (g_mkdir_with_parents (cfg, 0755), ==, 0);
+      g_assert_cmpint (g_mkdir_with_parents (sdir, 0755), ==, 0);
+      g_autofree char *psock = g_strdup_printf ("unix:%s/extbody.sock", sdir);
+      g_autoptr (GSubprocess) pp = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL,
+                                                     g_getenv ("EXTBODY_MILTER"), "-c", conf, "-p", psock,
+                                                     "-o", "milter_umask=000", NULL);
+      g_autofree char *kill_pp = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (pp));
+      guint wdp = test_watchdog_add (kill_pp);
+      g_autofree char *master = g_build_filename (cfg, "master.cf", NULL);
+      g_assert_true (g_file_set_contents (master, "smtp inet n - y - - smtpd\n"
+                                                  "cleanup unix n - y - 0 cleanup\n", -1, NULL));
+      g_autofree char *main_cf = g_build_filename (cfg, "main.cf", NULL);
+      /* the old snippet's name: inside the chroot it is another file */
+      g_autofree char *text = g_strdup_printf ("queue_directory = %s\ncompatibility_level = 3.6\n"
+                                               "smtpd_milters = unix:/run/extbody/milter.sock\n"
+                                               "non_smtpd_milters = $smtpd_milters\n", spool);
+      g_assert_true (g_file_set_contents (main_cf, text, -1, NULL));
+      g_clear_pointer (&out, g_free); g_clear_pointer (&err, g_free);
+      g_assert_cmpint (check_mta (psock, "postfix", "5", cfg, &out, &err), ==, 78);
+      g_autofree char *miss = g_strdup_printf ("Postfix's smtpd_milters = unix:/run/extbody/milter.sock (smtp/inet, "
+                                               "chrooted in %s) reaches %s/run/extbody/milter.sock, but extbody-milter "
+                                               "listens on %s/extbody.sock: mail passes unfiltered; set smtpd_milters "
+                                               "= unix:extbody/extbody.sock in main.cf", spool, spool, sdir);
+      g_assert_nonnull (strstr (err, miss));
+      /* none at all */
+      g_free (text);
+      text = g_strdup_printf ("queue_directory = %s\ncompatibility_level = 3.6\n", spool);
+      g_assert_true (g_file_set_contents (main_cf, text, -1, NULL));
+      g_clear_pointer (&out, g_free); g_clear_pointer (&err, g_free);
+      g_assert_cmpint (check_mta (psock, "postfix", "5", cfg, &out, &err), ==, 78);
+      g_assert_nonnull (strstr (err, "in smtpd_milters: mail received over SMTP passes unfiltered; set smtpd_milters "
+                                     "= unix:extbody/extbody.sock in main.cf"));
+      /* the packaged snippet's name: relative to the queue directory */
+      g_free (text);
+      text = g_strdup_printf ("queue_directory = %s\ncompatibility_level = 3.6\n"
+                              "smtpd_milters = unix:extbody/extbody.sock\nnon_smtpd_milters = $smtpd_milters\n", spool);
+      g_assert_true (g_file_set_contents (main_cf, text, -1, NULL));
+      g_clear_pointer (&out, g_free); g_clear_pointer (&err, g_free);
+      g_assert_cmpint (check_mta (psock, "postfix", "5", cfg, &out, &err), ==, 0);
+      g_autofree char *pok = g_strdup_printf ("; Postfix's smtpd_milters (smtp/inet, chrooted in %s) names it as "
+                                              "unix:extbody/extbody.sock\n", spool);
+      g_assert_true (g_str_has_suffix (out, pok));
+      /* a master.cf override on the service wins over main.cf */
+      g_assert_true (g_file_set_contents (master, "smtp inet n - y - - smtpd\n  -o smtpd_milters=\n"
+                                                  "submission inet n - y - - smtpd\n"
+                                                  "  -o { smtpd_milters = { unix:/extbody/extbody.sock, "
+                                                  "default_action = tempfail } }\n", -1, NULL));
+      g_clear_pointer (&out, g_free); g_clear_pointer (&err, g_free);
+      g_assert_cmpint (check_mta (psock, "postfix", "5", cfg, &out, &err), ==, 0);
+      g_autofree char *sub = g_strdup_printf ("; Postfix's smtpd_milters (submission/inet, chrooted in %s) names it as "
+                                              "unix:/extbody/extbody.sock\n", spool);
+      g_assert_true (g_str_has_suffix (out, sub));
+      g_subprocess_send_signal (pp, SIGTERM);
+      g_subprocess_wait (pp, NULL, NULL);
+      test_watchdog_remove (wdp);
+    } else {
+      g_test_message ("no postconf or no user postfix: Postfix's settings are not checked");
+    }
+    g_subprocess_send_signal (p, SIGTERM);
+    g_subprocess_wait (p, NULL, NULL);
+    test_watchdog_remove (wd);
+  }
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
+  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -506,6 +732,7 @@ main (int argc, char **argv)
   g_test_add_func ("/milter/daemon-pidfile", test_daemon);
   g_test_add_func ("/milter/summary-at-exit", test_summary_at_exit);
   g_test_add_func ("/milter/log-detail", test_log_detail);
+  g_test_add_func ("/milter/check-mta", test_check_mta);
   int rc = g_test_run ();
   milter_stop (milter);
   return rc;

@@ -114,6 +114,70 @@ for f in store-nginx.conf.example store-apache-dav.conf.example extbody.conf.exa
   [ -f "/usr/share/doc/extbody/examples/$f" ] || fail "the package does not install examples/$f"
 done
 
+# What the documentation says must be true as installed (issue 26): every
+# snippet names the packaged paths, and the documented commands run.
+echo "==> the shipped snippets, as installed, name what the packages installed"
+doc=/usr/share/doc/extbody/filters
+sock=$(sed -n 's|^milter_socket = unix:||p' /etc/extbody/extbody.conf)
+grep -qx 'smtpd_milters = unix:extbody/extbody.sock' "$doc/postfix-main.cf" \
+  && [ "/var/spool/postfix/extbody/extbody.sock" = "$sock" ] \
+  || fail "postfix-main.cf's smtpd_milters is not the packaged socket ($sock) as smtpd's chroot names it"
+grep -q "S=unix:$sock," "$doc/sendmail.mc" || fail "sendmail.mc does not name the packaged socket $sock"
+for f in $(sed -n 's|^ *transport_filter = \([^ ]*\) .*|\1|p' "$doc/exim/exim4-extbody.conf" | sort -u) \
+         $(sed -n 's|^  argv=\([^ ]*\) .*|\1|p' "$doc/pipe/README.md" | sort -u); do
+  echo "    $f"
+  [ -x "$f" ] || fail "a shipped snippet names $f, which is not installed"
+  "$f" --help >/dev/null || fail "$f --help"
+done
+[ "$(sed -n 's|^ *transport_filter = \([^ ]*\) .*|\1|p' "$doc/exim/exim4-extbody.conf" | sort -u)" \
+  = /usr/libexec/extbody/extbody-exim ] || fail "exim4-extbody.conf does not name /usr/libexec/extbody/extbody-exim"
+bindir=$(sed -n 's|^ *sieve_filter_bin_dir = ||p' "$doc/dovecot/90-extbody.conf")
+echo "    $bindir/extbody"
+[ "$bindir" = /usr/libexec/extbody/sieve-filter ] && [ -x "$bindir/extbody" ] \
+  || fail "90-extbody.conf's sieve_filter_bin_dir ($bindir) holds no program extbody"
+[ "$(ls "$bindir")" = extbody ] || fail "$bindir holds more than the filter: $(ls "$bindir")"
+grep -qx 'filter "extbody";' "$doc/dovecot/extbody.sieve" || fail "extbody.sieve does not call extbody"
+for cmd in /usr/libexec/extbody/extbody-imap-rewrite; do
+  grep -q "^$cmd -u alice " "$doc/dovecot/README.md" || fail "the Dovecot README does not give $cmd"
+  "$cmd" --help >/dev/null || fail "$cmd --help"
+done
+! grep -rn '/usr/local/libexec/extbody-exim\|/usr/lib/dovecot/sieve-filter\|^smtpd_milters = unix:/run' "$doc" \
+  || fail "an installed README or snippet still gives an old path"
+echo "==> a message through the installed Exim and Sieve wrappers, as the snippets call them"
+/usr/libexec/extbody/extbody-exim -q 1xTEST-000001-AB <"$top/data/samples/references.eml" >"$work/exim.eml"
+grep -q '^X-Extbody: resolved' "$work/exim.eml" || fail "extbody-exim did not resolve the sample"
+env -i "$bindir/extbody" -l stderr <"$top/data/samples/references.eml" >"$work/sieve.eml" \
+  || fail "the Sieve filter program exits $?"
+grep -q '^X-Extbody: resolved' "$work/sieve.eml" || fail "the Sieve filter did not resolve the sample"
+if command -v doveconf >/dev/null; then
+  echo "==> doveconf -n with the installed 90-extbody.conf"
+  printf 'protocols = lmtp\n!include %s\n' "$doc/dovecot/90-extbody.conf" >"$work/dovecot.conf"
+  doveconf -n -c "$work/dovecot.conf" >"$work/doveconf.out" 2>&1 || { cat "$work/doveconf.out" >&2; fail "doveconf -n"; }
+  grep -q "sieve_filter_bin_dir = $bindir" "$work/doveconf.out" || fail "doveconf does not read sieve_filter_bin_dir"
+fi
+exim=${EXTBODY_TEST_EXIM:-/opt/extbody-test-exim/usr/sbin/exim4}
+if [ -x "$exim" ]; then
+  echo "==> exim -bV with the installed exim4-extbody.conf (tests/exim/exim-peer.sh check)"
+  mkdir -p "$work/exim/etc" "$work/exim/spool"
+  chmod 0755 "$work" "$work/exim" "$work/exim/etc"   # Exim reads the lines as Debian-exim
+  cp /etc/passwd /etc/group "$work/exim/etc/"
+  getent passwd Debian-exim >/dev/null || {
+    echo "Debian-exim:x:64990:64990::$work/exim/spool:/usr/sbin/nologin" >>"$work/exim/etc/passwd"
+    echo "Debian-exim:x:64990:" >>"$work/exim/etc/group"; }
+  EXIM=$exim sh "$top/tests/exim/exim-peer.sh" check "$work/exim" "$doc/exim/exim4-extbody.conf" >"$work/exim.out" 2>&1 \
+    || { cat "$work/exim.out" >&2; fail "Exim refuses the installed exim4-extbody.conf"; }
+  grep -q 'transport_filter = /usr/libexec/extbody/extbody-exim -q $message_exim_id' "$work/exim.out" \
+    || fail "Exim does not read the installed transport_filter"
+fi
+
+echo "==> the unit as installed: --check-mta after the start, the metrics directory writable"
+unit=/lib/systemd/system/extbody-milter.service
+grep -q '^ExecStartPost=-+/usr/sbin/extbody-milter --check-mta postfix$' "$unit" || fail "the unit does not run --check-mta"
+grep -q '^ReadWritePaths=.* -/var/lib/prometheus/node-exporter' "$unit" \
+  || fail "the unit does not let the daemon write /var/lib/prometheus/node-exporter"
+zgrep -q /var/lib/prometheus/node-exporter /usr/share/man/man8/extbody-milter.8.gz \
+  || fail "extbody-milter(8) does not name /var/lib/prometheus/node-exporter"
+
 if [ -f "$top/examples/resolve-one.c" ]; then
   echo "==> examples/resolve-one.c against the installed libextbody-dev (pkg-config extbody-1)"
   # shellcheck disable=SC2046
@@ -132,3 +196,8 @@ for p in $pkgs; do
 done
 [ ! -e /etc/extbody/extbody.conf ] || fail "the purge left /etc/extbody/extbody.conf"
 [ ! -e /var/spool/postfix/extbody ] || fail "the purge left /var/spool/postfix/extbody"
+
+# On a bare Debian 12 (the root tests/packaging/prepare-debroot.sh made), in
+# both orders, with the shipped Postfix snippet as it is
+echo "==> deb-orders.sh: extbody-milter before and after Postfix, on a bare Debian 12"
+sh "$top/tests/packaging/deb-orders.sh" "$out"

@@ -4,7 +4,12 @@
  * token, with the configuration key that decides), counting from several
  * threads at once, the fetch counters, and their Prometheus text format
  * (every line, escaping, the atomic write: a reader never sees half a file). */
+#include <fcntl.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "eb-gmime.h"
 #include "eb-stats.h"
 #include "eb-metrics.h"
@@ -368,7 +373,11 @@ test_write_atomic (void)
   g_autofree char *b = eb_stats_format_prometheus (large);
   g_assert_cmpuint (strlen (a), <, strlen (b));
   g_autoptr (GError) e = NULL;
+  /* 0644 whatever the umask: the unit's is 0007, and node_exporter reads the
+   * file as its own user (issue 26) */
+  mode_t old_mask = umask (0077);
   g_assert_true (eb_stats_write_prometheus (small, path, &e));
+  umask (old_mask);
   g_assert_no_error (e);
   GStatBuf st;
   g_assert_cmpint (g_stat (path, &st), ==, 0);
@@ -415,6 +424,76 @@ test_write_atomic (void)
   g_rmdir (dir);
 }
 
+/* The mailbox runs' text reads back as it was written, with its writer
+ * label on every sample, and a text of another writer (or of none) is
+ * refused; eb_stats_add_to_prometheus adds runs up (issue 26). */
+static void
+test_parse_and_add (void)
+{
+  g_autoptr (EbStats) s = eb_stats_new ();
+  add_fetches (s);
+  eb_stats_add_bytes (s, 4242);
+  EbStatsSnapshot a, b;
+  eb_stats_snapshot (s, &a);
+  g_autofree char *t = eb_metrics_format_for (&a, "extbody");
+  g_assert_nonnull (strstr (t, "\nextbody_messages_total{writer=\"extbody\"} "));
+  g_assert_nonnull (strstr (t, "\nextbody_left_total{writer=\"extbody\",reason=\"fetch-off\"} 0\n"));
+  g_assert_nonnull (strstr (t, "\nextbody_fetch_duration_seconds_bucket{writer=\"extbody\",le=\"+Inf\"} "));
+  guint bad = 99;
+  g_assert_true (eb_metrics_parse (t, "extbody", &b, &bad));
+  g_assert_cmpuint (bad, ==, 0);
+  g_autofree char *t2 = eb_metrics_format_for (&b, "extbody");
+  g_assert_cmpstr (t2, ==, t);
+  /* another writer's, or the daemon's (no label): refused, with the line */
+  g_assert_false (eb_metrics_parse (t, "other", &b, &bad));
+  g_assert_cmpuint (bad, >, 0);
+  g_autofree char *daemon = eb_metrics_format (&a);
+  g_assert_false (eb_metrics_parse (daemon, "extbody", &b, &bad));
+  g_assert_true (eb_metrics_parse (daemon, NULL, &b, &bad));
+  g_assert_false (eb_metrics_parse ("extbody_messages_total{writer=\"extbody\"} -1\n", "extbody", &b, &bad));
+  g_assert_false (eb_metrics_parse ("something_else{writer=\"extbody\"} 1\n", "extbody", &b, &bad));
+
+  g_autofree char *dir = g_dir_make_tmp ("extbody-metrics-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "runs.prom", NULL);
+  g_autoptr (GError) e = NULL;
+  for (guint i = 0; i < 3; i++) {
+    g_assert_true (eb_stats_add_to_prometheus (s, path, "extbody", 5, &e));
+    g_assert_no_error (e);
+  }
+  g_autofree char *text = NULL;
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  g_assert_true (eb_metrics_parse (text, "extbody", &b, &bad));
+  g_assert_cmpuint (b.bytes, ==, 3 * a.bytes);
+  g_assert_cmpuint (b.fetched_bytes, ==, 3 * a.fetched_bytes);
+  g_assert_cmpuint (b.latency_us, ==, 3 * a.latency_us);
+  for (guint r = 0; r < EB_REASON_N; r++)
+    g_assert_cmpuint (b.fetches[r], ==, 3 * a.fetches[r]);
+  /* another process holds the lock: the wait ends at the limit, the file as it was */
+  g_autofree char *lock = g_strconcat (path, ".lock", NULL);
+  int fd = open (lock, O_RDWR);
+  g_assert_cmpint (fd, >=, 0);
+  pid_t child = fork ();
+  if (child == 0) {
+    int cfd = open (lock, O_RDWR);
+    _exit (cfd >= 0 && flock (cfd, LOCK_EX) == 0 && sleep (3) == 0 ? 0 : 1);
+  }
+  g_usleep (300 * 1000);
+  gint64 t0 = g_get_monotonic_time ();
+  g_assert_false (eb_stats_add_to_prometheus (s, path, "extbody", 1, &e));
+  g_assert_cmpint (g_get_monotonic_time () - t0, >=, G_USEC_PER_SEC);
+  g_assert_nonnull (strstr (e->message, "still locked by another run after lock_timeout (1 s)"));
+  g_clear_error (&e);
+  int status = 0;
+  waitpid (child, &status, 0);
+  close (fd);
+  g_autofree char *same = NULL;
+  g_assert_true (g_file_get_contents (path, &same, NULL, NULL));
+  g_assert_cmpstr (same, ==, text);
+  g_unlink (lock);
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -428,6 +507,7 @@ main (int argc, char **argv)
   g_test_add_func ("/metrics/escape", test_escape);
   g_test_add_func ("/metrics/format", test_format);
   g_test_add_func ("/metrics/write-atomic", test_write_atomic);
+  g_test_add_func ("/metrics/parse-and-add", test_parse_and_add);
   int rc = g_test_run ();
   g_mime_shutdown ();
   return rc;

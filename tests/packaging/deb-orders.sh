@@ -1,0 +1,166 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# deb-orders.sh - the Debian packages on a bare Debian 12, installed in both
+# orders an administrator may choose, and used through the shipped Postfix
+# snippet as it is.
+#
+#   sh tests/packaging/deb-orders.sh DEBDIR [ROOT]
+#
+# DEBDIR holds the .deb files built from debian/ (tests/packaging/deb-smoke.sh
+# leaves them in build-deb/); ROOT (default /opt/extbody-test-debroot) is the
+# bare Debian 12 that tests/packaging/prepare-debroot.sh made, with Postfix and
+# the run-time dependencies in its apt cache. Each order runs in a throw-away
+# overlay of ROOT (ROOT is never changed), chrooted, in private mount, PID and
+# network namespaces (no network: apt installs from the cache, offline; every
+# process started there ends with the namespace):
+#
+#   A  extbody-milter first, then Postfix (the trigger on /usr/sbin/postfix
+#      must put the postfix user in the extbody group);
+#   B  Postfix first, then extbody-milter (its postinst does it).
+#
+# In both: the postfix user is in the extbody group; the packaged daemon runs
+# as extbody; `extbody-milter --check-mta postfix` says what is missing before
+# the snippet is appended to main.cf, and OK after it; a message submitted to
+# that Postfix arrives through the milter, resolved; and with the group
+# membership removed the check names the group and the adduser command.
+# Needs root, unshare and the prepared ROOT: exits 77 (skipped) without them.
+set -eu
+[ $# -ge 1 ] || { echo "usage: deb-orders.sh DEBDIR [ROOT]" >&2; exit 64; }
+debs=$(cd "$1" && pwd)
+root=${2:-/opt/extbody-test-debroot}
+top=$(cd "$(dirname "$0")/../.." && pwd)
+skip() { echo "deb-orders: skipped: $*" >&2; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "needs root (chroot, namespaces)"
+[ -x "$root/usr/bin/apt-get" ] && [ -f "$root/.extbody-test-packages" ] \
+  || skip "no prepared Debian root in $root (sh tests/packaging/prepare-debroot.sh, as tests/quickstart.sh test does)"
+unshare --mount --pid --net --fork true 2>/dev/null || skip "unshare --mount --pid --net does not work here"
+for p in libextbody1 extbody extbody-milter; do
+  ls "$debs/${p}_"*.deb >/dev/null 2>&1 || { echo "deb-orders: no ${p}_*.deb in $debs" >&2; exit 1; }
+done
+
+work=$(mktemp -d /tmp/extbody-orders.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# what runs inside the chroot, as root: install in ORDER, then check
+cat >"$work/inside.sh" <<'EOF'
+set -eu
+order=$1
+fail() { echo "deb-orders: order $order: FAILED: $*" >&2; exit 1; }
+export DEBIAN_FRONTEND=noninteractive
+# Postfix as the installer's "Local only" answer sets it up
+echo "postfix postfix/main_mailer_type select Local only" | debconf-set-selections
+echo "postfix postfix/mailname string extbody-test.example" | debconf-set-selections
+inst() {
+  echo "==> order $order: apt-get install $*"
+  apt-get install -y -q --no-install-recommends -o Dpkg::Use-Pty=0 "$@" >/tmp/apt.log 2>&1 \
+    || { tail -n 30 /tmp/apt.log >&2; fail "apt-get install $* (offline, from the prepared cache)"; }
+  grep -i 'extbody-milter:' /tmp/apt.log || true
+}
+ours="/debs/libextbody1_*.deb /debs/extbody_*.deb /debs/extbody-milter_*.deb"
+case $order in
+  # shellcheck disable=SC2086
+  A) inst $ours; inst postfix ;;
+  # shellcheck disable=SC2086
+  B) inst postfix; inst $ours ;;
+esac
+id -nG postfix | tr ' ' '\n' | grep -qx extbody || fail "the postfix user is not in the group extbody ($(id postfix))"
+echo "==> order $order: $(id postfix)"
+
+echo "==> order $order: metrics_file in Debian's node_exporter directory, as the documentation says"
+conf=/etc/extbody/extbody.conf
+prom=/var/lib/prometheus/node-exporter/extbody-milter.prom
+mkdir -p /var/lib/prometheus/node-exporter
+chown extbody /var/lib/prometheus/node-exporter   # (setfacl -m u:extbody:rwx, where acl is installed)
+if grep -q '^metrics_file *=' $conf; then sed -i "s|^metrics_file *=.*|metrics_file = $prom|" $conf
+else echo "metrics_file = $prom" >>$conf; fi
+adduser --quiet --disabled-password --gecos '' alice
+
+echo "==> order $order: the packaged daemon, as extbody, under the unit's umask"
+setpriv --reuid=extbody --regid=extbody --init-groups --inh-caps=-all \
+  sh -c 'umask 007; exec /usr/sbin/extbody-milter' >/tmp/milter.log 2>&1 &
+echo "==> order $order: before the snippet: extbody-milter --check-mta postfix"
+rc=0; extbody-milter --check-mta postfix >/tmp/check.out 2>&1 || rc=$?
+cat /tmp/check.out
+[ "$rc" -eq 78 ] || fail "--check-mta postfix exits $rc without smtpd_milters, not 78"
+grep -q 'set smtpd_milters = unix:extbody/extbody.sock in main.cf' /tmp/check.out \
+  || fail "--check-mta does not say what to set"
+
+echo "==> order $order: the shipped snippet appended to main.cf as it is"
+snippet=/usr/share/doc/extbody/filters/postfix-main.cf
+[ -f "$snippet" ] || fail "the package does not ship $snippet"
+cat "$snippet" >>/etc/postfix/main.cf
+postconf -h smtpd_milters >/dev/null 2>/tmp/postconf.err && [ ! -s /tmp/postconf.err ] \
+  || fail "postconf warns about the snippet: $(cat /tmp/postconf.err)"
+rc=0; extbody-milter --check-mta postfix >/tmp/check.out 2>&1 || rc=$?
+cat /tmp/check.out
+[ "$rc" -eq 0 ] || fail "--check-mta postfix exits $rc with the shipped snippet"
+grep -q '^extbody-milter: OK: postfix connects to /var/spool/postfix/extbody/extbody.sock and negotiates milter protocol 6' \
+  /tmp/check.out || fail "--check-mta's OK line"
+grep -q "Postfix's smtpd_milters (smtp/inet, chrooted in /var/spool/postfix) names it as unix:extbody/extbody.sock" \
+  /tmp/check.out || fail "--check-mta does not name Postfix's setting"
+
+echo "==> order $order: the daemon's counters, readable by another user (node_exporter's)"
+[ "$(stat -c %a $prom)" = 644 ] || fail "$prom is mode $(stat -c %a $prom), not 644"
+setpriv --reuid=nobody --regid=nogroup --clear-groups cat $prom | grep -qx 'extbody_messages_total 0' \
+  || fail "another user cannot read $prom"
+echo "==> order $order: an ordinary user's mailbox run: no metrics line, the daemon's file untouched"
+{ echo 'From sender@extbody-test.example Mon Jan  5 10:00:00 2026'; cat /tmp/references.eml; } >/tmp/alice.mbox
+chown alice /tmp/alice.mbox
+cp $prom /tmp/prom.before
+setpriv --reuid=alice --regid=alice --init-groups extbody rewrite --mbox /tmp/alice.mbox 2>/tmp/alice.err \
+  || fail "alice's extbody rewrite --mbox: $(cat /tmp/alice.err)"
+cat /tmp/alice.err
+! grep -qi metrics /tmp/alice.err || fail "alice's run says something about metrics"
+cmp -s /tmp/prom.before $prom || fail "alice's run changed the daemon's $prom"
+
+echo "==> order $order: Postfix started, a message submitted to it"
+[ -x /usr/lib/postfix/configure-instance.sh ] && /usr/lib/postfix/configure-instance.sh - >/dev/null 2>&1 || true
+postfix start >/tmp/postfix.log 2>&1 || { cat /tmp/postfix.log >&2; fail "postfix start"; }
+/usr/sbin/sendmail -f sender@extbody-test.example alice </tmp/references.eml
+i=0
+while [ $i -lt 600 ] && ! grep -q '^X-Extbody:' /var/mail/alice 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+grep -q '^X-Extbody: resolved' /var/mail/alice || {
+  cat /tmp/milter.log >&2; ls -l /var/mail >&2; postqueue -p >&2 || true
+  fail "the message did not arrive through the milter (no X-Extbody field in /var/mail/alice)"; }
+echo "==> order $order: $(grep '^X-Extbody:' /var/mail/alice)"
+
+echo "==> order $order: the postfix user out of the group: the check names it"
+gpasswd -d postfix extbody >/dev/null
+rc=0; extbody-milter --check-mta postfix >/tmp/check.out 2>&1 || rc=$?
+cat /tmp/check.out
+[ "$rc" -eq 77 ] || fail "--check-mta postfix exits $rc without the group, not 77"
+grep -q 'postfix is not in the group extbody: adduser postfix extbody' /tmp/check.out \
+  || fail "--check-mta does not name the group and the command"
+postfix stop >/dev/null 2>&1 || true
+echo "==> order $order: passed"
+EOF
+
+run_order() {
+  order=$1
+  w="$work/$order"
+  mkdir -p "$w/upper" "$w/ovl" "$w/merged"
+  cat >"$w/outer.sh" <<EOF
+set -eu
+# a throw-away view of the prepared root: an overlay, or a copy where
+# overlays cannot be mounted
+if ! mount -t overlay overlay -o lowerdir=$root,upperdir=$w/upper,workdir=$w/ovl $w/merged 2>/dev/null; then
+  cp -a $root/. $w/merged/
+fi
+mount -t proc proc $w/merged/proc
+mount --bind /dev $w/merged/dev
+mkdir -p $w/merged/debs
+cp $debs/*.deb $w/merged/debs/
+cp $work/inside.sh $w/merged/tmp/inside.sh
+cp $top/data/samples/references.eml $w/merged/tmp/references.eml
+ip link set lo up 2>/dev/null || true
+chroot $w/merged /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+  sh /tmp/inside.sh $order
+EOF
+  unshare --mount --propagation private --pid --net --fork sh "$w/outer.sh"
+  rm -rf "$w"
+}
+
+start=$(date +%s)
+run_order A
+run_order B
+echo "==> deb-orders: both orders passed in $(( $(date +%s) - start )) s"
