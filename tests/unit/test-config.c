@@ -178,8 +178,8 @@ test_shipped_file (void)
     g_assert_true (*line == '\0' || *line == '#');
     g_assert_true (*line == '\0' || !g_ascii_isspace (line[strlen (line) - 1]));   /* no trailing blank */
     /* "#key = value": a commented setting; "# text": a comment */
-    gsize name = strspn (line + 1, "abcdefghijklmnopqrstuvwxyz_");
-    if (*line == '#' && name > 0 && g_str_has_prefix (line + 1 + name, " =")) {
+    gsize name = *line == '#' ? strspn (line + 1, "abcdefghijklmnopqrstuvwxyz_") : 0;   /* "": no line + 1 */
+    if (name > 0 && g_str_has_prefix (line + 1 + name, " =")) {
       g_autofree char *key = g_strndup (line + 1, name);
       if (g_hash_table_contains (at, key))
         g_error ("data/extbody.conf.example:%u: %s a second time (first at line %u)", l + 1, key,
