@@ -384,22 +384,28 @@ test_check (void)
   g_assert_nonnull (strstr (hout, "milter_mode = externalize"));
 }
 
-/* When it stops, one line sums up every message it planned since it started;
- * with metrics_file, the same counters are left in the Prometheus text format,
- * read back with the reference parser (python3-prometheus-client) when there. */
-static void
-test_summary_at_exit (void)
+
+/* Run the miltertest @scripts through a daemon of its own with configuration
+ * @conf_text and the further arguments @extra (NULL-terminated, nullable),
+ * stop it with SIGTERM, and return what it wrote on standard error (its log:
+ * a daemon in the foreground logs there). The directory is @dir's. */
+static char *
+daemon_log_of (const char *dir, const char *conf_text, const char *const *extra,
+               const char *const *scripts)
 {
-  g_autofree char *dir = g_dir_make_tmp ("extbody-milter-XXXXXX", NULL);
   g_autofree char *path = g_build_filename (dir, "milter.sock", NULL);
-  g_autofree char *conf = g_build_filename (dir, "metrics.conf", NULL);
-  g_autofree char *prom = g_build_filename (dir, "extbody.prom", NULL);
-  g_autofree char *conf_text = g_strdup_printf ("metrics_file = %s\n", prom);
+  g_autofree char *conf = g_build_filename (dir, "milter.conf", NULL);
   g_assert_true (g_file_set_contents (conf, conf_text, -1, NULL));
   Milter m = { NULL, g_strdup (dir), g_strdup_printf ("unix:%s", path), 0 };
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  const char *const base[] = { g_getenv ("EXTBODY_MILTER"), "-p", m.sock, "-c", conf };
+  for (guint i = 0; i < G_N_ELEMENTS (base); i++)
+    g_ptr_array_add (argv, (gpointer) base[i]);
+  for (guint i = 0; extra && extra[i]; i++)
+    g_ptr_array_add (argv, (gpointer) extra[i]);
+  g_ptr_array_add (argv, NULL);
   g_autoptr (GError) error = NULL;
-  m.proc = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_PIPE, &error, g_getenv ("EXTBODY_MILTER"),
-                             "-p", m.sock, "-c", conf, NULL);
+  m.proc = g_subprocess_newv ((const char *const *) argv->pdata, G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
   g_assert_no_error (error);
   g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %s; rm -rf '%s'",
                                                g_subprocess_get_identifier (m.proc), dir);
@@ -407,15 +413,32 @@ test_summary_at_exit (void)
   for (int i = 0; i < 200 && !g_file_test (path, G_FILE_TEST_EXISTS); i++)
     g_usleep (20000);
   g_assert_true (g_file_test (path, G_FILE_TEST_EXISTS));
-  run_script (&m, "data-reference.lua");
-  run_script (&m, "data-reference.lua");
+  for (guint i = 0; scripts[i]; i++)
+    run_script (&m, scripts[i]);
   g_subprocess_send_signal (m.proc, SIGTERM);
-  g_autofree char *err = NULL;
+  char *err = NULL;
   g_assert_true (g_subprocess_communicate_utf8 (m.proc, NULL, NULL, NULL, &err, &error));
   g_assert_no_error (error);
   g_subprocess_wait (m.proc, NULL, NULL);
   test_watchdog_remove (m.watchdog);
   g_test_message ("%s", err);
+  g_object_unref (m.proc);
+  g_free (m.dir);
+  g_free (m.sock);
+  return err;
+}
+
+/* When it stops, one line sums up every message it planned since it started;
+ * with metrics_file, the same counters are left in the Prometheus text format,
+ * read back with the reference parser (python3-prometheus-client) when there. */
+static void
+test_summary_at_exit (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("extbody-milter-XXXXXX", NULL);
+  g_autofree char *prom = g_build_filename (dir, "extbody.prom", NULL);
+  g_autofree char *conf_text = g_strdup_printf ("metrics_file = %s\n", prom);
+  g_autofree char *err = daemon_log_of (dir, conf_text, NULL,
+                                        (const char *[]) { "data-reference.lua", "data-reference.lua", NULL });
   g_assert_nonnull (strstr (err, "extbody-milter: exiting: 2 messages scanned, 2 references, "
                                  "2 resolved, 2 messages changed\n"));
   /* the file written at exit, parsed by the reference parser */
@@ -436,11 +459,8 @@ test_summary_at_exit (void)
   } else {
     g_test_message ("/usr/bin/python3 with prometheus_client missing: the file is not parsed");
   }
-  g_object_unref (m.proc);
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
   g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL);
-  g_free (m.dir);
-  g_free (m.sock);
 }
 
 /* A reference the milter could not fetch: its log line says why, in the
@@ -450,29 +470,9 @@ static void
 test_log_detail (void)
 {
   g_autofree char *dir = g_dir_make_tmp ("extbody-milter-XXXXXX", NULL);
-  g_autofree char *path = g_build_filename (dir, "milter.sock", NULL);
-  g_autofree char *conf = g_build_filename (dir, "empty.conf", NULL);
-  g_assert_true (g_file_set_contents (conf, "", -1, NULL));
-  Milter m = { NULL, g_strdup (dir), g_strdup_printf ("unix:%s", path), 0 };
-  g_autoptr (GError) error = NULL;
-  m.proc = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_PIPE, &error, g_getenv ("EXTBODY_MILTER"),
-                             "-p", m.sock, "-c", conf, "-o", "fetch=on", "--allow-network",
-                             "127.0.0.1/32", "-o", "allow_ports=1", NULL);
-  g_assert_no_error (error);
-  g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %s; rm -rf '%s'",
-                                               g_subprocess_get_identifier (m.proc), dir);
-  m.watchdog = test_watchdog_add (kill_cmd);
-  for (int i = 0; i < 200 && !g_file_test (path, G_FILE_TEST_EXISTS); i++)
-    g_usleep (20000);
-  g_assert_true (g_file_test (path, G_FILE_TEST_EXISTS));
-  run_script (&m, "fetch-failed.lua");
-  g_subprocess_send_signal (m.proc, SIGTERM);
-  g_autofree char *err = NULL;
-  g_assert_true (g_subprocess_communicate_utf8 (m.proc, NULL, NULL, NULL, &err, &error));
-  g_assert_no_error (error);
-  g_subprocess_wait (m.proc, NULL, NULL);
-  test_watchdog_remove (m.watchdog);
-  g_test_message ("%s", err);
+  g_autofree char *err = daemon_log_of (dir, "", (const char *[]) { "-o", "fetch=on", "--allow-network",
+                                                                 "127.0.0.1/32", "-o", "allow_ports=1", NULL },
+                                        (const char *[]) { "fetch-failed.lua", NULL });
   const char *line = strstr (err, "msgid=<refused@test.example> ref=1");
   g_assert_nonnull (line);
   g_autofree char *l = g_strndup (line, strcspn (line, "\n"));
@@ -480,11 +480,8 @@ test_log_detail (void)
   g_assert_nonnull (strstr (l, "127.0.0.1 port 1"));
   g_assert_null (strstr (err, "s3cr3t"));
   g_assert_null (strstr (err, "report.pdf"));
-  g_object_unref (m.proc);
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
   g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL);
-  g_free (m.dir);
-  g_free (m.sock);
 }
 
 /* extbody-milter --check-mta USER as @user with @spec (and MAIL_CONFIG=@mail_config
