@@ -192,7 +192,6 @@ main (int argc, char **argv)
   g_autofree char *homes = g_strdup_printf ("mkdir -p '%s/home' && chown nobody:nogroup '%s/home'", server.work, server.work);
   g_assert_cmpint (dt_sh (homes, NULL), ==, 0);
 
-  lmtp_port = dt_free_port ();
   g_autofree char *extra = g_strdup_printf (
     "mail_location = mdbox:~/mail\n"
     "passdb {\n  driver = static\n  args = nopassword=y\n}\n"
@@ -212,7 +211,7 @@ main (int argc, char **argv)
      * which the filter runs; a normal build runs under the default */
     "%s", passwd, bin, g_getenv ("ASAN_OPTIONS") ? "service lmtp {\n  vsz_limit = 0\n}\n" : "");
   int ret = 77;
-  if (!lmtp_port || !dt_start (&server, lmtp_port, extra)) {
+  if (!dt_start_free_port (&server, &lmtp_port, extra)) {
     g_printerr ("skipped: dovecot did not start with LMTP on 127.0.0.1:%u\n", lmtp_port);
     dt_print_log (&server);
   } else {

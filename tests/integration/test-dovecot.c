@@ -219,49 +219,59 @@ main (int argc, char **argv)
     g_autofree char *d = g_build_filename (maildir, *sub, NULL);
     g_mkdir_with_parents (d, 0700);
   }
-  port = test_free_port ();
   g_autofree char *conf = g_build_filename (work, "dovecot.conf", NULL);
   g_autofree char *log = g_build_filename (work, "dovecot.log", NULL);
-  g_autofree char *text = g_strdup_printf (
-    "base_dir = %s/run\n"
-    "state_dir = %s/state\n"
-    "log_path = %s\n"
-    "protocols = imap\n"
-    "listen = 127.0.0.1\n"
-    "ssl = no\n"
-    "disable_plaintext_auth = no\n"
-    "auth_mechanisms = plain\n"
-    "mail_location = maildir:%s\n"
-    "first_valid_uid = 1\n"
-    "passdb {\n  driver = static\n  args = password=secret\n}\n"
-    "userdb {\n  driver = static\n  args = uid=nobody gid=nogroup home=%s/home\n}\n"
-    "service imap-login {\n  inet_listener imap {\n    address = 127.0.0.1\n    port = %u\n  }\n"
-    "  inet_listener imaps {\n    port = 0\n  }\n}\n"
-    "service pop3-login {\n  inet_listener pop3 {\n    port = 0\n  }\n}\n"
-    "service submission-login {\n  inet_listener submission {\n    port = 0\n  }\n}\n"
-    "service lmtp {\n  unix_listener lmtp {\n    mode = 0600\n  }\n}\n",
-    work, work, log, maildir, work, port);
-  put (conf, text);
   g_autofree char *state = g_build_filename (work, "state", NULL);
   g_mkdir (state, 0755);
-
   g_autoptr (GError) error = NULL;
-  /* in the foreground, and stopped with this process even when an assertion
-   * aborts it (its own children follow the master) */
-  g_autoptr (GSubprocessLauncher) l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
-  g_subprocess_launcher_set_child_setup (l, die_with_parent, NULL, NULL);
-  g_autoptr (GSubprocess) dc = port ? g_subprocess_launcher_spawn (l, &error, dovecot, "-F", "-c", conf, NULL)
-                                    : NULL;
+  g_autoptr (GSubprocess) dc = NULL;
   gboolean up = FALSE;
-  for (int i = 0; dc && i < 200 && !up; i++) {   /* at most 20 s for it to listen */
-    g_autoptr (GSocketClient) c = g_socket_client_new ();
-    g_autoptr (GSocketConnection) conn = g_socket_client_connect_to_host (c, "127.0.0.1", (guint16) port, NULL, NULL);
-    up = conn != NULL;
-    if (!up) {
-      if (g_subprocess_get_identifier (dc) == NULL)
+  /* a port of its own: again on another when the one given was taken
+   * before Dovecot bound it ("Address already in use" in its log) */
+  for (guint attempt = 0; attempt < TEST_PORT_ATTEMPTS && !up; attempt++) {
+    port = test_free_port ();
+    g_autofree char *text = g_strdup_printf (
+      "base_dir = %s/run\n"
+      "state_dir = %s/state\n"
+      "log_path = %s\n"
+      "protocols = imap\n"
+      "listen = 127.0.0.1\n"
+      "ssl = no\n"
+      "disable_plaintext_auth = no\n"
+      "auth_mechanisms = plain\n"
+      "mail_location = maildir:%s\n"
+      "first_valid_uid = 1\n"
+      "passdb {\n  driver = static\n  args = password=secret\n}\n"
+      "userdb {\n  driver = static\n  args = uid=nobody gid=nogroup home=%s/home\n}\n"
+      "service imap-login {\n  inet_listener imap {\n    address = 127.0.0.1\n    port = %u\n  }\n"
+      "  inet_listener imaps {\n    port = 0\n  }\n}\n"
+      "service pop3-login {\n  inet_listener pop3 {\n    port = 0\n  }\n}\n"
+      "service submission-login {\n  inet_listener submission {\n    port = 0\n  }\n}\n"
+      "service lmtp {\n  unix_listener lmtp {\n    mode = 0600\n  }\n}\n",
+      work, work, log, maildir, work, port);
+    put (conf, text);
+    g_unlink (log);
+    /* in the foreground, and stopped with this process even when an assertion
+     * aborts it (its own children follow the master) */
+    g_autoptr (GSubprocessLauncher) l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+    g_subprocess_launcher_set_child_setup (l, die_with_parent, NULL, NULL);
+    g_clear_object (&dc);
+    g_clear_error (&error);
+    dc = g_subprocess_launcher_spawn (l, &error, dovecot, "-F", "-c", conf, NULL);
+    for (int i = 0; dc && i < 200 && !up; i++) {   /* at most 20 s for it to listen */
+      const char *id = g_subprocess_get_identifier (dc);
+      if (id == NULL)
         break;   /* it exited */
-      g_usleep (100000);
+      up = test_port_owned_by (port, (GPid) atoi (id));   /* its own master, no other process */
+      if (!up)
+        g_usleep (100000);
     }
+    g_autofree char *text_log = NULL;
+    if (up || !dc || !g_file_get_contents (log, &text_log, NULL, NULL) || !strstr (text_log, "in use"))
+      break;
+    g_printerr ("# dovecot: port %u was taken before it bound it; again with another\n", port);
+    g_subprocess_send_signal (dc, SIGTERM);
+    g_subprocess_wait (dc, NULL, NULL);
   }
   int ret = 77;
   if (!up) {
