@@ -13,6 +13,7 @@
 #include <glib/gstdio.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <string.h>
 #include <unistd.h>
 #include "test-server.h"
 
@@ -60,6 +61,8 @@ test_retry_when_taken (void)
   g_autofree char *ran = test_sh_on_free_port (cmd, &port, &out);
   g_autofree char *want = g_strdup_printf ("up on %u\n", port);
   g_assert_cmpstr (out, ==, want);
+  g_autofree char *port_text = g_strdup_printf ("%u", port);
+  g_assert_nonnull (strstr (ran, port_text));   /* the command as run names the port */
   g_autofree char *n = NULL;
   g_assert_true (g_file_get_contents (count, &n, NULL, NULL));
   g_assert_cmpstr (n, ==, "3\n");
