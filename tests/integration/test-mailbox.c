@@ -272,6 +272,19 @@ test_write_error (void)
   g_assert_cmpint (atoi (l), ==, 0);
 }
 
+typedef struct {
+  const char *box;
+  guint       port;   /* httpd.py's */
+} HeldBox;
+
+static gboolean
+run_holds_box (gpointer data)
+{
+  HeldBox *h = data;
+  g_autofree char *lock = g_strconcat (h->box, ".lock", NULL);
+  return g_file_test (lock, G_FILE_TEST_EXISTS) && test_http_get_number (h->port, "/peak") >= 1;
+}
+
 /* A delivery that arrives while a run holds the mailbox waits, and its message
  * is there afterwards. The run is kept busy by a reference to a slow server. */
 static void
@@ -289,15 +302,24 @@ test_delivery_during_run (void)
   g_autofree char *box = g_build_filename (work, "deliver.mbox", NULL);
   g_file_set_contents (box, m, -1, NULL);
   g_autofree char *deliver = g_test_build_filename (G_TEST_DIST, "integration", "deliver.py", NULL);
-  g_autofree char *cmd = g_strdup_printf (
-    "'%s' rewrite -c '%s' --fetch --allow-network 127.0.0.1/32 --mbox '%s' 2>/dev/null & p=$!; sleep 0.5; "
-    "python3 '%s' '%s' '<delivered-1@test.example>'; wait $p",
-    g_getenv ("EXTBODY"), conf, box, deliver, box);
+  g_autoptr (GSubprocess) run = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error, g_getenv ("EXTBODY"),
+                                                  "rewrite", "-c", conf, "--fetch", "--allow-network",
+                                                  "127.0.0.1/32", "--mbox", box, NULL);
+  g_assert_no_error (error);
+  /* the delivery starts once the run holds the mailbox: its dot-lock is
+   * there and its fetch is under way */
+  HeldBox held = { box, port };
+  test_wait_until (run_holds_box, &held, 30, "the run holding the mailbox (its dot-lock, its fetch started)");
+  g_autofree char *cmd = g_strdup_printf ("python3 '%s' '%s' '<delivered-1@test.example>'", deliver, box);
   g_assert_cmpint (test_sh (cmd, NULL), ==, 0);
+  g_assert_true (g_subprocess_wait_check (run, NULL, &error));
+  g_assert_no_error (error);
   g_autofree char *out = NULL;
   g_file_get_contents (box, &out, NULL, NULL);
   g_assert_nonnull (strstr (out, "<delivered-1@test.example>"));
   g_assert_nonnull (strstr (out, "hello from the test server"));
+  /* appended once the run was over: after the message it rewrote */
+  g_assert_true (strstr (out, "hello from the test server") < strstr (out, "<delivered-1@test.example>"));
 }
 
 /* A URL that many messages reference is fetched once in a run, even with

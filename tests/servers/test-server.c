@@ -777,3 +777,14 @@ test_copy_for_everyone (const char *src, const char *dir, const char *name, int 
     copy_file (lib, lib_dst, 0644);
   return dst;
 }
+
+void
+test_wait_until (gboolean (*done) (gpointer data), gpointer data, double seconds, const char *what)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) (seconds * G_USEC_PER_SEC);
+  while (!done (data)) {
+    if (g_get_monotonic_time () >= deadline)
+      g_error ("%s: not after %g s", what, seconds);
+    g_usleep (5 * 1000);
+  }
+}

@@ -180,6 +180,16 @@ G_GNUC_NORETURN void test_skip_all (const char *reason);
 #define TEST_UNDER_ASAN 0
 #endif
 
+/* How much slower a build runs the test's own work: 3 under AddressSanitizer,
+ * else 1. It scales a margin for that work, never a limit the code under test
+ * enforces. */
+#define test_time_scale() (TEST_UNDER_ASAN ? 3.0 : 1.0)
+
+/* Poll @done (every 5 ms) until it says TRUE; past @seconds, fail the test
+ * naming @what: a wait for an event, never a guessed pause, and never for
+ * ever. */
+void test_wait_until (gboolean (*done) (gpointer data), gpointer data, double seconds, const char *what);
+
 /* The watchdog: a process of its own (own session, so a signal to the test's
  * process group spares it) that the test feeds over a pipe. When the pipe
  * closes - the test ended, failed an assertion, crashed or was killed - it runs,
