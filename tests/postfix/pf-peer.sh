@@ -4,6 +4,8 @@
 #   pf-peer.sh up DIR SMTP_PORT [MILTER_SPEC] [DEFAULT_ACTION]
 #   pf-peer.sh set DIR name=value ...   (postconf -e, then reload)
 #   pf-peer.sh service DIR 'master.cf line' ...   (append, then reload)
+#   pf-peer.sh reload DIR               (after an edit of DIR/etc of one's own)
+# Every reload returns once master has read the configuration again.
 #   pf-peer.sh down DIR
 # It listens on loopback only, makes no DNS lookups, sends nothing off the box,
 # and delivers everything for test.example to DIR/mail/Maildir/.
@@ -13,6 +15,20 @@ case $DIR in /*) ;; *) DIR=$(pwd)/$DIR ;; esac   # postfix -c wants an absolute 
 C=$DIR/etc
 
 cool() { touch -d '-1 minute' "$C/main.cf" "$C/master.cf"; }   # see pitfall "main.cf cool-down"
+
+# `postfix reload` only signals master: a message sent right after it may still
+# meet the old configuration (a content_filter not yet in force). Wait for
+# master's "reload -- version" log line.
+reloads() { n=$(grep -c 'master\[[0-9]*\]: reload -- ' "$DIR/log/maillog" 2>/dev/null || true); echo "${n:-0}"; }
+reload() {
+  before=$(reloads)
+  postfix -c "$C" reload >/dev/null
+  i=0
+  until [ "$(reloads)" -gt "$before" ]; do
+    i=$((i+1)); [ $i -lt 400 ] || { echo "postfix test peer: master did not reload" >&2; tail -20 "$DIR/log/maillog" >&2; exit 1; }
+    sleep 0.05
+  done
+}
 
 case $cmd in
 up)
@@ -95,13 +111,17 @@ EOF
 set)
   postconf -c "$C" -e "$@"
   cool
-  postfix -c "$C" reload >/dev/null
+  reload
+  ;;
+reload)
+  cool
+  reload
   ;;
 service)
   # append a master.cf entry (one line; continuation lines start with spaces)
   printf '%s\n' "$@" >> "$C/master.cf"
   cool
-  postfix -c "$C" reload >/dev/null
+  reload
   ;;
 down)
   if [ -f "$DIR/spool/pid/master.pid" ] && postfix -c "$C" status >/dev/null 2>&1; then
