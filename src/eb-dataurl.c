@@ -687,7 +687,7 @@ fail:
 }
 
 GBytes *
-eb_forgiving_base64_decode (const char *input, gsize len)
+eb_data_url_forgiving_base64_decode (const char *input, gsize len)
 {
   g_return_val_if_fail (input != NULL || len == 0, NULL);
   return base64_decode (input ? input : "", len, FALSE);

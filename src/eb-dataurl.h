@@ -28,7 +28,7 @@ struct _EbDataUrl {
 
 /* Infra forgiving-base64 decode of @len bytes of @input.
  * Returns: (transfer full) (nullable): the bytes, or NULL for failure. */
-GBytes *eb_forgiving_base64_decode (const char *input, gsize len);
+GBytes *eb_data_url_forgiving_base64_decode (const char *input, gsize len);
 
 /* Cheap check: does @input (after leading C0/space) start with "data:" in any case? */
 gboolean eb_data_url_has_scheme (const char *input, gsize len);

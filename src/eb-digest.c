@@ -159,34 +159,34 @@ mac_clear (Mac *m)
   md_clear (&m->outer);
 }
 
-struct _EbSha256 {
+struct _EbDigest {
   Mac   mac;
   char *hex;   /* once finished */
 };
 
-EbSha256 *
-eb_sha256_new_hmac (const guint8 *key, gsize key_len)
+EbDigest *
+eb_digest_new_hmac (const guint8 *key, gsize key_len)
 {
-  EbSha256 *s = g_new0 (EbSha256, 1);
+  EbDigest *s = g_new0 (EbDigest, 1);
   mac_init (&s->mac, key, key_len);
   return s;
 }
 
-EbSha256 *
-eb_sha256_new (void)
+EbDigest *
+eb_digest_new (void)
 {
-  return eb_sha256_new_hmac (NULL, 0);
+  return eb_digest_new_hmac (NULL, 0);
 }
 
 void
-eb_sha256_update (EbSha256 *s, const void *p, gsize len)
+eb_digest_update (EbDigest *s, const void *p, gsize len)
 {
   g_return_if_fail (s != NULL && !s->hex);
   md_update (&s->mac.inner, p, len);
 }
 
 char *
-eb_sha256_finish_hex (EbSha256 *s)
+eb_digest_finish_hex (EbDigest *s)
 {
   g_return_val_if_fail (s != NULL, NULL);
   if (!s->hex) {
@@ -198,7 +198,7 @@ eb_sha256_finish_hex (EbSha256 *s)
 }
 
 void
-eb_sha256_free (EbSha256 *s)
+eb_digest_free (EbDigest *s)
 {
   if (!s)
     return;
@@ -296,14 +296,14 @@ eb_digest_notice_hex (const guint8 *p, gsize len)
     if (len > 0 && p[len - 1] == '\r')
       len--;
   }
-  g_autoptr (EbSha256) s = eb_sha256_new ();
+  g_autoptr (EbDigest) s = eb_digest_new ();
   gsize from = 0;
   for (gsize i = 0; i + 1 < len; i++) {
     if (p[i] != '\r' || p[i + 1] != '\n')
       continue;
-    eb_sha256_update (s, p + from, i - from);   /* CR LF -> LF: the CR left out */
+    eb_digest_update (s, p + from, i - from);   /* CR LF -> LF: the CR left out */
     from = i + 1;
   }
-  eb_sha256_update (s, p + from, len - from);
-  return eb_sha256_finish_hex (s);
+  eb_digest_update (s, p + from, len - from);
+  return eb_digest_finish_hex (s);
 }

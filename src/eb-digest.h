@@ -52,17 +52,17 @@ char *eb_digest_md5_canonical_text (const guint8 *p, gsize len);
 char *eb_digest_notice_hex (const guint8 *p, gsize len);
 
 /* A SHA-256 taken piece by piece (bytes read back from a store). */
-typedef struct _EbSha256 EbSha256;
-EbSha256 *eb_sha256_new (void);
+typedef struct _EbDigest EbDigest;
+EbDigest *eb_digest_new (void);
 /* The same for HMAC-SHA256 keyed with @key (@key_len bytes); without @key
- * (NULL) the plain SHA-256, as eb_sha256_new. */
-EbSha256 *eb_sha256_new_hmac (const guint8 *key, gsize key_len);
-void      eb_sha256_update (EbSha256 *s, const void *p, gsize len);
+ * (NULL) the plain SHA-256, as eb_digest_new. */
+EbDigest *eb_digest_new_hmac (const guint8 *key, gsize key_len);
+void      eb_digest_update (EbDigest *s, const void *p, gsize len);
 /* The lowercase hex digest of everything given so far; no update after it
  * (asking again gives the same). Returns: (transfer full). */
-char     *eb_sha256_finish_hex (EbSha256 *s);
-void      eb_sha256_free (EbSha256 *s);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbSha256, eb_sha256_free)
+char     *eb_digest_finish_hex (EbDigest *s);
+void      eb_digest_free (EbDigest *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbDigest, eb_digest_free)
 
 /* Where the SHA-256 comes from here: "libcrypto" or "glib". */
 const char *eb_digest_backend (void);

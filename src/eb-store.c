@@ -51,10 +51,10 @@ eb_store_digest (const EbStore *store, const guint8 *p, gsize len, char **name_h
 }
 
 /* A digest of bytes read back, piece by piece, to compare with their name. */
-static EbSha256 *
+static EbDigest *
 name_sum_new (const EbStore *store)
 {
-  return eb_sha256_new_hmac ((const guint8 *) store->key, store->key ? strlen (store->key) : 0);
+  return eb_digest_new_hmac ((const guint8 *) store->key, store->key ? strlen (store->key) : 0);
 }
 
 /* What a name is the digest of, for messages. */
@@ -232,7 +232,7 @@ dir_read_object (const EbStore *store, const char *path, guint64 limit, gint64 *
     close (fd);
     return TRUE;
   }
-  g_autoptr (EbSha256) sum = name_sum_new (store);
+  g_autoptr (EbDigest) sum = name_sum_new (store);
   guint64 n = 0;
   guchar buf[65536];
   while (n < limit) {
@@ -249,14 +249,14 @@ dir_read_object (const EbStore *store, const char *path, guint64 limit, gint64 *
     }
     if (r == 0)
       break;
-    eb_sha256_update (sum, buf, (gsize) r);
+    eb_digest_update (sum, buf, (gsize) r);
     n += (guint64) r;
     eb_fetch_thread_progress (last);   /* a slow disk: the MTA hears from the milter */
   }
   close (fd);
   out->present = TRUE;
   out->size = n;
-  out->name = eb_sha256_finish_hex (sum);
+  out->name = eb_digest_finish_hex (sum);
   return TRUE;
 }
 
@@ -398,7 +398,7 @@ upload_read (char *buf, size_t size, size_t nitems, void *user)
 }
 
 typedef struct {
-  EbSha256  *sum;
+  EbDigest  *sum;
   guint64    n, limit;
   gboolean   over;      /* more than limit bytes came */
 } Download;
@@ -410,12 +410,12 @@ download_write (char *ptr, size_t size, size_t nmemb, void *user)
   gsize n = size * nmemb;
   if (d->n + n > d->limit) {
     gsize keep = (gsize) (d->limit - d->n);
-    eb_sha256_update (d->sum, ptr, keep);
+    eb_digest_update (d->sum, ptr, keep);
     d->n += keep;
     d->over = TRUE;
     return 0;   /* stops the transfer */
   }
-  eb_sha256_update (d->sum, ptr, n);
+  eb_digest_update (d->sum, ptr, n);
   d->n += n;
   return n;
 }
@@ -533,7 +533,7 @@ static gboolean
 dav_verify (const EbStore *store, Dav *dav, const char *url, const char *hex, guint64 size,
             GError **error)
 {
-  g_autoptr (EbSha256) sum = name_sum_new (store);
+  g_autoptr (EbDigest) sum = name_sum_new (store);
   Download d = { sum, 0, size + 1, FALSE };
   dav_setup (store, dav, url, NULL);
   curl_easy_setopt (dav->e, CURLOPT_HTTPGET, 1L);
@@ -565,7 +565,7 @@ dav_verify (const EbStore *store, Dav *dav, const char *url, const char *hex, gu
                  store->location, d.n, hex, size);
     return FALSE;
   }
-  g_autofree char *got = eb_sha256_finish_hex (sum);
+  g_autofree char *got = eb_digest_finish_hex (sum);
   if (!g_str_equal (got, hex)) {
     g_set_error (error, EB_ERROR, EB_ERROR_IO,
                  "store %s: read back other bytes than written for %s (%s %s)",

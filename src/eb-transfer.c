@@ -96,7 +96,7 @@ eb_transfer_decode (EbCte cte, GBytes *data, GError **error)
   case EB_CTE_IDENTITY:
     return g_bytes_ref (data);
   case EB_CTE_BASE64: {
-    GBytes *b = eb_forgiving_base64_decode ((const char *) in, len);
+    GBytes *b = eb_data_url_forgiving_base64_decode ((const char *) in, len);
     if (!b)
       g_set_error_literal (error, EB_ERROR, EB_ERROR_SYNTAX, "invalid base64");
     return b;

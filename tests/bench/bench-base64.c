@@ -5,7 +5,7 @@
  *   bench-base64 [MB]   (default 100)
  *
  * Builds a base64 payload of MB megabytes from deterministic pseudo-random
- * bytes, then times (best of 5) g_base64_decode, eb_forgiving_base64_decode and
+ * bytes, then times (best of 5) g_base64_decode, eb_data_url_forgiving_base64_decode and
  * eb_data_url_process on "data:application/octet-stream;base64," + payload,
  * checking that all three give the same bytes. Not a test: nothing asserts a
  * speed. The requirement it measures: the data: URL route at no less than half
@@ -61,7 +61,7 @@ main (int argc, char **argv)
     g_free (g);
 
     t0 = now ();
-    GBytes *b = eb_forgiving_base64_decode (b64, b64_len);
+    GBytes *b = eb_data_url_forgiving_base64_decode (b64, b64_len);
     best_eb = MIN (best_eb, now () - t0);
     if (!b || g_bytes_get_size (b) != raw_len || memcmp (g_bytes_get_data (b, NULL), raw, raw_len))
       return 70;
@@ -78,7 +78,7 @@ main (int argc, char **argv)
   double m = (double) b64_len / 1e6;
   printf ("payload %.1f MB of base64 (%.1f MB decoded)\n", m, raw_len / 1e6);
   printf ("g_base64_decode            %7.1f ms %8.1f MB/s\n", best_glib * 1e3, m / best_glib);
-  printf ("eb_forgiving_base64_decode %7.1f ms %8.1f MB/s   ratio to GLib %.2f\n", best_eb * 1e3,
+  printf ("eb_data_url_forgiving_base64_decode %7.1f ms %8.1f MB/s   ratio to GLib %.2f\n", best_eb * 1e3,
           m / best_eb, best_glib / best_eb);
   printf ("eb_data_url_process        %7.1f ms %8.1f MB/s   ratio to GLib %.2f\n", best_url * 1e3,
           m / best_url, best_glib / best_url);

@@ -2,7 +2,7 @@
 /* test-wpt-dataurl.c - web-platform-tests fetch/data-urls: data-urls.json
  * through eb_data_url_process, and base64.json both as WPT's fetch test uses it
  * (the data: URL "data:;base64," + input) and directly through
- * eb_forgiving_base64_decode (as atob() uses it). Vendored in wpt/, BSD-3.
+ * eb_data_url_forgiving_base64_decode (as atob() uses it). Vendored in wpt/, BSD-3.
  *
  * The two base64 routes need not agree in general: on the way through the URL,
  * the URL parser removes tab, LF and CR, percent-encodes non-ASCII (which the
@@ -144,7 +144,7 @@ test_base64 (void)
       g_string_append_c (iso, (char) (c & 0xFF));
       q = *q ? g_utf8_next_char (q) : q + 1;
     }
-    g_autoptr (GBytes) direct = latin1 ? eb_forgiving_base64_decode (iso->str, iso->len) : NULL;
+    g_autoptr (GBytes) direct = latin1 ? eb_data_url_forgiving_base64_decode (iso->str, iso->len) : NULL;
     g_string_free (iso, TRUE);
     gboolean ok_direct = JSON_NODE_HOLDS_NULL (want)
                            ? direct == NULL

@@ -58,7 +58,7 @@ base64_round_trip (const guint8 *data, size_t size)
     return;
   char *enc = g_base64_encode (data, size);
   size_t n = strlen (enc);
-  GBytes *back = eb_forgiving_base64_decode (enc, n);
+  GBytes *back = eb_data_url_forgiving_base64_decode (enc, n);
   if (!back || g_bytes_get_size (back) != size
       || (size && memcmp (g_bytes_get_data (back, NULL), data, size) != 0))
     __builtin_trap ();
@@ -66,7 +66,7 @@ base64_round_trip (const guint8 *data, size_t size)
 
   size_t at = size ? ((size_t) data[0] * 7u + size) % (n + 1) : 0;
   char *ws = insert_at ((const guint8 *) enc, n, at, " \t\n\f\r"[size % 5]);
-  back = eb_forgiving_base64_decode (ws, n + 1);
+  back = eb_data_url_forgiving_base64_decode (ws, n + 1);
   if (!back || g_bytes_get_size (back) != size
       || (size && memcmp (g_bytes_get_data (back, NULL), data, size) != 0))
     __builtin_trap ();
@@ -76,7 +76,7 @@ base64_round_trip (const guint8 *data, size_t size)
   size_t unpadded = n;
   while (unpadded && enc[unpadded - 1] == '=')
     unpadded--;
-  back = eb_forgiving_base64_decode (enc, unpadded);
+  back = eb_data_url_forgiving_base64_decode (enc, unpadded);
   if (!back || g_bytes_get_size (back) != size
       || (size && memcmp (g_bytes_get_data (back, NULL), data, size) != 0))
     __builtin_trap ();
@@ -90,7 +90,7 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
   EbDataUrl *du = eb_data_url_process ((const char *) data, (gssize) size, NULL);
   tab_or_newline_changes_nothing (data, size, du);
   eb_data_url_free (du);
-  GBytes *b = eb_forgiving_base64_decode ((const char *) data, size);
+  GBytes *b = eb_data_url_forgiving_base64_decode ((const char *) data, size);
   if (b)
     g_bytes_unref (b);
   base64_round_trip (data, size);

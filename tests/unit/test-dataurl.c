@@ -174,7 +174,7 @@ test_large (void)
   g_autofree char *b64 = g_base64_encode (raw, n);
   gsize b64_len = strlen (b64);
 
-  g_autoptr (GBytes) direct = eb_forgiving_base64_decode (b64, b64_len);
+  g_autoptr (GBytes) direct = eb_data_url_forgiving_base64_decode (b64, b64_len);
   g_assert_nonnull (direct);
   g_assert_cmpmem (g_bytes_get_data (direct, NULL), g_bytes_get_size (direct), raw, n);
 
@@ -195,7 +195,7 @@ test_large (void)
   g_assert_no_error (error);
   g_assert_cmpmem (g_bytes_get_data (du2->body, NULL), g_bytes_get_size (du2->body), raw, n);
   gsize off = strlen ("data:application/octet-stream;base64,");
-  g_autoptr (GBytes) direct2 = eb_forgiving_base64_decode (wrapped->str + off, wrapped->len - off);
+  g_autoptr (GBytes) direct2 = eb_data_url_forgiving_base64_decode (wrapped->str + off, wrapped->len - off);
   g_assert_nonnull (direct2);
   g_assert_true (g_bytes_equal (direct2, du2->body));
   g_string_free (wrapped, TRUE);
@@ -240,7 +240,7 @@ test_whitespace_everywhere (void)
       }
       g_string_append_c (d, *p);
     }
-    g_autoptr (GBytes) got = eb_forgiving_base64_decode (d->str, d->len);
+    g_autoptr (GBytes) got = eb_data_url_forgiving_base64_decode (d->str, d->len);
     g_assert_nonnull (got);
     g_assert_cmpmem (g_bytes_get_data (got, NULL), g_bytes_get_size (got), raw, n);
     g_autoptr (GError) error = NULL;
@@ -314,7 +314,7 @@ test_base64_direct (void)
     { "+/+/", "\xfb\xff\xbf" },
   };
   for (guint i = 0; i < G_N_ELEMENTS (ok); i++) {
-    g_autoptr (GBytes) b = eb_forgiving_base64_decode (ok[i].in, strlen (ok[i].in));
+    g_autoptr (GBytes) b = eb_data_url_forgiving_base64_decode (ok[i].in, strlen (ok[i].in));
     g_assert_nonnull (b);
     g_assert_cmpmem (g_bytes_get_data (b, NULL), g_bytes_get_size (b), ok[i].out,
                      strlen (ok[i].out));
@@ -324,9 +324,9 @@ test_base64_direct (void)
     "aGk=\x80", "%61%47%6b", "aGk\v", "-_-_", "aG k= =x",
   };
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
-    g_assert_null (eb_forgiving_base64_decode (bad[i], strlen (bad[i])));
-  g_assert_null (eb_forgiving_base64_decode ("aG\0k", 4));
-  g_autoptr (GBytes) empty = eb_forgiving_base64_decode (NULL, 0);
+    g_assert_null (eb_data_url_forgiving_base64_decode (bad[i], strlen (bad[i])));
+  g_assert_null (eb_data_url_forgiving_base64_decode ("aG\0k", 4));
+  g_autoptr (GBytes) empty = eb_data_url_forgiving_base64_decode (NULL, 0);
   g_assert_nonnull (empty);
   g_assert_cmpuint (g_bytes_get_size (empty), ==, 0);
 }

@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""test-structure.py SOURCE_DIR [--report]
+
+Holds the code to the shape its design promises (src/README.md):
+
+  1. the graph of modules (a module is a .c file and its .h, named by the
+     file's stem), drawn from #include "..." lines and from calls of a
+     function another module defines, has no circle;
+  2. the modules sit in layers (the folders of src/, bottom to top, as
+     LAYERS lists them, the front ends under filters/ above them all): at
+     most MAX_UPWARD edges go from a lower layer to a higher one, each
+     listed in UPWARD_ALLOWED with the reason it is there;
+  3. no function is longer than MAX_FUNCTION_LINES lines, counted from the
+     line that names it to its closing brace, except the parsers in
+     GRAMMAR, whose shape is their grammar's;
+  4. every function a module of src/ exports (not static) begins with the
+     name of its file: the name read without its underscores begins with
+     the file's stem read without its dashes (eb-fetch.c: eb_fetch_...,
+     eb_fetcher_...; eb-dataurl.c: eb_data_url_...), except those in
+     PREFIX_ALLOWED.
+
+With --report it prints the modules by layer, the edges that go up and
+the longest functions, and exits 0 whatever it finds.
+"""
+import os
+import re
+import sys
+
+# bottom to top; a folder of src/ per layer, the front ends above them
+LAYERS = ["base", "mime", "net", "message", "report", "mailbox", "cli", "filters"]
+MAX_UPWARD = 3
+MAX_FUNCTION_LINES = 120
+GRAMMAR = {
+    # RFC 2045 5.1 and RFC 2231 parameters: one state per production
+    "eb_params_parse_only",
+}
+UPWARD_ALLOWED = {}
+PREFIX_ALLOWED = set()
+
+DEF_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*) \(")
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+CALL_RE = re.compile(r"\b([a-z_][a-z0-9_]*)\s*\(")
+
+
+def sources(top):
+    out = []
+    for base in ("src", "filters"):
+        for d, dirs, files in os.walk(os.path.join(top, base)):
+            dirs.sort()
+            for f in sorted(files):
+                if f.endswith((".c", ".h")):
+                    out.append(os.path.join(d, f))
+    return out
+
+
+def layer_of(top, path):
+    rel = os.path.relpath(path, top).split(os.sep)
+    if rel[0] == "filters":
+        return "filters"
+    if len(rel) > 2 and rel[1] in LAYERS:
+        return rel[1]
+    return None
+
+
+def strip_comments(text):
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    return re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
+
+
+def functions(text):
+    """(name, first line, line count, static) for each definition, GNU style:
+    the name at column 0, its body's braces at column 0."""
+    lines = text.split("\n")
+    out = []
+    i = 0
+    while i < len(lines):
+        m = DEF_RE.match(lines[i])
+        if m:
+            j = i
+            while j < len(lines) and lines[j] != "{":
+                if lines[j].rstrip().endswith(";") or (j > i and DEF_RE.match(lines[j])):
+                    break
+                j += 1
+            if j < len(lines) and lines[j] == "{":
+                k = j + 1
+                while k < len(lines) and not lines[k].startswith("}"):
+                    k += 1
+                prev = lines[i - 1] if i > 0 else ""
+                out.append((m.group(1), i + 1, k - i + 1, prev.startswith("static")))
+                i = k
+        i += 1
+    return out
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    report = "--report" in sys.argv
+    top = args[0] if args else "."
+    files = sources(top)
+    module_of = {}
+    layer = {}
+    text = {}
+    for p in files:
+        stem = os.path.splitext(os.path.basename(p))[0]
+        module_of[p] = stem
+        text[p] = strip_comments(open(p, encoding="utf-8", errors="replace").read())
+        lay = layer_of(top, p)
+        if lay is not None:
+            layer[stem] = lay
+    header_module = {os.path.basename(p): module_of[p] for p in files if p.endswith(".h")}
+    defined = {}
+    funcs = []
+    for p in files:
+        if p.endswith(".c"):
+            for name, line, n, static in functions(text[p]):
+                funcs.append((p, name, line, n, static))
+                if not static:
+                    defined.setdefault(name, module_of[p])
+    edges = {}
+    for p in files:
+        m = module_of[p]
+        raw = open(p, encoding="utf-8", errors="replace").read()
+        for inc in INCLUDE_RE.findall(raw):
+            t = header_module.get(os.path.basename(inc))
+            if t and t != m:
+                edges.setdefault((m, t), set()).add("includes " + os.path.basename(inc))
+        if p.endswith(".c"):
+            for name in set(CALL_RE.findall(text[p])):
+                t = defined.get(name)
+                if t and t != m:
+                    edges.setdefault((m, t), set()).add("calls " + name)
+    problems = []
+    # 1. circles (Tarjan)
+    graph = {}
+    for (a, b) in edges:
+        graph.setdefault(a, set()).add(b)
+    index, low, stack, on, sccs = {}, {}, [], set(), []
+    sys.setrecursionlimit(10000)
+
+    def strong(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                sccs.append(sorted(comp))
+
+    for v in sorted(set(module_of.values())):
+        if v not in index:
+            strong(v)
+    for comp in sccs:
+        ties = ["%s -> %s (%s)" % (a, b, ", ".join(sorted(edges[(a, b)]))) for (a, b) in sorted(edges)
+                if a in comp and b in comp]
+        problems.append("circle among %s: %s" % (", ".join(comp), "; ".join(ties)))
+    # 2. layers
+    unplaced = sorted(m for m in set(module_of.values()) if m not in layer)
+    for m in unplaced:
+        problems.append("module %s is in no layer (a folder of src/ named in LAYERS)" % m)
+    upward = []
+    for (a, b) in sorted(edges):
+        if a in layer and b in layer and LAYERS.index(layer[a]) < LAYERS.index(layer[b]):
+            upward.append((a, b))
+    if len(upward) > MAX_UPWARD:
+        problems.append("%d edges go up a layer (at most %d)" % (len(upward), MAX_UPWARD))
+    for (a, b) in upward:
+        if (a, b) not in UPWARD_ALLOWED:
+            problems.append("edge up not listed in UPWARD_ALLOWED: %s (%s) -> %s (%s): %s"
+                            % (a, layer[a], b, layer[b], ", ".join(sorted(edges[(a, b)]))))
+    # 3. long functions
+    long_ones = sorted((n, p, name) for (p, name, line, n, static) in funcs if n > MAX_FUNCTION_LINES)
+    for n, p, name in long_ones:
+        if name not in GRAMMAR:
+            problems.append("%s: %s is %d lines (at most %d)" % (os.path.relpath(p, top), name, n,
+                                                                 MAX_FUNCTION_LINES))
+    # 4. prefixes
+    for (p, name, line, n, static) in funcs:
+        if static or not p.startswith(os.path.join(top, "src")):
+            continue
+        prefix = module_of[p].replace("-", "")
+        if not name.replace("_", "").startswith(prefix) and name != "main" and name not in PREFIX_ALLOWED:
+            problems.append("%s: %s does not begin with the name of its file"
+                            % (os.path.relpath(p, top), name))
+    if report:
+        for lay in LAYERS:
+            ms = sorted(m for m in layer if layer[m] == lay)
+            print("%-8s %s" % (lay, " ".join(ms)))
+        print("unplaced %s" % " ".join(unplaced))
+        print("modules %d, edges %d, edges up %d, circles %d"
+              % (len(set(module_of.values())), len(edges), len(upward), len(sccs)))
+        for (a, b) in upward:
+            print("  up: %s -> %s: %s" % (a, b, ", ".join(sorted(edges[(a, b)]))))
+        top_funcs = sorted(((n, os.path.relpath(p, top), name) for (p, name, line, n, s) in funcs),
+                           reverse=True)[:12]
+        for n, p, name in top_funcs:
+            print("  %4d %s %s" % (n, p, name))
+        for line in problems:
+            print("problem: " + line)
+        return 0
+    for line in problems:
+        print(line)
+    if problems:
+        print("%d problems" % len(problems))
+        return 1
+    print("structure holds: %d modules, %d edges, %d up, no circle, %d functions of at most %d lines"
+          % (len(set(module_of.values())), len(edges), len(upward), len(funcs), MAX_FUNCTION_LINES))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
