@@ -525,55 +525,61 @@ typedef enum {
 } TransferState;
 
 typedef struct {
+  /* what it fetches, for which message */
   EbFetcher   *f;
-  CURL        *easy;
   char        *url;          /* current: the first URL, then each redirect target */
   char        *asked;        /* the URL asked for: the cache key */
   guint        redirects;
-  EbBuffer    *body;         /* the current response's body, when it is kept */
   guint        index;        /* in Round.order */
+  Round       *round;
+  gint64       deadline;     /* monotonic µs, for the whole message */
+  guint64      max_bytes;
+  const gint  *cancel;       /* (nullable) the thread's cancel flag */
+  /* its way through the round: rate-limit slot, name lookup, curl */
+  TransferState state;
+  gint64       start_at;     /* its rate-limit slot */
+  gint64       begun;        /* monotonic µs it left its rate-limit wait, or 0 */
+  Lookup      *lookup;
+  gint64       lookup_deadline;
+  long         lookup_port;
+  struct curl_slist *resolve;
+  struct curl_slist *prequote;
+  CURL        *easy;
+  gint64       fetch_deadline;
+  /* the bytes counted against the message budget */
+  EbBuffer    *body;         /* the current response's body, when it is kept */
   guint64      held;         /* bytes counted for it in Round.held */
   gboolean     sized;        /* the current response's body was looked at (expect, discard) */
   guint64      expect;       /* the size the current response announced (kept), or 0 */
   gint64       known;        /* the size an earlier attempt announced, or -1 */
   gboolean     discard;      /* the current response's body is never used (not a 200) */
   guint64      discarded;    /* bytes of it */
-  guint64      max_bytes;
+  guint64      received;     /* body bytes that arrived */
+  /* the current response */
   guint64      header_bytes;
   gboolean     is_http;      /* the current URL is http or https */
+  gint64       announced;    /* ftp: the size the server announced (SIZE, 150), else -1 */
   /* the current HTTP response's header (a 1xx or a redirect starts another) */
   gboolean     header_ended; /* its blank line arrived */
   char        *content_length;    /* its Content-Length value, trimmed */
   gboolean     length_conflict;   /* two Content-Length fields that differ */
   char        *content_encoding;  /* a Content-Encoding other than identity */
   char        *transfer_coding;   /* a Transfer-Encoding coding other than chunked */
-  gint64       announced;    /* ftp: the size the server announced (SIZE, 150), else -1 */
-  Round       *round;
-  gint64       deadline;     /* monotonic µs, for the whole message */
-  TransferState state;
-  gint64       start_at;     /* its rate-limit slot */
-  Lookup      *lookup;
-  gint64       lookup_deadline;
-  long         lookup_port;
-  struct curl_slist *resolve;
-  struct curl_slist *prequote;
-  gint64       fetch_deadline;
-  EbReason     fail;         /* set by a callback that aborted */
-  char        *fail_detail;
-  char         errbuf[CURL_ERROR_SIZE];
-  EbFetchResult *result;     /* when done */
+  /* its place among other references, threads and instances */
   gboolean     claimed;      /* this call holds the URL in the in-flight table */
   gboolean     deferred;     /* another thread is fetching it */
+  gboolean     remote;       /* another instance is fetching it: wait in Redis */
+  char        *lock_token;   /* (nullable) this call holds the URL's lock in Redis */
   gboolean     waits;        /* stopped for earlier fetches still under way: start again */
   gboolean     evicted;      /* its bytes went to an earlier reference: start again */
   gboolean     queued;       /* in Round.later */
   gboolean     restarted;    /* started again: every earlier reference was done */
-  const gint  *cancel;       /* (nullable) the thread's cancel flag */
-  gint64       begun;        /* monotonic µs it left its rate-limit wait, or 0 */
-  guint64      received;     /* body bytes that arrived */
+  /* how it ended */
+  EbReason     fail;         /* set by a callback that aborted */
+  char        *fail_detail;
+  char         errbuf[CURL_ERROR_SIZE];
+  EbFetchResult *result;     /* when done */
   char        *address;      /* the address the body came from (CURLINFO_PRIMARY_IP) */
-  char        *lock_token;   /* (nullable) this call holds the URL's lock in Redis */
-  gboolean     remote;       /* another instance is fetching it: wait in Redis */
 } Transfer;
 
 static gboolean
