@@ -525,55 +525,61 @@ typedef enum {
 } TransferState;
 
 typedef struct {
+  /* what it fetches, for which message */
   EbFetcher   *f;
-  CURL        *easy;
   char        *url;          /* current: the first URL, then each redirect target */
   char        *asked;        /* the URL asked for: the cache key */
   guint        redirects;
-  EbBuffer    *body;         /* the current response's body, when it is kept */
   guint        index;        /* in Round.order */
+  Round       *round;
+  gint64       deadline;     /* monotonic µs, for the whole message */
+  guint64      max_bytes;
+  const gint  *cancel;       /* (nullable) the thread's cancel flag */
+  /* its way through the round: rate-limit slot, name lookup, curl */
+  TransferState state;
+  gint64       start_at;     /* its rate-limit slot */
+  gint64       begun;        /* monotonic µs it left its rate-limit wait, or 0 */
+  Lookup      *lookup;
+  gint64       lookup_deadline;
+  long         lookup_port;
+  struct curl_slist *resolve;
+  struct curl_slist *prequote;
+  CURL        *easy;
+  gint64       fetch_deadline;
+  /* the bytes counted against the message budget */
+  EbBuffer    *body;         /* the current response's body, when it is kept */
   guint64      held;         /* bytes counted for it in Round.held */
   gboolean     sized;        /* the current response's body was looked at (expect, discard) */
   guint64      expect;       /* the size the current response announced (kept), or 0 */
   gint64       known;        /* the size an earlier attempt announced, or -1 */
   gboolean     discard;      /* the current response's body is never used (not a 200) */
   guint64      discarded;    /* bytes of it */
-  guint64      max_bytes;
+  guint64      received;     /* body bytes that arrived */
+  /* the current response */
   guint64      header_bytes;
   gboolean     is_http;      /* the current URL is http or https */
+  gint64       announced;    /* ftp: the size the server announced (SIZE, 150), else -1 */
   /* the current HTTP response's header (a 1xx or a redirect starts another) */
   gboolean     header_ended; /* its blank line arrived */
   char        *content_length;    /* its Content-Length value, trimmed */
   gboolean     length_conflict;   /* two Content-Length fields that differ */
   char        *content_encoding;  /* a Content-Encoding other than identity */
   char        *transfer_coding;   /* a Transfer-Encoding coding other than chunked */
-  gint64       announced;    /* ftp: the size the server announced (SIZE, 150), else -1 */
-  Round       *round;
-  gint64       deadline;     /* monotonic µs, for the whole message */
-  TransferState state;
-  gint64       start_at;     /* its rate-limit slot */
-  Lookup      *lookup;
-  gint64       lookup_deadline;
-  long         lookup_port;
-  struct curl_slist *resolve;
-  struct curl_slist *prequote;
-  gint64       fetch_deadline;
-  EbReason     fail;         /* set by a callback that aborted */
-  char        *fail_detail;
-  char         errbuf[CURL_ERROR_SIZE];
-  EbFetchResult *result;     /* when done */
+  /* its place among other references, threads and instances */
   gboolean     claimed;      /* this call holds the URL in the in-flight table */
   gboolean     deferred;     /* another thread is fetching it */
+  gboolean     remote;       /* another instance is fetching it: wait in Redis */
+  char        *lock_token;   /* (nullable) this call holds the URL's lock in Redis */
   gboolean     waits;        /* stopped for earlier fetches still under way: start again */
   gboolean     evicted;      /* its bytes went to an earlier reference: start again */
   gboolean     queued;       /* in Round.later */
   gboolean     restarted;    /* started again: every earlier reference was done */
-  const gint  *cancel;       /* (nullable) the thread's cancel flag */
-  gint64       begun;        /* monotonic µs it left its rate-limit wait, or 0 */
-  guint64      received;     /* body bytes that arrived */
+  /* how it ended */
+  EbReason     fail;         /* set by a callback that aborted */
+  char        *fail_detail;
+  char         errbuf[CURL_ERROR_SIZE];
+  EbFetchResult *result;     /* when done */
   char        *address;      /* the address the body came from (CURLINFO_PRIMARY_IP) */
-  char        *lock_token;   /* (nullable) this call holds the URL's lock in Redis */
-  gboolean     remote;       /* another instance is fetching it: wait in Redis */
 } Transfer;
 
 static gboolean
@@ -947,72 +953,78 @@ transfer_setup (Transfer *t)
   t->errbuf[0] = '\0';
 }
 
-/* A finished transfer: a result, or a redirect to follow (returns TRUE). */
-static gboolean
-transfer_done (Transfer *t, CURLcode code)
+/* A transfer that curl ended with an error: @r says why. */
+static void
+transfer_failed (Transfer *t, CURLcode code, gboolean is_http, EbFetchResult *r)
 {
-  EbFetchResult *r = g_new0 (EbFetchResult, 1);
-  long status = 0;
-  gsize len = t->body ? eb_buffer_get_size (t->body) : 0;
-  curl_easy_getinfo (t->easy, CURLINFO_RESPONSE_CODE, &status);
-  g_autofree char *scheme = scheme_of (t->url);
-  gboolean is_http = scheme && (!strcmp (scheme, "http") || !strcmp (scheme, "https"));
+  if (t->fail != EB_REASON_RESOLVED) {
+    r->reason = t->fail;
+    r->detail = g_steal_pointer (&t->fail_detail);
+  } else if (code == CURLE_OPERATION_TIMEDOUT) {
+    r->reason = EB_REASON_TIMED_OUT;
+    r->detail = g_strdup (t->errbuf[0] ? t->errbuf : curl_easy_strerror (code));
+  } else if (code == CURLE_OUT_OF_MEMORY && is_http && !t->header_ended) {
+    /* curl's own limit on one header line (100 KB) reports itself so */
+    r->reason = EB_REASON_FETCH_FAILED;
+    r->detail = g_strdup ("response header line too long");
+  } else if (code == CURLE_FILESIZE_EXCEEDED) {
+    r->reason = EB_REASON_PART_TOO_LARGE;
+    r->detail = g_strdup_printf ("announced size above %" G_GUINT64_FORMAT " bytes", t->max_bytes);
+  } else {
+    r->reason = EB_REASON_FETCH_FAILED;
+    r->detail = g_strdup (t->errbuf[0] ? t->errbuf : curl_easy_strerror (code));
+  }
+}
 
-  if (code != CURLE_OK) {
-    if (t->fail != EB_REASON_RESOLVED) {
-      r->reason = t->fail;
-      r->detail = g_steal_pointer (&t->fail_detail);
-    } else if (code == CURLE_OPERATION_TIMEDOUT) {
-      r->reason = EB_REASON_TIMED_OUT;
-      r->detail = g_strdup (t->errbuf[0] ? t->errbuf : curl_easy_strerror (code));
-    } else if (code == CURLE_OUT_OF_MEMORY && is_http && !t->header_ended) {
-      /* curl's own limit on one header line (100 KB) reports itself so */
-      r->reason = EB_REASON_FETCH_FAILED;
-      r->detail = g_strdup ("response header line too long");
-    } else if (code == CURLE_FILESIZE_EXCEEDED) {
-      r->reason = EB_REASON_PART_TOO_LARGE;
-      r->detail = g_strdup_printf ("announced size above %" G_GUINT64_FORMAT " bytes", t->max_bytes);
-    } else {
-      r->reason = EB_REASON_FETCH_FAILED;
-      r->detail = g_strdup (t->errbuf[0] ? t->errbuf : curl_easy_strerror (code));
-    }
-  } else if (is_http && status >= 300 && status < 400) {
-    char *loc = NULL;
-    curl_easy_getinfo (t->easy, CURLINFO_REDIRECT_URL, &loc);
-    if (!loc) {
-      r->reason = EB_REASON_HTTP_STATUS;
-      r->detail = g_strdup_printf ("HTTP %ld without a Location", status);
-    } else if (t->redirects >= t->f->config->max_redirects) {
-      r->reason = EB_REASON_TOO_MANY_REDIRECTS;
-      r->detail = g_strdup_printf ("more than %u redirects", t->f->config->max_redirects);
-    } else {
-      g_autofree char *detail = NULL;
-      g_autofree char *host = NULL;
-      g_autofree char *to = scheme_of (loc);
-      EbReason why = check_url (t->f, loc, &detail, &host);
-      gint64 start = 0;
-      if (why == EB_REASON_RESOLVED && g_strcmp0 (scheme, "https") == 0 && g_strcmp0 (to, "https") != 0) {
-        /* what came over TLS is not given up for a plain connection */
-        why = EB_REASON_INSECURE_REDIRECT;
-        detail = g_strdup_printf ("https redirected to %.20s, which would drop TLS", to ? to : "?");
-      }
-      if (why == EB_REASON_RESOLVED && (start = rate_reserve (t->f, host, t->deadline)) < 0) {
-        why = EB_REASON_RATE_LIMITED;
-        detail = g_strdup_printf ("host %.100s: no slot before the message deadline", host);
-      }
-      if (why != EB_REASON_RESOLVED) {
-        r->reason = why;
-        r->detail = g_strdup_printf ("in redirect: %s", detail ? detail : "");
-      } else {
-        g_free (t->url);
-        t->url = g_strdup (loc);
-        t->redirects++;
-        t->start_at = start;
-        eb_fetch_result_free (r);
-        return TRUE;
-      }
-    }
-  } else if (is_http && (status < 200 || status >= 300)) {
+/* An HTTP 3xx answer: TRUE when @t now follows it (its URL moved on, a slot
+ * reserved), FALSE with @r saying why not. */
+static gboolean
+transfer_redirect (Transfer *t, long status, const char *scheme, EbFetchResult *r)
+{
+  char *loc = NULL;
+  curl_easy_getinfo (t->easy, CURLINFO_REDIRECT_URL, &loc);
+  if (!loc) {
+    r->reason = EB_REASON_HTTP_STATUS;
+    r->detail = g_strdup_printf ("HTTP %ld without a Location", status);
+    return FALSE;
+  }
+  if (t->redirects >= t->f->config->max_redirects) {
+    r->reason = EB_REASON_TOO_MANY_REDIRECTS;
+    r->detail = g_strdup_printf ("more than %u redirects", t->f->config->max_redirects);
+    return FALSE;
+  }
+  g_autofree char *detail = NULL;
+  g_autofree char *host = NULL;
+  g_autofree char *to = scheme_of (loc);
+  EbReason why = check_url (t->f, loc, &detail, &host);
+  gint64 start = 0;
+  if (why == EB_REASON_RESOLVED && g_strcmp0 (scheme, "https") == 0 && g_strcmp0 (to, "https") != 0) {
+    /* what came over TLS is not given up for a plain connection */
+    why = EB_REASON_INSECURE_REDIRECT;
+    detail = g_strdup_printf ("https redirected to %.20s, which would drop TLS", to ? to : "?");
+  }
+  if (why == EB_REASON_RESOLVED && (start = rate_reserve (t->f, host, t->deadline)) < 0) {
+    why = EB_REASON_RATE_LIMITED;
+    detail = g_strdup_printf ("host %.100s: no slot before the message deadline", host);
+  }
+  if (why != EB_REASON_RESOLVED) {
+    r->reason = why;
+    r->detail = g_strdup_printf ("in redirect: %s", detail ? detail : "");
+    return FALSE;
+  }
+  g_free (t->url);
+  t->url = g_strdup (loc);
+  t->redirects++;
+  t->start_at = start;
+  return TRUE;
+}
+
+/* A complete answer that is still not used (a status other than 200, a body
+ * shorter than announced, a malformed header): TRUE with @r saying why. */
+static gboolean
+transfer_refused (Transfer *t, long status, gboolean is_http, gsize len, EbFetchResult *r)
+{
+  if (is_http && (status < 200 || status >= 300)) {
     r->reason = EB_REASON_HTTP_STATUS;
     r->detail = g_strdup_printf ("HTTP %ld", status);
   } else if (is_http && status != 200) {
@@ -1034,19 +1046,51 @@ transfer_done (Transfer *t, CURLcode code)
     r->detail = g_strdup_printf ("the response has Content-Encoding %.60s, which was not asked for",
                                  t->content_encoding);
   } else {
-    r->reason = EB_REASON_RESOLVED;
-    /* one copy: the buffer's mapping becomes the result's (and the cache's);
-     * what was reserved beyond it goes back */
-    r->body = t->body ? eb_buffer_free_to_bytes (g_steal_pointer (&t->body)) : g_bytes_new (NULL, 0);
-    t->round->held -= MIN (t->round->held, t->held - MIN (t->held, len));
-    t->held = MIN (t->held, len);
-    char *ct = NULL;
-    curl_easy_getinfo (t->easy, CURLINFO_CONTENT_TYPE, &ct);
-    r->content_type = g_strdup (ct);
-    char *ip = NULL;
-    curl_easy_getinfo (t->easy, CURLINFO_PRIMARY_IP, &ip);
-    g_free (t->address);
-    t->address = g_strdup (ip);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* A body received whole: @r takes it, with its type and the address it came
+ * from. */
+static void
+transfer_succeeded (Transfer *t, gsize len, EbFetchResult *r)
+{
+  r->reason = EB_REASON_RESOLVED;
+  /* one copy: the buffer's mapping becomes the result's (and the cache's);
+   * what was reserved beyond it goes back */
+  r->body = t->body ? eb_buffer_free_to_bytes (g_steal_pointer (&t->body)) : g_bytes_new (NULL, 0);
+  t->round->held -= MIN (t->round->held, t->held - MIN (t->held, len));
+  t->held = MIN (t->held, len);
+  char *ct = NULL;
+  curl_easy_getinfo (t->easy, CURLINFO_CONTENT_TYPE, &ct);
+  r->content_type = g_strdup (ct);
+  char *ip = NULL;
+  curl_easy_getinfo (t->easy, CURLINFO_PRIMARY_IP, &ip);
+  g_free (t->address);
+  t->address = g_strdup (ip);
+}
+
+/* A finished transfer: a result, or a redirect to follow (returns TRUE). */
+static gboolean
+transfer_done (Transfer *t, CURLcode code)
+{
+  EbFetchResult *r = g_new0 (EbFetchResult, 1);
+  long status = 0;
+  gsize len = t->body ? eb_buffer_get_size (t->body) : 0;
+  curl_easy_getinfo (t->easy, CURLINFO_RESPONSE_CODE, &status);
+  g_autofree char *scheme = scheme_of (t->url);
+  gboolean is_http = scheme && (!strcmp (scheme, "http") || !strcmp (scheme, "https"));
+
+  if (code != CURLE_OK) {
+    transfer_failed (t, code, is_http, r);
+  } else if (is_http && status >= 300 && status < 400) {
+    if (transfer_redirect (t, status, scheme, r)) {
+      eb_fetch_result_free (r);
+      return TRUE;
+    }
+  } else if (!transfer_refused (t, status, is_http, len, r)) {
+    transfer_succeeded (t, len, r);
   }
   r->final_url = g_strdup (t->url);
   t->result = r;
@@ -1553,172 +1597,194 @@ transfer_restart (EbFetcher *f, Transfer *t)
   return FALSE;
 }
 
-/* One round: fetch @urls under @round's deadline and budget; with @defer, a URL
- * that another thread is fetching is not waited for here (waiting while holding
- * claims could deadlock): its result is left NULL for the caller. Likewise a
- * URL another instance of the pool is fetching (Redis holds its lock): its
- * result is left NULL, it is added to @remote, and this call keeps its claim
- * on it (the caller waits in Redis, then releases the claim), so that this
- * process's other threads wait for it here rather than fetch it. */
-static GPtrArray *
-fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, gboolean defer,
-             Round *round, GPtrArray *remote)
+/* Planning one distinct URL of a round: its Transfer, added to @round's order
+ * and @index; settled at once from the cache (this process's or the pool's),
+ * deferred to the thread or instance already fetching it, refused by policy or
+ * rate limit, or left to start. */
+static void
+round_plan (EbFetcher *f, Round *round, GHashTable *index, const char *url, guint64 max_bytes,
+            gboolean defer, GPtrArray *remote)
 {
-  Progress *progress = g_private_get (&progress_key);
-  gint64 last_progress = g_get_monotonic_time ();
-  GPtrArray *results = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_fetch_result_free);
-  g_autoptr (GHashTable) index = g_hash_table_new (g_str_hash, g_str_equal);   /* url -> Transfer* */
-  g_autoptr (GPtrArray) transfers = g_ptr_array_new ();
-  gint64 deadline = round->deadline;
-  GQueue later = G_QUEUE_INIT;   /* stopped or dropped for earlier references */
-  round->order = transfers;
-  round->later = &later;
-
-  for (guint i = 0; i < n; i++) {
-    if (g_hash_table_contains (index, urls[i]))
-      continue;
-    Transfer *t = g_new0 (Transfer, 1);
-    t->f = f;
-    t->url = g_strdup (urls[i]);
-    t->asked = g_strdup (urls[i]);
-    t->max_bytes = max_bytes;
-    t->deadline = deadline;
-    t->round = round;
-    t->cancel = g_private_get (&cancel_key);
-    t->known = -1;
-    t->index = transfers->len;
-    g_hash_table_insert (index, (gpointer) urls[i], t);
-    g_ptr_array_add (transfers, t);
-    t->result = cache_get (f, urls[i]);
-    if (t->result) {
-      transfer_take (t);
-      continue;
+  GPtrArray *transfers = round->order;
+  Transfer *t = g_new0 (Transfer, 1);
+  t->f = f;
+  t->url = g_strdup (url);
+  t->asked = g_strdup (url);
+  t->max_bytes = max_bytes;
+  t->deadline = round->deadline;
+  t->round = round;
+  t->cancel = g_private_get (&cancel_key);
+  t->known = -1;
+  t->index = transfers->len;
+  g_hash_table_insert (index, (gpointer) url, t);
+  g_ptr_array_add (transfers, t);
+  t->result = cache_get (f, url);
+  if (t->result) {
+    transfer_take (t);
+    return;
+  }
+  /* another thread fetching the same URL: deferred, so a URL many messages
+   * reference is fetched once */
+  if (defer && f->config->cache_ttl && f->config->cache_entries) {
+    g_mutex_lock (&f->lock);
+    gboolean busy = g_hash_table_contains (f->inflight, url);
+    if (!busy) {
+      g_hash_table_add (f->inflight, g_strdup (url));
+      t->claimed = TRUE;
     }
-    /* another thread fetching the same URL: deferred, so a URL many messages
-     * reference is fetched once */
-    if (defer && f->config->cache_ttl && f->config->cache_entries) {
-      g_mutex_lock (&f->lock);
-      gboolean busy = g_hash_table_contains (f->inflight, urls[i]);
-      if (!busy) {
-        g_hash_table_add (f->inflight, g_strdup (urls[i]));
-        t->claimed = TRUE;
-      }
-      g_mutex_unlock (&f->lock);
-      if (busy) {
-        t->deferred = TRUE;
-        continue;
-      }
-    }
-    g_autofree char *detail = NULL;
-    g_autofree char *host = NULL;
-    EbReason why = check_url (f, urls[i], &detail, &host);
-    /* the pool's cache, and its lock, once the URL may be fetched at all */
-    if (why == EB_REASON_RESOLVED && shared_on (f)) {
-      SharedOutcome o = shared_lookup (f, t, defer && t->claimed && remote);
-      if (o == SHARED_HIT) {
-        cache_put (f, urls[i], t->result);
-        transfer_take (t);
-        continue;
-      }
-      if (o == SHARED_WAIT && defer && t->claimed && remote) {
-        t->remote = TRUE;
-        g_ptr_array_add (remote, g_strdup (urls[i]));
-        continue;
-      }
-    }
-    if (why == EB_REASON_RESOLVED && (t->start_at = rate_reserve (f, host, deadline)) < 0) {
-      why = EB_REASON_RATE_LIMITED;
-      detail = g_strdup_printf ("host %.100s: no slot before the message deadline", host);
-    }
-    if (why != EB_REASON_RESOLVED) {
-      t->result = g_new0 (EbFetchResult, 1);
-      t->result->reason = why;
-      t->result->detail = g_steal_pointer (&detail);
+    g_mutex_unlock (&f->lock);
+    if (busy) {
+      t->deferred = TRUE;
+      return;
     }
   }
-
-  CURLM *multi = curl_multi_init ();
-  guint next = 0, running_handles = 0;
-  for (;;) {
-    /* those stopped or dropped for earlier references, in the message's
-     * order, each once every earlier reference is done */
-    while (running_handles < f->config->max_concurrent_fetches && !g_queue_is_empty (&later)) {
-      Transfer *t = g_queue_peek_head (&later);
-      gboolean ready = TRUE;
-      for (guint k = 0; k < t->index && ready; k++)
-        ready = transfer_final (g_ptr_array_index (transfers, k));
-      /* (with nothing else running or left to start, every earlier one is done) */
-      if (!ready && !(running_handles == 0 && next >= transfers->len))
-        break;
-      g_queue_pop_head (&later);
-      if (transfer_restart (f, t))
-        running_handles++;
+  g_autofree char *detail = NULL;
+  g_autofree char *host = NULL;
+  EbReason why = check_url (f, url, &detail, &host);
+  /* the pool's cache, and its lock, once the URL may be fetched at all */
+  if (why == EB_REASON_RESOLVED && shared_on (f)) {
+    SharedOutcome o = shared_lookup (f, t, defer && t->claimed && remote);
+    if (o == SHARED_HIT) {
+      cache_put (f, url, t->result);
+      transfer_take (t);
+      return;
     }
-    /* start transfers up to the limit */
-    while (running_handles < f->config->max_concurrent_fetches && next < transfers->len) {
-      Transfer *t = g_ptr_array_index (transfers, next++);
-      if (transfer_final (t) || t->queued)
-        continue;
-      if (g_get_monotonic_time () >= deadline) {
-        transfer_end (t, EB_REASON_TIMED_OUT, g_strdup ("message deadline passed"));
-        continue;
-      }
-      t->easy = curl_easy_init ();
-      t->fetch_deadline = g_get_monotonic_time () + (gint64) f->config->fetch_timeout * G_USEC_PER_SEC;
+    if (o == SHARED_WAIT && defer && t->claimed && remote) {
+      t->remote = TRUE;
+      g_ptr_array_add (remote, g_strdup (url));
+      return;
+    }
+  }
+  if (why == EB_REASON_RESOLVED && (t->start_at = rate_reserve (f, host, round->deadline)) < 0) {
+    why = EB_REASON_RATE_LIMITED;
+    detail = g_strdup_printf ("host %.100s: no slot before the message deadline", host);
+  }
+  if (why != EB_REASON_RESOLVED) {
+    t->result = g_new0 (EbFetchResult, 1);
+    t->result->reason = why;
+    t->result->detail = g_steal_pointer (&detail);
+  }
+}
+
+/* Those stopped or dropped for earlier references start again, in the
+ * message's order, each once every earlier reference is done; @next is the
+ * first of @round's transfers not yet started. */
+static void
+round_restart_later (EbFetcher *f, Round *round, guint next, guint *running)
+{
+  while (*running < f->config->max_concurrent_fetches && !g_queue_is_empty (round->later)) {
+    Transfer *t = g_queue_peek_head (round->later);
+    gboolean ready = TRUE;
+    for (guint k = 0; k < t->index && ready; k++)
+      ready = transfer_final (g_ptr_array_index (round->order, k));
+    /* (with nothing else running or left to start, every earlier one is done) */
+    if (!ready && !(*running == 0 && next >= round->order->len))
+      break;
+    g_queue_pop_head (round->later);
+    if (transfer_restart (f, t))
+      (*running)++;
+  }
+}
+
+/* Transfers start, in the message's order, up to the limit on concurrent
+ * fetches. */
+static void
+round_start_next (EbFetcher *f, Round *round, guint *next, guint *running)
+{
+  while (*running < f->config->max_concurrent_fetches && *next < round->order->len) {
+    Transfer *t = g_ptr_array_index (round->order, (*next)++);
+    if (transfer_final (t) || t->queued)
+      continue;
+    if (g_get_monotonic_time () >= round->deadline) {
+      transfer_end (t, EB_REASON_TIMED_OUT, g_strdup ("message deadline passed"));
+      continue;
+    }
+    t->easy = curl_easy_init ();
+    t->fetch_deadline = g_get_monotonic_time () + (gint64) f->config->fetch_timeout * G_USEC_PER_SEC;
+    transfer_setup (t);
+    t->state = STATE_WAITING;
+    (*running)++;
+  }
+}
+
+/* Those started and waiting (for their slot, their address) move on; one that
+ * ends there is remembered. */
+static void
+round_advance (EbFetcher *f, Round *round, guint next, CURLM *multi, guint *running)
+{
+  for (guint i = 0; i < next; i++) {
+    Transfer *t = g_ptr_array_index (round->order, i);
+    if (t->state != STATE_WAITING && t->state != STATE_LOOKUP)
+      continue;
+    transfer_advance (t, multi);
+    if (t->result) {
+      (*running)--;
+      remember (f, t);
+    }
+  }
+}
+
+/* The transfers @multi reports done: queued again behind an earlier
+ * reference, sent on to a redirect's target, or ended with their result. */
+static void
+round_collect (EbFetcher *f, CURLM *multi, guint *running)
+{
+  CURLMsg *msg;
+  int left = 0;
+  while ((msg = curl_multi_info_read (multi, &left))) {
+    if (msg->msg != CURLMSG_DONE)
+      continue;
+    Transfer *t = NULL;
+    curl_easy_getinfo (msg->easy_handle, CURLINFO_PRIVATE, (char **) &t);
+    CURLcode code = msg->data.result;
+    curl_multi_remove_handle (multi, t->easy);
+    if (t->waits || t->evicted) {
+      /* stopped for an earlier reference: started again after it */
+      t->state = STATE_IDLE;
+      (*running)--;
+      transfer_release (t);
+      transfer_queue (t);
+      continue;
+    }
+    if (transfer_done (t, code)) {
+      t->fail = EB_REASON_RESOLVED;
+      g_clear_pointer (&t->fail_detail, g_free);
       transfer_setup (t);
       t->state = STATE_WAITING;
-      running_handles++;
-    }
-    if (running_handles == 0 && g_queue_is_empty (&later) && next >= transfers->len)
-      break;
-    for (guint i = 0; i < next; i++) {
-      Transfer *t = g_ptr_array_index (transfers, i);
-      if (t->state != STATE_WAITING && t->state != STATE_LOOKUP)
-        continue;
       transfer_advance (t, multi);
       if (t->result) {
-        running_handles--;
+        (*running)--;
         remember (f, t);
       }
+    } else {
+      t->state = STATE_IDLE;
+      (*running)--;
+      if (t->result->reason != EB_REASON_RESOLVED)
+        transfer_release (t);
+      remember (f, t);
     }
+  }
+}
+
+/* Driving @round's transfers through one multi handle until each has its
+ * result, calling the thread's progress function about once a second from
+ * @last_progress on. */
+static void
+round_drive (EbFetcher *f, Round *round, gint64 last_progress)
+{
+  Progress *progress = g_private_get (&progress_key);
+  CURLM *multi = curl_multi_init ();
+  guint next = 0, running = 0;
+  for (;;) {
+    round_restart_later (f, round, next, &running);
+    round_start_next (f, round, &next, &running);
+    if (running == 0 && g_queue_is_empty (round->later) && next >= round->order->len)
+      break;
+    round_advance (f, round, next, multi, &running);
     int still = 0;
     curl_multi_perform (multi, &still);
-    CURLMsg *msg;
-    int left = 0;
-    while ((msg = curl_multi_info_read (multi, &left))) {
-      if (msg->msg != CURLMSG_DONE)
-        continue;
-      Transfer *t = NULL;
-      curl_easy_getinfo (msg->easy_handle, CURLINFO_PRIVATE, (char **) &t);
-      CURLcode code = msg->data.result;
-      curl_multi_remove_handle (multi, t->easy);
-      if (t->waits || t->evicted) {
-        /* stopped for an earlier reference: started again after it */
-        t->state = STATE_IDLE;
-        running_handles--;
-        transfer_release (t);
-        transfer_queue (t);
-        continue;
-      }
-      if (transfer_done (t, code)) {
-        t->fail = EB_REASON_RESOLVED;
-        g_clear_pointer (&t->fail_detail, g_free);
-        transfer_setup (t);
-        t->state = STATE_WAITING;
-        transfer_advance (t, multi);
-        if (t->result) {
-          running_handles--;
-          remember (f, t);
-        }
-      } else {
-        t->state = STATE_IDLE;
-        running_handles--;
-        if (t->result->reason != EB_REASON_RESOLVED)
-          transfer_release (t);
-        remember (f, t);
-      }
-    }
-    if (running_handles)
+    round_collect (f, multi, &running);
+    if (running)
       curl_multi_poll (multi, NULL, 0, 100, NULL);
     if (progress && g_get_monotonic_time () - last_progress > G_USEC_PER_SEC) {
       progress->func (progress->data);
@@ -1726,9 +1792,14 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
     }
   }
   curl_multi_cleanup (multi);
-  round->order = NULL;
-  round->later = NULL;
+}
 
+/* One result per reference, in the message's order: a copy of its transfer's,
+ * NULL for one deferred or left to another instance. */
+static GPtrArray *
+round_results (const char *const *urls, guint n, GHashTable *index)
+{
+  GPtrArray *results = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_fetch_result_free);
   for (guint i = 0; i < n; i++) {
     Transfer *t = g_hash_table_lookup (index, urls[i]);
     if (t->deferred || t->remote) {
@@ -1746,6 +1817,14 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
     }
     g_ptr_array_add (results, r);
   }
+  return results;
+}
+
+/* The claims of @transfers on their URLs end (but for those another instance
+ * is fetching), and the threads waiting on them wake. */
+static void
+round_release_claims (EbFetcher *f, GPtrArray *transfers)
+{
   g_mutex_lock (&f->lock);
   for (guint i = 0; i < transfers->len; i++) {
     Transfer *t = g_ptr_array_index (transfers, i);
@@ -1754,28 +1833,63 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
   }
   g_cond_broadcast (&f->done);
   g_mutex_unlock (&f->lock);
-  for (guint i = 0; i < transfers->len; i++) {
-    Transfer *t = g_ptr_array_index (transfers, i);
-    /* a lock taken for a fetch that never started (rate limit, deadline) */
-    if (t->lock_token)
-      shared_store (f, t, FALSE);
-    if (t->easy)
-      curl_easy_cleanup (t->easy);
-    eb_buffer_free (t->body);
-    lookup_unref (t->lookup);
-    curl_slist_free_all (t->resolve);
-    curl_slist_free_all (t->prequote);
-    g_free (t->transfer_coding);
-    eb_fetch_result_free (t->result);
-    g_free (t->fail_detail);
-    g_free (t->content_length);
-    g_free (t->content_encoding);
-    g_free (t->url);
-    g_free (t->asked);
-    g_free (t->address);
-    g_free (t->lock_token);
-    g_free (t);
-  }
+}
+
+/* A transfer done with: the pool's lock it still holds given back, then all
+ * it owns freed. */
+static void
+transfer_free (EbFetcher *f, Transfer *t)
+{
+  /* a lock taken for a fetch that never started (rate limit, deadline) */
+  if (t->lock_token)
+    shared_store (f, t, FALSE);
+  if (t->easy)
+    curl_easy_cleanup (t->easy);
+  eb_buffer_free (t->body);
+  lookup_unref (t->lookup);
+  curl_slist_free_all (t->resolve);
+  curl_slist_free_all (t->prequote);
+  g_free (t->transfer_coding);
+  eb_fetch_result_free (t->result);
+  g_free (t->fail_detail);
+  g_free (t->content_length);
+  g_free (t->content_encoding);
+  g_free (t->url);
+  g_free (t->asked);
+  g_free (t->address);
+  g_free (t->lock_token);
+  g_free (t);
+}
+
+/* One round: fetch @urls under @round's deadline and budget; with @defer, a URL
+ * that another thread is fetching is not waited for here (waiting while holding
+ * claims could deadlock): its result is left NULL for the caller. Likewise a
+ * URL another instance of the pool is fetching (Redis holds its lock): its
+ * result is left NULL, it is added to @remote, and this call keeps its claim
+ * on it (the caller waits in Redis, then releases the claim), so that this
+ * process's other threads wait for it here rather than fetch it. */
+static GPtrArray *
+fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, gboolean defer,
+             Round *round, GPtrArray *remote)
+{
+  gint64 started = g_get_monotonic_time ();
+  g_autoptr (GHashTable) index = g_hash_table_new (g_str_hash, g_str_equal);   /* url -> Transfer* */
+  g_autoptr (GPtrArray) transfers = g_ptr_array_new ();
+  GQueue later = G_QUEUE_INIT;   /* stopped or dropped for earlier references */
+  round->order = transfers;
+  round->later = &later;
+
+  for (guint i = 0; i < n; i++)
+    if (!g_hash_table_contains (index, urls[i]))
+      round_plan (f, round, index, urls[i], max_bytes, defer, remote);
+  round_drive (f, round, started);
+  round->order = NULL;
+  round->later = NULL;
+
+  GPtrArray *results = round_results (urls, n, index);
+  round_release_claims (f, transfers);
+  for (guint i = 0; i < transfers->len; i++)
+    transfer_free (f, g_ptr_array_index (transfers, i));
   return results;
 }
 
