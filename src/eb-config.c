@@ -2,7 +2,7 @@
 /* eb-config.c - the configuration table and key-file loading (see eb-config.h). */
 #include "eb-config.h"
 #include "eb-error.h"
-#include "eb-policy.h"
+#include "eb-list.h"
 #include <stddef.h>
 #include <string.h>
 
@@ -28,60 +28,25 @@ check_umask (const char *value, GError **error)
   return FALSE;
 }
 
-static gboolean
-is_space (char ch)
-{
-  return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n' || ch == '\f' || ch == '\v';
-}
-
+/* The one list syntax lives in eb-list.c; this name stays for its callers. */
 GPtrArray *
 eb_config_split_list (const char *text, GError **error)
 {
-  g_autoptr (GPtrArray) items = g_ptr_array_new_with_free_func (g_free);
-  const char *p = text ? text : "";
-  while (is_space (*p))
-    p++;
-  if (*p == '\0')
-    return g_steal_pointer (&items);
-  for (;;) {
-    const char *start = p;
-    while (*p && *p != ',' && !is_space (*p))
-      p++;
-    if (p == start) {
-      g_set_error (error, EB_ERROR, EB_ERROR_EMPTY, "item %u of the list is empty", items->len + 1);
-      return NULL;
-    }
-    g_ptr_array_add (items, g_strndup (start, (gsize) (p - start)));
-    while (is_space (*p))
-      p++;
-    if (*p == '\0')
-      break;
-    if (*p == ',') {
-      p++;
-      while (is_space (*p))
-        p++;
-      if (*p == '\0') {
-        g_set_error (error, EB_ERROR, EB_ERROR_EMPTY, "item %u of the list is empty (trailing comma)",
-                     items->len + 1);
-        return NULL;
-      }
-    }
-  }
-  return g_steal_pointer (&items);
+  return eb_list_split (text, error);
 }
 
 static gboolean
 check_cidrs (const char *value, GError **error)
 {
   g_autoptr (GPtrArray) list = NULL;
-  return eb_policy_parse_cidr_list (value, &list, error);
+  return eb_list_parse_cidrs (value, &list, error);
 }
 
 static gboolean
 check_ports (const char *value, GError **error)
 {
   g_autoptr (GArray) list = NULL;
-  return eb_policy_parse_port_list (value, &list, error);
+  return eb_list_parse_ports (value, &list, error);
 }
 
 static gboolean

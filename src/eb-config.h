@@ -108,7 +108,7 @@ typedef struct {
 guint eb_config_get_n_keys (void);
 const EbConfigKey *eb_config_get_key (guint i);
 
-/* The one list syntax of every list key: items separated by a comma, white
+/* The one list syntax of every list key (eb_list_split, eb-list.h): items separated by a comma, white
  * space, or both; an empty or all-white-space value is an empty list; an empty
  * item (",a", "a,,b", "a,") is an error (EB_ERROR_EMPTY).
  * Returns: (transfer full) (element-type utf8) (nullable): NULL on error. */

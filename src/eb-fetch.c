@@ -3,6 +3,7 @@
 #include "eb-fetch.h"
 #include "eb-buffer.h"
 #include "eb-error.h"
+#include "eb-list.h"
 #include "eb-policy.h"
 #include "eb-redis.h"
 #include <curl/curl.h>
@@ -107,9 +108,9 @@ eb_fetcher_new (const EbConfig *config, GError **error)
   g_autoptr (GPtrArray) allow = NULL, deny = NULL;
   g_autoptr (GArray) ports = NULL;
   g_autoptr (GError) local = NULL;
-  if (!eb_policy_parse_cidr_list (config->allow_networks, &allow, &local)
-      || !eb_policy_parse_cidr_list (config->deny_networks, &deny, &local)
-      || !eb_policy_parse_port_list (config->allow_ports, &ports, &local)) {
+  if (!eb_list_parse_cidrs (config->allow_networks, &allow, &local)
+      || !eb_list_parse_cidrs (config->deny_networks, &deny, &local)
+      || !eb_list_parse_ports (config->allow_ports, &ports, &local)) {
     g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "fetch policy: %s", local->message);
     return NULL;
   }
