@@ -3,7 +3,6 @@
 #include "eb-fetch.h"
 #include "eb-buffer.h"
 #include "eb-error.h"
-#include "eb-list.h"
 #include "eb-policy.h"
 #include "eb-redis.h"
 #include <curl/curl.h>
@@ -105,15 +104,11 @@ EbFetcher *
 eb_fetcher_new (const EbConfig *config, GError **error)
 {
   g_autoptr (EbPolicy) policy = eb_policy_new ();
-  g_autoptr (GPtrArray) allow = NULL, deny = NULL;
-  g_autoptr (GArray) ports = NULL;
+  /* parsed and checked when the configuration was loaded */
+  const GPtrArray *allow = eb_config_get_networks (config, "allow_networks");
+  const GPtrArray *deny = eb_config_get_networks (config, "deny_networks");
+  const GArray *ports = eb_config_get_ports (config);
   g_autoptr (GError) local = NULL;
-  if (!eb_list_parse_cidrs (config->allow_networks, &allow, &local)
-      || !eb_list_parse_cidrs (config->deny_networks, &deny, &local)
-      || !eb_list_parse_ports (config->allow_ports, &ports, &local)) {
-    g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "fetch policy: %s", local->message);
-    return NULL;
-  }
   for (guint i = 0; i < allow->len; i++)
     eb_policy_add_allow (policy, g_ptr_array_index (allow, i));
   for (guint i = 0; i < deny->len; i++)
