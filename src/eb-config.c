@@ -2,7 +2,7 @@
 /* eb-config.c - the configuration table and key-file loading (see eb-config.h). */
 #include "eb-config.h"
 #include "eb-error.h"
-#include "eb-policy.h"
+#include "eb-list.h"
 #include <stddef.h>
 #include <string.h>
 
@@ -28,60 +28,25 @@ check_umask (const char *value, GError **error)
   return FALSE;
 }
 
-static gboolean
-is_space (char ch)
-{
-  return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n' || ch == '\f' || ch == '\v';
-}
-
+/* The one list syntax lives in eb-list.c; this name stays for its callers. */
 GPtrArray *
 eb_config_split_list (const char *text, GError **error)
 {
-  g_autoptr (GPtrArray) items = g_ptr_array_new_with_free_func (g_free);
-  const char *p = text ? text : "";
-  while (is_space (*p))
-    p++;
-  if (*p == '\0')
-    return g_steal_pointer (&items);
-  for (;;) {
-    const char *start = p;
-    while (*p && *p != ',' && !is_space (*p))
-      p++;
-    if (p == start) {
-      g_set_error (error, EB_ERROR, EB_ERROR_EMPTY, "item %u of the list is empty", items->len + 1);
-      return NULL;
-    }
-    g_ptr_array_add (items, g_strndup (start, (gsize) (p - start)));
-    while (is_space (*p))
-      p++;
-    if (*p == '\0')
-      break;
-    if (*p == ',') {
-      p++;
-      while (is_space (*p))
-        p++;
-      if (*p == '\0') {
-        g_set_error (error, EB_ERROR, EB_ERROR_EMPTY, "item %u of the list is empty (trailing comma)",
-                     items->len + 1);
-        return NULL;
-      }
-    }
-  }
-  return g_steal_pointer (&items);
+  return eb_list_split (text, error);
 }
 
 static gboolean
 check_cidrs (const char *value, GError **error)
 {
   g_autoptr (GPtrArray) list = NULL;
-  return eb_policy_parse_cidr_list (value, &list, error);
+  return eb_list_parse_cidrs (value, &list, error);
 }
 
 static gboolean
 check_ports (const char *value, GError **error)
 {
   g_autoptr (GArray) list = NULL;
-  return eb_policy_parse_port_list (value, &list, error);
+  return eb_list_parse_ports (value, &list, error);
 }
 
 static gboolean
@@ -548,6 +513,8 @@ eb_config_parse_size (const char *text, guint64 *out)
   return TRUE;
 }
 
+static void parse_list (EbConfig *config, const EbConfigKey *k);
+
 static gboolean
 set_key (EbConfig *config, const EbConfigKey *k, const char *value, const char *where,
          GError **error)
@@ -574,6 +541,7 @@ set_key (EbConfig *config, const EbConfigKey *k, const char *value, const char *
     }
     g_free (*(char **) field);
     *(char **) field = g_steal_pointer (&t);
+    parse_list (config, k);
     return TRUE;
   }
   if (k->type == EB_CONFIG_BOOL) {
@@ -634,12 +602,56 @@ eb_config_new (void)
   return config;
 }
 
+/* A key whose value is a list: its check reads the one list syntax. */
+static gboolean
+is_list_key (const EbConfigKey *k)
+{
+  return k->check && k->check != check_umask;
+}
+
+/* Parse @k's value, already checked, into its typed forms. */
+static void
+parse_list (EbConfig *config, const EbConfigKey *k)
+{
+  if (!is_list_key (k))
+    return;
+  const char *text = *(char **) ((char *) config + k->offset);
+  if (!config->lists)
+    config->lists = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) g_strfreev);
+  g_autoptr (GPtrArray) items = eb_list_split (text, NULL);
+  if (!items)
+    items = g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_add (items, NULL);
+  g_hash_table_replace (config->lists, (gpointer) k->name, g_ptr_array_steal (items, NULL));
+  GPtrArray **nets = !strcmp (k->name, "allow_networks") ? &config->allow_networks_v
+                   : !strcmp (k->name, "deny_networks") ? &config->deny_networks_v : NULL;
+  if (nets) {
+    g_clear_pointer (nets, g_ptr_array_unref);
+    if (!eb_list_parse_cidrs (text, nets, NULL))
+      *nets = g_ptr_array_new_with_free_func (g_free);
+  } else if (!strcmp (k->name, "allow_ports")) {
+    g_clear_pointer (&config->allow_ports_v, g_array_unref);
+    if (!eb_list_parse_ports (text, &config->allow_ports_v, NULL))
+      config->allow_ports_v = g_array_new (FALSE, FALSE, sizeof (guint16));
+  }
+}
+
+static void
+free_lists (EbConfig *config)
+{
+  g_clear_pointer (&config->lists, g_hash_table_unref);
+  g_clear_pointer (&config->allow_networks_v, g_ptr_array_unref);
+  g_clear_pointer (&config->deny_networks_v, g_ptr_array_unref);
+  g_clear_pointer (&config->allow_ports_v, g_array_unref);
+}
+
 static void
 free_strings (EbConfig *config)
 {
   for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
     if (keys[i].type == EB_CONFIG_STRING)
       g_clear_pointer ((char **) ((char *) config + keys[i].offset), g_free);
+  free_lists (config);
 }
 
 static void
@@ -650,6 +662,12 @@ copy_strings (EbConfig *config)
       char **f = (char **) ((char *) config + keys[i].offset);
       *f = g_strdup (*f);
     }
+  /* the parsed lists are @config's own too, parsed again from its text */
+  config->lists = NULL;
+  config->allow_networks_v = config->deny_networks_v = NULL;
+  config->allow_ports_v = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
+    parse_list (config, &keys[i]);
 }
 
 EbConfig *
@@ -913,4 +931,26 @@ eb_config_get_string (const EbConfig *config, const char *key)
 {
   const void *f = typed_field (config, key, EB_CONFIG_STRING, EB_CONFIG_STRING);
   return f ? *(const char *const *) f : NULL;
+}
+
+const char *const *
+eb_config_get_strv (const EbConfig *config, const char *key)
+{
+  g_return_val_if_fail (config != NULL && key != NULL, NULL);
+  return config->lists ? g_hash_table_lookup (config->lists, key) : NULL;
+}
+
+const GPtrArray *
+eb_config_get_networks (const EbConfig *config, const char *key)
+{
+  g_return_val_if_fail (config != NULL && key != NULL, NULL);
+  return !strcmp (key, "allow_networks") ? config->allow_networks_v
+       : !strcmp (key, "deny_networks") ? config->deny_networks_v : NULL;
+}
+
+const GArray *
+eb_config_get_ports (const EbConfig *config)
+{
+  g_return_val_if_fail (config != NULL, NULL);
+  return config->allow_ports_v;
 }

@@ -83,6 +83,12 @@ struct _EbConfig {
   char    *externalize_store_auth;     /* basic | aws-sigv4 (S3, path style) */
   char    *externalize_store_region;   /* SigV4 region, e.g. us-east-1 */
   char    *milter_mode;        /* resolve | externalize */
+  /* the list keys parsed (eb-list.h), kept in step with their text above by
+   * every set; read with eb_config_get_strv, _get_networks, _get_ports */
+  GHashTable *lists;           /* key name -> GStrv, of each list key */
+  GPtrArray  *allow_networks_v;  /* EbCidr * */
+  GPtrArray  *deny_networks_v;   /* EbCidr * */
+  GArray     *allow_ports_v;     /* guint16 */
 };
 
 typedef enum { EB_CONFIG_UINT, EB_CONFIG_SIZE, EB_CONFIG_BOOL, EB_CONFIG_STRING } EbConfigType;
@@ -108,11 +114,24 @@ typedef struct {
 guint eb_config_get_n_keys (void);
 const EbConfigKey *eb_config_get_key (guint i);
 
-/* The one list syntax of every list key: items separated by a comma, white
+/* The one list syntax of every list key (eb_list_split, eb-list.h): items separated by a comma, white
  * space, or both; an empty or all-white-space value is an empty list; an empty
  * item (",a", "a,,b", "a,") is an error (EB_ERROR_EMPTY).
  * Returns: (transfer full) (element-type utf8) (nullable): NULL on error. */
 GPtrArray *eb_config_split_list (const char *text, GError **error);
+
+/* The items of list key @key (allow_schemes, allow_domains, deny_domains,
+ * local_file_dirs, externalize_types, ...; any key with a list check), parsed
+ * once when it was set; an empty list for an empty value, NULL for a key that
+ * is not a list. Owned by @config, valid until the key is set again. */
+const char *const *eb_config_get_strv (const EbConfig *config, const char *key);
+
+/* allow_networks or deny_networks parsed: EbCidr * elements (eb-policy.h);
+ * NULL for another key. Owned by @config. */
+const GPtrArray *eb_config_get_networks (const EbConfig *config, const char *key);
+
+/* allow_ports parsed: guint16 elements. Owned by @config. */
+const GArray *eb_config_get_ports (const EbConfig *config);
 
 /* TRUE for a key -o (eb_config_apply_option) refuses: credentials and
  * externalize_key are read from the configuration file only, never from a

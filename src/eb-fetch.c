@@ -104,15 +104,11 @@ EbFetcher *
 eb_fetcher_new (const EbConfig *config, GError **error)
 {
   g_autoptr (EbPolicy) policy = eb_policy_new ();
-  g_autoptr (GPtrArray) allow = NULL, deny = NULL;
-  g_autoptr (GArray) ports = NULL;
+  /* parsed and checked when the configuration was loaded */
+  const GPtrArray *allow = eb_config_get_networks (config, "allow_networks");
+  const GPtrArray *deny = eb_config_get_networks (config, "deny_networks");
+  const GArray *ports = eb_config_get_ports (config);
   g_autoptr (GError) local = NULL;
-  if (!eb_policy_parse_cidr_list (config->allow_networks, &allow, &local)
-      || !eb_policy_parse_cidr_list (config->deny_networks, &deny, &local)
-      || !eb_policy_parse_port_list (config->allow_ports, &ports, &local)) {
-    g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "fetch policy: %s", local->message);
-    return NULL;
-  }
   for (guint i = 0; i < allow->len; i++)
     eb_policy_add_allow (policy, g_ptr_array_index (allow, i));
   for (guint i = 0; i < deny->len; i++)

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-policy.c - address classes, CIDR blocks and the connect policy (see eb-policy.h). */
 #include "eb-policy.h"
-#include "eb-config.h"
 #include "eb-error.h"
 #include <arpa/inet.h>
 #include <errno.h>
@@ -352,62 +351,6 @@ eb_cidr_parse (const char *text, EbCidr *out, GError **error)
   for (guint bit = c.prefix_len; bit < max; bit++)
     c.addr[bit / 8] &= (guint8) ~(0x80u >> (bit % 8));
   *out = c;
-  return TRUE;
-}
-
-/* ---- Lists --------------------------------------------------------------------- */
-
-/* One list syntax for every key (eb_config_split_list). */
-static GPtrArray *
-split_list (const char *text, GError **error)
-{
-  return eb_config_split_list (text, error);
-}
-
-gboolean
-eb_policy_parse_cidr_list (const char *text, GPtrArray **out, GError **error)
-{
-  g_return_val_if_fail (out != NULL, FALSE);
-  g_autoptr (GPtrArray) items = split_list (text, error);
-  if (items == NULL)
-    return FALSE;
-  g_autoptr (GPtrArray) list = g_ptr_array_new_with_free_func (g_free);
-  for (guint i = 0; i < items->len; i++) {
-    EbCidr *c = g_new (EbCidr, 1);
-    g_ptr_array_add (list, c);
-    if (!eb_cidr_parse (items->pdata[i], c, error)) {
-      g_prefix_error (error, "item %u of the list: ", i + 1);
-      return FALSE;
-    }
-  }
-  *out = g_steal_pointer (&list);
-  return TRUE;
-}
-
-gboolean
-eb_policy_parse_port_list (const char *text, GArray **out, GError **error)
-{
-  g_return_val_if_fail (out != NULL, FALSE);
-  g_autoptr (GPtrArray) items = split_list (text, error);
-  if (items == NULL)
-    return FALSE;
-  g_autoptr (GArray) ports = g_array_new (FALSE, FALSE, sizeof (guint16));
-  for (guint i = 0; i < items->len; i++) {
-    const char *s = items->pdata[i];
-    gsize n = strlen (s);
-    gboolean ok = n <= 5 && s[0] != '0';
-    for (gsize j = 0; ok && j < n; j++)
-      ok = g_ascii_isdigit (s[j]);
-    guint64 v = ok ? g_ascii_strtoull (s, NULL, 10) : 0;
-    if (!ok || v < 1 || v > 65535) {
-      g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
-                   "item %u of the list: \"%s\" is not a port number (1 to 65535)", i + 1, s);
-      return FALSE;
-    }
-    guint16 port = (guint16) v;
-    g_array_append_val (ports, port);
-  }
-  *out = g_steal_pointer (&ports);
   return TRUE;
 }
 

@@ -139,22 +139,6 @@ gboolean eb_cidr_contains (const EbCidr *cidr, const struct sockaddr *sa);
 /* "10.0.0.0/8", "2001:db8::/32". Returns: (transfer full). */
 char *eb_cidr_to_string (const EbCidr *cidr);
 
-/* ---- Configuration values ---------------------------------------------------- */
-
-/* Parse a list of CIDR blocks such as "127.0.0.0/8, ::1/128" or "10.0.0.0/8
- * 192.168.0.0/16": items are separated by a comma, white space, or a comma with
- * white space around it. An empty or all-white-space value is an empty list.
- * Errors: EB_ERROR_EMPTY for an empty item (",a", "a,,b", "a,"), or the
- * eb_cidr_parse() error of the first bad item, prefixed with its position.
- * @out: (transfer full): a GPtrArray of EbCidr *, freeing its elements; set
- * only on success. */
-gboolean eb_policy_parse_cidr_list (const char *text, GPtrArray **out, GError **error);
-
-/* Parse a port list such as "80, 443, 21" with the same separators. Each port
- * is decimal 1..65535 without sign or leading zeros (EB_ERROR_SYNTAX otherwise).
- * @out: (transfer full): a GArray of guint16; set only on success. */
-gboolean eb_policy_parse_port_list (const char *text, GArray **out, GError **error);
-
 /* ---- The policy ------------------------------------------------------------- */
 
 typedef struct _EbPolicy EbPolicy;

@@ -216,9 +216,9 @@ decide_leave (EbReason reason, char *detail)
 gboolean
 eb_resolve_scheme_allowed (const EbConfig *config, const char *scheme)
 {
-  g_autoptr (GPtrArray) list = eb_config_split_list (config->allow_schemes, NULL);
-  for (guint i = 0; list && i < list->len; i++)
-    if (g_ascii_strcasecmp (list->pdata[i], scheme) == 0)
+  const char *const *list = eb_config_get_strv (config, "allow_schemes");
+  for (guint i = 0; list && list[i]; i++)
+    if (g_ascii_strcasecmp (list[i], scheme) == 0)
       return TRUE;
   return FALSE;
 }
@@ -313,8 +313,8 @@ eb_resolve_decide (const EbRef *ref, const EbConfig *config)
   if (strcmp (at, "local-file") == 0) {
     if (!ref->name)
       return decide_leave (EB_REASON_PARAM_MISSING, g_strdup ("access-type=local-file without name"));
-    g_autoptr (GPtrArray) dirs = eb_config_split_list (config->local_file_dirs, NULL);
-    if (!dirs || dirs->len == 0)
+    const char *const *dirs = eb_config_get_strv (config, "local_file_dirs");
+    if (!dirs || !dirs[0])
       return decide_leave (EB_REASON_LOCAL_FILE_DIRS, g_strdup ("access-type=local-file"));
     return act (EB_ACTION_LOCAL_FILE, EB_REASON_RESOLVED, NULL, g_strdup (ref->name));
   }

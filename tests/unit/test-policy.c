@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/un.h>
 #include "eb-error.h"
+#include "eb-list.h"
 #include "eb-policy.h"
 
 #define SA(ss) ((const struct sockaddr *) &(ss))
@@ -909,7 +910,7 @@ test_cidr_list (void)
     const ListCase *c = &cidr_lists[i];
     g_autoptr (GPtrArray) list = NULL;
     g_autoptr (GError) error = NULL;
-    gboolean ok = eb_policy_parse_cidr_list (c->text, &list, &error);
+    gboolean ok = eb_list_parse_cidrs (c->text, &list, &error);
     if (c->joined) {
       g_assert_no_error (error);
       g_assert_true (ok);
@@ -929,7 +930,7 @@ test_cidr_list (void)
   }
   /* NULL is an empty list */
   g_autoptr (GPtrArray) list = NULL;
-  g_assert_true (eb_policy_parse_cidr_list (NULL, &list, NULL));
+  g_assert_true (eb_list_parse_cidrs (NULL, &list, NULL));
   g_assert_cmpuint (list->len, ==, 0);
 }
 
@@ -956,7 +957,7 @@ test_port_list (void)
     const ListCase *c = &port_lists[i];
     g_autoptr (GArray) ports = NULL;
     g_autoptr (GError) error = NULL;
-    gboolean ok = eb_policy_parse_port_list (c->text, &ports, &error);
+    gboolean ok = eb_list_parse_ports (c->text, &ports, &error);
     if (c->joined) {
       g_assert_no_error (error);
       g_assert_true (ok);
@@ -974,7 +975,7 @@ test_port_list (void)
   }
   /* a parsed list feeds the policy */
   g_autoptr (GArray) ports = NULL;
-  g_assert_true (eb_policy_parse_port_list ("8080 8443", &ports, NULL));
+  g_assert_true (eb_list_parse_ports ("8080 8443", &ports, NULL));
   g_autoptr (EbPolicy) p = eb_policy_new ();
   eb_policy_set_allowed_ports (p, (const guint16 *) ports->data, ports->len);
   g_assert_true (eb_policy_port_allowed (p, 8443));
