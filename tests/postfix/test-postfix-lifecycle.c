@@ -32,6 +32,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-postfix.h"
 
 static char *dir;
 static char *pfdir;
@@ -53,12 +54,6 @@ static Milter *milter;
 static guint n_started;
 /* every message sent, by Message-ID: how it must arrive ("2 of 2", ...) */
 static GHashTable *expected;
-
-static char *
-script (const char *name)
-{
-  return g_test_build_filename (G_TEST_DIST, "postfix", name, NULL);
-}
 
 static void
 write_conf (const char *text)
@@ -172,7 +167,7 @@ send_start (const char *id, const char *msg)
 {
   g_autofree char *file = g_strdup_printf ("%s/%s.eml", dir, id);
   g_assert_true (g_file_set_contents (file, msg, -1, NULL));
-  g_autofree char *send = script ("send.py");
+  g_autofree char *send = mta_postfix_script ("send.py");
   g_autofree char *port = g_strdup_printf ("%u", smtp_port);
   g_autoptr (GError) error = NULL;
   GSubprocess *p = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE,
@@ -373,7 +368,7 @@ static void
 test_reload_storm (void)
 {
   write_conf (conf_a);
-  g_autofree char *send = script ("send.py");
+  g_autofree char *send = mta_postfix_script ("send.py");
   g_autofree char *port = g_strdup_printf ("%u", smtp_port);
   g_autoptr (GError) error = NULL;
   GSubprocess *burst = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE,
@@ -574,7 +569,7 @@ main (int argc, char **argv)
   write_conf (conf_a);
   milter_start (NULL);
 
-  g_autofree char *peer = script ("pf-peer.sh");
+  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
   g_autofree char *spec = g_strdup_printf ("unix:%s", sock);
   g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} '%s' tempfail", peer, pfdir, spec);
   g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);

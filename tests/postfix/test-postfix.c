@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-postfix.h"
 
 static char *dir;          /* everything lives here */
 static char *pfdir;        /* the Postfix instance */
@@ -27,39 +28,19 @@ static TestServer *httpd;
 static guint http_port;
 static guint wd_milter;   /* the watchdog's kill of the milter */
 
-static char *
-script (const char *name)
-{
-  return g_test_build_filename (G_TEST_DIST, "postfix", name, NULL);
-}
-
 static int
 send_file (const char *msg)
 {
   g_autofree char *file = g_build_filename (dir, "msg.eml", NULL);
   g_file_set_contents (file, msg, -1, NULL);
-  g_autofree char *send = script ("send.py");
-  g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u '%s' >/dev/null 2>&1", send, smtp_port, file);
-  return test_sh (cmd, NULL);
+  return mta_postfix_send_file (NULL, smtp_port, file, NULL);
 }
 
 /* The delivered file holding @needle, waiting up to @seconds. */
 static char *
 delivered (const char *needle, int seconds)
 {
-  for (int t = 0; t < seconds * 20; t++) {
-    g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);
-    const char *n;
-    while (d && (n = g_dir_read_name (d))) {
-      g_autofree char *p = g_build_filename (maildir_new, n, NULL);
-      char *text = NULL;
-      if (g_file_get_contents (p, &text, NULL, NULL) && strstr (text, needle))
-        return text;
-      g_free (text);
-    }
-    g_usleep (50000);
-  }
-  return NULL;
+  return mta_postfix_delivered (maildir_new, needle, seconds, NULL);
 }
 
 
@@ -211,7 +192,7 @@ test_stalled (void)
 static void
 test_burst (void)
 {
-  g_autofree char *send = script ("send.py");
+  g_autofree char *send = mta_postfix_script ("send.py");
   g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u --burst 200 10", send, smtp_port);
   g_autofree char *out = NULL;
   g_assert_cmpint (test_sh (cmd, &out), ==, 0);
@@ -256,7 +237,7 @@ test_milter_stopped (void)
   g_clear_object (&milter);
   test_watchdog_remove (wd_milter);
   wd_milter = 0;
-  g_autofree char *peer = script ("pf-peer.sh");
+  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
   g_autofree char *cmd = g_strdup_printf ("sh '%s' set '%s' milter_default_action=accept", peer, pfdir);
   g_assert_cmpint (test_sh (cmd, NULL), ==, 0);
   g_usleep (6 * G_USEC_PER_SEC);   /* libmilter's own shutdown delay */
@@ -282,7 +263,7 @@ test_pipe (void)
 {
   g_autofree char *pf2 = g_build_filename (dir, "pf2", NULL);
   guint port2 = 0;
-  g_autofree char *peer = script ("pf-peer.sh");
+  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
   g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} '' accept", peer, pf2);
   g_autofree char *stop2 = g_strdup_printf ("postfix -c '%s/etc' stop", pf2);
   guint wd = test_watchdog_add (stop2);
@@ -434,7 +415,7 @@ main (int argc, char **argv)
   for (int i = 0; i < 200 && !g_file_test (sock, G_FILE_TEST_EXISTS); i++)
     g_usleep (20000);
 
-  g_autofree char *peer = script ("pf-peer.sh");
+  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
   g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} '%s' tempfail", peer, pfdir, spec);
   g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);
   guint wd_pf = test_watchdog_add (stop);
