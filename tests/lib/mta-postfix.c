@@ -13,6 +13,34 @@ mta_postfix_script (const char *name)
   return g_test_build_filename (G_TEST_DIST, "postfix", name, NULL);
 }
 
+guint
+mta_postfix_up (const char *pfdir, const char *milters, const char *action, guint *port)
+{
+  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
+  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} '%s' %s", peer, pfdir, milters, action);
+  g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);
+  guint watchdog = test_watchdog_add (stop);
+  g_free (test_sh_on_free_port (up, port, NULL));
+  return watchdog;
+}
+
+void
+mta_postfix_down (const char *pfdir, guint watchdog)
+{
+  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
+  g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
+  test_sh (down, NULL);
+  test_watchdog_remove (watchdog);
+}
+
+int
+mta_postfix_set (const char *pfdir, const char *setting)
+{
+  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
+  g_autofree char *cmd = g_strdup_printf ("sh '%s' set '%s' %s", peer, pfdir, setting);
+  return test_sh (cmd, NULL);
+}
+
 int
 mta_postfix_send_file (const char *python, guint port, const char *path, char **out)
 {

@@ -8,7 +8,8 @@
  * @pfdir, holding log/maillog and spool/pid/master.pid, and its Maildir's
  * new/ directory @maildir_new) so a test may run several instances. Paths and
  * texts returned are newly allocated (g_free); nothing here starts or stops
- * an instance (pf-peer.sh does that).
+ * an instance but mta_postfix_up() and mta_postfix_down(), which run
+ * tests/postfix/pf-peer.sh.
  */
 #pragma once
 
@@ -16,6 +17,19 @@
 
 /* The path of tests/postfix/@name (G_TEST_SRCDIR). */
 char *mta_postfix_script (const char *name);
+
+/* Start the instance @pfdir (pf-peer.sh up) on a free port, stored in @port,
+ * with @milters as its smtpd_milters ("" for none) and @action as its
+ * milter_default_action; a watchdog stops it should the test die. Returns the
+ * watchdog, for mta_postfix_down(). */
+guint mta_postfix_up (const char *pfdir, const char *milters, const char *action, guint *port);
+
+/* Stop the instance @pfdir (pf-peer.sh down) and remove its @watchdog. */
+void mta_postfix_down (const char *pfdir, guint watchdog);
+
+/* pf-peer.sh set: the main.cf line @setting ("name=value") in force in the
+ * instance @pfdir, once its master has read it; pf-peer.sh's exit status. */
+int mta_postfix_set (const char *pfdir, const char *setting);
 
 /* Send the file @path to 127.0.0.1:@port with tests/postfix/send.py (through
  * @python, "python3" when NULL): its exit status (75: a temporary failure).

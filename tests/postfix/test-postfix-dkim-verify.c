@@ -405,9 +405,7 @@ main (int argc, char **argv)
   g_test_add_func ("/postfix-dkim-verify/3-unchanged-message-passes-either-order", test_unchanged_either_order);
   int rc = g_test_run ();
 
-  g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
-  test_sh (down, NULL);
-  test_watchdog_remove (wd_pf);
+  mta_postfix_down (pfdir, wd_pf);
   int milter_status = stop (milter, wd_milter, milter_log);
   stop (opendkim, wd_dkim, dkim_log);
   test_sh (rm_dir, NULL);

@@ -779,9 +779,7 @@ main (int argc, char **argv)
   g_test_add_func ("/postfix-externalize/6-dkim-signer-before-externalize-breaks", test_dkim_before_externalize);
   int rc = g_test_run ();
 
-  g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
-  test_sh (down, NULL);
-  test_watchdog_remove (wd_pf);
+  mta_postfix_down (pfdir, wd_pf);
   int milter_status = milter_stop (m_out);
   milter_status |= milter_stop (m_slow);
   if (m_dav)

@@ -417,9 +417,7 @@ main (int argc, char **argv)
   g_test_add_func ("/postfix-instance/6-part-header-pipe-filter", test_part_header_pipe);
   int rc = g_test_run ();
 
-  g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
-  test_sh (down, NULL);
-  test_watchdog_remove (wd_pf);
+  mta_postfix_down (pfdir, wd_pf);
   g_subprocess_send_signal (milter, SIGTERM);
   g_subprocess_wait (milter, NULL, NULL);
   g_object_unref (milter);

@@ -569,12 +569,8 @@ main (int argc, char **argv)
   write_conf (conf_a);
   milter_start (NULL);
 
-  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
   g_autofree char *spec = g_strdup_printf ("unix:%s", sock);
-  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} '%s' tempfail", peer, pfdir, spec);
-  g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);
-  guint wd_pf = test_watchdog_add (stop);
-  g_free (test_sh_on_free_port (up, &smtp_port, NULL));
+  guint wd_pf = mta_postfix_up (pfdir, spec, "tempfail", &smtp_port);
 
   g_test_add_func ("/postfix-lifecycle/1-reload-with-messages-in-flight", test_reload_in_flight);
   g_test_add_func ("/postfix-lifecycle/2-reload-bad-configuration-keeps-the-old", test_reload_bad);
@@ -584,9 +580,7 @@ main (int argc, char **argv)
   g_test_add_func ("/postfix-lifecycle/6-nothing-lost-nothing-unfiltered", test_nothing_lost_nothing_unfiltered);
   int rc = g_test_run ();
 
-  g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
-  test_sh (down, NULL);
-  test_watchdog_remove (wd_pf);
+  mta_postfix_down (pfdir, wd_pf);
   if (milter) {
     milter_signal (SIGTERM);
     milter_wait ();

@@ -237,9 +237,7 @@ test_milter_stopped (void)
   g_clear_object (&milter);
   test_watchdog_remove (wd_milter);
   wd_milter = 0;
-  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
-  g_autofree char *cmd = g_strdup_printf ("sh '%s' set '%s' milter_default_action=accept", peer, pfdir);
-  g_assert_cmpint (test_sh (cmd, NULL), ==, 0);
+  g_assert_cmpint (mta_postfix_set (pfdir, "milter_default_action=accept"), ==, 0);
   g_usleep (6 * G_USEC_PER_SEC);   /* libmilter's own shutdown delay */
   const char *m =
     "From: a@test.example\r\nTo: b@test.example\r\nSubject: no milter\r\n"
@@ -264,10 +262,7 @@ test_pipe (void)
   g_autofree char *pf2 = g_build_filename (dir, "pf2", NULL);
   guint port2 = 0;
   g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
-  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} '' accept", peer, pf2);
-  g_autofree char *stop2 = g_strdup_printf ("postfix -c '%s/etc' stop", pf2);
-  guint wd = test_watchdog_add (stop2);
-  g_free (test_sh_on_free_port (up, &port2, NULL));
+  guint wd = mta_postfix_up (pf2, "", "accept", &port2);
   /* pipe(8) runs the filter as nobody, who may not reach the checkout (root's
    * 0700 home) nor the build tree: what it runs and reads is copied into a
    * directory of the test's own that everyone can read */
@@ -367,9 +362,7 @@ test_pipe (void)
   g_free (maildir_new);
   maildir_new = g_steal_pointer (&saved_new);
   smtp_port = saved;
-  g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pf2);
-  test_sh (down, NULL);
-  test_watchdog_remove (wd);
+  mta_postfix_down (pf2, wd);
 }
 
 
@@ -415,11 +408,7 @@ main (int argc, char **argv)
   for (int i = 0; i < 200 && !g_file_test (sock, G_FILE_TEST_EXISTS); i++)
     g_usleep (20000);
 
-  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
-  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} '%s' tempfail", peer, pfdir, spec);
-  g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);
-  guint wd_pf = test_watchdog_add (stop);
-  g_free (test_sh_on_free_port (up, &smtp_port, NULL));
+  guint wd_pf = mta_postfix_up (pfdir, spec, "tempfail", &smtp_port);
   {
     g_autofree char *pidfile = g_build_filename (pfdir, "spool", "pid", "master.pid", NULL);
     g_autofree char *master = NULL;
@@ -441,9 +430,7 @@ main (int argc, char **argv)
   g_test_add_func ("/postfix/7-pipe-content-filter", test_pipe);
   int rc = g_test_run ();
 
-  g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
-  test_sh (down, NULL);
-  test_watchdog_remove (wd_pf);
+  mta_postfix_down (pfdir, wd_pf);
   if (milter) {
     g_subprocess_send_signal (milter, SIGTERM);
     g_subprocess_wait (milter, NULL, NULL);
