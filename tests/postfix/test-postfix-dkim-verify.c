@@ -36,6 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-postfix.h"
 
 static char *dir;          /* everything lives here */
 static char *pfdir;        /* the Postfix instance */
@@ -43,12 +44,6 @@ static char *maildir_new;
 static char *dkim_dir;     /* the key, OpenDKIM's configuration and log */
 static guint verify_first_port;  /* smtpd_milters = opendkim (verify), extbody */
 static guint verify_after_port;  /* smtpd_milters = extbody, opendkim (verify) */
-
-static char *
-script (const char *name)
-{
-  return g_test_build_filename (G_TEST_DIST, "postfix", name, NULL);
-}
 
 /* @msg signed for test.example (selector sel) by dkim-sign.py, written to
  * DIR/@name; returns the file's path. */
@@ -58,7 +53,7 @@ signed_message (const char *name, const char *msg)
   g_autofree char *plain = g_strdup_printf ("%s/%s.plain", dir, name);
   g_assert_true (g_file_set_contents (plain, msg, -1, NULL));
   char *path = g_strdup_printf ("%s/%s", dir, name);
-  g_autofree char *sign = script ("dkim-sign.py");
+  g_autofree char *sign = mta_postfix_script ("dkim-sign.py");
   g_autofree char *cmd = g_strdup_printf ("/usr/bin/python3 '%s' '%s' '%s/sel.private' sel test.example > '%s'",
                                           sign, plain, dkim_dir, path);
   g_assert_cmpint (test_sh (cmd, NULL), ==, 0);
@@ -70,16 +65,11 @@ signed_message (const char *name, const char *msg)
 static void
 send_to (guint port, const char *path)
 {
-  g_autofree char *send = script ("send.py");
-  g_autofree char *cmd = g_strdup_printf ("/usr/bin/python3 '%s' %u '%s' 2>&1", send, port, path);
   g_autofree char *out = NULL;
-  int st = test_sh (cmd, &out);
+  int st = mta_postfix_send_file ("/usr/bin/python3", port, path, &out);
   if (st != 0) {
-    g_usleep (500000);   /* postlogd writes behind */
-    g_autofree char *tail = g_strdup_printf ("tail -n 12 '%s/log/maillog'", pfdir);
-    g_autofree char *log = NULL;
-    test_sh (tail, &log);
-    g_test_message ("send.py to %u: %d %s\nPostfix's log:\n%s", port, st, out ? out : "", log ? log : "");
+    g_autofree char *log = mta_postfix_log_tail (pfdir);
+    g_test_message ("send.py to %u: %d %s\nPostfix's log:\n%s", port, st, out ? out : "", log);
   }
   g_assert_cmpint (st, ==, 0);
 }
@@ -88,19 +78,12 @@ send_to (guint port, const char *path)
 static char *
 delivered (const char *needle)
 {
-  for (int t = 0; t < 600; t++) {
-    g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);
-    const char *n;
-    while (d && (n = g_dir_read_name (d))) {
-      g_autofree char *p = g_build_filename (maildir_new, n, NULL);
-      char *text = NULL;
-      if (g_file_get_contents (p, &text, NULL, NULL) && strstr (text, needle)) {
-        g_test_message ("delivered %s:\n%s", n, text);
-        return text;
-      }
-      g_free (text);
-    }
-    g_usleep (50000);
+  g_autofree char *path = NULL;
+  char *text = mta_postfix_delivered (maildir_new, needle, 30, &path);
+  if (text) {
+    g_autofree char *n = g_path_get_basename (path);
+    g_test_message ("delivered %s:\n%s", n, text);
+    return text;
   }
   g_error ("%s was not delivered within 30 s", needle);
 }
@@ -151,7 +134,7 @@ dkim_check (const char *text, const char *sent)
 {
   g_autofree char *file = g_build_filename (dir, "delivered.eml", NULL);
   g_assert_true (g_file_set_contents (file, text, -1, NULL));
-  g_autofree char *py = script ("dkim-check.py");
+  g_autofree char *py = mta_postfix_script ("dkim-check.py");
   g_autofree char *cmd = g_strdup_printf ("/usr/bin/python3 '%s' '%s' '%s/sel.txt' '%s'",
                                           py, file, dkim_dir, sent);
   char *out = NULL;
@@ -266,21 +249,6 @@ test_unchanged_either_order (void)
     g_autofree char *out = dkim_check (got, sent);
     g_assert_nonnull (strstr (out, "\nverify=ok\n"));
   }
-}
-
-/* Wait until Postfix listens on @port (after a reload). */
-static void
-wait_listening (guint port)
-{
-  g_autoptr (GSocketClient) client = g_socket_client_new ();
-  for (int i = 0; i < 200; i++) {
-    g_autoptr (GSocketConnection) c =
-      g_socket_client_connect_to_host (client, "127.0.0.1", (guint16) port, NULL, NULL);
-    if (c)
-      return;
-    g_usleep (50000);
-  }
-  g_error ("Postfix does not listen on 127.0.0.1:%u", port);
 }
 
 /* Wait up to 5 s for the socket @path to appear; @log is shown when not. */
@@ -420,7 +388,7 @@ main (int argc, char **argv)
   do
     verify_after_port = test_free_port ();
   while (verify_after_port == verify_first_port);
-  g_autofree char *peer = script ("pf-peer.sh");
+  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
   g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' %u 'unix:%s,unix:%s' tempfail",
                                          peer, pfdir, verify_first_port, dkim_sock, milter_sock);
   g_autofree char *pf_stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);
@@ -430,16 +398,14 @@ main (int argc, char **argv)
     "sh '%s' service '%s' '127.0.0.1:%u inet n - n - - smtpd -o smtpd_milters=unix:%s,unix:%s'",
     peer, pfdir, verify_after_port, milter_sock, dkim_sock);
   g_assert_cmpint (test_sh (service, NULL), ==, 0);
-  wait_listening (verify_after_port);
+  mta_postfix_wait_listening (pfdir, verify_after_port);
 
   g_test_add_func ("/postfix-dkim-verify/1-verifier-first-pass-reaches-mailbox", test_verifier_first);
   g_test_add_func ("/postfix-dkim-verify/2-verifier-after-extbody-fails", test_verifier_after);
   g_test_add_func ("/postfix-dkim-verify/3-unchanged-message-passes-either-order", test_unchanged_either_order);
   int rc = g_test_run ();
 
-  g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
-  test_sh (down, NULL);
-  test_watchdog_remove (wd_pf);
+  mta_postfix_down (pfdir, wd_pf);
   int milter_status = stop (milter, wd_milter, milter_log);
   stop (opendkim, wd_dkim, dkim_log);
   test_sh (rm_dir, NULL);

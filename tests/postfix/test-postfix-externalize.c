@@ -56,6 +56,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-postfix.h"
 
 #define ATTACHMENT_SIZE (5 * 1024 * 1024)
 
@@ -74,12 +75,6 @@ static TestNginx *nginx;
 static TestServer *slowdav;
 static TestApache *apache;
 
-static char *
-script (const char *name)
-{
-  return g_test_build_filename (G_TEST_DIST, "postfix", name, NULL);
-}
-
 /* Send @msg to Postfix's listener on @port: send.py's exit status (75: a
  * temporary failure, what a milter that timed out gives). */
 static int
@@ -87,17 +82,12 @@ send_to (guint port, const char *msg)
 {
   g_autofree char *file = g_build_filename (dir, "msg.eml", NULL);
   g_assert_true (g_file_set_contents (file, msg, -1, NULL));
-  g_autofree char *send = script ("send.py");
-  g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u '%s' 2>&1", send, port, file);
   g_autofree char *out = NULL;
-  int st = test_sh (cmd, &out);
+  int st = mta_postfix_send_file (NULL, port, file, &out);
   g_test_message ("send.py to %u: %d %s", port, st, out ? out : "");
   if (st != 0) {
-    g_usleep (500000);   /* postlogd writes behind */
-    g_autofree char *tail = g_strdup_printf ("tail -n 12 '%s/log/maillog'", pfdir);
-    g_autofree char *log = NULL;
-    test_sh (tail, &log);
-    g_test_message ("Postfix's log:\n%s", log ? log : "");
+    g_autofree char *log = mta_postfix_log_tail (pfdir);
+    g_test_message ("Postfix's log:\n%s", log);
   }
   return st;
 }
@@ -112,19 +102,9 @@ send_file (const char *msg)
 static char *
 delivered (const char *needle, int seconds)
 {
-  for (int t = 0; t < seconds * 20; t++) {
-    g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);
-    const char *n;
-    while (d && (n = g_dir_read_name (d))) {
-      char *p = g_build_filename (maildir_new, n, NULL);
-      g_autofree char *text = NULL;
-      if (g_file_get_contents (p, &text, NULL, NULL) && strstr (text, needle))
-        return p;
-      g_free (p);
-    }
-    g_usleep (50000);
-  }
-  return NULL;
+  char *path = NULL;
+  g_autofree char *text = mta_postfix_delivered (maildir_new, needle, seconds, &path);
+  return path;
 }
 
 
@@ -198,7 +178,7 @@ md5_base64 (GBytes *data)
 static char *
 mime_check (const char *mode, const char *file)
 {
-  g_autofree char *py = script ("mime-check.py");
+  g_autofree char *py = mta_postfix_script ("mime-check.py");
   g_autofree char *cmd = g_strdup_printf ("/usr/bin/python3 '%s' %s '%s'", py, mode, file);
   char *out = NULL;
   g_assert_cmpint (test_sh (cmd, &out), ==, 0);
@@ -429,7 +409,7 @@ test_fallback_webdav (void)
 static char *
 dkim_check (const char *path, const char *sent)
 {
-  g_autofree char *py = script ("dkim-check.py");
+  g_autofree char *py = mta_postfix_script ("dkim-check.py");
   g_autofree char *cmd = g_strdup_printf ("/usr/bin/python3 '%s' '%s' '%s' '%s'",
                                           py, path, dkim_key_txt, sent);
   char *out = NULL;
@@ -599,24 +579,6 @@ milter_stop (Milter *m)
   return status;
 }
 
-/* Wait until this test's Postfix (its master) listens on @port after a
- * reload, never another process that holds the port. */
-static void
-wait_listening (guint port)
-{
-  g_autofree char *pidfile = g_build_filename (pfdir, "spool", "pid", "master.pid", NULL);
-  for (int i = 0; i < 200; i++) {
-    g_autofree char *pid = NULL;
-    if (g_file_get_contents (pidfile, &pid, NULL, NULL) && test_port_owned_by (port, (GPid) atoi (pid)))
-      return;
-    g_usleep (50000);
-  }
-  g_autofree char *ss = NULL;
-  g_autofree char *cmd = g_strdup_printf ("ss -Hltnp 'sport = :%u'", port);
-  test_sh (cmd, &ss);
-  g_error ("this test's Postfix does not listen on 127.0.0.1:%u (%s)", port,
-           ss && *ss ? ss : "nothing listens there");
-}
 
 /* A private OpenDKIM signing for test.example with a fresh key (selector
  * sel, relaxed/simple, the MIME fields and X-Extbody signed too) on the unix socket @run/dkim.sock, as root; NULL
@@ -774,7 +736,7 @@ main (int argc, char **argv)
   dav_port = test_free_port ();
   dkim_port = test_free_port ();
   dkim_wrong_port = test_free_port ();
-  g_autofree char *peer = script ("pf-peer.sh");
+  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
   g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} 'unix:%s/milter-out.sock' tempfail",
                                          peer, pfdir, run);
   g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);
@@ -801,11 +763,11 @@ main (int argc, char **argv)
     services = g_steal_pointer (&with_dkim);
   }
   g_assert_cmpint (test_sh (services, NULL), ==, 0);
-  wait_listening (slow_port);
-  wait_listening (dav_port);
+  mta_postfix_wait_listening (pfdir, slow_port);
+  mta_postfix_wait_listening (pfdir, dav_port);
   if (opendkim) {
-    wait_listening (dkim_port);
-    wait_listening (dkim_wrong_port);
+    mta_postfix_wait_listening (pfdir, dkim_port);
+    mta_postfix_wait_listening (pfdir, dkim_wrong_port);
   }
 
   g_test_add_func ("/postfix-externalize/1-attachment-becomes-reference", test_externalized);
@@ -817,9 +779,7 @@ main (int argc, char **argv)
   g_test_add_func ("/postfix-externalize/6-dkim-signer-before-externalize-breaks", test_dkim_before_externalize);
   int rc = g_test_run ();
 
-  g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
-  test_sh (down, NULL);
-  test_watchdog_remove (wd_pf);
+  mta_postfix_down (pfdir, wd_pf);
   int milter_status = milter_stop (m_out);
   milter_status |= milter_stop (m_slow);
   if (m_dav)

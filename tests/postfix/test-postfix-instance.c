@@ -33,6 +33,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-postfix.h"
 
 static char *dir;          /* everything lives here */
 static char *pfdir;        /* the second instance */
@@ -46,20 +47,12 @@ static guint port_nomime;  /* smtpd with the milter, disable_mime_input_processi
 static char *big_payload;
 static char *big_base64;
 
-static char *
-script (const char *name)
-{
-  return g_test_build_filename (G_TEST_DIST, "postfix", name, NULL);
-}
-
 static int
 send_to (guint port, const char *msg)
 {
   g_autofree char *file = g_build_filename (dir, "msg.eml", NULL);
   g_assert_true (g_file_set_contents (file, msg, -1, NULL));
-  g_autofree char *send = script ("send.py");
-  g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u '%s' >/dev/null 2>&1", send, port, file);
-  return test_sh (cmd, NULL);
+  return mta_postfix_send_file (NULL, port, file, NULL);
 }
 
 static char *
@@ -76,18 +69,9 @@ maillog (void)
 static char *
 delivered (const char *needle, int seconds)
 {
-  for (int t = 0; t < seconds * 20; t++) {
-    g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);
-    const char *n;
-    while (d && (n = g_dir_read_name (d))) {
-      g_autofree char *p = g_build_filename (maildir_new, n, NULL);
-      char *text = NULL;
-      if (g_file_get_contents (p, &text, NULL, NULL) && strstr (text, needle))
-        return text;
-      g_free (text);
-    }
-    g_usleep (50000);
-  }
+  char *text = mta_postfix_delivered (maildir_new, needle, seconds, NULL);
+  if (text)
+    return text;
   g_autofree char *log = maillog ();
   g_test_message ("maillog:\n%s", log);
   return NULL;
@@ -380,7 +364,7 @@ main (int argc, char **argv)
 
   port_milter = test_free_port ();
   port_nomime = test_free_port ();
-  g_autofree char *peer = script ("pf-peer.sh");
+  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
   g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);
   guint wd_pf = test_watchdog_add (stop);
   /* Up in the namespace, then as filters/README.md and filters/pipe/README.md
@@ -433,9 +417,7 @@ main (int argc, char **argv)
   g_test_add_func ("/postfix-instance/6-part-header-pipe-filter", test_part_header_pipe);
   int rc = g_test_run ();
 
-  g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
-  test_sh (down, NULL);
-  test_watchdog_remove (wd_pf);
+  mta_postfix_down (pfdir, wd_pf);
   g_subprocess_send_signal (milter, SIGTERM);
   g_subprocess_wait (milter, NULL, NULL);
   g_object_unref (milter);

@@ -32,6 +32,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-postfix.h"
 
 static char *dir;
 static char *pfdir;
@@ -53,12 +54,6 @@ static Milter *milter;
 static guint n_started;
 /* every message sent, by Message-ID: how it must arrive ("2 of 2", ...) */
 static GHashTable *expected;
-
-static char *
-script (const char *name)
-{
-  return g_test_build_filename (G_TEST_DIST, "postfix", name, NULL);
-}
 
 static void
 write_conf (const char *text)
@@ -172,7 +167,7 @@ send_start (const char *id, const char *msg)
 {
   g_autofree char *file = g_strdup_printf ("%s/%s.eml", dir, id);
   g_assert_true (g_file_set_contents (file, msg, -1, NULL));
-  g_autofree char *send = script ("send.py");
+  g_autofree char *send = mta_postfix_script ("send.py");
   g_autofree char *port = g_strdup_printf ("%u", smtp_port);
   g_autoptr (GError) error = NULL;
   GSubprocess *p = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE,
@@ -373,7 +368,7 @@ static void
 test_reload_storm (void)
 {
   write_conf (conf_a);
-  g_autofree char *send = script ("send.py");
+  g_autofree char *send = mta_postfix_script ("send.py");
   g_autofree char *port = g_strdup_printf ("%u", smtp_port);
   g_autoptr (GError) error = NULL;
   GSubprocess *burst = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE,
@@ -574,12 +569,8 @@ main (int argc, char **argv)
   write_conf (conf_a);
   milter_start (NULL);
 
-  g_autofree char *peer = script ("pf-peer.sh");
   g_autofree char *spec = g_strdup_printf ("unix:%s", sock);
-  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} '%s' tempfail", peer, pfdir, spec);
-  g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);
-  guint wd_pf = test_watchdog_add (stop);
-  g_free (test_sh_on_free_port (up, &smtp_port, NULL));
+  guint wd_pf = mta_postfix_up (pfdir, spec, "tempfail", &smtp_port);
 
   g_test_add_func ("/postfix-lifecycle/1-reload-with-messages-in-flight", test_reload_in_flight);
   g_test_add_func ("/postfix-lifecycle/2-reload-bad-configuration-keeps-the-old", test_reload_bad);
@@ -589,9 +580,7 @@ main (int argc, char **argv)
   g_test_add_func ("/postfix-lifecycle/6-nothing-lost-nothing-unfiltered", test_nothing_lost_nothing_unfiltered);
   int rc = g_test_run ();
 
-  g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
-  test_sh (down, NULL);
-  test_watchdog_remove (wd_pf);
+  mta_postfix_down (pfdir, wd_pf);
   if (milter) {
     milter_signal (SIGTERM);
     milter_wait ();

@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-postfix.h"
 
 static char *dir;          /* everything lives here */
 static char *pfdir;        /* the Postfix instance */
@@ -27,39 +28,19 @@ static TestServer *httpd;
 static guint http_port;
 static guint wd_milter;   /* the watchdog's kill of the milter */
 
-static char *
-script (const char *name)
-{
-  return g_test_build_filename (G_TEST_DIST, "postfix", name, NULL);
-}
-
 static int
 send_file (const char *msg)
 {
   g_autofree char *file = g_build_filename (dir, "msg.eml", NULL);
   g_file_set_contents (file, msg, -1, NULL);
-  g_autofree char *send = script ("send.py");
-  g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u '%s' >/dev/null 2>&1", send, smtp_port, file);
-  return test_sh (cmd, NULL);
+  return mta_postfix_send_file (NULL, smtp_port, file, NULL);
 }
 
 /* The delivered file holding @needle, waiting up to @seconds. */
 static char *
 delivered (const char *needle, int seconds)
 {
-  for (int t = 0; t < seconds * 20; t++) {
-    g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);
-    const char *n;
-    while (d && (n = g_dir_read_name (d))) {
-      g_autofree char *p = g_build_filename (maildir_new, n, NULL);
-      char *text = NULL;
-      if (g_file_get_contents (p, &text, NULL, NULL) && strstr (text, needle))
-        return text;
-      g_free (text);
-    }
-    g_usleep (50000);
-  }
-  return NULL;
+  return mta_postfix_delivered (maildir_new, needle, seconds, NULL);
 }
 
 
@@ -211,7 +192,7 @@ test_stalled (void)
 static void
 test_burst (void)
 {
-  g_autofree char *send = script ("send.py");
+  g_autofree char *send = mta_postfix_script ("send.py");
   g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u --burst 200 10", send, smtp_port);
   g_autofree char *out = NULL;
   g_assert_cmpint (test_sh (cmd, &out), ==, 0);
@@ -256,9 +237,7 @@ test_milter_stopped (void)
   g_clear_object (&milter);
   test_watchdog_remove (wd_milter);
   wd_milter = 0;
-  g_autofree char *peer = script ("pf-peer.sh");
-  g_autofree char *cmd = g_strdup_printf ("sh '%s' set '%s' milter_default_action=accept", peer, pfdir);
-  g_assert_cmpint (test_sh (cmd, NULL), ==, 0);
+  g_assert_cmpint (mta_postfix_set (pfdir, "milter_default_action=accept"), ==, 0);
   g_usleep (6 * G_USEC_PER_SEC);   /* libmilter's own shutdown delay */
   const char *m =
     "From: a@test.example\r\nTo: b@test.example\r\nSubject: no milter\r\n"
@@ -282,11 +261,8 @@ test_pipe (void)
 {
   g_autofree char *pf2 = g_build_filename (dir, "pf2", NULL);
   guint port2 = 0;
-  g_autofree char *peer = script ("pf-peer.sh");
-  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} '' accept", peer, pf2);
-  g_autofree char *stop2 = g_strdup_printf ("postfix -c '%s/etc' stop", pf2);
-  guint wd = test_watchdog_add (stop2);
-  g_free (test_sh_on_free_port (up, &port2, NULL));
+  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
+  guint wd = mta_postfix_up (pf2, "", "accept", &port2);
   /* pipe(8) runs the filter as nobody, who may not reach the checkout (root's
    * 0700 home) nor the build tree: what it runs and reads is copied into a
    * directory of the test's own that everyone can read */
@@ -386,9 +362,7 @@ test_pipe (void)
   g_free (maildir_new);
   maildir_new = g_steal_pointer (&saved_new);
   smtp_port = saved;
-  g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pf2);
-  test_sh (down, NULL);
-  test_watchdog_remove (wd);
+  mta_postfix_down (pf2, wd);
 }
 
 
@@ -434,11 +408,7 @@ main (int argc, char **argv)
   for (int i = 0; i < 200 && !g_file_test (sock, G_FILE_TEST_EXISTS); i++)
     g_usleep (20000);
 
-  g_autofree char *peer = script ("pf-peer.sh");
-  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} '%s' tempfail", peer, pfdir, spec);
-  g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", pfdir);
-  guint wd_pf = test_watchdog_add (stop);
-  g_free (test_sh_on_free_port (up, &smtp_port, NULL));
+  guint wd_pf = mta_postfix_up (pfdir, spec, "tempfail", &smtp_port);
   {
     g_autofree char *pidfile = g_build_filename (pfdir, "spool", "pid", "master.pid", NULL);
     g_autofree char *master = NULL;
@@ -460,9 +430,7 @@ main (int argc, char **argv)
   g_test_add_func ("/postfix/7-pipe-content-filter", test_pipe);
   int rc = g_test_run ();
 
-  g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, pfdir);
-  test_sh (down, NULL);
-  test_watchdog_remove (wd_pf);
+  mta_postfix_down (pfdir, wd_pf);
   if (milter) {
     g_subprocess_send_signal (milter, SIGTERM);
     g_subprocess_wait (milter, NULL, NULL);

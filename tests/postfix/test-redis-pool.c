@@ -32,6 +32,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-postfix.h"
 
 #define N_MILTERS 3
 #define N_POOL_MESSAGES 300
@@ -64,12 +65,6 @@ static guint n_reloads;
 /* every message sent, by id: the X-Extbody resolution it must arrive with
  * ("2 of 2"; "" for either "2 of 2" or "1 of 2") */
 static GHashTable *expected;
-
-static char *
-script (const char *name)
-{
-  return g_test_build_filename (G_TEST_DIST, "postfix", name, NULL);
-}
 
 static guint
 count (const char *text, const char *needle)
@@ -159,16 +154,12 @@ postfix_start (guint k)
   Instance *m = &inst[k];
   m->pfdir = g_strdup_printf ("%s/pf-%u", dir, k);
   m->maildir_new = g_build_filename (m->pfdir, "mail", "Maildir", "new", NULL);
-  g_autofree char *peer = script ("pf-peer.sh");
-  g_autofree char *stop = g_strdup_printf ("postfix -c '%s/etc' stop", m->pfdir);
-  m->wd_pf = test_watchdog_add (stop);
-  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} 'unix:%s' tempfail", peer, m->pfdir, m->sock);
-  g_free (test_sh_on_free_port (up, &m->smtp_port, NULL));
+  g_autofree char *spec = g_strdup_printf ("unix:%s", m->sock);
+  m->wd_pf = mta_postfix_up (m->pfdir, spec, "tempfail", &m->smtp_port);
   /* Postfix waits for the end of message longer than the milter's
    * message_deadline (20 s at most here): past the deadline the milter gives
    * up on its own, and a message it took too long over would be deferred */
-  g_autofree char *set = g_strdup_printf ("sh '%s' set '%s' milter_content_timeout=40s", peer, m->pfdir);
-  g_assert_cmpint (test_sh (set, NULL), ==, 0);
+  g_assert_cmpint (mta_postfix_set (m->pfdir, "milter_content_timeout=40s"), ==, 0);
 }
 
 static void
@@ -177,10 +168,7 @@ postfix_stop (guint k)
   Instance *m = &inst[k];
   if (!m->pfdir)
     return;
-  g_autofree char *peer = script ("pf-peer.sh");
-  g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, m->pfdir);
-  test_sh (down, NULL);
-  test_watchdog_remove (m->wd_pf);
+  mta_postfix_down (m->pfdir, m->wd_pf);
 }
 
 /* The configuration every instance reads, then SIGHUP to each: the messages

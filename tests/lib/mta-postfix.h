@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* mta-postfix.h - what the tests behind a private Postfix share: the scripts
+ * of tests/postfix/, sending a message through an instance's SMTP listener,
+ * its log, waiting for its master to listen again, and finding a delivered
+ * message in its Maildir.
+ *
+ * Every function takes the instance's directories (its pf-peer.sh directory
+ * @pfdir, holding log/maillog and spool/pid/master.pid, and its Maildir's
+ * new/ directory @maildir_new) so a test may run several instances. Paths and
+ * texts returned are newly allocated (g_free); nothing here starts or stops
+ * an instance but mta_postfix_up() and mta_postfix_down(), which run
+ * tests/postfix/pf-peer.sh.
+ */
+#pragma once
+
+#include <glib.h>
+
+/* The path of tests/postfix/@name (G_TEST_SRCDIR). */
+char *mta_postfix_script (const char *name);
+
+/* Start the instance @pfdir (pf-peer.sh up) on a free port, stored in @port,
+ * with @milters as its smtpd_milters ("" for none) and @action as its
+ * milter_default_action; a watchdog stops it should the test die. Returns the
+ * watchdog, for mta_postfix_down(). */
+guint mta_postfix_up (const char *pfdir, const char *milters, const char *action, guint *port);
+
+/* Stop the instance @pfdir (pf-peer.sh down) and remove its @watchdog. */
+void mta_postfix_down (const char *pfdir, guint watchdog);
+
+/* pf-peer.sh set: the main.cf line @setting ("name=value") in force in the
+ * instance @pfdir, once its master has read it; pf-peer.sh's exit status. */
+int mta_postfix_set (const char *pfdir, const char *setting);
+
+/* Send the file @path to 127.0.0.1:@port with tests/postfix/send.py (through
+ * @python, "python3" when NULL): its exit status (75: a temporary failure).
+ * With @out, send.py's output (stdout and stderr) is returned there;
+ * without, it is discarded. */
+int mta_postfix_send_file (const char *python, guint port, const char *path, char **out);
+
+/* The last 12 lines of @pfdir's log/maillog, after waiting 0.5 s for postlogd,
+ * which writes behind; never NULL. */
+char *mta_postfix_log_tail (const char *pfdir);
+
+/* Wait (up to 10 s) until the master of @pfdir (spool/pid/master.pid) itself
+ * listens on 127.0.0.1:@port, never another process holding the port; fails
+ * the test (g_error, with what ss shows there) when it does not. */
+void mta_postfix_wait_listening (const char *pfdir, guint port);
+
+/* The first file of @maildir_new whose text holds @needle, polling every 50 ms
+ * for up to @seconds: its text, and its path in @path when not NULL; NULL when
+ * none appeared. */
+char *mta_postfix_delivered (const char *maildir_new, const char *needle, int seconds, char **path);
