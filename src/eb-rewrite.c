@@ -664,6 +664,34 @@ eb_rewrite_result_get_ref_sha256 (const EbRewriteResult *result, guint i)
   return r->reason == EB_REASON_RESOLVED ? eb_resolution_sha256 (r) : NULL;
 }
 
+gboolean
+eb_rewrite_result_get_externalized (const EbRewriteResult *result)
+{
+  g_return_val_if_fail (result != NULL, FALSE);
+  return result->externalized;
+}
+
+const char *
+eb_rewrite_result_get_ref_declared_size (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  return ref_at (result, i)->size;
+}
+
+guint
+eb_rewrite_result_get_n_fetches (const EbRewriteResult *result)
+{
+  g_return_val_if_fail (result != NULL, 0);
+  return result->fetches ? result->fetches->len : 0;
+}
+
+const EbFetchRecord *
+eb_rewrite_result_get_fetch (const EbRewriteResult *result, guint i)
+{
+  g_return_val_if_fail (result != NULL && i < eb_rewrite_result_get_n_fetches (result), NULL);
+  return &g_array_index (result->fetches, EbFetchRecord, i);
+}
+
 EbHeaderEditKind
 eb_header_edit_get_kind (const EbHeaderEdit *edit)
 {

@@ -57,6 +57,21 @@ typedef struct {
   gint64   elapsed;     /* µs */
 } EbFetchRecord;
 
+/* What the reporters (statistics, batch, log) read of a result besides the
+ * public accessors (extbody.h); no module outside the message layer reads
+ * the fields above. */
+
+/* Made by eb_externalize_plan: the references are the candidate parts. */
+gboolean eb_rewrite_result_get_externalized (const EbRewriteResult *result);
+
+/* The size as the reference or part states it (its size parameter, as
+ * written), or NULL. @i below eb_rewrite_result_get_n_refs(). */
+const char *eb_rewrite_result_get_ref_declared_size (const EbRewriteResult *result, guint i);
+
+/* What the fetcher did for this message, one record per URL asked for. */
+guint eb_rewrite_result_get_n_fetches (const EbRewriteResult *result);
+const EbFetchRecord *eb_rewrite_result_get_fetch (const EbRewriteResult *result, guint i);
+
 /* The length of a leading mbox From_ line ("From sender date", as mail readers
  * save single messages and pipe(8) with flags=F passes them), line break
  * included, or 0. */
