@@ -692,6 +692,70 @@ eb_rewrite_result_get_fetch (const EbRewriteResult *result, guint i)
   return &g_array_index (result->fetches, EbFetchRecord, i);
 }
 
+gsize
+eb_rewrite_result_get_from_line_len (const EbRewriteResult *result)
+{
+  g_return_val_if_fail (result != NULL, 0);
+  return result->skip;
+}
+
+/* The resolution of reference @i, if it has one yet. */
+static const EbResolution *
+res_or_null (const EbRewriteResult *result, guint i)
+{
+  return i < result->resolutions->len ? g_ptr_array_index (result->resolutions, i) : NULL;
+}
+
+const char *
+eb_rewrite_result_get_ref_site (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  return ref_at (result, i)->site;
+}
+
+EbReason
+eb_rewrite_result_get_ref_outcome (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, EB_REASON_RESOLVED);
+  const EbResolution *res = res_or_null (result, i);
+  const EbAction *act = action_at (result, i);
+  return res ? res->reason : act ? act->reason : ref_at (result, i)->walk_reason;
+}
+
+const char *
+eb_rewrite_result_get_ref_outcome_detail (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  const EbResolution *res = res_or_null (result, i);
+  const EbAction *act = action_at (result, i);
+  return res && res->reason == eb_rewrite_result_get_ref_outcome (result, i) ? res->detail
+         : act ? act->detail : NULL;
+}
+
+const char *
+eb_rewrite_result_get_ref_type (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  const EbResolution *res = res_or_null (result, i);
+  return res ? res->type : NULL;
+}
+
+GBytes *
+eb_rewrite_result_get_ref_data (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  const EbResolution *res = res_or_null (result, i);
+  return res ? res->data : NULL;
+}
+
+const char *
+eb_rewrite_result_get_ref_digest (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  const EbResolution *res = res_or_null (result, i);
+  return res ? res->digest : NULL;
+}
+
 EbHeaderEditKind
 eb_header_edit_get_kind (const EbHeaderEdit *edit)
 {

@@ -68,6 +68,22 @@ gboolean eb_rewrite_result_get_externalized (const EbRewriteResult *result);
  * written), or NULL. @i below eb_rewrite_result_get_n_refs(). */
 const char *eb_rewrite_result_get_ref_declared_size (const EbRewriteResult *result, guint i);
 
+/* The bytes of the leading mbox From_ line the result was planned past. */
+gsize eb_rewrite_result_get_from_line_len (const EbRewriteResult *result);
+
+/* Reference @i (below eb_rewrite_result_get_n_refs()) as the log reads it:
+ * its site parameter; its outcome (the resolution's reason, else the
+ * decision's, else why the walk left it); the particulars of that outcome
+ * (the resolution's when it is the outcome, else the decision's); and what
+ * the resolution holds whatever its reason: the type, the data (transfer
+ * none) and the digest, each (nullable). */
+const char *eb_rewrite_result_get_ref_site (const EbRewriteResult *result, guint i);
+EbReason eb_rewrite_result_get_ref_outcome (const EbRewriteResult *result, guint i);
+const char *eb_rewrite_result_get_ref_outcome_detail (const EbRewriteResult *result, guint i);
+const char *eb_rewrite_result_get_ref_type (const EbRewriteResult *result, guint i);
+GBytes *eb_rewrite_result_get_ref_data (const EbRewriteResult *result, guint i);
+const char *eb_rewrite_result_get_ref_digest (const EbRewriteResult *result, guint i);
+
 /* What the fetcher did for this message, one record per URL asked for. */
 guint eb_rewrite_result_get_n_fetches (const EbRewriteResult *result);
 const EbFetchRecord *eb_rewrite_result_get_fetch (const EbRewriteResult *result, guint i);
