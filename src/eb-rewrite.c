@@ -756,6 +756,32 @@ eb_rewrite_result_get_ref_digest (const EbRewriteResult *result, guint i)
   return res ? res->digest : NULL;
 }
 
+const char *
+eb_rewrite_result_get_ref_param (const EbRewriteResult *result, guint i, const char *name)
+{
+  CHECK_REF (result, i, NULL);
+  g_return_val_if_fail (name != NULL, NULL);
+  const EbRef *ref = ref_at (result, i);
+  const struct { const char *n; const char *v; } kv[] = {
+    { "site", ref->site }, { "directory", ref->directory }, { "name", ref->name },
+    { "mode", ref->mode }, { "server", ref->server }, { "subject", ref->subject },
+    { "expiration", ref->expiration }, { "size", ref->size },
+    { "permission", ref->permission }, { "inner_type", ref->inner_type },
+  };
+  for (guint k = 0; k < G_N_ELEMENTS (kv); k++)
+    if (strcmp (kv[k].n, name) == 0)
+      return kv[k].v;
+  g_return_val_if_reached (NULL);
+}
+
+const char *
+eb_rewrite_result_get_ref_replaced_path (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  const EbRef *ref = ref_at (result, i);
+  return ref->alt ? ref->alt_path : NULL;
+}
+
 EbHeaderEditKind
 eb_header_edit_get_kind (const EbHeaderEdit *edit)
 {

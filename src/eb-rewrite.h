@@ -84,6 +84,15 @@ const char *eb_rewrite_result_get_ref_type (const EbRewriteResult *result, guint
 GBytes *eb_rewrite_result_get_ref_data (const EbRewriteResult *result, guint i);
 const char *eb_rewrite_result_get_ref_digest (const EbRewriteResult *result, guint i);
 
+/* A parameter of reference @i as written (site, directory, name, mode, server,
+ * subject, expiration, size, permission, inner_type), or NULL. */
+const char *eb_rewrite_result_get_ref_param (const EbRewriteResult *result, guint i,
+                                             const char *name);
+
+/* With the fallback shape (the whole multipart/alternative replaced): the
+ * alternative's part path ("" for the body of the message); else NULL. */
+const char *eb_rewrite_result_get_ref_replaced_path (const EbRewriteResult *result, guint i);
+
 /* What the fetcher did for this message, one record per URL asked for. */
 guint eb_rewrite_result_get_n_fetches (const EbRewriteResult *result);
 const EbFetchRecord *eb_rewrite_result_get_fetch (const EbRewriteResult *result, guint i);
