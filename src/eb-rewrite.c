@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-rewrite.c - plan and splice (see eb-rewrite.h). */
-#include "eb-rewrite.h"
+#include "eb-rewrite-private.h"
 #include <string.h>
 
 void

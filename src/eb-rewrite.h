@@ -20,31 +20,9 @@ G_BEGIN_DECLS
 /* EbRewriteFlags, EB_FILTER_FIELD, EbRewriteResult (opaque) and its accessors,
  * the planners and writers, and EbHeaderEdit (opaque) are public (extbody.h). */
 
-typedef struct {
-  gsize start, end;   /* bytes [start, end) */
-} EbRange;
-
-struct _EbRewriteResult {
-  gsize          skip;         /* bytes of a leading mbox From_ line: kept as they
-                                  are, not parsed; every offset in scan is from
-                                  the byte after it */
-  gboolean       parsed;       /* a MIME parse was done */
-  EbReason       reason;       /* RESOLVED, or why the whole message was left alone */
-  EbMessageScan *scan;         /* (nullable) when parsed */
-  GPtrArray     *actions;      /* (element-type EbAction) the decision for each of scan->refs */
-  GPtrArray     *resolutions;  /* (element-type EbResolution) one per scan->refs */
-  guint          n_resolved;
-  GArray        *removed;      /* (element-type EbRange) with EB_REWRITE_STRIP_TRACE:
-                                  the message header's trace fields removed, in
-                                  order (offsets as in scan) */
-  gboolean       changed;      /* the output differs from the input */
-  gboolean       filter_field; /* with EB_REWRITE_FILTER_FIELD and something
-                                  resolved: eb_rewrite_write() adds the field */
-  GArray        *fetches;      /* (element-type EbFetchRecord) what the fetcher did
-                                  for this message, for the statistics */
-  gboolean       externalized; /* made by eb_externalize_plan: refs are the candidate
-                                  parts, n_resolved those externalized */
-};
+/* The fields of a result are private (eb-rewrite-private.h): every module but
+ * its two producers, eb-rewrite and eb-externalize, reads a result through
+ * the public accessors and those below. */
 
 /* One URL the fetcher was asked for: taken from its cache (another message's
  * fetch, or an earlier reference of this one), or fetched with this outcome. */
