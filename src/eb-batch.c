@@ -371,15 +371,15 @@ plan_item (Item *it, EbBatch *b)
     if (b->mbox)
       f |= EB_EXTERNALIZE_MBOXRD;   /* store what the reader sees, not the quoting */
     r = eb_externalize_plan (it->buf, it->len, b->config, b->store, f);
-    for (guint i = 0; r->scan && i < r->resolutions->len; i++)
-      would |= ((const EbResolution *) g_ptr_array_index (r->resolutions, i))->reason
-               == EB_REASON_WOULD_EXTERNALIZE;
+    for (guint i = 0; i < eb_rewrite_result_get_n_refs (r); i++)
+      would |= eb_rewrite_result_get_ref_reason (r, i) == EB_REASON_WOULD_EXTERNALIZE;
   } else {
     r = eb_rewrite_plan (it->buf, it->len, b->config, b->fetcher, b->flags);
   }
   eb_stats_add_result (b->stats, r);
   eb_stats_add_bytes (b->stats, it->len);
-  if (r->changed && b->mode != EB_BATCH_INSPECT) {
+  gboolean changed = eb_rewrite_result_get_changed (r);
+  if (changed && b->mode != EB_BATCH_INSPECT) {
     g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
     if (b->mbox ? eb_rewrite_write_mboxrd (r, it->buf, it->len, out, NULL)
                 : eb_rewrite_write (r, it->buf, it->len, out, NULL)) {
@@ -390,11 +390,11 @@ plan_item (Item *it, EbBatch *b)
     } else {
       it->failed = TRUE;
     }
-  } else if (r->changed || (would && b->mode == EB_BATCH_DRY_RUN)) {
+  } else if (changed || (would && b->mode == EB_BATCH_DRY_RUN)) {
     it->changed = TRUE;
   }
   if (b->message) {
-    if (r->scan && r->scan->refs->len)
+    if (eb_rewrite_result_get_n_refs (r))
       it->message_id = message_id_of (it->buf, it->len);
     it->result = g_steal_pointer (&r);
   }

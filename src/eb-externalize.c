@@ -6,7 +6,7 @@
 #include "eb-error.h"
 #include "eb-header.h"
 #include "eb-message.h"
-#include "eb-rewrite.h"
+#include "eb-rewrite-private.h"
 #include "eb-store.h"
 #include "eb-transfer.h"
 #include "eb-urlparam.h"

@@ -43,11 +43,11 @@ eb_inspect_printable (const char *s, gsize max)
 
 
 static const char *
-action_of (const EbResolution *res)
+action_of (EbReason reason)
 {
-  if (res->reason == EB_REASON_WOULD_FETCH)
+  if (reason == EB_REASON_WOULD_FETCH)
     return "fetch";
-  return res->reason == EB_REASON_RESOLVED ? "resolve" : "leave";
+  return reason == EB_REASON_RESOLVED ? "resolve" : "leave";
 }
 
 static void
@@ -66,8 +66,8 @@ char *
 eb_inspect_json (const char *source, gint64 mbox_offset, const char *message_id,
                  const EbRewriteResult *result, guint i)
 {
-  const EbRef *ref = g_ptr_array_index (result->scan->refs, i);
-  const EbResolution *res = g_ptr_array_index (result->resolutions, i);
+  EbReason reason = eb_rewrite_result_get_ref_reason (result, i);
+  const char *url = eb_rewrite_result_get_ref_url (result, i);
   g_autoptr (JsonBuilder) b = json_builder_new ();
   json_builder_begin_object (b);
   if (source)
@@ -78,43 +78,39 @@ eb_inspect_json (const char *source, gint64 mbox_offset, const char *message_id,
   }
   if (message_id)
     add_str (b, "message_id", message_id);
-  add_str (b, "part", ref->path);
-  add_str (b, "access_type", ref->access_type);
-  if (ref->url && g_ascii_strncasecmp (ref->url, "data:", 5) == 0
-      && strlen (ref->url) > JSON_DATA_URL_MAX) {
-    g_autofree char *cut = g_strndup (ref->url, JSON_DATA_URL_MAX);
+  add_str (b, "part", eb_rewrite_result_get_ref_path (result, i));
+  add_str (b, "access_type", eb_rewrite_result_get_ref_access_type (result, i));
+  if (url && g_ascii_strncasecmp (url, "data:", 5) == 0 && strlen (url) > JSON_DATA_URL_MAX) {
+    g_autofree char *cut = g_strndup (url, JSON_DATA_URL_MAX);
     add_str (b, "url", cut);
     json_builder_set_member_name (b, "url_truncated");
     json_builder_add_boolean_value (b, TRUE);
   } else {
-    add_str (b, "url", ref->url);
+    add_str (b, "url", url);
   }
-  if (ref->url) {
+  if (url) {
     json_builder_set_member_name (b, "url_length");
-    json_builder_add_int_value (b, (gint64) strlen (ref->url));
+    json_builder_add_int_value (b, (gint64) strlen (url));
   }
-  add_str (b, "name", ref->name);
-  add_str (b, "site", ref->site);
-  add_str (b, "directory", ref->directory);
-  add_str (b, "mode", ref->mode);
-  add_str (b, "server", ref->server);
-  add_str (b, "subject", ref->subject);
-  add_str (b, "expiration", ref->expiration);
-  add_str (b, "size", ref->size);
-  add_str (b, "permission", ref->permission);
-  add_str (b, "inner_type", ref->inner_type);
-  add_str (b, "action", action_of (res));
-  add_str (b, "reason", eb_reason_token (res->reason));
-  add_str (b, "reason_text", eb_reason_text (res->reason));
-  add_str (b, "detail", res->detail);
-  if (res->reason == EB_REASON_RESOLVED) {
-    add_str (b, "new_type", res->type);
+  static const char *const params[] = {
+    "name", "site", "directory", "mode", "server", "subject",
+    "expiration", "size", "permission", "inner_type",
+  };
+  for (guint k = 0; k < G_N_ELEMENTS (params); k++)
+    add_str (b, params[k], eb_rewrite_result_get_ref_param (result, i, params[k]));
+  add_str (b, "action", action_of (reason));
+  add_str (b, "reason", eb_reason_token (reason));
+  add_str (b, "reason_text", eb_reason_text (reason));
+  add_str (b, "detail", eb_rewrite_result_get_ref_detail (result, i));
+  if (reason == EB_REASON_RESOLVED) {
+    add_str (b, "new_type", eb_rewrite_result_get_ref_content_type (result, i));
     json_builder_set_member_name (b, "data_size");
-    json_builder_add_int_value (b, (gint64) g_bytes_get_size (res->data));
-    add_str (b, "sha256", eb_resolution_sha256 (res));
-    add_str (b, "encoding", eb_transfer_name (res->encoding));
-    if (ref->alt)   /* the fallback shape: the whole alternative is replaced */
-      add_str (b, "replaced_part", ref->alt_path);
+    json_builder_add_int_value (b, (gint64) eb_rewrite_result_get_ref_size (result, i));
+    add_str (b, "sha256", eb_rewrite_result_get_ref_sha256 (result, i));
+    add_str (b, "encoding", eb_rewrite_result_get_ref_encoding (result, i));
+    const char *replaced = eb_rewrite_result_get_ref_replaced_path (result, i);
+    if (replaced)   /* the fallback shape: the whole alternative is replaced */
+      add_str (b, "replaced_part", replaced);
   }
   json_builder_end_object (b);
   g_autoptr (JsonGenerator) gen = json_generator_new ();
@@ -125,20 +121,19 @@ eb_inspect_json (const char *source, gint64 mbox_offset, const char *message_id,
 
 /* What the table shows in its URL / PARAMETERS column. */
 static char *
-target_of (const EbRef *ref, gsize max)
+target_of (const EbRewriteResult *result, guint i, gsize max)
 {
-  if (ref->url)
-    return eb_inspect_printable (ref->url, max);
+  const char *url = eb_rewrite_result_get_ref_url (result, i);
+  if (url)
+    return eb_inspect_printable (url, max);
   GString *s = g_string_new (NULL);
-  const struct { const char *n; const char *v; } kv[] = {
-    { "site", ref->site }, { "directory", ref->directory }, { "name", ref->name },
-    { "mode", ref->mode }, { "server", ref->server }, { "subject", ref->subject },
-  };
-  for (guint k = 0; k < G_N_ELEMENTS (kv); k++) {
-    if (!kv[k].v)
+  static const char *const names[] = { "site", "directory", "name", "mode", "server", "subject" };
+  for (guint k = 0; k < G_N_ELEMENTS (names); k++) {
+    const char *value = eb_rewrite_result_get_ref_param (result, i, names[k]);
+    if (!value)
       continue;
-    g_autofree char *v = eb_inspect_printable (kv[k].v, 40);
-    g_string_append_printf (s, "%s%s=%s", s->len ? " " : "", kv[k].n, v);
+    g_autofree char *v = eb_inspect_printable (value, 40);
+    g_string_append_printf (s, "%s%s=%s", s->len ? " " : "", names[k], v);
   }
   if (!s->len)
     g_string_append_c (s, '-');
@@ -185,15 +180,14 @@ eb_table_free (EbTable *table)
 void
 eb_table_add (EbTable *t, const char *source, const EbRewriteResult *result, guint i)
 {
-  const EbRef *ref = g_ptr_array_index (result->scan->refs, i);
-  const EbResolution *res = g_ptr_array_index (result->resolutions, i);
+  EbReason reason = eb_rewrite_result_get_ref_reason (result, i);
   char **row = g_new0 (char *, N_COLS + 1);
   row[COL_SOURCE] = eb_inspect_printable (source ? source : "-", 4096);
-  row[COL_PART] = eb_inspect_printable (ref->path, 40);
-  row[COL_ACCESS] = eb_inspect_printable (ref->access_type, 40);
-  row[COL_TARGET] = target_of (ref, 400);
-  row[COL_ACTION] = g_strdup (action_of (res));
-  row[COL_REASON] = g_strdup (eb_reason_token (res->reason));
+  row[COL_PART] = eb_inspect_printable (eb_rewrite_result_get_ref_path (result, i), 40);
+  row[COL_ACCESS] = eb_inspect_printable (eb_rewrite_result_get_ref_access_type (result, i), 40);
+  row[COL_TARGET] = target_of (result, i, 400);
+  row[COL_ACTION] = g_strdup (action_of (reason));
+  row[COL_REASON] = g_strdup (eb_reason_token (reason));
   g_ptr_array_add (t->rows, row);
 }
 
@@ -262,26 +256,29 @@ eb_table_finish (EbTable *t)
 char *
 eb_inspect_report_line (const EbRewriteResult *result, guint i)
 {
-  const EbRef *ref = g_ptr_array_index (result->scan->refs, i);
-  const EbResolution *res = g_ptr_array_index (result->resolutions, i);
-  g_autofree char *at = eb_inspect_printable (ref->access_type, 20);
-  g_autofree char *target = target_of (ref, URL_SHOW_MAX);
+  EbReason reason = eb_rewrite_result_get_ref_reason (result, i);
+  g_autofree char *at = eb_inspect_printable (eb_rewrite_result_get_ref_access_type (result, i), 20);
+  g_autofree char *target = target_of (result, i, URL_SHOW_MAX);
   GString *s = g_string_new (NULL);
-  g_string_append_printf (s, "part %s: access-type=%s %s: ", ref->path, at, target);
-  if (res->reason == EB_REASON_RESOLVED) {
-    g_string_append_printf (s, "resolved (%s, %" G_GSIZE_FORMAT " bytes, %s)", res->type,
-                            g_bytes_get_size (res->data), eb_transfer_name (res->encoding));
-    if (ref->alt && *ref->alt_path) {
-      g_autofree char *ap = eb_inspect_printable (ref->alt_path, 40);
+  g_string_append_printf (s, "part %s: access-type=%s %s: ",
+                          eb_rewrite_result_get_ref_path (result, i), at, target);
+  if (reason == EB_REASON_RESOLVED) {
+    g_string_append_printf (s, "resolved (%s, %" G_GUINT64_FORMAT " bytes, %s)",
+                            eb_rewrite_result_get_ref_content_type (result, i),
+                            eb_rewrite_result_get_ref_size (result, i),
+                            eb_rewrite_result_get_ref_encoding (result, i));
+    const char *replaced = eb_rewrite_result_get_ref_replaced_path (result, i);
+    if (replaced && *replaced) {
+      g_autofree char *ap = eb_inspect_printable (replaced, 40);
       g_string_append_printf (s, ", replacing multipart/alternative at part %s", ap);
-    } else if (ref->alt) {
+    } else if (replaced) {
       g_string_append (s, ", replacing the multipart/alternative message body");
     }
   } else {
-    g_string_append_printf (s, "left: %s: %s", eb_reason_token (res->reason),
-                            eb_reason_text (res->reason));
-    if (res->detail) {
-      g_autofree char *d = eb_inspect_printable (res->detail, 120);
+    const char *detail = eb_rewrite_result_get_ref_detail (result, i);
+    g_string_append_printf (s, "left: %s: %s", eb_reason_token (reason), eb_reason_text (reason));
+    if (detail) {
+      g_autofree char *d = eb_inspect_printable (detail, 120);
       g_string_append_printf (s, " (%s)", d);
     }
   }

@@ -257,9 +257,9 @@ eb_log_start (const char *key, ...)
  * policy's words), never a local file's path nor what names a URL's path or
  * query (would-fetch carries the URL). */
 static gboolean
-detail_loggable (EbReason reason, const EbAction *act)
+detail_loggable (EbReason reason, EbActionKind action)
 {
-  if (act && act->kind == EB_ACTION_LOCAL_FILE)
+  if (action == EB_ACTION_LOCAL_FILE)
     return FALSE;
   switch (reason) {
   case EB_REASON_FETCH_FAILED: case EB_REASON_HTTP_STATUS: case EB_REASON_TIMED_OUT:
@@ -278,32 +278,34 @@ detail_loggable (EbReason reason, const EbAction *act)
 static void
 reference_pairs (const EbRewriteResult *r, guint i, Pairs *p)
 {
-  const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
-  const EbResolution *res = i < r->resolutions->len ? g_ptr_array_index (r->resolutions, i) : NULL;
-  const EbAction *act = i < r->actions->len ? g_ptr_array_index (r->actions, i) : NULL;
+  EbActionKind action = eb_rewrite_result_get_ref_action (r, i);
   pairs_add_uint (p, "ref", i + 1);
-  pairs_add (p, "part", ref->path);
-  pairs_add (p, "access_type", ref->access_type);
+  pairs_add (p, "part", eb_rewrite_result_get_ref_path (r, i));
+  pairs_add (p, "access_type", eb_rewrite_result_get_ref_access_type (r, i));
   /* the URL as written, or the one made for a fetch (anon-ftp); never a
    * local file's path, never more than scheme and host */
-  const char *url = ref->url ? ref->url : act && act->kind == EB_ACTION_FETCH ? act->target : NULL;
+  const char *url = eb_rewrite_result_get_ref_url (r, i);
+  if (!url && action == EB_ACTION_FETCH)
+    url = eb_rewrite_result_get_ref_target (r, i);
   g_autofree char *scheme = NULL, *host = NULL;
   eb_log_url_origin (url, &scheme, &host);
-  if (!host && !url && ref->site)
-    host = g_ascii_strdown (ref->site, -1);
+  const char *site = eb_rewrite_result_get_ref_site (r, i);
+  if (!host && !url && site)
+    host = g_ascii_strdown (site, -1);
   pairs_add (p, "scheme", scheme);
   pairs_add (p, "host", host);
-  EbReason reason = res ? res->reason : act ? act->reason : ref->walk_reason;
+  EbReason reason = eb_rewrite_result_get_ref_outcome (r, i);
   pairs_add (p, "outcome", reason == EB_REASON_RESOLVED ? "resolved" : "left");
   if (reason != EB_REASON_RESOLVED)
     pairs_add (p, "reason", eb_reason_token (reason));
   /* why, in the fetch's own words: the curl error, the HTTP status */
-  if (reason != EB_REASON_RESOLVED && detail_loggable (reason, act))
-    pairs_add (p, "detail", res && res->reason == reason ? res->detail : act ? act->detail : NULL);
-  if (res && reason == EB_REASON_RESOLVED) {
-    pairs_add (p, "type", res->type);
-    if (res->data)
-      pairs_add_uint (p, "bytes", g_bytes_get_size (res->data));
+  if (reason != EB_REASON_RESOLVED && detail_loggable (reason, action))
+    pairs_add (p, "detail", eb_rewrite_result_get_ref_outcome_detail (r, i));
+  GBytes *data = eb_rewrite_result_get_ref_data (r, i);
+  if (reason == EB_REASON_RESOLVED) {
+    pairs_add (p, "type", eb_rewrite_result_get_ref_type (r, i));
+    if (data)
+      pairs_add_uint (p, "bytes", g_bytes_get_size (data));
   }
 }
 
@@ -313,41 +315,40 @@ reference_pairs (const EbRewriteResult *r, guint i, Pairs *p)
 static void
 part_pairs (const EbRewriteResult *r, guint i, Pairs *p)
 {
-  const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
-  const EbResolution *res = i < r->resolutions->len ? g_ptr_array_index (r->resolutions, i) : NULL;
-  EbReason reason = res ? res->reason : ref->walk_reason;
-  pairs_add (p, "part", ref->path);
-  pairs_add (p, "type", res ? res->type : NULL);
-  pairs_add (p, "bytes", ref->size);
+  EbReason reason = eb_rewrite_result_get_ref_outcome (r, i);
+  pairs_add (p, "part", eb_rewrite_result_get_ref_path (r, i));
+  pairs_add (p, "type", eb_rewrite_result_get_ref_type (r, i));
+  pairs_add (p, "bytes", eb_rewrite_result_get_ref_declared_size (r, i));
   pairs_add (p, "outcome", reason == EB_REASON_RESOLVED ? "externalized" : "left");
   if (reason != EB_REASON_RESOLVED) {
     pairs_add (p, "reason", eb_reason_token (reason));
-    pairs_add (p, "detail", res ? res->detail : NULL);
+    pairs_add (p, "detail", eb_rewrite_result_get_ref_outcome_detail (r, i));
     return;
   }
   g_autofree char *scheme = NULL, *host = NULL;
-  eb_log_url_origin (ref->url, &scheme, &host);
+  eb_log_url_origin (eb_rewrite_result_get_ref_url (r, i), &scheme, &host);
   pairs_add (p, "scheme", scheme);
   pairs_add (p, "host", host);
-  pairs_add (p, "sha256", res->digest);
+  pairs_add (p, "sha256", eb_rewrite_result_get_ref_digest (r, i));
 }
 
 /* eb_log_message for a plan of eb_externalize_plan: event=externalize lines */
 static void
 log_externalize (const char *queue_id, const char *message_id, const EbRewriteResult *result)
 {
-  guint n = result->scan ? result->scan->refs->len : 0;
-  if (!n && result->reason == EB_REASON_RESOLVED)
+  guint n = eb_rewrite_result_get_n_refs (result);
+  EbReason reason = eb_rewrite_result_get_reason (result);
+  if (!n && reason == EB_REASON_RESOLVED)
     return;
   g_autoptr (Pairs) msg = pairs_new ();
   pairs_add (msg, "event", "externalize");
   pairs_add (msg, "queue_id", queue_id);
   pairs_add (msg, "msgid", message_id);
   pairs_add_uint (msg, "parts", n);
-  pairs_add_uint (msg, "externalized", result->n_resolved);
-  pairs_add (msg, "changed", result->changed ? "yes" : "no");
-  if (result->reason != EB_REASON_RESOLVED)
-    pairs_add (msg, "reason", eb_reason_token (result->reason));
+  pairs_add_uint (msg, "externalized", eb_rewrite_result_get_n_resolved (result));
+  pairs_add (msg, "changed", eb_rewrite_result_get_changed (result) ? "yes" : "no");
+  if (reason != EB_REASON_RESOLVED)
+    pairs_add (msg, "reason", eb_reason_token (reason));
   emit (LOG_INFO, NULL, msg);
   for (guint i = 0; i < n; i++) {
     g_autoptr (Pairs) p = pairs_new ();
@@ -363,22 +364,23 @@ void
 eb_log_message (const char *queue_id, const char *message_id, const EbRewriteResult *result)
 {
   g_return_if_fail (result != NULL);
-  if (result->externalized) {
+  if (eb_rewrite_result_get_externalized (result)) {
     log_externalize (queue_id, message_id, result);
     return;
   }
-  guint n = result->scan ? result->scan->refs->len : 0;
-  guint removed = result->removed ? result->removed->len : 0;
-  if (!n && !removed && result->reason == EB_REASON_RESOLVED)
+  guint n = eb_rewrite_result_get_n_refs (result);
+  guint removed = eb_rewrite_result_get_n_removed (result);
+  EbReason reason = eb_rewrite_result_get_reason (result);
+  if (!n && !removed && reason == EB_REASON_RESOLVED)
     return;
   g_autoptr (Pairs) msg = pairs_new ();
   pairs_add (msg, "queue_id", queue_id);
   pairs_add (msg, "msgid", message_id);
   pairs_add_uint (msg, "references", n);
-  pairs_add_uint (msg, "resolved", result->n_resolved);
-  pairs_add (msg, "changed", result->changed ? "yes" : "no");
-  if (result->reason != EB_REASON_RESOLVED)
-    pairs_add (msg, "reason", eb_reason_token (result->reason));
+  pairs_add_uint (msg, "resolved", eb_rewrite_result_get_n_resolved (result));
+  pairs_add (msg, "changed", eb_rewrite_result_get_changed (result) ? "yes" : "no");
+  if (reason != EB_REASON_RESOLVED)
+    pairs_add (msg, "reason", eb_reason_token (reason));
   if (removed)
     pairs_add_uint (msg, "trace_removed", removed);
   emit (LOG_INFO, NULL, msg);
@@ -394,7 +396,8 @@ eb_log_message (const char *queue_id, const char *message_id, const EbRewriteRes
 char *
 eb_log_message_id (const EbRewriteResult *result, const char *buf, gsize len)
 {
-  gsize skip = result && result->skip <= len ? result->skip : 0;
+  gsize from = result ? eb_rewrite_result_get_from_line_len (result) : 0;
+  gsize skip = from <= len ? from : 0;
   g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf + skip, 0, len - skip);
   gint i = eb_header_block_find (blk, buf + skip, "Message-ID");
   if (i < 0)

@@ -576,6 +576,84 @@ parse (Parsed *p, const char *buf, gsize len)
   p->message = g_mime_parser_construct_message (p->parser, NULL);
 }
 
+/* The parts @it holds, pushed on @stack to be walked in order: a
+ * multipart's (with a valid boundary, which @all_bounds keeps) or a
+ * message's body. FALSE when @it holds no parts of its own (a leaf). */
+static gboolean
+push_children (GArray *stack, GPtrArray *all_bounds, const Item *item)
+{
+  Item it = *item;
+  /* Not g_mime_multipart_get_boundary: on a multipart without a boundary
+   * parameter it invents one and re-encodes the Content-Type header, and
+   * GMime 3.2's parameter encoder never ends on some parameter names (found
+   * by fuzz-rewrite).  This is a plain lookup.  A multipart whose boundary is
+   * missing, empty or not RFC 2046 syntax is a leaf: readers disagree on
+   * where its parts are. */
+  const char *b = GMIME_IS_MULTIPART (it.obj)
+                  ? g_mime_object_get_content_type_parameter (it.obj, "boundary") : NULL;
+  if (GMIME_IS_MULTIPART (it.obj) && boundary_valid (b)) {
+    GMimeMultipart *mp = GMIME_MULTIPART (it.obj);
+    GPtrArray *bounds = g_ptr_array_new_with_free_func (g_free);
+    g_ptr_array_add (bounds, g_strdup (b));
+    for (guint i = 0; i < it.bounds->len; i++)
+      g_ptr_array_add (bounds, g_strdup (g_ptr_array_index (it.bounds, i)));
+    g_ptr_array_add (all_bounds, bounds);
+    int n = g_mime_multipart_get_count (mp);
+    for (int i = n - 1; i >= 0; i--) {   /* pushed in reverse: walked in order */
+      GMimeObject *c = g_mime_multipart_get_part (mp, i);
+      Item child = { c, NULL, child_path (it.path, i), it.depth + 1, bounds,
+                     it.sealed || is_sealed (c) };
+      if (i == 1 && is_fallback_alternative (it.obj)) {
+        child.alt = it.obj;
+        child.alt_msg = it.msg;
+        child.alt_bounds = it.bounds;
+      }
+      g_array_append_val (stack, child);
+    }
+    return TRUE;
+  }
+  if (GMIME_IS_MESSAGE_PART (it.obj)) {
+    GMimeMessage *inner = g_mime_message_part_get_message (GMIME_MESSAGE_PART (it.obj));
+    GMimeObject *ib = inner ? g_mime_message_get_mime_part (inner) : NULL;
+    if (ib) {
+      char *p = GMIME_IS_MULTIPART (ib) ? g_strdup (it.path) : child_path (it.path, 0);
+      Item child = { ib, inner, p, it.depth + 1, it.bounds, it.sealed || is_sealed (ib) };
+      g_array_append_val (stack, child);
+    }
+    return TRUE;
+  }
+  return FALSE;
+}
+
+/* The reference an external-body part @it makes, the @n_refs'th of its
+ * message: where it is, why the walk leaves it if it does, and what its
+ * headers say. */
+static EbRef *
+ref_of_item (const Item *it, guint n_refs, const char *buf, gsize len, GArray *cuts,
+             const EbConfig *config)
+{
+  EbRef *ref = eb_ref_new ();
+  ref->path = g_strdup (it->path);
+  ref->depth = it->depth;
+  ref->is_root = it->msg != NULL;
+  for (guint i = 0; i < it->bounds->len; i++)
+    g_ptr_array_add (ref->boundaries, g_strdup (g_ptr_array_index (it->bounds, i)));
+  ref->walk_reason = EB_REASON_RESOLVED;
+  if (it->sealed)
+    ref->walk_reason = EB_REASON_SIGNED;
+  else if (it->depth > config->max_nesting_depth)
+    ref->walk_reason = EB_REASON_TOO_DEEP;
+  else if (n_refs >= config->max_references)
+    ref->walk_reason = EB_REASON_TOO_MANY_REFS;
+  locate (ref, it, buf, len, cuts);
+  locate_alt (ref, it, buf, len, cuts);
+  if (ref->located)
+    eb_ref_read (ref, buf, len);
+  else
+    ref->read_reason = EB_REASON_UNLOCATABLE;
+  return ref;
+}
+
 EbMessageScan *
 eb_message_scan (const char *buf, gsize len, const EbConfig *config)
 {
@@ -616,63 +694,8 @@ eb_message_scan (const char *buf, gsize len, const EbConfig *config)
       break;
     }
 
-    /* Not g_mime_multipart_get_boundary: on a multipart without a boundary
-     * parameter it invents one and re-encodes the Content-Type header, and
-     * GMime 3.2's parameter encoder never ends on some parameter names (found
-     * by fuzz-rewrite).  This is a plain lookup.  A multipart whose boundary is
-     * missing, empty or not RFC 2046 syntax is a leaf: readers disagree on
-     * where its parts are. */
-    const char *b = GMIME_IS_MULTIPART (it.obj)
-                    ? g_mime_object_get_content_type_parameter (it.obj, "boundary") : NULL;
-    if (GMIME_IS_MULTIPART (it.obj) && boundary_valid (b)) {
-      GMimeMultipart *mp = GMIME_MULTIPART (it.obj);
-      GPtrArray *bounds = g_ptr_array_new_with_free_func (g_free);
-      g_ptr_array_add (bounds, g_strdup (b));
-      for (guint i = 0; i < it.bounds->len; i++)
-        g_ptr_array_add (bounds, g_strdup (g_ptr_array_index (it.bounds, i)));
-      g_ptr_array_add (all_bounds, bounds);
-      int n = g_mime_multipart_get_count (mp);
-      for (int i = n - 1; i >= 0; i--) {   /* pushed in reverse: walked in order */
-        GMimeObject *c = g_mime_multipart_get_part (mp, i);
-        Item child = { c, NULL, child_path (it.path, i), it.depth + 1, bounds,
-                       it.sealed || is_sealed (c) };
-        if (i == 1 && is_fallback_alternative (it.obj)) {
-          child.alt = it.obj;
-          child.alt_msg = it.msg;
-          child.alt_bounds = it.bounds;
-        }
-        g_array_append_val (stack, child);
-      }
-    } else if (GMIME_IS_MESSAGE_PART (it.obj)) {
-      GMimeMessage *inner = g_mime_message_part_get_message (GMIME_MESSAGE_PART (it.obj));
-      GMimeObject *ib = inner ? g_mime_message_get_mime_part (inner) : NULL;
-      if (ib) {
-        char *p = GMIME_IS_MULTIPART (ib) ? g_strdup (it.path) : child_path (it.path, 0);
-        Item child = { ib, inner, p, it.depth + 1, it.bounds, it.sealed || is_sealed (ib) };
-        g_array_append_val (stack, child);
-      }
-    } else if (GMIME_IS_PART (it.obj) && is_external_body (it.obj)) {
-      EbRef *ref = eb_ref_new ();
-      ref->path = g_strdup (it.path);
-      ref->depth = it.depth;
-      ref->is_root = it.msg != NULL;
-      for (guint i = 0; i < it.bounds->len; i++)
-        g_ptr_array_add (ref->boundaries, g_strdup (g_ptr_array_index (it.bounds, i)));
-      ref->walk_reason = EB_REASON_RESOLVED;
-      if (it.sealed)
-        ref->walk_reason = EB_REASON_SIGNED;
-      else if (it.depth > config->max_nesting_depth)
-        ref->walk_reason = EB_REASON_TOO_DEEP;
-      else if (scan->refs->len >= config->max_references)
-        ref->walk_reason = EB_REASON_TOO_MANY_REFS;
-      locate (ref, &it, buf, len, cuts);
-      locate_alt (ref, &it, buf, len, cuts);
-      if (ref->located)
-        eb_ref_read (ref, buf, len);
-      else
-        ref->read_reason = EB_REASON_UNLOCATABLE;
-      g_ptr_array_add (scan->refs, ref);
-    }
+    if (!push_children (stack, all_bounds, &it) && GMIME_IS_PART (it.obj) && is_external_body (it.obj))
+      g_ptr_array_add (scan->refs, ref_of_item (&it, scan->refs->len, buf, len, cuts, config));
     g_free (it.path);
   }
 

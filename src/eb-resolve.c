@@ -366,79 +366,103 @@ eb_resolve_scheme_fetchable (const char *scheme)
          || !g_ascii_strcasecmp (scheme, "ftp");
 }
 
-EbResolution *
-eb_resolve (const EbRef *ref, const EbAction *action, const char *buf, gsize len, const char *eol,
-            const EbConfig *config, const EbFetchResult *fetched, guint64 *budget)
+/* What a retrieval gave, before the data is decoded and checked. */
+typedef struct {
+  GBytes *raw;          /* the retrieved data, before the inner CTE */
+  char   *essence;      /* what the data says it is, if anything */
+  char   *default_type; /* written when the inner header has no type */
+  char   *source;       /* for the trace field */
+} Retrieved;
+
+static void
+retrieved_clear (Retrieved *got)
 {
-  EbResolution *res = g_new0 (EbResolution, 1);
+  g_clear_pointer (&got->raw, g_bytes_unref);
+  g_clear_pointer (&got->essence, g_free);
+  g_clear_pointer (&got->default_type, g_free);
+  g_clear_pointer (&got->source, g_free);
+}
 
-  if (action->kind == EB_ACTION_LEAVE)
-    return leave (res, action->reason, g_strdup (action->detail));
-  if (action->kind != EB_ACTION_DATA && !fetched)
-    /* inspect without --fetch: the decision itself */
-    return leave (res, EB_REASON_WOULD_FETCH, g_strdup_printf ("%.200s", action->target));
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Retrieved, retrieved_clear)
 
+/* The data of a data: URL into @got; or @res left, and returned, when the
+ * URL is invalid or its type disagrees with the inner header's. */
+static EbResolution *
+retrieve_data_url (EbResolution *res, const EbRef *ref, Retrieved *got)
+{
   g_autoptr (GError) err = NULL;
-  g_autoptr (EbDataUrl) du = NULL;
-  g_autoptr (GBytes) raw = NULL;         /* the retrieved data, before the inner CTE */
-  g_autofree char *data_essence = NULL;  /* what the data says it is, if anything */
-  g_autofree char *default_type = NULL;  /* written when the inner header has no type */
-  g_autofree char *source = NULL;        /* for the trace field */
-  gboolean is_url = strcmp (ref->access_type, "url") == 0;
-
-  if (action->kind == EB_ACTION_DATA) {
-    du = eb_data_url_process (ref->url, (gssize) strlen (ref->url), &err);
-    if (!du)
-      return leave (res, EB_REASON_DATA_URL_INVALID, g_strdup (err->message));
-    data_essence = eb_mime_type_get_essence (du->mime_type);
-    if (du->type_given && ref->inner_type && strcmp (data_essence, ref->inner_type) != 0) {
-      g_autofree char *a = short_type (data_essence);
-      g_autofree char *b = short_type (ref->inner_type);
-      return leave (res, EB_REASON_TYPE_MISMATCH,
-                    g_strdup_printf ("data: URL is %s, inner header says %s", a, b));
-    }
-    default_type = eb_mime_type_serialize (du->mime_type);
-    raw = g_bytes_ref (du->body);
-    g_autofree char *st = short_type (data_essence);
-    source = g_strdup_printf ("access-type=URL; scheme=data; type=\"%s\"", st);
-  } else {
-    if (fetched->reason != EB_REASON_RESOLVED && eb_resolve_expired (ref))
-      /* RFC 2046 5.2.3.1: past its expiration the data is no longer
-       * guaranteed to exist; it was tried all the same, and is gone */
-      return leave (res, EB_REASON_EXPIRED,
-                    g_strdup_printf ("expiration=%.60s; %s: %s", ref->expiration,
-                                     eb_reason_token (fetched->reason),
-                                     fetched->detail ? fetched->detail : eb_reason_text (fetched->reason)));
-    if (fetched->reason != EB_REASON_RESOLVED)
-      return leave (res, fetched->reason, g_strdup (fetched->detail));
-    data_essence = server_essence (fetched->content_type);
-    g_autofree char *named = g_strstrip (g_strdup (fetched->content_type ? fetched->content_type : ""));
-    if (!data_essence && *named && strcmp (config->content_type_mismatch, "accept") != 0)
-      /* a type the server names but that is no MIME type does not agree */
-      return leave (res, EB_REASON_TYPE_MISMATCH,
-                    g_strdup ("the server's Content-Type is not a MIME type"));
-    if (data_essence && strcmp (data_essence, "application/octet-stream") == 0 && ref->inner_type)
-      /* what many servers say of any file they cannot name: no assertion,
-       * the inner header's type governs as when the server names none */
-      g_clear_pointer (&data_essence, g_free);
-    if (data_essence && ref->inner_type && strcmp (data_essence, ref->inner_type) != 0
-        && strcmp (config->content_type_mismatch, "accept") != 0) {
-      g_autofree char *a = short_type (data_essence);
-      g_autofree char *b = short_type (ref->inner_type);
-      return leave (res, EB_REASON_TYPE_MISMATCH,
-                    g_strdup_printf ("server says %s, inner header says %s", a, b));
-    }
-    default_type = g_strdup (data_essence ? data_essence : "application/octet-stream");
-    raw = g_bytes_ref (fetched->body);
-    if (action->kind == EB_ACTION_LOCAL_FILE) {
-      g_autofree char *name = eb_header_quote (fetched->final_url);
-      source = g_strdup_printf ("access-type=local-file;%s\tname=%s", eol, name);
-    } else {
-      g_autofree char *param = eb_urlparam_format (fetched->final_url, 40, EB_FOLD_LINES, eol);
-      source = g_strdup_printf ("access-type=%s;%s\t%s", is_url ? "URL" : ref->access_type, eol, param);
-    }
+  g_autoptr (EbDataUrl) du = eb_data_url_process (ref->url, (gssize) strlen (ref->url), &err);
+  if (!du)
+    return leave (res, EB_REASON_DATA_URL_INVALID, g_strdup (err->message));
+  got->essence = eb_mime_type_get_essence (du->mime_type);
+  if (du->type_given && ref->inner_type && strcmp (got->essence, ref->inner_type) != 0) {
+    g_autofree char *a = short_type (got->essence);
+    g_autofree char *b = short_type (ref->inner_type);
+    return leave (res, EB_REASON_TYPE_MISMATCH,
+                  g_strdup_printf ("data: URL is %s, inner header says %s", a, b));
   }
+  got->default_type = eb_mime_type_serialize (du->mime_type);
+  got->raw = g_bytes_ref (du->body);
+  g_autofree char *st = short_type (got->essence);
+  got->source = g_strdup_printf ("access-type=URL; scheme=data; type=\"%s\"", st);
+  return NULL;
+}
 
+/* What the fetcher got (a URL, anon-ftp, a local file) into @got; or @res
+ * left, and returned, when it got nothing or a type that disagrees. */
+static EbResolution *
+retrieve_fetched (EbResolution *res, const EbRef *ref, const EbAction *action,
+                  const EbFetchResult *fetched, const EbConfig *config, const char *eol,
+                  Retrieved *got)
+{
+  if (fetched->reason != EB_REASON_RESOLVED && eb_resolve_expired (ref))
+    /* RFC 2046 5.2.3.1: past its expiration the data is no longer
+     * guaranteed to exist; it was tried all the same, and is gone */
+    return leave (res, EB_REASON_EXPIRED,
+                  g_strdup_printf ("expiration=%.60s; %s: %s", ref->expiration,
+                                   eb_reason_token (fetched->reason),
+                                   fetched->detail ? fetched->detail : eb_reason_text (fetched->reason)));
+  if (fetched->reason != EB_REASON_RESOLVED)
+    return leave (res, fetched->reason, g_strdup (fetched->detail));
+  got->essence = server_essence (fetched->content_type);
+  g_autofree char *named = g_strstrip (g_strdup (fetched->content_type ? fetched->content_type : ""));
+  if (!got->essence && *named && strcmp (config->content_type_mismatch, "accept") != 0)
+    /* a type the server names but that is no MIME type does not agree */
+    return leave (res, EB_REASON_TYPE_MISMATCH,
+                  g_strdup ("the server's Content-Type is not a MIME type"));
+  if (got->essence && strcmp (got->essence, "application/octet-stream") == 0 && ref->inner_type)
+    /* what many servers say of any file they cannot name: no assertion,
+     * the inner header's type governs as when the server names none */
+    g_clear_pointer (&got->essence, g_free);
+  if (got->essence && ref->inner_type && strcmp (got->essence, ref->inner_type) != 0
+      && strcmp (config->content_type_mismatch, "accept") != 0) {
+    g_autofree char *a = short_type (got->essence);
+    g_autofree char *b = short_type (ref->inner_type);
+    return leave (res, EB_REASON_TYPE_MISMATCH,
+                  g_strdup_printf ("server says %s, inner header says %s", a, b));
+  }
+  got->default_type = g_strdup (got->essence ? got->essence : "application/octet-stream");
+  got->raw = g_bytes_ref (fetched->body);
+  if (action->kind == EB_ACTION_LOCAL_FILE) {
+    g_autofree char *name = eb_header_quote (fetched->final_url);
+    got->source = g_strdup_printf ("access-type=local-file;%s\tname=%s", eol, name);
+  } else {
+    gboolean is_url = strcmp (ref->access_type, "url") == 0;
+    g_autofree char *param = eb_urlparam_format (fetched->final_url, 40, EB_FOLD_LINES, eol);
+    got->source = g_strdup_printf ("access-type=%s;%s\t%s", is_url ? "URL" : ref->access_type,
+                                   eol, param);
+  }
+  return NULL;
+}
+
+/* @raw decoded by the inner Content-Transfer-Encoding into *@out, within
+ * the part and message limits (@budget: what the message holds already)
+ * and agreeing with the inner Content-MD5; or @res left, and returned. */
+static EbResolution *
+decode_checked (EbResolution *res, const EbRef *ref, const char *buf, const EbConfig *config,
+                GBytes *raw, guint64 budget, GBytes **out)
+{
+  g_autoptr (GError) err = NULL;
   EbCte cte = eb_transfer_parse_cte (ref->inner_cte);
   if (cte == EB_CTE_UNKNOWN)
     return leave (res, EB_REASON_CTE_UNKNOWN,
@@ -455,9 +479,9 @@ eb_resolve (const EbRef *ref, const EbAction *action, const char *buf, gsize len
   if (dlen > config->max_part_bytes)
     return leave (res, EB_REASON_PART_TOO_LARGE,
                   g_strdup_printf ("%" G_GSIZE_FORMAT " bytes", dlen));
-  if (*budget + dlen > config->max_message_bytes)
+  if (budget + dlen > config->max_message_bytes)
     return leave (res, EB_REASON_MESSAGE_BUDGET,
-                  g_strdup_printf ("%" G_GUINT64_FORMAT " + %" G_GSIZE_FORMAT " bytes", *budget, dlen));
+                  g_strdup_printf ("%" G_GUINT64_FORMAT " + %" G_GSIZE_FORMAT " bytes", budget, dlen));
   gint md5 = eb_header_block_find (ref->inner, buf, "Content-MD5");
   if (md5 >= 0) {
     g_autofree char *want = eb_header_field_unfold (&g_array_index (ref->inner->fields,
@@ -476,20 +500,16 @@ eb_resolve (const EbRef *ref, const EbAction *action, const char *buf, gsize len
       return leave (res, EB_REASON_CHECKSUM,
                     g_strdup_printf ("Content-MD5 %.40s, data %s", want, got));
   }
+  *out = g_steal_pointer (&data);
+  return NULL;
+}
 
-  const char *type = ref->inner_type ? ref->inner_type
-                                     : (data_essence ? data_essence : "application/octet-stream");
-  gboolean composite = g_str_has_prefix (type, "multipart/") || g_str_has_prefix (type, "message/");
-  EbOutEncoding enc;
-  if (composite) {
-    if (!composite_safe (d, dlen, ref->boundaries))
-      return leave (res, EB_REASON_COMPOSITE_UNSAFE, g_strdup (type));
-    enc = EB_OUT_7BIT;
-  } else {
-    enc = eb_transfer_choose (g_str_has_prefix (type, "text/"), d, dlen);
-  }
-
-  /* The new header. */
+/* The new header of the part that replaces @ref's entity (its data @data,
+ * written as @enc); a generated Content-ID's digest goes to @res. */
+static GString *
+new_header (EbResolution *res, const EbRef *ref, const char *buf, const char *eol,
+            const EbConfig *config, GBytes *data, const char *default_type, EbOutEncoding enc)
+{
   GString *h = g_string_new (NULL);
   const EbHeaderBlock *outer = ref->outer;
   const EbHeaderBlock *inner = ref->inner;
@@ -534,13 +554,53 @@ eb_resolve (const EbRef *ref, const EbAction *action, const char *buf, gsize len
     eb_header_field_append (h, buf, f, eol);
   }
   g_string_append_printf (h, "Content-Transfer-Encoding: %s%s", eb_transfer_name (enc), eol);
+  return h;
+}
+
+EbResolution *
+eb_resolve (const EbRef *ref, const EbAction *action, const char *buf, gsize len, const char *eol,
+            const EbConfig *config, const EbFetchResult *fetched, guint64 *budget)
+{
+  EbResolution *res = g_new0 (EbResolution, 1);
+
+  if (action->kind == EB_ACTION_LEAVE)
+    return leave (res, action->reason, g_strdup (action->detail));
+  if (action->kind != EB_ACTION_DATA && !fetched)
+    /* inspect without --fetch: the decision itself */
+    return leave (res, EB_REASON_WOULD_FETCH, g_strdup_printf ("%.200s", action->target));
+
+  g_auto (Retrieved) got = { 0 };
+  EbResolution *left = action->kind == EB_ACTION_DATA
+                       ? retrieve_data_url (res, ref, &got)
+                       : retrieve_fetched (res, ref, action, fetched, config, eol, &got);
+  if (left)
+    return left;
+  g_autoptr (GBytes) data = NULL;
+  left = decode_checked (res, ref, buf, config, got.raw, *budget, &data);
+  if (left)
+    return left;
+  gsize dlen = 0;
+  const guint8 *d = g_bytes_get_data (data, &dlen);
+
+  const char *type = ref->inner_type ? ref->inner_type
+                                     : (got.essence ? got.essence : "application/octet-stream");
+  gboolean composite = g_str_has_prefix (type, "multipart/") || g_str_has_prefix (type, "message/");
+  EbOutEncoding enc;
+  if (composite) {
+    if (!composite_safe (d, dlen, ref->boundaries))
+      return leave (res, EB_REASON_COMPOSITE_UNSAFE, g_strdup (type));
+    enc = EB_OUT_7BIT;
+  } else {
+    enc = eb_transfer_choose (g_str_has_prefix (type, "text/"), d, dlen);
+  }
+
+  res->head = new_header (res, ref, buf, eol, config, data, got.default_type, enc);
   /* the trace field (size and SHA-256) when the header is first asked for */
-  res->trace = g_steal_pointer (&source);
+  res->trace = g_steal_pointer (&got.source);
   res->eol = g_strdup (eol);
 
   *budget += dlen;
   res->reason = EB_REASON_RESOLVED;
-  res->head = h;
   res->data = g_steal_pointer (&data);
   res->encoding = enc;
   res->type = g_strdup (type);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-rewrite.c - plan and splice (see eb-rewrite.h). */
-#include "eb-rewrite.h"
+#include "eb-rewrite-private.h"
 #include <string.h>
 
 void
@@ -74,74 +74,64 @@ local_room (const EbConfig *config, GPtrArray *fetched, guint i, guint64 budget)
   return held < config->max_message_bytes ? config->max_message_bytes - held : 0;
 }
 
-EbRewriteResult *
-eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher *fetcher,
-                 EbRewriteFlags flags)
+/* With EB_REWRITE_STRIP_TRACE: the message header's trace fields (and the
+ * filter's own field), as ranges to remove. */
+static void
+plan_trace_removal (EbRewriteResult *r, const char *buf, gsize len, const EbConfig *config)
 {
-  EbRewriteResult *r = result_new (buf0, len0);
-  const char *buf = buf0 + r->skip;
-  gsize len = len0 - r->skip;
-  g_autoptr (EbHeaderBlock) top = NULL;
-  if (flags & EB_REWRITE_STRIP_TRACE) {
-    top = eb_header_block_scan (buf, 0, MIN (len, config->max_message_size));
-    for (guint i = 0; i < top->fields->len; i++) {
-      const EbHeaderField *f = &g_array_index (top->fields, EbHeaderField, i);
-      if (eb_header_field_is (f, buf, EB_FILTER_FIELD) || eb_header_field_is (f, buf, EB_TRACE_FIELD)) {
-        EbRange rg = { f->start, f->end };
-        g_array_append_val (r->removed, rg);
-      }
+  g_autoptr (EbHeaderBlock) top = eb_header_block_scan (buf, 0, MIN (len, config->max_message_size));
+  for (guint i = 0; i < top->fields->len; i++) {
+    const EbHeaderField *f = &g_array_index (top->fields, EbHeaderField, i);
+    if (eb_header_field_is (f, buf, EB_FILTER_FIELD) || eb_header_field_is (f, buf, EB_TRACE_FIELD)) {
+      EbRange rg = { f->start, f->end };
+      g_array_append_val (r->removed, rg);
     }
   }
-  if (r->removed->len)
-    r->changed = TRUE;
+}
 
-  if (!(flags & EB_REWRITE_NO_PRECHECK) && !eb_message_may_hold_external_body (buf, len))
-    return r;
-  if (len > config->max_message_size) {
-    r->reason = EB_REASON_MESSAGE_TOO_LARGE;
-    return r;
-  }
-
-  r->parsed = TRUE;
-  r->scan = eb_message_scan (buf, len, config);
-  if (r->scan->reason != EB_REASON_RESOLVED)
-    r->reason = r->scan->reason;
-
-  /* One decision per reference; then the fetches, all at once; then each
-   * new part is built, a local file read when its turn comes. */
+/* The fetches of every reference to fetch, all at once: one slot per
+ * reference (NULL for those not fetched); what the fetcher did is recorded
+ * for the statistics. */
+static GPtrArray *
+fetch_all (EbRewriteResult *r, EbFetcher *fetcher, const EbConfig *config, EbRewriteFlags flags)
+{
   guint nrefs = r->scan->refs->len;
-  for (guint i = 0; i < nrefs; i++)
-    g_ptr_array_add (r->actions, eb_resolve_decide (g_ptr_array_index (r->scan->refs, i), config));
-  g_autoptr (GPtrArray) fetched = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_fetch_result_free);
+  GPtrArray *fetched = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_fetch_result_free);
   g_ptr_array_set_size (fetched, (gint) nrefs);
-  {
-    g_autoptr (GPtrArray) urls = g_ptr_array_new ();
-    g_autoptr (GArray) which = g_array_new (FALSE, FALSE, sizeof (guint));
-    for (guint i = 0; i < nrefs; i++) {
-      const EbAction *a = g_ptr_array_index (r->actions, i);
-      if (a->kind == EB_ACTION_FETCH && fetcher && !(flags & EB_REWRITE_NO_FETCH)) {
-        g_ptr_array_add (urls, a->target);
-        g_array_append_val (which, i);
-      }
-    }
-    if (urls->len) {
-      g_autoptr (GPtrArray) got = eb_fetcher_fetch_all (fetcher, (const char *const *) urls->pdata,
-                                                        urls->len, config->max_part_bytes);
-      for (guint k = 0; k < got->len; k++) {
-        const EbFetchResult *f = got->pdata[k];
-        EbFetchRecord rec = {
-          .outcome = f->reason, .cache_hit = f->from_cache, .network = !f->from_cache && f->network,
-          .bytes = f->received, .elapsed = f->elapsed,
-        };
-        if (rec.cache_hit || rec.network)
-          g_array_append_val (r->fetches, rec);
-        g_ptr_array_index (fetched, g_array_index (which, guint, k)) = g_steal_pointer (&got->pdata[k]);
-      }
+  g_autoptr (GPtrArray) urls = g_ptr_array_new ();
+  g_autoptr (GArray) which = g_array_new (FALSE, FALSE, sizeof (guint));
+  for (guint i = 0; i < nrefs; i++) {
+    const EbAction *a = g_ptr_array_index (r->actions, i);
+    if (a->kind == EB_ACTION_FETCH && fetcher && !(flags & EB_REWRITE_NO_FETCH)) {
+      g_ptr_array_add (urls, a->target);
+      g_array_append_val (which, i);
     }
   }
+  if (!urls->len)
+    return fetched;
+  g_autoptr (GPtrArray) got = eb_fetcher_fetch_all (fetcher, (const char *const *) urls->pdata,
+                                                    urls->len, config->max_part_bytes);
+  for (guint k = 0; k < got->len; k++) {
+    const EbFetchResult *f = got->pdata[k];
+    EbFetchRecord rec = {
+      .outcome = f->reason, .cache_hit = f->from_cache, .network = !f->from_cache && f->network,
+      .bytes = f->received, .elapsed = f->elapsed,
+    };
+    if (rec.cache_hit || rec.network)
+      g_array_append_val (r->fetches, rec);
+    g_ptr_array_index (fetched, g_array_index (which, guint, k)) = g_steal_pointer (&got->pdata[k]);
+  }
+  return fetched;
+}
 
+/* Each new part built, in order, a local file read when its turn comes;
+ * @fetched's slots are emptied as they are used. */
+static void
+resolve_each (EbRewriteResult *r, const char *buf, gsize len, const EbConfig *config,
+              GPtrArray *fetched)
+{
   guint64 budget = 0;
-  for (guint i = 0; i < nrefs; i++) {
+  for (guint i = 0; i < r->scan->refs->len; i++) {
     EbRef *ref = g_ptr_array_index (r->scan->refs, i);
     /* the body of the message itself (or the fallback alternative that is):
      * its new header is built from the message header, less the fields removed */
@@ -165,9 +155,14 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
       r->n_resolved++;
     g_ptr_array_add (r->resolutions, res);
   }
-  /* Replaced ranges never overlap (an external-body's content is not walked, a
-   * fallback alternative holds only its reference), but a bug here must not
-   * cost mail: check, and change nothing if they do. */
+}
+
+/* Replaced ranges never overlap (an external-body's content is not walked, a
+ * fallback alternative holds only its reference), but a bug here must not
+ * cost mail: check, and change nothing if they do. */
+static void
+check_no_overlap (EbRewriteResult *r)
+{
   gsize last_end = 0;
   for (guint i = 0; i < r->scan->refs->len; i++) {
     const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
@@ -181,6 +176,39 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
     }
     last_end = eb_ref_replaced_end (ref);
   }
+}
+
+EbRewriteResult *
+eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher *fetcher,
+                 EbRewriteFlags flags)
+{
+  EbRewriteResult *r = result_new (buf0, len0);
+  const char *buf = buf0 + r->skip;
+  gsize len = len0 - r->skip;
+  if (flags & EB_REWRITE_STRIP_TRACE)
+    plan_trace_removal (r, buf, len, config);
+  if (r->removed->len)
+    r->changed = TRUE;
+
+  if (!(flags & EB_REWRITE_NO_PRECHECK) && !eb_message_may_hold_external_body (buf, len))
+    return r;
+  if (len > config->max_message_size) {
+    r->reason = EB_REASON_MESSAGE_TOO_LARGE;
+    return r;
+  }
+
+  r->parsed = TRUE;
+  r->scan = eb_message_scan (buf, len, config);
+  if (r->scan->reason != EB_REASON_RESOLVED)
+    r->reason = r->scan->reason;
+
+  /* One decision per reference; then the fetches, all at once; then each
+   * new part is built, a local file read when its turn comes. */
+  for (guint i = 0; i < r->scan->refs->len; i++)
+    g_ptr_array_add (r->actions, eb_resolve_decide (g_ptr_array_index (r->scan->refs, i), config));
+  g_autoptr (GPtrArray) fetched = fetch_all (r, fetcher, config, flags);
+  resolve_each (r, buf, len, config, fetched);
+  check_no_overlap (r);
   r->changed = r->n_resolved > 0 || r->removed->len > 0;
   r->filter_field = (flags & EB_REWRITE_FILTER_FIELD) && r->n_resolved > 0;
   return r;
@@ -662,6 +690,124 @@ eb_rewrite_result_get_ref_sha256 (const EbRewriteResult *result, guint i)
   CHECK_REF (result, i, NULL);
   const EbResolution *r = res_at (result, i);
   return r->reason == EB_REASON_RESOLVED ? eb_resolution_sha256 (r) : NULL;
+}
+
+gboolean
+eb_rewrite_result_get_externalized (const EbRewriteResult *result)
+{
+  g_return_val_if_fail (result != NULL, FALSE);
+  return result->externalized;
+}
+
+const char *
+eb_rewrite_result_get_ref_declared_size (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  return ref_at (result, i)->size;
+}
+
+guint
+eb_rewrite_result_get_n_fetches (const EbRewriteResult *result)
+{
+  g_return_val_if_fail (result != NULL, 0);
+  return result->fetches ? result->fetches->len : 0;
+}
+
+const EbFetchRecord *
+eb_rewrite_result_get_fetch (const EbRewriteResult *result, guint i)
+{
+  g_return_val_if_fail (result != NULL && i < eb_rewrite_result_get_n_fetches (result), NULL);
+  return &g_array_index (result->fetches, EbFetchRecord, i);
+}
+
+gsize
+eb_rewrite_result_get_from_line_len (const EbRewriteResult *result)
+{
+  g_return_val_if_fail (result != NULL, 0);
+  return result->skip;
+}
+
+/* The resolution of reference @i, if it has one yet. */
+static const EbResolution *
+res_or_null (const EbRewriteResult *result, guint i)
+{
+  return i < result->resolutions->len ? g_ptr_array_index (result->resolutions, i) : NULL;
+}
+
+const char *
+eb_rewrite_result_get_ref_site (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  return ref_at (result, i)->site;
+}
+
+EbReason
+eb_rewrite_result_get_ref_outcome (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, EB_REASON_RESOLVED);
+  const EbResolution *res = res_or_null (result, i);
+  const EbAction *act = action_at (result, i);
+  return res ? res->reason : act ? act->reason : ref_at (result, i)->walk_reason;
+}
+
+const char *
+eb_rewrite_result_get_ref_outcome_detail (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  const EbResolution *res = res_or_null (result, i);
+  const EbAction *act = action_at (result, i);
+  return res && res->reason == eb_rewrite_result_get_ref_outcome (result, i) ? res->detail
+         : act ? act->detail : NULL;
+}
+
+const char *
+eb_rewrite_result_get_ref_type (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  const EbResolution *res = res_or_null (result, i);
+  return res ? res->type : NULL;
+}
+
+GBytes *
+eb_rewrite_result_get_ref_data (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  const EbResolution *res = res_or_null (result, i);
+  return res ? res->data : NULL;
+}
+
+const char *
+eb_rewrite_result_get_ref_digest (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  const EbResolution *res = res_or_null (result, i);
+  return res ? res->digest : NULL;
+}
+
+const char *
+eb_rewrite_result_get_ref_param (const EbRewriteResult *result, guint i, const char *name)
+{
+  CHECK_REF (result, i, NULL);
+  g_return_val_if_fail (name != NULL, NULL);
+  const EbRef *ref = ref_at (result, i);
+  const struct { const char *n; const char *v; } kv[] = {
+    { "site", ref->site }, { "directory", ref->directory }, { "name", ref->name },
+    { "mode", ref->mode }, { "server", ref->server }, { "subject", ref->subject },
+    { "expiration", ref->expiration }, { "size", ref->size },
+    { "permission", ref->permission }, { "inner_type", ref->inner_type },
+  };
+  for (guint k = 0; k < G_N_ELEMENTS (kv); k++)
+    if (strcmp (kv[k].n, name) == 0)
+      return kv[k].v;
+  g_return_val_if_reached (NULL);
+}
+
+const char *
+eb_rewrite_result_get_ref_replaced_path (const EbRewriteResult *result, guint i)
+{
+  CHECK_REF (result, i, NULL);
+  const EbRef *ref = ref_at (result, i);
+  return ref->alt ? ref->alt_path : NULL;
 }
 
 EbHeaderEditKind

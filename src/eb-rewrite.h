@@ -20,31 +20,9 @@ G_BEGIN_DECLS
 /* EbRewriteFlags, EB_FILTER_FIELD, EbRewriteResult (opaque) and its accessors,
  * the planners and writers, and EbHeaderEdit (opaque) are public (extbody.h). */
 
-typedef struct {
-  gsize start, end;   /* bytes [start, end) */
-} EbRange;
-
-struct _EbRewriteResult {
-  gsize          skip;         /* bytes of a leading mbox From_ line: kept as they
-                                  are, not parsed; every offset in scan is from
-                                  the byte after it */
-  gboolean       parsed;       /* a MIME parse was done */
-  EbReason       reason;       /* RESOLVED, or why the whole message was left alone */
-  EbMessageScan *scan;         /* (nullable) when parsed */
-  GPtrArray     *actions;      /* (element-type EbAction) the decision for each of scan->refs */
-  GPtrArray     *resolutions;  /* (element-type EbResolution) one per scan->refs */
-  guint          n_resolved;
-  GArray        *removed;      /* (element-type EbRange) with EB_REWRITE_STRIP_TRACE:
-                                  the message header's trace fields removed, in
-                                  order (offsets as in scan) */
-  gboolean       changed;      /* the output differs from the input */
-  gboolean       filter_field; /* with EB_REWRITE_FILTER_FIELD and something
-                                  resolved: eb_rewrite_write() adds the field */
-  GArray        *fetches;      /* (element-type EbFetchRecord) what the fetcher did
-                                  for this message, for the statistics */
-  gboolean       externalized; /* made by eb_externalize_plan: refs are the candidate
-                                  parts, n_resolved those externalized */
-};
+/* The fields of a result are private (eb-rewrite-private.h): every module but
+ * its two producers, eb-rewrite and eb-externalize, reads a result through
+ * the public accessors and those below. */
 
 /* One URL the fetcher was asked for: taken from its cache (another message's
  * fetch, or an earlier reference of this one), or fetched with this outcome. */
@@ -56,6 +34,46 @@ typedef struct {
   guint64  bytes;       /* body bytes that arrived */
   gint64   elapsed;     /* µs */
 } EbFetchRecord;
+
+/* What the reporters (statistics, batch, log) read of a result besides the
+ * public accessors (extbody.h); no module outside the message layer reads
+ * the fields above. */
+
+/* Made by eb_externalize_plan: the references are the candidate parts. */
+gboolean eb_rewrite_result_get_externalized (const EbRewriteResult *result);
+
+/* The size as the reference or part states it (its size parameter, as
+ * written), or NULL. @i below eb_rewrite_result_get_n_refs(). */
+const char *eb_rewrite_result_get_ref_declared_size (const EbRewriteResult *result, guint i);
+
+/* The bytes of the leading mbox From_ line the result was planned past. */
+gsize eb_rewrite_result_get_from_line_len (const EbRewriteResult *result);
+
+/* Reference @i (below eb_rewrite_result_get_n_refs()) as the log reads it:
+ * its site parameter; its outcome (the resolution's reason, else the
+ * decision's, else why the walk left it); the particulars of that outcome
+ * (the resolution's when it is the outcome, else the decision's); and what
+ * the resolution holds whatever its reason: the type, the data (transfer
+ * none) and the digest, each (nullable). */
+const char *eb_rewrite_result_get_ref_site (const EbRewriteResult *result, guint i);
+EbReason eb_rewrite_result_get_ref_outcome (const EbRewriteResult *result, guint i);
+const char *eb_rewrite_result_get_ref_outcome_detail (const EbRewriteResult *result, guint i);
+const char *eb_rewrite_result_get_ref_type (const EbRewriteResult *result, guint i);
+GBytes *eb_rewrite_result_get_ref_data (const EbRewriteResult *result, guint i);
+const char *eb_rewrite_result_get_ref_digest (const EbRewriteResult *result, guint i);
+
+/* A parameter of reference @i as written (site, directory, name, mode, server,
+ * subject, expiration, size, permission, inner_type), or NULL. */
+const char *eb_rewrite_result_get_ref_param (const EbRewriteResult *result, guint i,
+                                             const char *name);
+
+/* With the fallback shape (the whole multipart/alternative replaced): the
+ * alternative's part path ("" for the body of the message); else NULL. */
+const char *eb_rewrite_result_get_ref_replaced_path (const EbRewriteResult *result, guint i);
+
+/* What the fetcher did for this message, one record per URL asked for. */
+guint eb_rewrite_result_get_n_fetches (const EbRewriteResult *result);
+const EbFetchRecord *eb_rewrite_result_get_fetch (const EbRewriteResult *result, guint i);
 
 /* The length of a leading mbox From_ line ("From sender date", as mail readers
  * save single messages and pipe(8) with flags=F passes them), line break

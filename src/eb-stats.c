@@ -76,30 +76,36 @@ eb_stats_add_result (EbStats *stats, const EbRewriteResult *r)
   g_mutex_lock (&stats->lock);
   EbStatsSnapshot *c = &stats->c;
   c->messages++;
-  if (r && !r->scan && r->reason != EB_REASON_RESOLVED && r->reason < EB_REASON_N)
-    c->left[r->reason]++;   /* not even parsed: too large */
-  for (guint i = 0; r && r->scan && r->externalized && i < r->scan->refs->len; i++) {
-    /* a part to externalize: stored, or left with its reason */
-    const EbResolution *res = g_ptr_array_index (r->resolutions, i);
-    const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
-    c->parts++;
-    if (res->reason == EB_REASON_RESOLVED) {
-      c->externalized++;
-      c->externalized_bytes += ref->size ? g_ascii_strtoull (ref->size, NULL, 10) : 0;
-    } else if (res->reason < EB_REASON_N) {
-      c->left[res->reason]++;
+  EbReason reason = r ? eb_rewrite_result_get_reason (r) : EB_REASON_RESOLVED;
+  if (r && !eb_rewrite_result_get_parsed (r) && reason != EB_REASON_RESOLVED
+      && reason < EB_REASON_N)
+    c->left[reason]++;   /* not even parsed: too large */
+  gboolean externalized = r && eb_rewrite_result_get_externalized (r);
+  guint n = r ? eb_rewrite_result_get_n_refs (r) : 0;
+  for (guint i = 0; i < n; i++) {
+    EbReason rr = eb_rewrite_result_get_ref_reason (r, i);
+    if (externalized) {
+      /* a part to externalize: stored, or left with its reason */
+      c->parts++;
+      if (rr == EB_REASON_RESOLVED) {
+        const char *size = eb_rewrite_result_get_ref_declared_size (r, i);
+        c->externalized++;
+        c->externalized_bytes += size ? g_ascii_strtoull (size, NULL, 10) : 0;
+        continue;
+      }
+    } else {
+      c->references++;
+      if (rr == EB_REASON_RESOLVED) {
+        c->resolved++;
+        continue;
+      }
     }
+    if (rr < EB_REASON_N)
+      c->left[rr]++;
   }
-  for (guint i = 0; r && r->scan && !r->externalized && i < r->scan->refs->len; i++) {
-    const EbResolution *res = g_ptr_array_index (r->resolutions, i);
-    c->references++;
-    if (res->reason == EB_REASON_RESOLVED)
-      c->resolved++;
-    else if (res->reason < EB_REASON_N)
-      c->left[res->reason]++;
-  }
-  for (guint i = 0; r && r->fetches && i < r->fetches->len; i++)
-    count_fetch (c, &g_array_index (r->fetches, EbFetchRecord, i));
+  guint nf = r ? eb_rewrite_result_get_n_fetches (r) : 0;
+  for (guint i = 0; i < nf; i++)
+    count_fetch (c, eb_rewrite_result_get_fetch (r, i));
   g_mutex_unlock (&stats->lock);
 }
 

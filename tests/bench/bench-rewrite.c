@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "eb-rewrite.h"
+#include "eb-rewrite-private.h"
 
 static double
 now (void)

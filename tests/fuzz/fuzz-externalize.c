@@ -28,7 +28,7 @@
 #include "eb-extref.h"
 #include "eb-header.h"
 #include "eb-message.h"
-#include "eb-rewrite.h"
+#include "eb-rewrite-private.h"
 #include "eb-store.h"
 #include "eb-transfer.h"
 

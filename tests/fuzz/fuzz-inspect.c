@@ -7,6 +7,7 @@
 #include <json-glib/json-glib.h>
 #include <string.h>
 #include "eb-inspect.h"
+#include "eb-rewrite-private.h"
 
 static EbConfig *config;
 

@@ -10,7 +10,7 @@
 #include <gio/gio.h>
 #include <gmime/gmime.h>
 #include <string.h>
-#include "eb-rewrite.h"
+#include "eb-rewrite-private.h"
 
 static EbConfig *config;
 

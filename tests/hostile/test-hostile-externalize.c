@@ -30,7 +30,7 @@
 #include <unistd.h>
 #include "eb-config.h"
 #include "eb-header.h"
-#include "eb-rewrite.h"
+#include "eb-rewrite-private.h"
 #include "eb-store.h"
 #include "eb-transfer.h"
 #include "hostile-cases.h"

@@ -23,7 +23,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include "eb-fetch.h"
-#include "eb-rewrite.h"
+#include "eb-rewrite-private.h"
 #include "test-server.h"
 
 /* the suite's time limits: every stall must end within these plus a margin */

@@ -7,7 +7,7 @@
 #include <gmime/gmime.h>
 #include <string.h>
 #include <stdlib.h>
-#include "eb-rewrite.h"
+#include "eb-rewrite-private.h"
 #include "test-server.h"
 #include "hostile-cases.h"   /* the messages: cases[] and limits[] */
 

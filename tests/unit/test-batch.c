@@ -16,6 +16,7 @@
 #include "eb-batch.h"
 #include "eb-mailbox.h"
 #include "eb-message.h"
+#include "eb-rewrite-private.h"
 
 static const char from_line[] = "From sender@example.org Mon Jan  1 00:00:00 2024\n";
 

@@ -12,7 +12,7 @@
 #include "eb-externalize.h"
 #include "eb-header.h"
 #include "eb-resolve.h"
-#include "eb-rewrite.h"
+#include "eb-rewrite-private.h"
 #include "eb-store.h"
 #include "eb-urlparam.h"
 

@@ -10,7 +10,7 @@
 #include <gio/gio.h>
 #include "eb-gmime.h"
 #include <string.h>
-#include "eb-rewrite.h"
+#include "eb-rewrite-private.h"
 #include "eb-inspect.h"
 #include "eb-digest.h"
 #include "test-edits.h"

@@ -5,6 +5,7 @@
 #include <json-glib/json-glib.h>
 #include "eb-gmime.h"
 #include "eb-inspect.h"
+#include "eb-rewrite-private.h"
 
 static void
 test_printable (void)

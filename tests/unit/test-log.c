@@ -11,7 +11,7 @@
 #include <glib/gstdio.h>
 #include "eb-config.h"
 #include "eb-externalize.h"
-#include "eb-rewrite.h"
+#include "eb-rewrite-private.h"
 
 /* ---- a writer that keeps every record's fields ---------------------------- */
 

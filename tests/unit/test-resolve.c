@@ -6,7 +6,7 @@
 #include <glib/gstdio.h>
 #include "eb-gmime.h"
 #include "eb-resolve.h"
-#include "eb-rewrite.h"
+#include "eb-rewrite-private.h"
 
 /* Turn "\n" of @tmpl into @eol. */
 static GByteArray *

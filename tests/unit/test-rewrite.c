@@ -6,7 +6,7 @@
 #include <gio/gio.h>
 #include "eb-gmime.h"
 #include <string.h>
-#include "eb-rewrite.h"
+#include "eb-rewrite-private.h"
 #include "eb-urlparam.h"
 #include "test-edits.h"
 

@@ -13,6 +13,7 @@
 #include "eb-gmime.h"
 #include "eb-stats.h"
 #include "eb-metrics.h"
+#include "eb-rewrite-private.h"
 #include <glib/gstdio.h>
 
 /* A message with one reference of each of: resolved (data:), fetch-off
