@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-log.c - the writer, the per-message record, the start line (see eb-log.h). */
 #include "eb-log.h"
-#include "eb-header.h"
 #include <curl/curl.h>
 #include <gmime/gmime.h>
 #include <stdio.h>
@@ -146,18 +145,14 @@ eb_log_url_origin (const char *url, char **scheme, char **host)
 
 /* ---- records ------------------------------------------------------------- */
 
-/* key, value, key, value, ... (values owned) */
-typedef GPtrArray Pairs;
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (Pairs, g_ptr_array_unref)
-
-static Pairs *
-pairs_new (void)
+EbLogPairs *
+eb_log_pairs_new (void)
 {
   return g_ptr_array_new_with_free_func (g_free);
 }
 
-static void
-pairs_add (Pairs *p, const char *key, const char *value)
+void
+eb_log_pairs_add (EbLogPairs *p, const char *key, const char *value)
 {
   if (!value)
     return;
@@ -165,17 +160,15 @@ pairs_add (Pairs *p, const char *key, const char *value)
   g_ptr_array_add (p, g_strdup (value));
 }
 
-static void
-pairs_add_uint (Pairs *p, const char *key, guint64 n)
+void
+eb_log_pairs_add_uint (EbLogPairs *p, const char *key, guint64 n)
 {
   g_ptr_array_add (p, g_strdup (key));
   g_ptr_array_add (p, g_strdup_printf ("%" G_GUINT64_FORMAT, n));
 }
 
-/* Send @text (nullable) followed by @pairs as one record at @priority: a line
- * for syslog and standard error, fields EXTBODY_<KEY> for the journal. */
-static void
-emit (int priority, const char *text, const Pairs *pairs)
+void
+eb_log_emit (int priority, const char *text, const EbLogPairs *pairs)
 {
   g_autoptr (GString) line = g_string_new (text);
   guint n = pairs ? pairs->len / 2 : 0;
@@ -209,28 +202,28 @@ eb_log (int priority, const char *format, ...)
   va_start (ap, format);
   g_autofree char *text = g_strdup_vprintf (format, ap);
   va_end (ap);
-  emit (priority, text, NULL);
+  eb_log_emit (priority, text, NULL);
 }
 
 /* extbody's version and the libraries' it runs with */
 static void
-version_pairs (Pairs *p)
+version_pairs (EbLogPairs *p)
 {
   g_autofree char *gmime = g_strdup_printf ("%u.%u.%u", gmime_major_version, gmime_minor_version,
                                             gmime_micro_version);
   g_autofree char *glib = g_strdup_printf ("%u.%u.%u", glib_major_version, glib_minor_version,
                                            glib_micro_version);
   const curl_version_info_data *cv = curl_version_info (CURLVERSION_NOW);
-  pairs_add (p, "version", EXTBODY_VERSION);
-  pairs_add (p, "gmime", gmime);
-  pairs_add (p, "glib", glib);
-  pairs_add (p, "libcurl", cv && cv->version ? cv->version : "unknown");
+  eb_log_pairs_add (p, "version", EXTBODY_VERSION);
+  eb_log_pairs_add (p, "gmime", gmime);
+  eb_log_pairs_add (p, "glib", glib);
+  eb_log_pairs_add (p, "libcurl", cv && cv->version ? cv->version : "unknown");
 }
 
 char *
 eb_log_versions (void)
 {
-  g_autoptr (Pairs) p = pairs_new ();
+  g_autoptr (EbLogPairs) p = eb_log_pairs_new ();
   version_pairs (p);
   GString *s = g_string_new (NULL);
   for (guint i = 0; i + 1 < p->len; i += 2)
@@ -241,171 +234,15 @@ eb_log_versions (void)
 void
 eb_log_start (const char *key, ...)
 {
-  g_autoptr (Pairs) p = pairs_new ();
-  pairs_add (p, "event", "start");
+  g_autoptr (EbLogPairs) p = eb_log_pairs_new ();
+  eb_log_pairs_add (p, "event", "start");
   version_pairs (p);
   va_list ap;
   va_start (ap, key);
   for (const char *k = key; k; k = va_arg (ap, const char *))
-    pairs_add (p, k, va_arg (ap, const char *));
+    eb_log_pairs_add (p, k, va_arg (ap, const char *));
   va_end (ap);
-  emit (LOG_INFO, NULL, p);
-}
-
-/* Is the detail of a reference left for @reason one the log may carry? What
- * the fetch said (the curl error with the host and port, the HTTP status, the
- * policy's words), never a local file's path nor what names a URL's path or
- * query (would-fetch carries the URL). */
-static gboolean
-detail_loggable (EbReason reason, EbActionKind action)
-{
-  if (action == EB_ACTION_LOCAL_FILE)
-    return FALSE;
-  switch (reason) {
-  case EB_REASON_FETCH_FAILED: case EB_REASON_HTTP_STATUS: case EB_REASON_TIMED_OUT:
-  case EB_REASON_REFUSED_ADDRESS: case EB_REASON_REFUSED_DOMAIN: case EB_REASON_RATE_LIMITED:
-  case EB_REASON_TOO_MANY_REDIRECTS: case EB_REASON_INSECURE_REDIRECT: case EB_REASON_TYPE_MISMATCH:
-  case EB_REASON_CHECKSUM: case EB_REASON_PART_TOO_LARGE: case EB_REASON_MESSAGE_BUDGET:
-  case EB_REASON_CTE_INVALID: case EB_REASON_CTE_UNKNOWN: case EB_REASON_SIZE_PARAM:
-  case EB_REASON_EXPIRED:
-    return TRUE;
-  default:
-    return FALSE;
-  }
-}
-
-/* Everything the record reads from a reference of @r, in one place. */
-static void
-reference_pairs (const EbRewriteResult *r, guint i, Pairs *p)
-{
-  EbActionKind action = eb_rewrite_result_get_ref_action (r, i);
-  pairs_add_uint (p, "ref", i + 1);
-  pairs_add (p, "part", eb_rewrite_result_get_ref_path (r, i));
-  pairs_add (p, "access_type", eb_rewrite_result_get_ref_access_type (r, i));
-  /* the URL as written, or the one made for a fetch (anon-ftp); never a
-   * local file's path, never more than scheme and host */
-  const char *url = eb_rewrite_result_get_ref_url (r, i);
-  if (!url && action == EB_ACTION_FETCH)
-    url = eb_rewrite_result_get_ref_target (r, i);
-  g_autofree char *scheme = NULL, *host = NULL;
-  eb_log_url_origin (url, &scheme, &host);
-  const char *site = eb_rewrite_result_get_ref_site (r, i);
-  if (!host && !url && site)
-    host = g_ascii_strdown (site, -1);
-  pairs_add (p, "scheme", scheme);
-  pairs_add (p, "host", host);
-  EbReason reason = eb_rewrite_result_get_ref_outcome (r, i);
-  pairs_add (p, "outcome", reason == EB_REASON_RESOLVED ? "resolved" : "left");
-  if (reason != EB_REASON_RESOLVED)
-    pairs_add (p, "reason", eb_reason_token (reason));
-  /* why, in the fetch's own words: the curl error, the HTTP status */
-  if (reason != EB_REASON_RESOLVED && detail_loggable (reason, action))
-    pairs_add (p, "detail", eb_rewrite_result_get_ref_outcome_detail (r, i));
-  GBytes *data = eb_rewrite_result_get_ref_data (r, i);
-  if (reason == EB_REASON_RESOLVED) {
-    pairs_add (p, "type", eb_rewrite_result_get_ref_type (r, i));
-    if (data)
-      pairs_add_uint (p, "bytes", g_bytes_get_size (data));
-  }
-}
-
-/* A part of an externalize plan (eb_externalize_plan): where it is, what
- * it is, and whether it went to the store (with the store's host, never the
- * URL) or why it stays. */
-static void
-part_pairs (const EbRewriteResult *r, guint i, Pairs *p)
-{
-  EbReason reason = eb_rewrite_result_get_ref_outcome (r, i);
-  pairs_add (p, "part", eb_rewrite_result_get_ref_path (r, i));
-  pairs_add (p, "type", eb_rewrite_result_get_ref_type (r, i));
-  pairs_add (p, "bytes", eb_rewrite_result_get_ref_declared_size (r, i));
-  pairs_add (p, "outcome", reason == EB_REASON_RESOLVED ? "externalized" : "left");
-  if (reason != EB_REASON_RESOLVED) {
-    pairs_add (p, "reason", eb_reason_token (reason));
-    pairs_add (p, "detail", eb_rewrite_result_get_ref_outcome_detail (r, i));
-    return;
-  }
-  g_autofree char *scheme = NULL, *host = NULL;
-  eb_log_url_origin (eb_rewrite_result_get_ref_url (r, i), &scheme, &host);
-  pairs_add (p, "scheme", scheme);
-  pairs_add (p, "host", host);
-  pairs_add (p, "sha256", eb_rewrite_result_get_ref_digest (r, i));
-}
-
-/* eb_log_message for a plan of eb_externalize_plan: event=externalize lines */
-static void
-log_externalize (const char *queue_id, const char *message_id, const EbRewriteResult *result)
-{
-  guint n = eb_rewrite_result_get_n_refs (result);
-  EbReason reason = eb_rewrite_result_get_reason (result);
-  if (!n && reason == EB_REASON_RESOLVED)
-    return;
-  g_autoptr (Pairs) msg = pairs_new ();
-  pairs_add (msg, "event", "externalize");
-  pairs_add (msg, "queue_id", queue_id);
-  pairs_add (msg, "msgid", message_id);
-  pairs_add_uint (msg, "parts", n);
-  pairs_add_uint (msg, "externalized", eb_rewrite_result_get_n_resolved (result));
-  pairs_add (msg, "changed", eb_rewrite_result_get_changed (result) ? "yes" : "no");
-  if (reason != EB_REASON_RESOLVED)
-    pairs_add (msg, "reason", eb_reason_token (reason));
-  emit (LOG_INFO, NULL, msg);
-  for (guint i = 0; i < n; i++) {
-    g_autoptr (Pairs) p = pairs_new ();
-    pairs_add (p, "event", "externalize");
-    pairs_add (p, "queue_id", queue_id);
-    pairs_add (p, "msgid", message_id);
-    part_pairs (result, i, p);
-    emit (LOG_INFO, NULL, p);
-  }
-}
-
-void
-eb_log_message (const char *queue_id, const char *message_id, const EbRewriteResult *result)
-{
-  g_return_if_fail (result != NULL);
-  if (eb_rewrite_result_get_externalized (result)) {
-    log_externalize (queue_id, message_id, result);
-    return;
-  }
-  guint n = eb_rewrite_result_get_n_refs (result);
-  guint removed = eb_rewrite_result_get_n_removed (result);
-  EbReason reason = eb_rewrite_result_get_reason (result);
-  if (!n && !removed && reason == EB_REASON_RESOLVED)
-    return;
-  g_autoptr (Pairs) msg = pairs_new ();
-  pairs_add (msg, "queue_id", queue_id);
-  pairs_add (msg, "msgid", message_id);
-  pairs_add_uint (msg, "references", n);
-  pairs_add_uint (msg, "resolved", eb_rewrite_result_get_n_resolved (result));
-  pairs_add (msg, "changed", eb_rewrite_result_get_changed (result) ? "yes" : "no");
-  if (reason != EB_REASON_RESOLVED)
-    pairs_add (msg, "reason", eb_reason_token (reason));
-  if (removed)
-    pairs_add_uint (msg, "trace_removed", removed);
-  emit (LOG_INFO, NULL, msg);
-  for (guint i = 0; i < n; i++) {
-    g_autoptr (Pairs) p = pairs_new ();
-    pairs_add (p, "queue_id", queue_id);
-    pairs_add (p, "msgid", message_id);
-    reference_pairs (result, i, p);
-    emit (LOG_INFO, NULL, p);
-  }
-}
-
-char *
-eb_log_message_id (const EbRewriteResult *result, const char *buf, gsize len)
-{
-  gsize from = result ? eb_rewrite_result_get_from_line_len (result) : 0;
-  gsize skip = from <= len ? from : 0;
-  g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf + skip, 0, len - skip);
-  gint i = eb_header_block_find (blk, buf + skip, "Message-ID");
-  if (i < 0)
-    return NULL;
-  char *v = eb_header_field_unfold (&g_array_index (blk->fields, EbHeaderField, i), buf + skip);
-  if (!*v)
-    g_clear_pointer (&v, g_free);
-  return v;
+  eb_log_emit (LOG_INFO, NULL, p);
 }
 
 /* ---- the writer ---------------------------------------------------------- */

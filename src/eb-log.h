@@ -20,7 +20,6 @@
 #pragma once
 #include <glib.h>
 #include <extbody/extbody.h>
-#include "eb-rewrite.h"
 
 G_BEGIN_DECLS
 
@@ -43,5 +42,21 @@ void eb_log_url_origin (const char *url, char **scheme, char **host);
  * not UTF-8 as \xHH. An empty VALUE is "". At most 256 bytes of VALUE are
  * written, then "...". */
 void eb_log_append_pair (GString *line, const char *key, const char *value);
+
+/* --- records, for eb-log-message ------------------------------------------- */
+
+/* A record's fields: key, value, key, value, ... (values owned). */
+typedef GPtrArray EbLogPairs;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbLogPairs, g_ptr_array_unref)
+
+EbLogPairs *eb_log_pairs_new (void);
+/* Add @key=@value; nothing when @value is NULL. */
+void eb_log_pairs_add (EbLogPairs *p, const char *key, const char *value);
+void eb_log_pairs_add_uint (EbLogPairs *p, const char *key, guint64 n);
+
+/* Send @text (nullable) followed by @pairs (nullable) as one record at
+ * @priority: a line for syslog and standard error, fields EXTBODY_<KEY> for
+ * the journal. */
+void eb_log_emit (int priority, const char *text, const EbLogPairs *pairs);
 
 G_END_DECLS

@@ -104,6 +104,8 @@ def main():
     text = {}
     for p in files:
         stem = os.path.splitext(os.path.basename(p))[0]
+        if stem.endswith("-private"):  # a module's header for its own files
+            stem = stem[:-len("-private")]
         module_of[p] = stem
         text[p] = strip_comments(open(p, encoding="utf-8", errors="replace").read())
         lay = layer_of(top, p)
