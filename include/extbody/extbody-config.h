@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* extbody-config.h - configuration: keys, files and options.
+ *
+ * Part of libextbody's public API; include <extbody/extbody.h>, which
+ * includes every header of the API. */
+#pragma once
+#include <extbody/extbody-base.h>
+
+G_BEGIN_DECLS
+
+/**
+ * SECTION:extbody-config
+ * @title: Configuration
+ * @short_description: configuration: keys, files and options
+ * @include: extbody/extbody.h
+ */
+
+/* ---- configuration ---------------------------------------------------------- */
+
+/**
+ * EB_CONFIG_DEFAULT_PATH:
+ *
+ * The configuration file the command and the milter read when none is named:
+ * %EXTBODY_CONFIG_PATH, as configured when libextbody was built.
+ */
+#define EB_CONFIG_DEFAULT_PATH EXTBODY_CONFIG_PATH
+
+/**
+ * EbConfig:
+ *
+ * Every limit and switch of extbody, as named keys (documented in
+ * extbody.conf(5)). Opaque: set keys with eb_config_set(), read them with
+ * eb_config_get_boolean(), eb_config_get_uint64() and eb_config_get_string().
+ */
+typedef struct _EbConfig EbConfig;
+
+/**
+ * eb_config_new:
+ *
+ * A configuration holding every default (fetching off: data: URLs only).
+ *
+ * Returns: (transfer full): the configuration; free it with eb_config_free().
+ */
+EXTBODY_API EbConfig *eb_config_new (void);
+
+/**
+ * eb_config_copy:
+ * @config: a configuration
+ *
+ * A copy of @config.
+ *
+ * Returns: (transfer full): the copy.
+ */
+EXTBODY_API EbConfig *eb_config_copy (const EbConfig *config);
+
+/**
+ * eb_config_free:
+ * @config: (nullable) (transfer full): a configuration
+ *
+ * Free @config.
+ */
+EXTBODY_API void eb_config_free (EbConfig *config);
+
+/**
+ * eb_config_load_file:
+ * @config: the configuration to change
+ * @path: (type filename): a configuration file (a GLib key file, group [extbody])
+ * @missing_ok: a file that does not exist is no error
+ * @error: return location for a #GError
+ *
+ * Load the keys of the file @path over @config. Unknown keys are errors, and
+ * so is a key set twice in the file: the message names both lines
+ * ("FILE:LINE: KEY is set a second time (first at FILE:LINE)"), so that a
+ * later line never silently undoes an earlier one.
+ *
+ * Returns: FALSE with %EB_ERROR_CONFIG (or a #GKeyFileError or #GFileError)
+ *   on failure, the message naming the file and the key; @config is then
+ *   unchanged.
+ */
+EXTBODY_API gboolean eb_config_load_file (EbConfig *config, const char *path, gboolean missing_ok,
+                                          GError **error);
+
+/**
+ * eb_config_set:
+ * @config: the configuration to change
+ * @key: a key name, such as "max_parts"
+ * @value: its value as written in a configuration file, such as "5000"
+ * @error: return location for a #GError
+ *
+ * Set one key from its text form, checked as the file loader checks it.
+ *
+ * Returns: FALSE with %EB_ERROR_CONFIG for an unknown key or a bad value.
+ */
+EXTBODY_API gboolean eb_config_set (EbConfig *config, const char *key, const char *value,
+                                    GError **error);
+
+/**
+ * eb_config_apply_option:
+ * @config: the configuration to change
+ * @option: "KEY=VALUE", as given to -o
+ * @error: return location for a #GError
+ *
+ * Apply one command-line override. Credentials (externalize_store_user,
+ * externalize_store_password) and externalize_key are refused: they are read
+ * from the configuration file only.
+ *
+ * Returns: FALSE with %EB_ERROR_SYNTAX when the '=' is missing, with
+ *   %EB_ERROR_CONFIG for an unknown key, a bad value or a credential key.
+ */
+EXTBODY_API gboolean eb_config_apply_option (EbConfig *config, const char *option, GError **error);
+
+/**
+ * eb_config_add_networks:
+ * @config: the configuration to change
+ * @cidrs: (array zero-terminated=1) (nullable): CIDR blocks, such as "10.1.0.0/16"
+ * @error: return location for a #GError
+ *
+ * Add @cidrs to the allow_networks key (--allow-network), each checked.
+ *
+ * Returns: FALSE with %EB_ERROR_CONFIG when one is not a CIDR block.
+ */
+EXTBODY_API gboolean eb_config_add_networks (EbConfig *config, const char *const *cidrs,
+                                             GError **error);
+
+/**
+ * eb_config_dump:
+ * @config: a configuration
+ *
+ * Every key with its current value, one "key = value" line each; a secret
+ * that is set (externalize_store_password, externalize_key, redis_password)
+ * is written as "(set; not shown)".
+ *
+ * Returns: (transfer full): the text.
+ */
+EXTBODY_API char *eb_config_dump (const EbConfig *config);
+
+/**
+ * eb_config_get_boolean:
+ * @config: a configuration
+ * @key: the name of a boolean key, such as "fetch"
+ *
+ * The value of a boolean key. Naming an unknown key or one of another type is
+ * a programmer error (a critical warning, and FALSE).
+ *
+ * Returns: the value.
+ */
+EXTBODY_API gboolean eb_config_get_boolean (const EbConfig *config, const char *key);
+
+/**
+ * eb_config_get_uint64:
+ * @config: a configuration
+ * @key: the name of a number or size key, such as "max_message_size"
+ *
+ * The value of a number or size key (sizes in bytes). Naming an unknown key
+ * or one of another type is a programmer error (a critical warning, and 0).
+ *
+ * Returns: the value.
+ */
+EXTBODY_API guint64 eb_config_get_uint64 (const EbConfig *config, const char *key);
+
+/**
+ * eb_config_get_string:
+ * @config: a configuration
+ * @key: the name of a text key, such as "on_error"
+ *
+ * The value of a text key (a list key gives its text). Naming an unknown key or
+ * one of another type is a programmer error (a critical warning, and NULL).
+ *
+ * Returns: (transfer none) (nullable): the value, valid until the key is set
+ *   again or @config is freed.
+ */
+EXTBODY_API const char *eb_config_get_string (const EbConfig *config, const char *key);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbConfig, eb_config_free)
+
+G_END_DECLS

@@ -1,0 +1,571 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* extbody-plan.h - one message's plan: rewrite and externalize, its writers and records.
+ *
+ * Part of libextbody's public API; include <extbody/extbody.h>, which
+ * includes every header of the API. */
+#pragma once
+#include <extbody/extbody-base.h>
+#include <extbody/extbody-config.h>
+#include <extbody/extbody-fetch.h>
+#include <extbody/extbody-store.h>
+
+G_BEGIN_DECLS
+
+/**
+ * SECTION:extbody-plan
+ * @title: Plans: rewrite and externalize
+ * @short_description: one message's plan: rewrite and externalize, its writers and records
+ * @include: extbody/extbody.h
+ */
+
+/* ---- rewrite ---------------------------------------------------------------- */
+
+/**
+ * EB_FILTER_FIELD:
+ *
+ * The name of the header field a mail filter adds to a message it rewrote.
+ */
+#define EB_FILTER_FIELD "X-Extbody"
+
+/**
+ * EB_TRACE_FIELD:
+ *
+ * The name of the header field added to every resolved part.
+ */
+#define EB_TRACE_FIELD "X-Extbody-Resolved"
+
+/**
+ * EB_FALLBACK_FIELD:
+ *
+ * The name of the header field `externalize --fallback` gives the
+ * multipart/alternative it writes: "notice-sha256=" and the SHA-256 of its
+ * text part (eb_digest_notice_hex()). With its boundary ("=_extbody_" and 24
+ * hex digits) it is the mark by which a resolver knows that alternative as
+ * extbody's own, and replaces it whole with the restored part; any other
+ * multipart/alternative keeps its parts, and only a reference in it is
+ * replaced.
+ */
+#define EB_FALLBACK_FIELD "X-Extbody-Fallback"
+
+/**
+ * EB_FALLBACK_NOTICE_MAX:
+ *
+ * The most bytes the text part of a fallback alternative may hold, header
+ * included, for it to be taken as extbody's notice (the notice is a few
+ * hundred bytes; a larger text part is somebody's words and is kept).
+ */
+#define EB_FALLBACK_NOTICE_MAX (64 * 1024)
+
+/**
+ * EbRewriteFlags:
+ * @EB_REWRITE_DEFAULT: none
+ * @EB_REWRITE_NO_PRECHECK: parse the message even when the cheap pre-check
+ *   ("external-body" appears nowhere) says there is nothing to do
+ * @EB_REWRITE_NO_FETCH: fetch nothing; what would be fetched is left with
+ *   %EB_REASON_WOULD_FETCH
+ * @EB_REWRITE_STRIP_TRACE: a mail filter's pass: remove the %EB_FILTER_FIELD
+ *   and %EB_TRACE_FIELD fields of the message header (a sender can forge them)
+ * @EB_REWRITE_FILTER_FIELD: a mail filter's pass: when something was resolved,
+ *   the written message gets the %EB_FILTER_FIELD field the milter adds, at the
+ *   end of its header (eb_rewrite_filter_field_value())
+ *
+ * How eb_rewrite_plan() and eb_rewrite() work.
+ */
+typedef enum {
+  EB_REWRITE_DEFAULT      = 0,
+  EB_REWRITE_NO_PRECHECK  = 1 << 0,
+  EB_REWRITE_NO_FETCH     = 1 << 1,
+  EB_REWRITE_STRIP_TRACE  = 1 << 2,
+  EB_REWRITE_FILTER_FIELD = 1 << 3,
+} EbRewriteFlags;
+
+/**
+ * EbActionKind:
+ * @EB_ACTION_LEAVE: left alone (the reason says why)
+ * @EB_ACTION_DATA: a data: URL: the data is in the reference
+ * @EB_ACTION_FETCH: an http, https or ftp URL to fetch (anon-ftp made into one)
+ * @EB_ACTION_LOCAL_FILE: a local file to read, inside local_file_dirs
+ *
+ * What was decided for a reference, from the reference and the configuration
+ * alone, before any fetch.
+ */
+typedef enum {
+  EB_ACTION_LEAVE,
+  EB_ACTION_DATA,
+  EB_ACTION_FETCH,
+  EB_ACTION_LOCAL_FILE,
+} EbActionKind;
+
+/**
+ * EbRewriteResult:
+ *
+ * What became of one message: the message's own outcome, and for each
+ * message/external-body reference (in document order, numbered from 0) where
+ * it is, what it says and what became of it. Opaque.
+ */
+typedef struct _EbRewriteResult EbRewriteResult;
+
+/**
+ * eb_rewrite_plan:
+ * @buf: (array length=len): the message
+ * @len: its length in bytes
+ * @config: the configuration
+ * @fetcher: (nullable): fetches http, https and ftp references, all of the
+ *   message's at once; without one only data: URLs are resolved
+ * @flags: flags
+ *
+ * Decide about every reference of the message in @buf without writing
+ * anything. A leading mbox From_ line is kept as it is and not parsed. @buf
+ * must stay unchanged while the result is used.
+ *
+ * Returns: (transfer full): the plan, never NULL.
+ */
+EXTBODY_API EbRewriteResult *eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config,
+                                              EbFetcher *fetcher, EbRewriteFlags flags);
+
+/**
+ * eb_rewrite_write:
+ * @result: a plan from eb_rewrite_plan() on @buf
+ * @buf: (array length=len): the message planned
+ * @len: its length in bytes
+ * @out: where the message goes
+ * @error: return location for a #GError
+ *
+ * Write the message planned in @result to @out: every byte outside a replaced
+ * part copied from @buf; unchanged when nothing was resolved.
+ *
+ * Returns: FALSE with a #GIOErrorEnum error when writing fails.
+ */
+EXTBODY_API gboolean eb_rewrite_write (const EbRewriteResult *result, const char *buf, gsize len,
+                                       GOutputStream *out, GError **error);
+
+/**
+ * eb_rewrite_write_mboxrd:
+ * @result: a plan from eb_rewrite_plan() on @buf
+ * @buf: (array length=len): the message planned, a message of an mbox
+ * @len: its length in bytes
+ * @out: where the message goes
+ * @error: return location for a #GError
+ *
+ * eb_rewrite_write() for a message of an mbox: the same bytes, except that a
+ * new body written unencoded is mboxrd-quoted (">From" one ">" deeper).
+ *
+ * Returns: FALSE with a #GIOErrorEnum error when writing fails.
+ */
+EXTBODY_API gboolean eb_rewrite_write_mboxrd (const EbRewriteResult *result, const char *buf,
+                                              gsize len, GOutputStream *out, GError **error);
+
+/**
+ * eb_rewrite_write_body:
+ * @result: a plan from eb_rewrite_plan() on @buf
+ * @buf: (array length=len): the message planned
+ * @len: its length in bytes
+ * @out: where the body goes
+ * @error: return location for a #GError
+ *
+ * Write only the body of the message planned in @result (what follows its
+ * header and the blank line), for a front end that changes the header itself
+ * (a milter): with eb_rewrite_header_edits() it makes the message that
+ * eb_rewrite_write() writes.
+ *
+ * Returns: FALSE with a #GIOErrorEnum error when writing fails.
+ */
+EXTBODY_API gboolean eb_rewrite_write_body (const EbRewriteResult *result, const char *buf,
+                                            gsize len, GOutputStream *out, GError **error);
+
+/**
+ * eb_rewrite:
+ * @buf: (array length=len): the message
+ * @len: its length in bytes
+ * @config: the configuration
+ * @fetcher: (nullable): the fetcher, as for eb_rewrite_plan()
+ * @flags: flags
+ * @out: where the message goes
+ * @result: (out) (optional) (transfer full): what was done
+ * @error: return location for a #GError
+ *
+ * eb_rewrite_plan(), then eb_rewrite_write().
+ *
+ * Returns: FALSE with a #GIOErrorEnum error when writing fails (nothing else
+ *   fails: a message that cannot be changed is copied).
+ */
+EXTBODY_API gboolean eb_rewrite (const char *buf, gsize len, const EbConfig *config,
+                                 EbFetcher *fetcher, EbRewriteFlags flags, GOutputStream *out,
+                                 EbRewriteResult **result, GError **error);
+
+/**
+ * eb_rewrite_result_free:
+ * @result: (nullable) (transfer full): a result
+ *
+ * Free @result.
+ */
+EXTBODY_API void eb_rewrite_result_free (EbRewriteResult *result);
+
+/**
+ * eb_rewrite_result_get_reason:
+ * @result: a result
+ *
+ * The message's own outcome: %EB_REASON_RESOLVED, or why the whole message was
+ * left alone (%EB_REASON_MESSAGE_TOO_LARGE, %EB_REASON_UNPARSEABLE, a walk
+ * limit, ...). Each reference has its own reason.
+ *
+ * Returns: the reason.
+ */
+EXTBODY_API EbReason eb_rewrite_result_get_reason (const EbRewriteResult *result);
+
+/**
+ * eb_rewrite_result_get_parsed:
+ * @result: a result
+ *
+ * Whether the message was parsed (not when the pre-check or the size limit
+ * said there was nothing to do).
+ *
+ * Returns: TRUE when it was parsed.
+ */
+EXTBODY_API gboolean eb_rewrite_result_get_parsed (const EbRewriteResult *result);
+
+/**
+ * eb_rewrite_result_get_changed:
+ * @result: a result
+ *
+ * Whether the message written differs from the input.
+ *
+ * Returns: TRUE when it differs.
+ */
+EXTBODY_API gboolean eb_rewrite_result_get_changed (const EbRewriteResult *result);
+
+/**
+ * eb_rewrite_result_get_n_refs:
+ * @result: a result
+ *
+ * The number of message/external-body references found.
+ *
+ * Returns: the number.
+ */
+EXTBODY_API guint eb_rewrite_result_get_n_refs (const EbRewriteResult *result);
+
+/**
+ * eb_rewrite_result_get_n_resolved:
+ * @result: a result
+ *
+ * The number of references resolved.
+ *
+ * Returns: the number.
+ */
+EXTBODY_API guint eb_rewrite_result_get_n_resolved (const EbRewriteResult *result);
+
+/**
+ * eb_rewrite_result_get_n_removed:
+ * @result: a result
+ *
+ * With %EB_REWRITE_STRIP_TRACE: the number of trace fields (%EB_FILTER_FIELD,
+ * %EB_TRACE_FIELD) removed from the message header; otherwise 0.
+ *
+ * Returns: the number.
+ */
+EXTBODY_API guint eb_rewrite_result_get_n_removed (const EbRewriteResult *result);
+
+/**
+ * eb_rewrite_result_get_ref_reason:
+ * @result: a result
+ * @i: a reference, below eb_rewrite_result_get_n_refs()
+ *
+ * What became of reference @i: %EB_REASON_RESOLVED or why it was left alone.
+ *
+ * Returns: the reason.
+ */
+EXTBODY_API EbReason eb_rewrite_result_get_ref_reason (const EbRewriteResult *result, guint i);
+
+/**
+ * eb_rewrite_result_get_ref_detail:
+ * @result: a result
+ * @i: a reference, below eb_rewrite_result_get_n_refs()
+ *
+ * One line with the particulars of reference @i's reason.
+ *
+ * Returns: (transfer none) (nullable): the line, or NULL.
+ */
+EXTBODY_API const char *eb_rewrite_result_get_ref_detail (const EbRewriteResult *result, guint i);
+
+/**
+ * eb_rewrite_result_get_ref_path:
+ * @result: a result
+ * @i: a reference, below eb_rewrite_result_get_n_refs()
+ *
+ * Where reference @i is: an IMAP-style part path such as "2.1".
+ *
+ * Returns: (transfer none): the path.
+ */
+EXTBODY_API const char *eb_rewrite_result_get_ref_path (const EbRewriteResult *result, guint i);
+
+/**
+ * eb_rewrite_result_get_ref_access_type:
+ * @result: a result
+ * @i: a reference, below eb_rewrite_result_get_n_refs()
+ *
+ * Reference @i's access-type, in lowercase ("url", "anon-ftp", ...).
+ *
+ * Returns: (transfer none) (nullable): the access-type, or NULL when it has
+ *   none that can be read.
+ */
+EXTBODY_API const char *eb_rewrite_result_get_ref_access_type (const EbRewriteResult *result,
+                                                               guint i);
+
+/**
+ * eb_rewrite_result_get_ref_url:
+ * @result: a result
+ * @i: a reference, below eb_rewrite_result_get_n_refs()
+ *
+ * Reference @i's URL (access-type=URL), reassembled from its header.
+ *
+ * Returns: (transfer none) (nullable): the URL, or NULL.
+ */
+EXTBODY_API const char *eb_rewrite_result_get_ref_url (const EbRewriteResult *result, guint i);
+
+/**
+ * eb_rewrite_result_get_ref_action:
+ * @result: a result
+ * @i: a reference, below eb_rewrite_result_get_n_refs()
+ *
+ * What was decided for reference @i before any fetch.
+ *
+ * Returns: the action.
+ */
+EXTBODY_API EbActionKind eb_rewrite_result_get_ref_action (const EbRewriteResult *result, guint i);
+
+/**
+ * eb_rewrite_result_get_ref_target:
+ * @result: a result
+ * @i: a reference, below eb_rewrite_result_get_n_refs()
+ *
+ * For %EB_ACTION_FETCH the URL fetched, for %EB_ACTION_LOCAL_FILE the file read.
+ *
+ * Returns: (transfer none) (nullable): the target, or NULL for other actions.
+ */
+EXTBODY_API const char *eb_rewrite_result_get_ref_target (const EbRewriteResult *result, guint i);
+
+/**
+ * eb_rewrite_result_get_ref_content_type:
+ * @result: a result
+ * @i: a reference, below eb_rewrite_result_get_n_refs()
+ *
+ * The media type of reference @i's new part, such as "image/png".
+ *
+ * Returns: (transfer none) (nullable): the type, or NULL when not resolved.
+ */
+EXTBODY_API const char *eb_rewrite_result_get_ref_content_type (const EbRewriteResult *result,
+                                                                guint i);
+
+/**
+ * eb_rewrite_result_get_ref_encoding:
+ * @result: a result
+ * @i: a reference, below eb_rewrite_result_get_n_refs()
+ *
+ * The transfer encoding of reference @i's new part: "7bit",
+ * "quoted-printable" or "base64".
+ *
+ * Returns: (transfer none) (nullable): the encoding, or NULL when not resolved.
+ */
+EXTBODY_API const char *eb_rewrite_result_get_ref_encoding (const EbRewriteResult *result, guint i);
+
+/**
+ * eb_rewrite_result_get_ref_size:
+ * @result: a result
+ * @i: a reference, below eb_rewrite_result_get_n_refs()
+ *
+ * The size of reference @i's data, decoded.
+ *
+ * Returns: the size in bytes; 0 when not resolved.
+ */
+EXTBODY_API guint64 eb_rewrite_result_get_ref_size (const EbRewriteResult *result, guint i);
+
+/**
+ * eb_rewrite_result_get_ref_sha256:
+ * @result: a result
+ * @i: a reference, below eb_rewrite_result_get_n_refs()
+ *
+ * The SHA-256 of reference @i's data, decoded, in lowercase hex.
+ *
+ * Returns: (transfer none) (nullable): the digest, or NULL when not resolved.
+ */
+EXTBODY_API const char *eb_rewrite_result_get_ref_sha256 (const EbRewriteResult *result, guint i);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbRewriteResult, eb_rewrite_result_free)
+
+/**
+ * EbHeaderEditKind:
+ * @EB_HEADER_CHANGE: the index-th field of the name gets the value
+ * @EB_HEADER_ADD: a field with the name and value is added
+ * @EB_HEADER_DELETE: the index-th field of the name goes
+ *
+ * The kinds of #EbHeaderEdit.
+ */
+typedef enum {
+  EB_HEADER_CHANGE,
+  EB_HEADER_ADD,
+  EB_HEADER_DELETE,
+} EbHeaderEditKind;
+
+/**
+ * EbHeaderEdit:
+ *
+ * One edit of the message header, as a mail filter makes it. Opaque.
+ */
+typedef struct _EbHeaderEdit EbHeaderEdit;
+
+/**
+ * eb_rewrite_filter_field_value:
+ * @result: a result
+ *
+ * The value of the %EB_FILTER_FIELD field for the message planned in @result,
+ * after the colon, as a milter passes it: " resolved 1 of 2 external-body
+ * references"; for a plan of eb_externalize_plan(), " externalized 1 of 2
+ * parts".
+ *
+ * Returns: (transfer full): the value.
+ */
+EXTBODY_API char *eb_rewrite_filter_field_value (const EbRewriteResult *result);
+
+/**
+ * eb_rewrite_header_edits:
+ * @result: a plan from eb_rewrite_plan() on @buf
+ * @buf: (array length=len): the message planned
+ * @len: its length in bytes
+ *
+ * The edits of the message header that @result implies (trace fields removed;
+ * a resolved top-level reference's merged header), in an order they can be
+ * applied one after another: changes, additions, then deletions, each name's
+ * from its last field. None when nothing changed.
+ *
+ * Returns: (transfer full) (element-type EbHeaderEdit): the edits, freed
+ *   with the array.
+ */
+EXTBODY_API GPtrArray *eb_rewrite_header_edits (const EbRewriteResult *result, const char *buf,
+                                                gsize len);
+
+/**
+ * eb_header_edit_get_kind:
+ * @edit: an edit
+ *
+ * What @edit does.
+ *
+ * Returns: the kind.
+ */
+EXTBODY_API EbHeaderEditKind eb_header_edit_get_kind (const EbHeaderEdit *edit);
+
+/**
+ * eb_header_edit_get_name:
+ * @edit: an edit
+ *
+ * The name of the field edited.
+ *
+ * Returns: (transfer none): the name.
+ */
+EXTBODY_API const char *eb_header_edit_get_name (const EbHeaderEdit *edit);
+
+/**
+ * eb_header_edit_get_index:
+ * @edit: an edit
+ *
+ * For %EB_HEADER_CHANGE and %EB_HEADER_DELETE: which field of that name, from
+ * 1, among the fields of the message header as it came.
+ *
+ * Returns: the index; 0 for %EB_HEADER_ADD.
+ */
+EXTBODY_API guint eb_header_edit_get_index (const EbHeaderEdit *edit);
+
+/**
+ * eb_header_edit_get_value:
+ * @edit: an edit
+ *
+ * For %EB_HEADER_CHANGE and %EB_HEADER_ADD: the value after the colon, its
+ * folds as "\n" and white space (as a milter passes values).
+ *
+ * Returns: (transfer none) (nullable): the value; NULL for %EB_HEADER_DELETE.
+ */
+EXTBODY_API const char *eb_header_edit_get_value (const EbHeaderEdit *edit);
+
+/**
+ * eb_header_edit_free:
+ * @edit: (nullable) (transfer full): an edit
+ *
+ * Free @edit (the array of eb_rewrite_header_edits() does it).
+ */
+EXTBODY_API void eb_header_edit_free (EbHeaderEdit *edit);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbHeaderEdit, eb_header_edit_free)
+
+/* ---- externalize ------------------------------------------------------------ */
+
+/**
+ * EbExternalizeFlags:
+ * @EB_EXTERNALIZE_DEFAULT: none
+ * @EB_EXTERNALIZE_FALLBACK: write each reference inside a multipart/alternative
+ *   after a short text/plain part with the link (as externalize_fallback = on)
+ * @EB_EXTERNALIZE_FILTER_FIELD: when something was externalized, the written
+ *   message gets the %EB_FILTER_FIELD field ("externalized N of M parts")
+ * @EB_EXTERNALIZE_NO_STORE: decide only: every candidate is left with
+ *   %EB_REASON_WOULD_EXTERNALIZE; nothing is stored, nothing changed
+ * @EB_EXTERNALIZE_MBOXRD: the message comes from an mbox, its "From " lines
+ *   quoted the mboxrd way (">From ", ">>From "...): a part's bytes are stored
+ *   unquoted, as the message's reader sees them (eb_batch_set_store() sets it
+ *   for an mbox)
+ *
+ * How eb_externalize_plan() works.
+ */
+typedef enum {
+  EB_EXTERNALIZE_DEFAULT      = 0,
+  EB_EXTERNALIZE_FALLBACK     = 1 << 0,
+  EB_EXTERNALIZE_FILTER_FIELD = 1 << 1,
+  EB_EXTERNALIZE_NO_STORE     = 1 << 2,
+  EB_EXTERNALIZE_MBOXRD       = 1 << 3,
+} EbExternalizeFlags;
+
+/**
+ * eb_externalize_plan:
+ * @buf: the message (a leading mbox From_ line is kept and skipped)
+ * @len: its length
+ * @config: the configuration (externalize_min_size, externalize_types,
+ *   externalize_retention, externalize_fallback, and the walk limits)
+ * @store: (nullable): where the parts go; %NULL plans as with
+ *   %EB_EXTERNALIZE_NO_STORE
+ * @flags: how
+ *
+ * Plans the externalization of @buf: every leaf part eligible (not text meant
+ * to be read inline, not under multipart/signed, multipart/encrypted or
+ * multipart/related, of at least externalize_min_size decoded bytes, of a type
+ * externalize_types matches, whose transfer encoding decodes cleanly) is a
+ * candidate: stored through @store and, once stored and verified, replaced
+ * by a message/external-body reference (access-type=URL) whose phantom header
+ * keeps the part's own Content-Type, Content-ID, Content-Description and
+ * Content-Disposition as written, with a Content-MD5 of the stored bytes
+ * (and, for a part without a Content-ID, "<SHA-256@host of the URL>": RFC 2046
+ * 5.2.3 wants one in every reference; the resolver leaves it out of the part it
+ * restores). A part the store failed to take is left with %EB_REASON_STORE_FAILED. The
+ * result is written with eb_rewrite_write() and the other writers; every byte
+ * outside a replaced part is copied as it was, and a message with nothing
+ * externalized comes out byte for byte as it came in. In the result, the
+ * "references" are the candidates and "resolved" those externalized; for each
+ * externalized one, eb_rewrite_result_get_ref_url() gives the URL.
+ *
+ * Returns: (transfer full): the plan, never %NULL.
+ */
+EXTBODY_API EbRewriteResult *eb_externalize_plan (const char *buf, gsize len,
+                                                  const EbConfig *config, EbStore *store,
+                                                  EbExternalizeFlags flags);
+
+/**
+ * eb_externalize_report_line:
+ * @result: a plan from eb_externalize_plan()
+ * @i: a candidate, from 0 to eb_rewrite_result_get_n_refs() - 1
+ *
+ * One line (no newline) about candidate @i for people: its part path, media
+ * type and decoded size, then "externalized URL" or "left: TOKEN: text"
+ * followed by the detail (the store's error) when there is one, e.g.
+ * "part 2 application/pdf 5242880 bytes: externalized http://files.example/ab12...".
+ *
+ * Returns: (transfer full): the line.
+ */
+EXTBODY_API char *eb_externalize_report_line (const EbRewriteResult *result, guint i);
+
+G_END_DECLS
