@@ -704,133 +704,177 @@ finish_unchanged (SMFICTX *ctx, const Msg *m, sfsistat status)
   return mods_send (ctx, mods, NULL, 0, status);
 }
 
+/* ---- end of message: named steps -------------------------------------------
+ *
+ * cb_eom runs the steps in order (input, rewrite, new body, modifications,
+ * send); a step that ends the message early sets the status and returns
+ * FALSE. The message is released at one place, cb_eom's end. */
+typedef struct {
+  SMFICTX         *ctx;
+  Msg             *m;
+  Gen             *gen;        /* the message's configuration, held to the end */
+  sfsistat         status;
+  GMappedFile     *mapped;     /* the spooled message, when spilled */
+  const char      *buf;        /* the message */
+  gsize            len;
+  GOutputStream   *out;        /* the new body (body_stream) */
+  int              out_fd;
+  GMappedFile     *out_map;    /* the new body's spill file, mapped */
+  EbRewriteResult *result;
+  const char      *body;       /* the new body */
+  gsize            body_len;
+  GPtrArray       *mods;       /* the header modifications to send */
+} Eom;
+
+static void
+eom_clear (Eom *e)
+{
+  g_clear_pointer (&e->mods, g_ptr_array_unref);
+  g_clear_pointer (&e->result, eb_rewrite_result_free);
+  g_clear_pointer (&e->out_map, g_mapped_file_unref);
+  g_clear_object (&e->out);
+  g_clear_pointer (&e->mapped, g_mapped_file_unref);
+  g_clear_pointer (&e->gen, gen_unref);
+}
+
+/* The message is passed unchanged but for its trace fields, with @status. */
+static gboolean
+eom_unchanged (Eom *e, sfsistat status)
+{
+  e->status = finish_unchanged (e->ctx, e->m, status);
+  return FALSE;
+}
+
+/* The message as collected: in memory, or the spill file mapped. */
+static gboolean
+eom_input (Eom *e)
+{
+  Msg *m = e->m;
+  if (m->strip_only)
+    return eom_unchanged (e, SMFIS_CONTINUE);
+  if (m->failed) {
+    log_line (LOG_ERR, "%s: cannot spool the message: %s", queue_id (e->ctx), g_strerror (errno));
+    return eom_unchanged (e, on_error_status (m));
+  }
+  if (m->fd < 0) {
+    e->buf = (const char *) m->mem->data;
+    e->len = m->mem->len;
+    return TRUE;
+  }
+  g_autoptr (GError) error = NULL;
+  e->mapped = g_mapped_file_new_from_fd (m->fd, FALSE, &error);
+  if (!e->mapped) {
+    log_line (LOG_ERR, "%s: cannot map the spooled message: %s", queue_id (e->ctx), error->message);
+    return eom_unchanged (e, on_error_status (m));
+  }
+  e->buf = g_mapped_file_get_contents (e->mapped);
+  e->len = g_mapped_file_get_length (e->mapped);
+  return TRUE;
+}
+
+/* The plan and the new body (rewrite_waiting), counted and logged; the new
+ * body goes to a spill file of its own when the message or what its
+ * references bring is large (body_stream). */
+static gboolean
+eom_rewrite (Eom *e)
+{
+  g_autoptr (GError) error = NULL;
+  if (!rewrite_waiting (e->ctx, e->gen, e->m, e->buf, e->len, &e->out, &e->out_fd, &e->result, &error)) {
+    log_line (LOG_ERR, "%s: %s", queue_id (e->ctx), error->message);
+    return eom_unchanged (e, on_error_status (e->m));
+  }
+  eb_stats_add_result (stats, e->result);
+  eb_stats_add_bytes (stats, e->len);
+  guint n = eb_rewrite_result_get_n_refs (e->result);
+  EbReason reason = eb_rewrite_result_get_reason (e->result);
+  if (n || reason != EB_REASON_RESOLVED) {
+    /* one key=value line for the message, one per reference (host, never the URL) */
+    g_autofree char *mid = eb_log_message_id (e->result, e->buf, e->len);
+    eb_log_message (smfi_getsymval (e->ctx, "i"), mid, e->result);
+  }
+  if (!eb_rewrite_result_get_n_resolved (e->result))   /* unchanged, but for the trace fields it came with */
+    return eom_unchanged (e, SMFIS_CONTINUE);
+  return TRUE;
+}
+
+/* The new body as bytes: the stream's memory, or its spill file mapped. */
+static gboolean
+eom_new_body (Eom *e)
+{
+  if (e->out_fd >= 0) {
+    /* the mapping holds the file; the stream (unbuffered) closes the fd */
+    g_autoptr (GError) error = NULL;
+    e->out_map = g_mapped_file_new_from_fd (e->out_fd, FALSE, &error);
+    g_output_stream_close (e->out, NULL, NULL);
+    if (!e->out_map) {
+      log_line (LOG_ERR, "%s: cannot map the new body's spill file: %s", queue_id (e->ctx), error->message);
+      return eom_unchanged (e, on_error_status (e->m));
+    }
+    e->body = g_mapped_file_get_contents (e->out_map);
+    e->body_len = g_mapped_file_get_length (e->out_map);
+  } else {
+    g_output_stream_close (e->out, NULL, NULL);
+    e->body = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (e->out));
+    e->body_len = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (e->out));
+  }
+  if (e->body_len == 0) {
+    /* libmilter sends a new body as one or more packets of data and has no
+     * way to say "empty": the old body would stay under the new header */
+    log_line (LOG_ERR, "%s: the new body is empty, which the milter protocol cannot send: "
+              "the message is not rewritten", queue_id (e->ctx));
+    return eom_unchanged (e, SMFIS_ACCEPT);
+  }
+  return TRUE;
+}
+
+/* The header modifications, every one known to fit before the first is
+ * sent: a message is changed whole or not at all. */
+static gboolean
+eom_mods (Eom *e)
+{
+  e->mods = g_ptr_array_new_with_free_func ((GDestroyNotify) mod_free);
+  if (e->gen->store)
+    /* externalize plans leave the trace fields to the milter: deleted by
+     * name and index, which the Content-* edits below do not disturb */
+    mods_strip_trace (e->mods, e->m);
+  g_autoptr (GPtrArray) edits = eb_rewrite_header_edits (e->result, e->buf, e->len);
+  mods_from_edits (e->mods, edits);
+  g_autofree char *trace = eb_rewrite_filter_field_value (e->result);
+  mods_add (e->mods, EB_FILTER_FIELD, 0, trace);
+  const Mod *misfit = mods_misfit (e->mods);
+  if (misfit) {
+    gsize vlen = misfit->value ? strlen (misfit->value) : 0;
+    log_line (LOG_ERR, "%s: the new %s field (%" G_GSIZE_FORMAT " bytes) does not fit in a milter packet "
+              "(%d bytes at most): the message is not rewritten", queue_id (e->ctx), misfit->name,
+              vlen, MILTER_PACKET_MAX);
+    return eom_unchanged (e, SMFIS_ACCEPT);
+  }
+  return TRUE;
+}
+
+/* The modifications and the new body, in one unbroken run. */
+static void
+eom_send (Eom *e)
+{
+  e->status = mods_send (e->ctx, e->mods, e->body, e->body_len, SMFIS_CONTINUE);
+  if (e->status == SMFIS_CONTINUE)
+    eb_stats_add_changed (stats, 1);
+}
+
 static sfsistat
 cb_eom (SMFICTX *ctx)
 {
   Conn *c = conn_of (ctx);
-  Msg *m = c->msg;
-  if (!m)
+  if (!c->msg)
     return SMFIS_CONTINUE;
-  /* the message's configuration outlives it (msg_done) to the end of this
-   * function, where the rewrite result goes */
-  g_autoptr (Gen) gen = gen_ref (m->gen);
-  sfsistat status = SMFIS_CONTINUE;
-  g_autoptr (GMappedFile) mapped = NULL;
-  const char *buf;
-  gsize len;
-  if (m->strip_only) {
-    status = finish_unchanged (ctx, m, SMFIS_CONTINUE);
-    msg_done (ctx);
-    return status;
-  }
-  if (m->failed) {
-    log_line (LOG_ERR, "%s: cannot spool the message: %s", queue_id (ctx), g_strerror (errno));
-    status = finish_unchanged (ctx, m, on_error_status (m));
-    msg_done (ctx);
-    return status;
-  }
-  if (m->fd >= 0) {
-    g_autoptr (GError) e = NULL;
-    mapped = g_mapped_file_new_from_fd (m->fd, FALSE, &e);
-    if (!mapped) {
-      log_line (LOG_ERR, "%s: cannot map the spooled message: %s", queue_id (ctx), e->message);
-      status = finish_unchanged (ctx, m, on_error_status (m));
-      msg_done (ctx);
-      return status;
-    }
-    buf = g_mapped_file_get_contents (mapped);
-    len = g_mapped_file_get_length (mapped);
-  } else {
-    buf = (const char *) m->mem->data;
-    len = m->mem->len;
-  }
-
-  /* the new body goes to a spill file of its own when the message or what
-   * its references bring is large (body_stream) */
-  g_autoptr (GOutputStream) out = NULL;
-  int out_fd = -1;
-  g_autoptr (GMappedFile) out_map = NULL;
-  g_autoptr (EbRewriteResult) result = NULL;
-  g_autoptr (GError) error = NULL;
-  gboolean ok = rewrite_waiting (ctx, gen, m, buf, len, &out, &out_fd, &result, &error);
-  if (!ok) {
-    log_line (LOG_ERR, "%s: %s", queue_id (ctx), error->message);
-    status = finish_unchanged (ctx, m, on_error_status (m));
-    msg_done (ctx);
-    return status;
-  }
-  eb_stats_add_result (stats, result);
-  eb_stats_add_bytes (stats, len);
-
-  guint n = eb_rewrite_result_get_n_refs (result);
-  guint n_resolved = eb_rewrite_result_get_n_resolved (result);
-  EbReason reason = eb_rewrite_result_get_reason (result);
-  if (n || reason != EB_REASON_RESOLVED) {
-    /* one key=value line for the message, one per reference (host, never the URL) */
-    g_autofree char *mid = eb_log_message_id (result, buf, len);
-    eb_log_message (smfi_getsymval (ctx, "i"), mid, result);
-  }
-
-  if (!n_resolved) {   /* unchanged, but for the trace fields it came with */
-    status = finish_unchanged (ctx, m, SMFIS_CONTINUE);
-    msg_done (ctx);
-    return status;
-  }
-  const char *o = NULL;
-  gsize olen = 0;
-  if (out_fd >= 0) {
-    /* the mapping holds the file; the stream (unbuffered) closes the fd */
-    g_autoptr (GError) e = NULL;
-    out_map = g_mapped_file_new_from_fd (out_fd, FALSE, &e);
-    g_output_stream_close (out, NULL, NULL);
-    if (!out_map) {
-      log_line (LOG_ERR, "%s: cannot map the new body's spill file: %s", queue_id (ctx), e->message);
-      status = finish_unchanged (ctx, m, on_error_status (m));
-      msg_done (ctx);
-      return status;
-    }
-    o = g_mapped_file_get_contents (out_map);
-    olen = g_mapped_file_get_length (out_map);
-  } else {
-    g_output_stream_close (out, NULL, NULL);
-    o = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (out));
-    olen = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (out));
-  }
-  if (olen == 0) {
-    /* libmilter sends a new body as one or more packets of data and has no
-     * way to say "empty": the old body would stay under the new header */
-    log_line (LOG_ERR, "%s: the new body is empty, which the milter protocol cannot send: "
-              "the message is not rewritten", queue_id (ctx));
-    status = finish_unchanged (ctx, m, SMFIS_ACCEPT);
-    msg_done (ctx);
-    return status;
-  }
-  g_autoptr (GPtrArray) mods = g_ptr_array_new_with_free_func ((GDestroyNotify) mod_free);
-  if (gen->store)
-    /* externalize plans leave the trace fields to the milter: deleted by
-     * name and index, which the Content-* edits below do not disturb */
-    mods_strip_trace (mods, m);
-  g_autoptr (GPtrArray) edits = eb_rewrite_header_edits (result, buf, len);
-  mods_from_edits (mods, edits);
-  g_autofree char *trace = eb_rewrite_filter_field_value (result);
-  mods_add (mods, EB_FILTER_FIELD, 0, trace);
-  /* every modification is known to fit before the first is sent: a message
-   * is changed whole or not at all */
-  const Mod *misfit = mods_misfit (mods);
-  if (misfit) {
-    gsize vlen = misfit->value ? strlen (misfit->value) : 0;
-    log_line (LOG_ERR, "%s: the new %s field (%" G_GSIZE_FORMAT " bytes) does not fit in a milter packet "
-              "(%d bytes at most): the message is not rewritten", queue_id (ctx), misfit->name,
-              vlen, MILTER_PACKET_MAX);
-    status = finish_unchanged (ctx, m, SMFIS_ACCEPT);
-    msg_done (ctx);
-    return status;
-  }
-  status = mods_send (ctx, mods, o, olen, SMFIS_CONTINUE);
-  if (status == SMFIS_CONTINUE)
-    eb_stats_add_changed (stats, 1);
+  /* the message's configuration outlives it (msg_done) to eom_clear, where
+   * the rewrite result goes */
+  Eom e = { .ctx = ctx, .m = c->msg, .gen = gen_ref (c->msg->gen), .status = SMFIS_CONTINUE, .out_fd = -1 };
+  if (eom_input (&e) && eom_rewrite (&e) && eom_new_body (&e) && eom_mods (&e))
+    eom_send (&e);
   msg_done (ctx);
-  return status;
+  eom_clear (&e);
+  return e.status;
 }
 
 static sfsistat
