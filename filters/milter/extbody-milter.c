@@ -1376,35 +1376,55 @@ metrics_wait (gint64 last)
   return (int) CLAMP (ms, 0, G_MAXINT);
 }
 
-/* main without the globals' release, so that every return leaves nothing
- * behind (LeakSanitizer runs over the daemon in the tests) */
-static int
-run (int argc, char **argv)
+/* The command line, and what run keeps for the lifetime (Life points into
+ * its strings). */
+typedef struct {
+  char     *config, *socket, *user, *pidfile, *check_mta;
+  gint      check_timeout;
+  GStrv     set, allow;
+  gboolean  daemon, version, no_nodelay, check;
+  char     *upath_abs;     /* Life.upath */
+  char     *pidfile_abs;   /* Life.pidfile */
+} Opts;
+
+static void
+opts_clear (Opts *o)
 {
-  g_autofree char *opt_config = NULL, *opt_socket = NULL, *opt_user = NULL, *opt_pidfile = NULL;
-  g_autofree char *opt_check_mta = NULL;
-  gint opt_check_timeout = 10;
-  g_auto (GStrv) opt_set = NULL;
-  g_auto (GStrv) opt_allow = NULL;
-  gboolean opt_daemon = FALSE, opt_version = FALSE, opt_no_nodelay = FALSE, opt_check = FALSE;
+  g_free (o->config);
+  g_free (o->socket);
+  g_free (o->user);
+  g_free (o->pidfile);
+  g_free (o->check_mta);
+  g_strfreev (o->set);
+  g_strfreev (o->allow);
+  g_free (o->upath_abs);
+  g_free (o->pidfile_abs);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Opts, opts_clear)
+
+/* Parse the command line into @o. Returns: -1 to go on, else the exit status
+ * (--version answered, or a usage error). */
+static int
+run_parse_options (Opts *o, int argc, char **argv)
+{
   GOptionEntry entries[] = {
-    { "socket", 'p', 0, G_OPTION_ARG_STRING, &opt_socket,
+    { "socket", 'p', 0, G_OPTION_ARG_STRING, &o->socket,
       "Socket: unix:PATH, inet:PORT@ADDRESS, inet6:PORT@ADDRESS (default: milter_socket)", "SPEC" },
-    { "config", 'c', 0, G_OPTION_ARG_FILENAME, &opt_config,
+    { "config", 'c', 0, G_OPTION_ARG_FILENAME, &o->config,
       "Configuration file (default " EB_CONFIG_DEFAULT_PATH "; absent is fine)", "FILE" },
-    { "set", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &opt_set, "Override a configuration key", "KEY=VALUE" },
-    { "allow-network", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_allow, "Add a CIDR block to allow_networks", "CIDR" },
-    { "user", 'u', 0, G_OPTION_ARG_STRING, &opt_user, "Run as USER once the socket is bound", "USER" },
-    { "daemon", 'd', 0, G_OPTION_ARG_NONE, &opt_daemon, "Detach and log to syslog (default: foreground, stderr)", NULL },
-    { "pidfile", 'P', 0, G_OPTION_ARG_FILENAME, &opt_pidfile, "Write the PID here (removed at stop)", "FILE" },
-    { "version", 'V', 0, G_OPTION_ARG_NONE, &opt_version, "Show the version", NULL },
-    { "check", 'n', 0, G_OPTION_ARG_NONE, &opt_check,
+    { "set", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &o->set, "Override a configuration key", "KEY=VALUE" },
+    { "allow-network", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->allow, "Add a CIDR block to allow_networks", "CIDR" },
+    { "user", 'u', 0, G_OPTION_ARG_STRING, &o->user, "Run as USER once the socket is bound", "USER" },
+    { "daemon", 'd', 0, G_OPTION_ARG_NONE, &o->daemon, "Detach and log to syslog (default: foreground, stderr)", NULL },
+    { "pidfile", 'P', 0, G_OPTION_ARG_FILENAME, &o->pidfile, "Write the PID here (removed at stop)", "FILE" },
+    { "version", 'V', 0, G_OPTION_ARG_NONE, &o->version, "Show the version", NULL },
+    { "check", 'n', 0, G_OPTION_ARG_NONE, &o->check,
       "Check the configuration (file, -o, --allow-network, -p) as the daemon reads it and exit: nothing printed when valid, one line naming the key and exit 78 when not", NULL },
-    { "check-mta", 0, 0, G_OPTION_ARG_STRING, &opt_check_mta,
+    { "check-mta", 0, 0, G_OPTION_ARG_STRING, &o->check_mta,
       "Check that USER (the mail server's: postfix) reaches the daemon: connect to the configured socket as USER and negotiate the milter protocol; one line, OK or what is wrong (run as root)", "USER" },
-    { "check-timeout", 0, 0, G_OPTION_ARG_INT, &opt_check_timeout,
+    { "check-timeout", 0, 0, G_OPTION_ARG_INT, &o->check_timeout,
       "How long --check-mta waits for the socket to appear and answer (default 10)", "SECONDS" },
-    { "no-nodelay", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &opt_no_nodelay,
+    { "no-nodelay", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &o->no_nodelay,
       "Leave Nagle's algorithm on for TCP (to measure what TCP_NODELAY saves)", NULL },
     { NULL }
   };
@@ -1418,7 +1438,7 @@ run (int argc, char **argv)
     fprintf (stderr, "extbody-milter: %s (try --help)\n", error->message);
     return EX_USAGE;
   }
-  if (opt_version) {
+  if (o->version) {
     g_autofree char *libs = eb_get_library_versions ();
     unsigned int mmaj = 0, mmin = 0, mpl = 0;
     smfi_version (&mmaj, &mmin, &mpl);
@@ -1430,32 +1450,15 @@ run (int argc, char **argv)
     fprintf (stderr, "extbody-milter: unexpected argument \"%s\" (try --help)\n", argv[1]);
     return EX_USAGE;
   }
+  return -1;
+}
 
-  Life life = {
-    .args = { opt_config, (const char *const *) opt_set, (const char *const *) opt_allow, opt_socket },
-    .lfd = -1,
-  };
-  eb_init ();   /* GMime and libcurl: before any thread */
-  eb_log_init ("extbody-milter", EB_LOG_STDERR);
-  int status = 0;
-  Gen *first = gen_load (&life.args, &status, &error);
-  if (!first) {
-    fprintf (stderr, "extbody-milter: %s\n", error->message);
-    return status;
-  }
-  gen_install (first);
-  if (opt_check_mta) {
-    if (opt_check_timeout < 0 || opt_check_timeout > 3600) {
-      fprintf (stderr, "extbody-milter: --check-timeout: %d is not from 0 to 3600 seconds\n", opt_check_timeout);
-      return EX_USAGE;
-    }
-    return milter_check_mta (eb_config_get_string (first->config, "milter_socket"), opt_check_mta,
-                             (guint) opt_check_timeout);
-  }
-  if (opt_check)
-    return 0;
-  const EbConfig *config = first->config;   /* the start's, for main's use only */
-
+/* Register with libmilter and open its socket (the mode from milter_umask),
+ * recording in @life what is to be removed at stop. Returns: 0 or the exit
+ * status. */
+static int
+run_open_socket (Life *life, Opts *o, const EbConfig *config)
+{
   const char *sock = eb_config_get_string (config, "milter_socket");
   if (smfi_setconn ((char *) sock) != MI_SUCCESS || smfi_register (desc) != MI_SUCCESS) {
     fprintf (stderr, "extbody-milter: cannot use socket %s\n", sock);
@@ -1481,47 +1484,91 @@ run (int argc, char **argv)
     fprintf (stderr, "extbody-milter: cannot open socket %s: %s\n", sock, g_strerror (errno));
     return EX_UNAVAILABLE;
   }
-  g_autofree char *upath_abs = NULL;
-  if (upath && lstat (upath, &life.sock_st) == 0) {
+  if (upath && lstat (upath, &life->sock_st) == 0) {
     /* a relative path is removed at stop from where it was made (the
      * daemon changes to / when it detaches) */
     g_autofree char *cwd = g_get_current_dir ();
-    upath_abs = g_canonicalize_filename (upath, cwd);
-    life.upath = upath_abs;
+    o->upath_abs = g_canonicalize_filename (upath, cwd);
+    life->upath = o->upath_abs;
   }
-  if (!opt_no_nodelay)
+  if (!o->no_nodelay)
     set_nodelay_on_listener ();
-  life.lfd = find_listener ();
-  if (life.lfd >= 0)
-    kick_set_address (life.lfd);
-  if (opt_user) {
-    struct passwd *pw = getpwnam (opt_user);
+  life->lfd = find_listener ();
+  if (life->lfd >= 0)
+    kick_set_address (life->lfd);
+  if (o->user) {
+    struct passwd *pw = getpwnam (o->user);
     if (pw && upath && chown (upath, pw->pw_uid, pw->pw_gid) != 0)
       fprintf (stderr, "extbody-milter: cannot chown %s: %s\n", upath, g_strerror (errno));
-    int s = drop_privileges (opt_user);
-    if (s)
-      return s;
+    return drop_privileges (o->user);
   }
-  if (opt_daemon) {
+  return 0;
+}
+
+/* Detach (--daemon) and write the pidfile. Returns: 0 or the exit status. */
+static int
+run_detach (Life *life, Opts *o)
+{
+  if (o->daemon) {
     if (daemon (0, 0) != 0) {
       fprintf (stderr, "extbody-milter: cannot detach: %s\n", g_strerror (errno));
       return EX_OSERR;
     }
     eb_log_init ("extbody-milter", EB_LOG_SYSLOG);
   }
-  g_autofree char *pidfile_abs = NULL;
-  if (opt_pidfile) {
+  if (o->pidfile) {
     /* written after detaching, removed at stop (from / when detached) */
+    g_autoptr (GError) error = NULL;
     g_autofree char *pid = g_strdup_printf ("%ld\n", (long) getpid ());
-    if (!g_file_set_contents (opt_pidfile, pid, -1, &error))
-      log_line (LOG_ERR, "cannot write %s: %s", opt_pidfile, error->message);
+    if (!g_file_set_contents (o->pidfile, pid, -1, &error))
+      log_line (LOG_ERR, "cannot write %s: %s", o->pidfile, error->message);
     else
-      life.pidfile = pidfile_abs = g_canonicalize_filename (opt_pidfile, NULL);
+      life->pidfile = o->pidfile_abs = g_canonicalize_filename (o->pidfile, NULL);
   }
+  return 0;
+}
+
+/* The main thread's wait for signals (and metrics_file's writes) until the
+ * stop. Returns: the exit status. */
+static int
+run_wait (Life *life)
+{
+  int exit_status = 0;
+  metrics_write ();
+  gint64 metrics_last = g_get_monotonic_time ();
+  for (;;) {
+    int wait = metrics_wait (metrics_last);
+    int sig = wait == 0 ? 0 : signal_next (wait);
+    if (sig == 0) {
+      if (metrics_wait (metrics_last) == 0) {
+        metrics_write ();
+        metrics_last = g_get_monotonic_time ();
+      }
+    } else if (sig == SIGHUP) {
+      reload (life, "SIGHUP");
+    } else if (sig == SIGTERM || sig == SIGINT) {
+      exit_status = stop (life, sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      break;
+    } else if (sig == SIG_MILTER_ENDED) {
+      /* libmilter stopped on its own: an error, or a signal its thread took */
+      log_line (LOG_ERR, "libmilter stopped (%s): exiting", milter_result == MI_SUCCESS ? "no error" : "an error");
+      exit_status = EX_SOFTWARE;
+      break;
+    }
+  }
+  return exit_status;
+}
+
+/* Serve: the signals, the kick and libmilter's threads, the wait, and the
+ * summary at exit. Returns: the exit status. */
+static int
+run_serve (Life *life, const Gen *first)
+{
+  const char *sock = eb_config_get_string (first->config, "milter_socket");
   if (first->store)
     eb_log_start ("socket", sock, "mode", "externalize", NULL);
   else
-    eb_log_start ("socket", sock, "fetch", eb_config_get_boolean (config, "fetch") ? "on" : "off", NULL);
+    eb_log_start ("socket", sock, "fetch", eb_config_get_boolean (first->config, "fetch") ? "on" : "off", NULL);
   signal (SIGPIPE, SIG_IGN);
   if (!signals_install ()) {
     log_line (LOG_ERR, "cannot make a pipe for the signals: %s", g_strerror (errno));
@@ -1538,29 +1585,7 @@ run (int argc, char **argv)
   GThread *milter = g_thread_new ("milter", milter_run, NULL);
   pthread_sigmask (SIG_SETMASK, &unblocked, NULL);
 
-  int exit_status = 0;
-  metrics_write ();
-  gint64 metrics_last = g_get_monotonic_time ();
-  for (;;) {
-    int wait = metrics_wait (metrics_last);
-    int sig = wait == 0 ? 0 : signal_next (wait);
-    if (sig == 0) {
-      if (metrics_wait (metrics_last) == 0) {
-        metrics_write ();
-        metrics_last = g_get_monotonic_time ();
-      }
-    } else if (sig == SIGHUP) {
-      reload (&life, "SIGHUP");
-    } else if (sig == SIGTERM || sig == SIGINT) {
-      exit_status = stop (&life, sig == SIGTERM ? "SIGTERM" : "SIGINT");
-      break;
-    } else if (sig == SIG_MILTER_ENDED) {
-      /* libmilter stopped on its own: an error, or a signal its thread took */
-      log_line (LOG_ERR, "libmilter stopped (%s): exiting", milter_result == MI_SUCCESS ? "no error" : "an error");
-      exit_status = EX_SOFTWARE;
-      break;
-    }
-  }
+  int exit_status = run_wait (life);
   g_thread_join (milter);
   metrics_write ();
   g_clear_pointer (&metrics_failure, g_free);
@@ -1576,6 +1601,48 @@ run (int argc, char **argv)
     g_thread_join (kick_thread);
   }
   return exit_status;
+}
+
+/* main without the globals' release, so that every return leaves nothing
+ * behind (LeakSanitizer runs over the daemon in the tests) */
+static int
+run (int argc, char **argv)
+{
+  g_auto (Opts) o = { .check_timeout = 10 };
+  int status = run_parse_options (&o, argc, argv);
+  if (status >= 0)
+    return status;
+
+  Life life = {
+    .args = { o.config, (const char *const *) o.set, (const char *const *) o.allow, o.socket },
+    .lfd = -1,
+  };
+  eb_init ();   /* GMime and libcurl: before any thread */
+  eb_log_init ("extbody-milter", EB_LOG_STDERR);
+  g_autoptr (GError) error = NULL;
+  status = 0;
+  Gen *first = gen_load (&life.args, &status, &error);
+  if (!first) {
+    fprintf (stderr, "extbody-milter: %s\n", error->message);
+    return status;
+  }
+  gen_install (first);
+  if (o.check_mta) {
+    if (o.check_timeout < 0 || o.check_timeout > 3600) {
+      fprintf (stderr, "extbody-milter: --check-timeout: %d is not from 0 to 3600 seconds\n", o.check_timeout);
+      return EX_USAGE;
+    }
+    return milter_check_mta (eb_config_get_string (first->config, "milter_socket"), o.check_mta,
+                             (guint) o.check_timeout);
+  }
+  if (o.check)
+    return 0;
+  /* first stays in force (held by gen_current) until the end of main */
+  if ((status = run_open_socket (&life, &o, first->config)) != 0)
+    return status;
+  if ((status = run_detach (&life, &o)) != 0)
+    return status;
+  return run_serve (&life, first);
 }
 
 int
