@@ -704,133 +704,177 @@ finish_unchanged (SMFICTX *ctx, const Msg *m, sfsistat status)
   return mods_send (ctx, mods, NULL, 0, status);
 }
 
+/* ---- end of message: named steps -------------------------------------------
+ *
+ * cb_eom runs the steps in order (input, rewrite, new body, modifications,
+ * send); a step that ends the message early sets the status and returns
+ * FALSE. The message is released at one place, cb_eom's end. */
+typedef struct {
+  SMFICTX         *ctx;
+  Msg             *m;
+  Gen             *gen;        /* the message's configuration, held to the end */
+  sfsistat         status;
+  GMappedFile     *mapped;     /* the spooled message, when spilled */
+  const char      *buf;        /* the message */
+  gsize            len;
+  GOutputStream   *out;        /* the new body (body_stream) */
+  int              out_fd;
+  GMappedFile     *out_map;    /* the new body's spill file, mapped */
+  EbRewriteResult *result;
+  const char      *body;       /* the new body */
+  gsize            body_len;
+  GPtrArray       *mods;       /* the header modifications to send */
+} Eom;
+
+static void
+eom_clear (Eom *e)
+{
+  g_clear_pointer (&e->mods, g_ptr_array_unref);
+  g_clear_pointer (&e->result, eb_rewrite_result_free);
+  g_clear_pointer (&e->out_map, g_mapped_file_unref);
+  g_clear_object (&e->out);
+  g_clear_pointer (&e->mapped, g_mapped_file_unref);
+  g_clear_pointer (&e->gen, gen_unref);
+}
+
+/* The message is passed unchanged but for its trace fields, with @status. */
+static gboolean
+eom_unchanged (Eom *e, sfsistat status)
+{
+  e->status = finish_unchanged (e->ctx, e->m, status);
+  return FALSE;
+}
+
+/* The message as collected: in memory, or the spill file mapped. */
+static gboolean
+eom_input (Eom *e)
+{
+  Msg *m = e->m;
+  if (m->strip_only)
+    return eom_unchanged (e, SMFIS_CONTINUE);
+  if (m->failed) {
+    log_line (LOG_ERR, "%s: cannot spool the message: %s", queue_id (e->ctx), g_strerror (errno));
+    return eom_unchanged (e, on_error_status (m));
+  }
+  if (m->fd < 0) {
+    e->buf = (const char *) m->mem->data;
+    e->len = m->mem->len;
+    return TRUE;
+  }
+  g_autoptr (GError) error = NULL;
+  e->mapped = g_mapped_file_new_from_fd (m->fd, FALSE, &error);
+  if (!e->mapped) {
+    log_line (LOG_ERR, "%s: cannot map the spooled message: %s", queue_id (e->ctx), error->message);
+    return eom_unchanged (e, on_error_status (m));
+  }
+  e->buf = g_mapped_file_get_contents (e->mapped);
+  e->len = g_mapped_file_get_length (e->mapped);
+  return TRUE;
+}
+
+/* The plan and the new body (rewrite_waiting), counted and logged; the new
+ * body goes to a spill file of its own when the message or what its
+ * references bring is large (body_stream). */
+static gboolean
+eom_rewrite (Eom *e)
+{
+  g_autoptr (GError) error = NULL;
+  if (!rewrite_waiting (e->ctx, e->gen, e->m, e->buf, e->len, &e->out, &e->out_fd, &e->result, &error)) {
+    log_line (LOG_ERR, "%s: %s", queue_id (e->ctx), error->message);
+    return eom_unchanged (e, on_error_status (e->m));
+  }
+  eb_stats_add_result (stats, e->result);
+  eb_stats_add_bytes (stats, e->len);
+  guint n = eb_rewrite_result_get_n_refs (e->result);
+  EbReason reason = eb_rewrite_result_get_reason (e->result);
+  if (n || reason != EB_REASON_RESOLVED) {
+    /* one key=value line for the message, one per reference (host, never the URL) */
+    g_autofree char *mid = eb_log_message_id (e->result, e->buf, e->len);
+    eb_log_message (smfi_getsymval (e->ctx, "i"), mid, e->result);
+  }
+  if (!eb_rewrite_result_get_n_resolved (e->result))   /* unchanged, but for the trace fields it came with */
+    return eom_unchanged (e, SMFIS_CONTINUE);
+  return TRUE;
+}
+
+/* The new body as bytes: the stream's memory, or its spill file mapped. */
+static gboolean
+eom_new_body (Eom *e)
+{
+  if (e->out_fd >= 0) {
+    /* the mapping holds the file; the stream (unbuffered) closes the fd */
+    g_autoptr (GError) error = NULL;
+    e->out_map = g_mapped_file_new_from_fd (e->out_fd, FALSE, &error);
+    g_output_stream_close (e->out, NULL, NULL);
+    if (!e->out_map) {
+      log_line (LOG_ERR, "%s: cannot map the new body's spill file: %s", queue_id (e->ctx), error->message);
+      return eom_unchanged (e, on_error_status (e->m));
+    }
+    e->body = g_mapped_file_get_contents (e->out_map);
+    e->body_len = g_mapped_file_get_length (e->out_map);
+  } else {
+    g_output_stream_close (e->out, NULL, NULL);
+    e->body = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (e->out));
+    e->body_len = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (e->out));
+  }
+  if (e->body_len == 0) {
+    /* libmilter sends a new body as one or more packets of data and has no
+     * way to say "empty": the old body would stay under the new header */
+    log_line (LOG_ERR, "%s: the new body is empty, which the milter protocol cannot send: "
+              "the message is not rewritten", queue_id (e->ctx));
+    return eom_unchanged (e, SMFIS_ACCEPT);
+  }
+  return TRUE;
+}
+
+/* The header modifications, every one known to fit before the first is
+ * sent: a message is changed whole or not at all. */
+static gboolean
+eom_mods (Eom *e)
+{
+  e->mods = g_ptr_array_new_with_free_func ((GDestroyNotify) mod_free);
+  if (e->gen->store)
+    /* externalize plans leave the trace fields to the milter: deleted by
+     * name and index, which the Content-* edits below do not disturb */
+    mods_strip_trace (e->mods, e->m);
+  g_autoptr (GPtrArray) edits = eb_rewrite_header_edits (e->result, e->buf, e->len);
+  mods_from_edits (e->mods, edits);
+  g_autofree char *trace = eb_rewrite_filter_field_value (e->result);
+  mods_add (e->mods, EB_FILTER_FIELD, 0, trace);
+  const Mod *misfit = mods_misfit (e->mods);
+  if (misfit) {
+    gsize vlen = misfit->value ? strlen (misfit->value) : 0;
+    log_line (LOG_ERR, "%s: the new %s field (%" G_GSIZE_FORMAT " bytes) does not fit in a milter packet "
+              "(%d bytes at most): the message is not rewritten", queue_id (e->ctx), misfit->name,
+              vlen, MILTER_PACKET_MAX);
+    return eom_unchanged (e, SMFIS_ACCEPT);
+  }
+  return TRUE;
+}
+
+/* The modifications and the new body, in one unbroken run. */
+static void
+eom_send (Eom *e)
+{
+  e->status = mods_send (e->ctx, e->mods, e->body, e->body_len, SMFIS_CONTINUE);
+  if (e->status == SMFIS_CONTINUE)
+    eb_stats_add_changed (stats, 1);
+}
+
 static sfsistat
 cb_eom (SMFICTX *ctx)
 {
   Conn *c = conn_of (ctx);
-  Msg *m = c->msg;
-  if (!m)
+  if (!c->msg)
     return SMFIS_CONTINUE;
-  /* the message's configuration outlives it (msg_done) to the end of this
-   * function, where the rewrite result goes */
-  g_autoptr (Gen) gen = gen_ref (m->gen);
-  sfsistat status = SMFIS_CONTINUE;
-  g_autoptr (GMappedFile) mapped = NULL;
-  const char *buf;
-  gsize len;
-  if (m->strip_only) {
-    status = finish_unchanged (ctx, m, SMFIS_CONTINUE);
-    msg_done (ctx);
-    return status;
-  }
-  if (m->failed) {
-    log_line (LOG_ERR, "%s: cannot spool the message: %s", queue_id (ctx), g_strerror (errno));
-    status = finish_unchanged (ctx, m, on_error_status (m));
-    msg_done (ctx);
-    return status;
-  }
-  if (m->fd >= 0) {
-    g_autoptr (GError) e = NULL;
-    mapped = g_mapped_file_new_from_fd (m->fd, FALSE, &e);
-    if (!mapped) {
-      log_line (LOG_ERR, "%s: cannot map the spooled message: %s", queue_id (ctx), e->message);
-      status = finish_unchanged (ctx, m, on_error_status (m));
-      msg_done (ctx);
-      return status;
-    }
-    buf = g_mapped_file_get_contents (mapped);
-    len = g_mapped_file_get_length (mapped);
-  } else {
-    buf = (const char *) m->mem->data;
-    len = m->mem->len;
-  }
-
-  /* the new body goes to a spill file of its own when the message or what
-   * its references bring is large (body_stream) */
-  g_autoptr (GOutputStream) out = NULL;
-  int out_fd = -1;
-  g_autoptr (GMappedFile) out_map = NULL;
-  g_autoptr (EbRewriteResult) result = NULL;
-  g_autoptr (GError) error = NULL;
-  gboolean ok = rewrite_waiting (ctx, gen, m, buf, len, &out, &out_fd, &result, &error);
-  if (!ok) {
-    log_line (LOG_ERR, "%s: %s", queue_id (ctx), error->message);
-    status = finish_unchanged (ctx, m, on_error_status (m));
-    msg_done (ctx);
-    return status;
-  }
-  eb_stats_add_result (stats, result);
-  eb_stats_add_bytes (stats, len);
-
-  guint n = eb_rewrite_result_get_n_refs (result);
-  guint n_resolved = eb_rewrite_result_get_n_resolved (result);
-  EbReason reason = eb_rewrite_result_get_reason (result);
-  if (n || reason != EB_REASON_RESOLVED) {
-    /* one key=value line for the message, one per reference (host, never the URL) */
-    g_autofree char *mid = eb_log_message_id (result, buf, len);
-    eb_log_message (smfi_getsymval (ctx, "i"), mid, result);
-  }
-
-  if (!n_resolved) {   /* unchanged, but for the trace fields it came with */
-    status = finish_unchanged (ctx, m, SMFIS_CONTINUE);
-    msg_done (ctx);
-    return status;
-  }
-  const char *o = NULL;
-  gsize olen = 0;
-  if (out_fd >= 0) {
-    /* the mapping holds the file; the stream (unbuffered) closes the fd */
-    g_autoptr (GError) e = NULL;
-    out_map = g_mapped_file_new_from_fd (out_fd, FALSE, &e);
-    g_output_stream_close (out, NULL, NULL);
-    if (!out_map) {
-      log_line (LOG_ERR, "%s: cannot map the new body's spill file: %s", queue_id (ctx), e->message);
-      status = finish_unchanged (ctx, m, on_error_status (m));
-      msg_done (ctx);
-      return status;
-    }
-    o = g_mapped_file_get_contents (out_map);
-    olen = g_mapped_file_get_length (out_map);
-  } else {
-    g_output_stream_close (out, NULL, NULL);
-    o = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (out));
-    olen = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (out));
-  }
-  if (olen == 0) {
-    /* libmilter sends a new body as one or more packets of data and has no
-     * way to say "empty": the old body would stay under the new header */
-    log_line (LOG_ERR, "%s: the new body is empty, which the milter protocol cannot send: "
-              "the message is not rewritten", queue_id (ctx));
-    status = finish_unchanged (ctx, m, SMFIS_ACCEPT);
-    msg_done (ctx);
-    return status;
-  }
-  g_autoptr (GPtrArray) mods = g_ptr_array_new_with_free_func ((GDestroyNotify) mod_free);
-  if (gen->store)
-    /* externalize plans leave the trace fields to the milter: deleted by
-     * name and index, which the Content-* edits below do not disturb */
-    mods_strip_trace (mods, m);
-  g_autoptr (GPtrArray) edits = eb_rewrite_header_edits (result, buf, len);
-  mods_from_edits (mods, edits);
-  g_autofree char *trace = eb_rewrite_filter_field_value (result);
-  mods_add (mods, EB_FILTER_FIELD, 0, trace);
-  /* every modification is known to fit before the first is sent: a message
-   * is changed whole or not at all */
-  const Mod *misfit = mods_misfit (mods);
-  if (misfit) {
-    gsize vlen = misfit->value ? strlen (misfit->value) : 0;
-    log_line (LOG_ERR, "%s: the new %s field (%" G_GSIZE_FORMAT " bytes) does not fit in a milter packet "
-              "(%d bytes at most): the message is not rewritten", queue_id (ctx), misfit->name,
-              vlen, MILTER_PACKET_MAX);
-    status = finish_unchanged (ctx, m, SMFIS_ACCEPT);
-    msg_done (ctx);
-    return status;
-  }
-  status = mods_send (ctx, mods, o, olen, SMFIS_CONTINUE);
-  if (status == SMFIS_CONTINUE)
-    eb_stats_add_changed (stats, 1);
+  /* the message's configuration outlives it (msg_done) to eom_clear, where
+   * the rewrite result goes */
+  Eom e = { .ctx = ctx, .m = c->msg, .gen = gen_ref (c->msg->gen), .status = SMFIS_CONTINUE, .out_fd = -1 };
+  if (eom_input (&e) && eom_rewrite (&e) && eom_new_body (&e) && eom_mods (&e))
+    eom_send (&e);
   msg_done (ctx);
-  return status;
+  eom_clear (&e);
+  return e.status;
 }
 
 static sfsistat
@@ -1332,35 +1376,55 @@ metrics_wait (gint64 last)
   return (int) CLAMP (ms, 0, G_MAXINT);
 }
 
-/* main without the globals' release, so that every return leaves nothing
- * behind (LeakSanitizer runs over the daemon in the tests) */
-static int
-run (int argc, char **argv)
+/* The command line, and what run keeps for the lifetime (Life points into
+ * its strings). */
+typedef struct {
+  char     *config, *socket, *user, *pidfile, *check_mta;
+  gint      check_timeout;
+  GStrv     set, allow;
+  gboolean  daemon, version, no_nodelay, check;
+  char     *upath_abs;     /* Life.upath */
+  char     *pidfile_abs;   /* Life.pidfile */
+} Opts;
+
+static void
+opts_clear (Opts *o)
 {
-  g_autofree char *opt_config = NULL, *opt_socket = NULL, *opt_user = NULL, *opt_pidfile = NULL;
-  g_autofree char *opt_check_mta = NULL;
-  gint opt_check_timeout = 10;
-  g_auto (GStrv) opt_set = NULL;
-  g_auto (GStrv) opt_allow = NULL;
-  gboolean opt_daemon = FALSE, opt_version = FALSE, opt_no_nodelay = FALSE, opt_check = FALSE;
+  g_free (o->config);
+  g_free (o->socket);
+  g_free (o->user);
+  g_free (o->pidfile);
+  g_free (o->check_mta);
+  g_strfreev (o->set);
+  g_strfreev (o->allow);
+  g_free (o->upath_abs);
+  g_free (o->pidfile_abs);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Opts, opts_clear)
+
+/* Parse the command line into @o. Returns: -1 to go on, else the exit status
+ * (--version answered, or a usage error). */
+static int
+run_parse_options (Opts *o, int argc, char **argv)
+{
   GOptionEntry entries[] = {
-    { "socket", 'p', 0, G_OPTION_ARG_STRING, &opt_socket,
+    { "socket", 'p', 0, G_OPTION_ARG_STRING, &o->socket,
       "Socket: unix:PATH, inet:PORT@ADDRESS, inet6:PORT@ADDRESS (default: milter_socket)", "SPEC" },
-    { "config", 'c', 0, G_OPTION_ARG_FILENAME, &opt_config,
+    { "config", 'c', 0, G_OPTION_ARG_FILENAME, &o->config,
       "Configuration file (default " EB_CONFIG_DEFAULT_PATH "; absent is fine)", "FILE" },
-    { "set", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &opt_set, "Override a configuration key", "KEY=VALUE" },
-    { "allow-network", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_allow, "Add a CIDR block to allow_networks", "CIDR" },
-    { "user", 'u', 0, G_OPTION_ARG_STRING, &opt_user, "Run as USER once the socket is bound", "USER" },
-    { "daemon", 'd', 0, G_OPTION_ARG_NONE, &opt_daemon, "Detach and log to syslog (default: foreground, stderr)", NULL },
-    { "pidfile", 'P', 0, G_OPTION_ARG_FILENAME, &opt_pidfile, "Write the PID here (removed at stop)", "FILE" },
-    { "version", 'V', 0, G_OPTION_ARG_NONE, &opt_version, "Show the version", NULL },
-    { "check", 'n', 0, G_OPTION_ARG_NONE, &opt_check,
+    { "set", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &o->set, "Override a configuration key", "KEY=VALUE" },
+    { "allow-network", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->allow, "Add a CIDR block to allow_networks", "CIDR" },
+    { "user", 'u', 0, G_OPTION_ARG_STRING, &o->user, "Run as USER once the socket is bound", "USER" },
+    { "daemon", 'd', 0, G_OPTION_ARG_NONE, &o->daemon, "Detach and log to syslog (default: foreground, stderr)", NULL },
+    { "pidfile", 'P', 0, G_OPTION_ARG_FILENAME, &o->pidfile, "Write the PID here (removed at stop)", "FILE" },
+    { "version", 'V', 0, G_OPTION_ARG_NONE, &o->version, "Show the version", NULL },
+    { "check", 'n', 0, G_OPTION_ARG_NONE, &o->check,
       "Check the configuration (file, -o, --allow-network, -p) as the daemon reads it and exit: nothing printed when valid, one line naming the key and exit 78 when not", NULL },
-    { "check-mta", 0, 0, G_OPTION_ARG_STRING, &opt_check_mta,
+    { "check-mta", 0, 0, G_OPTION_ARG_STRING, &o->check_mta,
       "Check that USER (the mail server's: postfix) reaches the daemon: connect to the configured socket as USER and negotiate the milter protocol; one line, OK or what is wrong (run as root)", "USER" },
-    { "check-timeout", 0, 0, G_OPTION_ARG_INT, &opt_check_timeout,
+    { "check-timeout", 0, 0, G_OPTION_ARG_INT, &o->check_timeout,
       "How long --check-mta waits for the socket to appear and answer (default 10)", "SECONDS" },
-    { "no-nodelay", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &opt_no_nodelay,
+    { "no-nodelay", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &o->no_nodelay,
       "Leave Nagle's algorithm on for TCP (to measure what TCP_NODELAY saves)", NULL },
     { NULL }
   };
@@ -1374,7 +1438,7 @@ run (int argc, char **argv)
     fprintf (stderr, "extbody-milter: %s (try --help)\n", error->message);
     return EX_USAGE;
   }
-  if (opt_version) {
+  if (o->version) {
     g_autofree char *libs = eb_get_library_versions ();
     unsigned int mmaj = 0, mmin = 0, mpl = 0;
     smfi_version (&mmaj, &mmin, &mpl);
@@ -1386,32 +1450,15 @@ run (int argc, char **argv)
     fprintf (stderr, "extbody-milter: unexpected argument \"%s\" (try --help)\n", argv[1]);
     return EX_USAGE;
   }
+  return -1;
+}
 
-  Life life = {
-    .args = { opt_config, (const char *const *) opt_set, (const char *const *) opt_allow, opt_socket },
-    .lfd = -1,
-  };
-  eb_init ();   /* GMime and libcurl: before any thread */
-  eb_log_init ("extbody-milter", EB_LOG_STDERR);
-  int status = 0;
-  Gen *first = gen_load (&life.args, &status, &error);
-  if (!first) {
-    fprintf (stderr, "extbody-milter: %s\n", error->message);
-    return status;
-  }
-  gen_install (first);
-  if (opt_check_mta) {
-    if (opt_check_timeout < 0 || opt_check_timeout > 3600) {
-      fprintf (stderr, "extbody-milter: --check-timeout: %d is not from 0 to 3600 seconds\n", opt_check_timeout);
-      return EX_USAGE;
-    }
-    return milter_check_mta (eb_config_get_string (first->config, "milter_socket"), opt_check_mta,
-                             (guint) opt_check_timeout);
-  }
-  if (opt_check)
-    return 0;
-  const EbConfig *config = first->config;   /* the start's, for main's use only */
-
+/* Register with libmilter and open its socket (the mode from milter_umask),
+ * recording in @life what is to be removed at stop. Returns: 0 or the exit
+ * status. */
+static int
+run_open_socket (Life *life, Opts *o, const EbConfig *config)
+{
   const char *sock = eb_config_get_string (config, "milter_socket");
   if (smfi_setconn ((char *) sock) != MI_SUCCESS || smfi_register (desc) != MI_SUCCESS) {
     fprintf (stderr, "extbody-milter: cannot use socket %s\n", sock);
@@ -1437,47 +1484,91 @@ run (int argc, char **argv)
     fprintf (stderr, "extbody-milter: cannot open socket %s: %s\n", sock, g_strerror (errno));
     return EX_UNAVAILABLE;
   }
-  g_autofree char *upath_abs = NULL;
-  if (upath && lstat (upath, &life.sock_st) == 0) {
+  if (upath && lstat (upath, &life->sock_st) == 0) {
     /* a relative path is removed at stop from where it was made (the
      * daemon changes to / when it detaches) */
     g_autofree char *cwd = g_get_current_dir ();
-    upath_abs = g_canonicalize_filename (upath, cwd);
-    life.upath = upath_abs;
+    o->upath_abs = g_canonicalize_filename (upath, cwd);
+    life->upath = o->upath_abs;
   }
-  if (!opt_no_nodelay)
+  if (!o->no_nodelay)
     set_nodelay_on_listener ();
-  life.lfd = find_listener ();
-  if (life.lfd >= 0)
-    kick_set_address (life.lfd);
-  if (opt_user) {
-    struct passwd *pw = getpwnam (opt_user);
+  life->lfd = find_listener ();
+  if (life->lfd >= 0)
+    kick_set_address (life->lfd);
+  if (o->user) {
+    struct passwd *pw = getpwnam (o->user);
     if (pw && upath && chown (upath, pw->pw_uid, pw->pw_gid) != 0)
       fprintf (stderr, "extbody-milter: cannot chown %s: %s\n", upath, g_strerror (errno));
-    int s = drop_privileges (opt_user);
-    if (s)
-      return s;
+    return drop_privileges (o->user);
   }
-  if (opt_daemon) {
+  return 0;
+}
+
+/* Detach (--daemon) and write the pidfile. Returns: 0 or the exit status. */
+static int
+run_detach (Life *life, Opts *o)
+{
+  if (o->daemon) {
     if (daemon (0, 0) != 0) {
       fprintf (stderr, "extbody-milter: cannot detach: %s\n", g_strerror (errno));
       return EX_OSERR;
     }
     eb_log_init ("extbody-milter", EB_LOG_SYSLOG);
   }
-  g_autofree char *pidfile_abs = NULL;
-  if (opt_pidfile) {
+  if (o->pidfile) {
     /* written after detaching, removed at stop (from / when detached) */
+    g_autoptr (GError) error = NULL;
     g_autofree char *pid = g_strdup_printf ("%ld\n", (long) getpid ());
-    if (!g_file_set_contents (opt_pidfile, pid, -1, &error))
-      log_line (LOG_ERR, "cannot write %s: %s", opt_pidfile, error->message);
+    if (!g_file_set_contents (o->pidfile, pid, -1, &error))
+      log_line (LOG_ERR, "cannot write %s: %s", o->pidfile, error->message);
     else
-      life.pidfile = pidfile_abs = g_canonicalize_filename (opt_pidfile, NULL);
+      life->pidfile = o->pidfile_abs = g_canonicalize_filename (o->pidfile, NULL);
   }
+  return 0;
+}
+
+/* The main thread's wait for signals (and metrics_file's writes) until the
+ * stop. Returns: the exit status. */
+static int
+run_wait (Life *life)
+{
+  int exit_status = 0;
+  metrics_write ();
+  gint64 metrics_last = g_get_monotonic_time ();
+  for (;;) {
+    int wait = metrics_wait (metrics_last);
+    int sig = wait == 0 ? 0 : signal_next (wait);
+    if (sig == 0) {
+      if (metrics_wait (metrics_last) == 0) {
+        metrics_write ();
+        metrics_last = g_get_monotonic_time ();
+      }
+    } else if (sig == SIGHUP) {
+      reload (life, "SIGHUP");
+    } else if (sig == SIGTERM || sig == SIGINT) {
+      exit_status = stop (life, sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      break;
+    } else if (sig == SIG_MILTER_ENDED) {
+      /* libmilter stopped on its own: an error, or a signal its thread took */
+      log_line (LOG_ERR, "libmilter stopped (%s): exiting", milter_result == MI_SUCCESS ? "no error" : "an error");
+      exit_status = EX_SOFTWARE;
+      break;
+    }
+  }
+  return exit_status;
+}
+
+/* Serve: the signals, the kick and libmilter's threads, the wait, and the
+ * summary at exit. Returns: the exit status. */
+static int
+run_serve (Life *life, const Gen *first)
+{
+  const char *sock = eb_config_get_string (first->config, "milter_socket");
   if (first->store)
     eb_log_start ("socket", sock, "mode", "externalize", NULL);
   else
-    eb_log_start ("socket", sock, "fetch", eb_config_get_boolean (config, "fetch") ? "on" : "off", NULL);
+    eb_log_start ("socket", sock, "fetch", eb_config_get_boolean (first->config, "fetch") ? "on" : "off", NULL);
   signal (SIGPIPE, SIG_IGN);
   if (!signals_install ()) {
     log_line (LOG_ERR, "cannot make a pipe for the signals: %s", g_strerror (errno));
@@ -1494,29 +1585,7 @@ run (int argc, char **argv)
   GThread *milter = g_thread_new ("milter", milter_run, NULL);
   pthread_sigmask (SIG_SETMASK, &unblocked, NULL);
 
-  int exit_status = 0;
-  metrics_write ();
-  gint64 metrics_last = g_get_monotonic_time ();
-  for (;;) {
-    int wait = metrics_wait (metrics_last);
-    int sig = wait == 0 ? 0 : signal_next (wait);
-    if (sig == 0) {
-      if (metrics_wait (metrics_last) == 0) {
-        metrics_write ();
-        metrics_last = g_get_monotonic_time ();
-      }
-    } else if (sig == SIGHUP) {
-      reload (&life, "SIGHUP");
-    } else if (sig == SIGTERM || sig == SIGINT) {
-      exit_status = stop (&life, sig == SIGTERM ? "SIGTERM" : "SIGINT");
-      break;
-    } else if (sig == SIG_MILTER_ENDED) {
-      /* libmilter stopped on its own: an error, or a signal its thread took */
-      log_line (LOG_ERR, "libmilter stopped (%s): exiting", milter_result == MI_SUCCESS ? "no error" : "an error");
-      exit_status = EX_SOFTWARE;
-      break;
-    }
-  }
+  int exit_status = run_wait (life);
   g_thread_join (milter);
   metrics_write ();
   g_clear_pointer (&metrics_failure, g_free);
@@ -1532,6 +1601,48 @@ run (int argc, char **argv)
     g_thread_join (kick_thread);
   }
   return exit_status;
+}
+
+/* main without the globals' release, so that every return leaves nothing
+ * behind (LeakSanitizer runs over the daemon in the tests) */
+static int
+run (int argc, char **argv)
+{
+  g_auto (Opts) o = { .check_timeout = 10 };
+  int status = run_parse_options (&o, argc, argv);
+  if (status >= 0)
+    return status;
+
+  Life life = {
+    .args = { o.config, (const char *const *) o.set, (const char *const *) o.allow, o.socket },
+    .lfd = -1,
+  };
+  eb_init ();   /* GMime and libcurl: before any thread */
+  eb_log_init ("extbody-milter", EB_LOG_STDERR);
+  g_autoptr (GError) error = NULL;
+  status = 0;
+  Gen *first = gen_load (&life.args, &status, &error);
+  if (!first) {
+    fprintf (stderr, "extbody-milter: %s\n", error->message);
+    return status;
+  }
+  gen_install (first);
+  if (o.check_mta) {
+    if (o.check_timeout < 0 || o.check_timeout > 3600) {
+      fprintf (stderr, "extbody-milter: --check-timeout: %d is not from 0 to 3600 seconds\n", o.check_timeout);
+      return EX_USAGE;
+    }
+    return milter_check_mta (eb_config_get_string (first->config, "milter_socket"), o.check_mta,
+                             (guint) o.check_timeout);
+  }
+  if (o.check)
+    return 0;
+  /* first stays in force (held by gen_current) until the end of main */
+  if ((status = run_open_socket (&life, &o, first->config)) != 0)
+    return status;
+  if ((status = run_detach (&life, &o)) != 0)
+    return status;
+  return run_serve (&life, first);
 }
 
 int
