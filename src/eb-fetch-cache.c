@@ -175,7 +175,7 @@ shared_decode (EbFetcher *f, const char *url, const char *data, gsize len, guint
   if (strcmp (sum, sha) != 0)
     return NULL;
   g_autofree char *why = NULL;
-  if (eb_fetcher_check_url (f, r->final_url, &why, NULL) != EB_REASON_RESOLVED
+  if (eb_fetch_url_check (f, r->final_url, &why, NULL) != EB_REASON_RESOLVED
       || !shared_address_allowed (f, address, r->final_url))
     return NULL;
   r->body = g_steal_pointer (&got);
@@ -279,7 +279,8 @@ static EbRedisScript wait_script = EB_REDIS_SCRIPT (
  * message's deadline. Returns: (transfer full) (nullable): the result, or
  * NULL: fetch it here. */
 EbFetchResult *
-eb_fetch_cache_shared_wait (EbFetcher *f, const char *url, gint64 deadline, guint64 max_bytes)
+eb_fetch_cache_shared_wait (EbFetcher *f, const char *url, gint64 deadline, guint64 max_bytes,
+                            const gint *cancel)
 {
   g_autofree char *entry = shared_key (f, "c:", url);
   g_autofree char *lk = shared_key (f, "l:", url);
@@ -287,7 +288,6 @@ eb_fetch_cache_shared_wait (EbFetcher *f, const char *url, gint64 deadline, guin
   gint64 reserve = MIN ((gint64) f->config->fetch_timeout, (gint64) f->config->message_deadline / 2) * G_USEC_PER_SEC;
   gint64 until = deadline - reserve;
   gulong pause = 5000;
-  const gint *cancel = eb_fetch_thread_cancel_flag ();
   for (;;) {
     g_autoptr (redisReply) reply = eb_redis_script (f->redis, &wait_script, 2, 2, argv, NULL);
     EbFetchResult *r = NULL;

@@ -3,20 +3,26 @@
  * for use outside them.
  *
  * The fetcher (eb-fetch.h) is cut by concept:
- *   eb-fetch.c           the public API (fetchers, results, a thread's cancel
- *                        flag and progress, local files), the checks every URL
- *                        passes, and the fetch round: plan, drive, results;
+ *   eb-fetch.c           the public API (fetchers, a thread's cancel flag and
+ *                        progress, local files) and the fetch round: plan,
+ *                        drive, results;
  *   eb-fetch-transfer.c  one URL through libcurl: its easy handle, callbacks
  *                        (header, body, progress, open-socket: the policy's
  *                        check of every address), its bytes against the
  *                        message's budget, redirects, and how it ends;
+ *   eb-fetch-url.c       the checks every URL passes (scheme, credentials,
+ *                        domain), again for every redirect target;
  *   eb-fetch-lookup.c    host name lookups on threads of extbody's own, which
  *                        a deadline can abandon;
  *   eb-fetch-cache.c     results kept for cache_ttl: this process's cache and
  *                        the pool's shared cache in Redis, with the lock of the
  *                        instance fetching a URL;
  *   eb-fetch-rate.c      the rate limit per host: a token bucket, in Redis for
- *                        the pool when it is there, in this process otherwise.
+ *                        the pool when it is there, in this process otherwise;
+ *   eb-fetch-result.c    EbFetchResult (eb-fetch-result.h).
+ * Calls go one way only: eb-fetch.c calls the others; eb-fetch-transfer.c
+ * calls the url, lookup, rate and result files; eb-fetch-cache.c the url and
+ * result files; none of them calls back into eb-fetch.c or includes eb-fetch.h.
  *
  * The structures below are the fetcher's state (EbFetcher: configuration,
  * policy, cache, rate buckets, in-flight table; its lock covers the cache, the
@@ -30,7 +36,8 @@
 #pragma once
 #include <glib.h>
 #include <curl/curl.h>
-#include "eb-fetch.h"
+#include "eb-config.h"
+#include "eb-fetch-result.h"
 #include "eb-buffer.h"
 #include "eb-policy.h"
 #include "eb-redis.h"
@@ -177,10 +184,10 @@ typedef enum {
   SHARED_STALE,    /* a lock without expiry, or longer than a message: not an instance's */
 } SharedOutcome;
 
-/* eb-fetch.c */
-const gint *eb_fetch_thread_cancel_flag (void);
-char *eb_fetcher_scheme_of (const char *url);
-EbReason eb_fetcher_check_url (EbFetcher *f, const char *url, char **detail, char **host_out);
+/* eb-fetch-url.c */
+char *eb_fetch_url_scheme (const char *url);
+gboolean eb_fetch_url_scheme_allowed (const EbFetcher *f, const char *url);
+EbReason eb_fetch_url_check (EbFetcher *f, const char *url, char **detail, char **host_out);
 
 /* eb-fetch-transfer.c */
 gboolean eb_fetch_transfer_cancelled (const Transfer *t);
@@ -207,7 +214,8 @@ void eb_fetch_cache_put (EbFetcher *f, const char *url, const EbFetchResult *r);
 gboolean eb_fetch_cache_shared_on (EbFetcher *f);
 SharedOutcome eb_fetch_cache_shared_lookup (EbFetcher *f, Transfer *t, gboolean lock);
 void eb_fetch_cache_shared_store (EbFetcher *f, Transfer *t, gboolean keep);
-EbFetchResult *eb_fetch_cache_shared_wait (EbFetcher *f, const char *url, gint64 deadline, guint64 max_bytes);
+EbFetchResult *eb_fetch_cache_shared_wait (EbFetcher *f, const char *url, gint64 deadline, guint64 max_bytes,
+                                           const gint *cancel);
 
 /* eb-fetch-rate.c */
 gint64 eb_fetch_rate_reserve (EbFetcher *f, const char *host, gint64 deadline);

@@ -313,7 +313,7 @@ eb_fetch_transfer_setup (Transfer *t)
   t->sized = FALSE;
   t->header_bytes = 0;
   t->announced = -1;
-  g_autofree char *scheme = eb_fetcher_scheme_of (t->url);
+  g_autofree char *scheme = eb_fetch_url_scheme (t->url);
   t->is_http = scheme && (!strcmp (scheme, "http") || !strcmp (scheme, "https"));
   t->header_ended = FALSE;
   t->length_conflict = FALSE;
@@ -413,8 +413,8 @@ transfer_redirect (Transfer *t, long status, const char *scheme, EbFetchResult *
   }
   g_autofree char *detail = NULL;
   g_autofree char *host = NULL;
-  g_autofree char *to = eb_fetcher_scheme_of (loc);
-  EbReason why = eb_fetcher_check_url (t->f, loc, &detail, &host);
+  g_autofree char *to = eb_fetch_url_scheme (loc);
+  EbReason why = eb_fetch_url_check (t->f, loc, &detail, &host);
   gint64 start = 0;
   if (why == EB_REASON_RESOLVED && g_strcmp0 (scheme, "https") == 0 && g_strcmp0 (to, "https") != 0) {
     /* what came over TLS is not given up for a plain connection */
@@ -497,7 +497,7 @@ eb_fetch_transfer_done (Transfer *t, CURLcode code)
   long status = 0;
   gsize len = t->body ? eb_buffer_get_size (t->body) : 0;
   curl_easy_getinfo (t->easy, CURLINFO_RESPONSE_CODE, &status);
-  g_autofree char *scheme = eb_fetcher_scheme_of (t->url);
+  g_autofree char *scheme = eb_fetch_url_scheme (t->url);
   gboolean is_http = scheme && (!strcmp (scheme, "http") || !strcmp (scheme, "https"));
 
   if (code != CURLE_OK) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-fetch.c - libcurl multi fetching under the fetch policy (see eb-fetch.h):
  * the public API and the fetch round (see eb-fetch-private.h for the other files). */
+#include "eb-fetch.h"
 #include "eb-fetch-private.h"
 #include "eb-error.h"
 #include <string.h>
@@ -11,35 +12,6 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-
-void
-eb_fetch_result_free (EbFetchResult *r)
-{
-  if (!r)
-    return;
-  g_free (r->detail);
-  if (r->body)
-    g_bytes_unref (r->body);
-  g_free (r->content_type);
-  g_free (r->final_url);
-  g_free (r);
-}
-
-EbFetchResult *
-eb_fetch_result_copy (const EbFetchResult *r)
-{
-  EbFetchResult *c = g_new0 (EbFetchResult, 1);
-  c->reason = r->reason;
-  c->detail = g_strdup (r->detail);
-  c->body = r->body ? g_bytes_ref (r->body) : NULL;
-  c->content_type = g_strdup (r->content_type);
-  c->final_url = g_strdup (r->final_url);
-  c->from_cache = r->from_cache;
-  c->network = r->network;
-  c->received = r->received;
-  c->elapsed = r->elapsed;
-  return c;
-}
 
 /* A list key's items (eb_config_split_list: the one list syntax, already
  * checked when the configuration loaded), lowercased when @lower; a domain is
@@ -133,113 +105,10 @@ eb_fetcher_free (EbFetcher *f)
   g_free (f);
 }
 
-char *
-eb_fetcher_scheme_of (const char *url)
-{
-  const char *c = strchr (url, ':');
-  if (!c || c == url)
-    return NULL;
-  for (const char *p = url; p < c; p++)
-    if (!g_ascii_isalnum (*p) && *p != '+' && *p != '-' && *p != '.')
-      return NULL;
-  return g_ascii_strdown (url, c - url);
-}
-
 gboolean
 eb_fetcher_scheme_allowed (const EbFetcher *f, const char *url)
 {
-  if (!f->config->fetch)
-    return FALSE;
-  g_autofree char *s = eb_fetcher_scheme_of (url);
-  return s && g_strv_contains ((const char *const *) f->schemes, s);
-}
-
-static gboolean
-domain_in (GStrv list, const char *host)
-{
-  gsize hl = strlen (host);
-  for (guint i = 0; list[i]; i++) {
-    gsize dl = strlen (list[i]);
-    if (hl == dl && strcmp (host, list[i]) == 0)
-      return TRUE;
-    if (hl > dl && host[hl - dl - 1] == '.' && strcmp (host + hl - dl, list[i]) == 0)
-      return TRUE;
-  }
-  return FALSE;
-}
-
-/* The checks a URL must pass before it is fetched, and again for every redirect
- * target. Returns RESOLVED, or the reason with *detail set. @host gets the
- * lowercase host. */
-EbReason
-eb_fetcher_check_url (EbFetcher *f, const char *url, char **detail, char **host_out)
-{
-  CURLU *u = curl_url ();
-  char *scheme = NULL, *user = NULL, *pass = NULL, *host = NULL;
-  EbReason r = EB_REASON_RESOLVED;
-  /* the scheme first: a URL of a scheme not enabled is refused for that, even
-   * when curl could not parse it (data:,x has no host) */
-  g_autofree char *given = eb_fetcher_scheme_of (url);
-  if (given && !eb_fetcher_scheme_allowed (f, url)) {
-    r = EB_REASON_SCHEME_DISABLED;
-    *detail = g_strdup_printf ("scheme \"%.40s\"", given);
-    goto out;
-  }
-  if (curl_url_set (u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK) {
-    r = EB_REASON_FETCH_FAILED;
-    *detail = g_strdup ("malformed URL");
-    goto out;
-  }
-  curl_url_get (u, CURLUPART_SCHEME, &scheme, 0);
-  if (!scheme || !eb_fetcher_scheme_allowed (f, url)) {
-    r = EB_REASON_SCHEME_DISABLED;
-    *detail = g_strdup_printf ("scheme \"%s\"", scheme ? scheme : "");
-    goto out;
-  }
-  if (strcmp (scheme, "ftp") == 0) {
-    char *path = NULL;
-    curl_url_get (u, CURLUPART_PATH, &path, 0);
-    gsize pl = path ? strlen (path) : 0;
-    gboolean listing = pl >= 7 && g_ascii_strcasecmp (path + pl - 7, ";type=d") == 0;
-    curl_free (path);
-    if (listing) {
-      r = EB_REASON_FETCH_FAILED;
-      *detail = g_strdup ("an ftp directory listing (;type=d) is not a body");
-      goto out;
-    }
-  }
-  curl_url_get (u, CURLUPART_USER, &user, 0);
-  curl_url_get (u, CURLUPART_PASSWORD, &pass, 0);
-  if ((user || pass) && !f->config->allow_credentials) {
-    r = EB_REASON_CREDENTIALS;
-    *detail = g_strdup ("the URL carries a user name or password");
-    goto out;
-  }
-  if (curl_url_get (u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host || !*host) {
-    r = EB_REASON_FETCH_FAILED;
-    *detail = g_strdup ("URL without a host");
-    goto out;
-  }
-  {
-    g_autofree char *h = g_ascii_strdown (host, -1);
-    gsize hl = strlen (h);
-    while (hl && h[hl - 1] == '.')
-      h[--hl] = '\0';
-    if (domain_in (f->deny_domains, h) || (f->allow_domains[0] && !domain_in (f->allow_domains, h))) {
-      r = EB_REASON_REFUSED_DOMAIN;
-      *detail = g_strdup_printf ("host %.100s", h);
-      goto out;
-    }
-    if (host_out)
-      *host_out = g_steal_pointer (&h);
-  }
-out:
-  curl_free (scheme);
-  curl_free (user);
-  curl_free (pass);
-  curl_free (host);
-  curl_url_cleanup (u);
-  return r;
+  return eb_fetch_url_scheme_allowed (f, url);
 }
 
 typedef struct {
@@ -265,13 +134,6 @@ eb_fetch_set_thread_progress (EbFetchProgressFunc func, gpointer data)
   g_private_replace (&progress_key, func ? p : NULL);
   if (!func)
     g_free (p);
-}
-
-/* The calling thread's cancel flag (eb_fetch_set_thread_cancel), or NULL. */
-const gint *
-eb_fetch_thread_cancel_flag (void)
-{
-  return g_private_get (&cancel_key);
 }
 
 gboolean
@@ -367,7 +229,7 @@ transfer_restart (EbFetcher *f, Transfer *t)
   }
   g_autofree char *detail = NULL;
   g_autofree char *host = NULL;
-  eb_fetcher_check_url (f, t->url, &detail, &host);
+  eb_fetch_url_check (f, t->url, &detail, &host);
   if (g_get_monotonic_time () >= round->deadline) {
     eb_fetch_transfer_end (t, EB_REASON_TIMED_OUT, g_strdup ("message deadline passed"));
   } else if (!host || (t->start_at = eb_fetch_rate_reserve (f, host, round->deadline)) < 0) {
@@ -427,7 +289,7 @@ round_plan (EbFetcher *f, Round *round, GHashTable *index, const char *url, guin
   }
   g_autofree char *detail = NULL;
   g_autofree char *host = NULL;
-  EbReason why = eb_fetcher_check_url (f, url, &detail, &host);
+  EbReason why = eb_fetch_url_check (f, url, &detail, &host);
   /* the pool's cache, and its lock, once the URL may be fetched at all */
   if (why == EB_REASON_RESOLVED && eb_fetch_cache_shared_on (f)) {
     SharedOutcome o = eb_fetch_cache_shared_lookup (f, t, defer && t->claimed && remote);
@@ -806,7 +668,7 @@ eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 ma
       first = strcmp (urls[j], urls[i]) != 0;
     EbFetchResult *r = NULL;
     if (first) {
-      r = eb_fetch_cache_shared_wait (f, urls[i], round.deadline, max_bytes);
+      r = eb_fetch_cache_shared_wait (f, urls[i], round.deadline, max_bytes, g_private_get (&cancel_key));
       if (r)
         eb_fetch_cache_put (f, urls[i], r);
     } else {
