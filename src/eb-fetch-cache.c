@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-fetch-cache.c - results kept for cache_ttl: this process's cache and the
- * pool's shared cache in Redis (see eb-fetch-private.h). */
-#include "eb-fetch-private.h"
+ * pool's shared cache in Redis (see eb-fetch-shared.h). */
+#include "eb-fetch-shared.h"
 #include <string.h>
 #include <arpa/inet.h>
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-fetch-lookup.c - host name lookups on threads a deadline can abandon
- * (see eb-fetch-private.h). */
-#include "eb-fetch-private.h"
+ * (see eb-fetch-shared.h). */
+#include "eb-fetch-shared.h"
 #include <string.h>
 #include <stdlib.h>
 #include <sys/socket.h>

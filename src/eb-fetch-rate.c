@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-fetch-rate.c - the rate limit per host, shared through Redis or local
- * (see eb-fetch-private.h). */
-#include "eb-fetch-private.h"
+ * (see eb-fetch-shared.h). */
+#include "eb-fetch-shared.h"
 
 /* The rate limit is a token bucket per host: max_requests_per_host requests
  * at once, then one each 60/max_requests_per_host seconds. A request over the

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-fetch-transfer.c - one URL through libcurl: setup, callbacks, the bytes
- * against the message's budget, redirects, and how it ends (see eb-fetch-private.h). */
-#include "eb-fetch-private.h"
+ * against the message's budget, redirects, and how it ends (see eb-fetch-shared.h). */
+#include "eb-fetch-shared.h"
 #include <string.h>
 #include <stdlib.h>
 #include <sys/socket.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-fetch-url.c - the checks a URL passes before it is fetched, and again for
- * every redirect target (see eb-fetch-private.h). */
-#include "eb-fetch-private.h"
+ * every redirect target (see eb-fetch-shared.h). */
+#include "eb-fetch-shared.h"
 #include <string.h>
 
 char *

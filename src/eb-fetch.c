@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-fetch.c - libcurl multi fetching under the fetch policy (see eb-fetch.h):
- * the public API and the fetch round (see eb-fetch-private.h for the other files). */
+ * the public API and the fetch round (see eb-fetch-shared.h for the other files). */
 #include "eb-fetch.h"
-#include "eb-fetch-private.h"
+#include "eb-fetch-shared.h"
 #include "eb-error.h"
 #include <string.h>
 #include <unistd.h>

@@ -4,8 +4,9 @@
 
 Holds the code to the shape its design promises (src/README.md):
 
-  1. the graph of modules (a module is a .c file and its .h, named by the
-     file's stem), drawn from #include "..." lines and from calls of a
+  1. the graph of modules (a module is a .c file, its .h and its
+     -private.h, named by the file's stem; a header of no .c, such as the
+     one a family of files shares, is a node of its own), drawn from #include "..." lines and from calls of a
      function another module defines, has no circle;
   2. the modules sit in layers (the folders of src/, bottom to top, as
      LAYERS lists them, the front ends under filters/ above them all): at
@@ -104,8 +105,9 @@ def main():
     text = {}
     for p in files:
         stem = os.path.splitext(os.path.basename(p))[0]
-        if stem.endswith("-private"):  # a module's header for its own files
-            stem = stem[:-len("-private")]
+        own = stem[:-len("-private")] if stem.endswith("-private") else None
+        if own and os.path.exists(os.path.join(os.path.dirname(p), own + ".c")):
+            stem = own
         module_of[p] = stem
         text[p] = strip_comments(open(p, encoding="utf-8", errors="replace").read())
         lay = layer_of(top, p)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* eb-fetch-private.h - what the files of the fetcher share; not installed, not
+/* eb-fetch-shared.h - what the files of the fetcher share; not installed, not
  * for use outside them.
  *
  * The fetcher (eb-fetch.h) is cut by concept:
