@@ -289,8 +289,23 @@ def show(v) -> list[str]:
     return [str(v)]
 
 
+def crop(x: list[str], y: list[str]) -> tuple[list[str], list[str]]:
+    """Long lines (JSON) start a little before the first byte that differs."""
+    for lx, ly in zip(x, y):
+        if lx != ly:
+            p = 0
+            while p < min(len(lx), len(ly)) and lx[p] == ly[p]:
+                p += 1
+            cut = max(0, p - 120)
+            if cut:
+                return ([("..." + l[cut:]) if len(l) > cut else l for l in x],
+                        [("..." + l[cut:]) if len(l) > cut else l for l in y])
+            break
+    return x, y
+
+
 def short_diff(a, b, limit=20) -> str:
-    d = list(difflib.unified_diff(show(a), show(b), "base", "new", n=1, lineterm=""))
+    d = list(difflib.unified_diff(*crop(show(a), show(b)), "base", "new", n=1, lineterm=""))
     if not d and a != b:
         d = ["(same lines, other bytes: line ends or a trailing newline)",
              f"base: {a[-80:]!r}" if isinstance(a, bytes) else f"base: {a!r}",
