@@ -16,7 +16,10 @@
 #include <sys/xattr.h>
 #include <glib.h>
 #include <glib/gstdio.h>
-#include "eb-mailbox.h"
+#include "eb-cleanup.h"
+#include "eb-maildir.h"
+#include "eb-mbox.h"
+#include "eb-replace.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -1071,7 +1074,7 @@ test_copy_attributes_mode_owner (void)
     g_assert_cmpint (chown (a, 4321, 8765), ==, 0);
   int from = open (a, O_RDONLY), to = open (b, O_RDWR);
   g_autoptr (GError) e = NULL;
-  g_assert_true (eb_copy_file_attributes (from, to, &e));
+  g_assert_true (eb_replace_copy_attributes (from, to, &e));
   g_assert_no_error (e);
   close (from);
   close (to);
@@ -1103,7 +1106,7 @@ test_copy_attributes_xattr (void)
   gboolean trusted = setxattr (a, "trusted.extbody.test", "t", 1, 0) == 0;
   int from = open (a, O_RDONLY), to = open (b, O_RDWR);
   g_autoptr (GError) e = NULL;
-  g_assert_true (eb_copy_file_attributes (from, to, &e));
+  g_assert_true (eb_replace_copy_attributes (from, to, &e));
   g_assert_no_error (e);
   close (from);
   close (to);
