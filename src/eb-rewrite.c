@@ -418,16 +418,6 @@ eb_rewrite_write_body (const EbRewriteResult *r, const char *buf, gsize len, GOu
   return splice (r, buf, len, out, TRUE, FALSE, error);
 }
 
-void
-eb_header_edit_free (EbHeaderEdit *edit)
-{
-  if (!edit)
-    return;
-  g_free (edit->name);
-  g_free (edit->value);
-  g_free (edit);
-}
-
 typedef struct {
   char *name;
   char *value;   /* after the colon, line breaks as "\n" */
@@ -808,32 +798,4 @@ eb_rewrite_result_get_ref_replaced_path (const EbRewriteResult *result, guint i)
   CHECK_REF (result, i, NULL);
   const EbRef *ref = ref_at (result, i);
   return ref->alt ? ref->alt_path : NULL;
-}
-
-EbHeaderEditKind
-eb_header_edit_get_kind (const EbHeaderEdit *edit)
-{
-  g_return_val_if_fail (edit != NULL, EB_HEADER_ADD);
-  return edit->kind;
-}
-
-const char *
-eb_header_edit_get_name (const EbHeaderEdit *edit)
-{
-  g_return_val_if_fail (edit != NULL, NULL);
-  return edit->name;
-}
-
-guint
-eb_header_edit_get_index (const EbHeaderEdit *edit)
-{
-  g_return_val_if_fail (edit != NULL, 0);
-  return edit->kind == EB_HEADER_ADD ? 0 : edit->index;
-}
-
-const char *
-eb_header_edit_get_value (const EbHeaderEdit *edit)
-{
-  g_return_val_if_fail (edit != NULL, NULL);
-  return edit->kind == EB_HEADER_DELETE ? NULL : edit->value;
 }
