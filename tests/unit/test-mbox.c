@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-mbox.c - eb-mailbox in process: the From_ line test (a table), mbox
- * framing (both splitters, which must agree, over a mapping large enough for
- * the mapped one to give pages back), the dot-lock and fcntl lock, the
- * crash-safe replacement of a file, the Maildir walk, the opening of a
- * Maildir entry, the delivery of a rewritten Maildir message, the virtual
- * size and the copying of owner, mode and user.* extended attributes.
- * (The command over real mailboxes is tests/integration/test-mailbox.c.) */
+/* test-mbox.c - eb-mbox, eb-maildir, eb-replace and eb-cleanup in process: the
+ * From_ line test (a table), mbox framing (both splitters, which must agree,
+ * over a mapping large enough for the mapped one to give pages back), the
+ * dot-lock and fcntl lock, the crash-safe replacement of a file, the Maildir
+ * walk, the opening of a Maildir entry, the delivery of a rewritten Maildir
+ * message, the virtual size and the copying of owner, mode and user.* extended
+ * attributes. (The command over real mailboxes is
+ * tests/integration/test-mailbox.c.) */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
