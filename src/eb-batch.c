@@ -16,7 +16,10 @@
 
 #include "eb-batch.h"
 #include "eb-header.h"
-#include "eb-mailbox.h"
+#include "eb-cleanup.h"
+#include "eb-maildir.h"
+#include "eb-mbox.h"
+#include "eb-replace.h"
 
 G_DEFINE_QUARK (eb-batch-error-quark, eb_batch_error)
 

@@ -452,7 +452,7 @@ eb_externalize_plan (const char *buf0, gsize len0, const EbConfig *config, EbSto
   r->parsed = TRUE;
   g_autoptr (EbLeafScan) leaves = eb_message_scan_leaves (buf, len, config);
   r->scan = g_new0 (EbMessageScan, 1);
-  r->scan->refs = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_ref_free);
+  r->scan->refs = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_extref_free);
   r->scan->n_parts = leaves->n_parts;
   r->scan->reason = leaves->reason;
   r->scan->eol = leaves->eol;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 EbRef *
-eb_ref_new (void)
+eb_extref_new (void)
 {
   EbRef *ref = g_new0 (EbRef, 1);
   ref->boundaries = g_ptr_array_new_with_free_func (g_free);
@@ -15,7 +15,7 @@ eb_ref_new (void)
 }
 
 void
-eb_ref_free (EbRef *ref)
+eb_extref_free (EbRef *ref)
 {
   if (!ref)
     return;
@@ -43,19 +43,19 @@ eb_ref_free (EbRef *ref)
 }
 
 gsize
-eb_ref_replaced_start (const EbRef *ref)
+eb_extref_replaced_start (const EbRef *ref)
 {
   return ref->alt ? ref->alt_start : ref->block_start;
 }
 
 gsize
-eb_ref_replaced_end (const EbRef *ref)
+eb_extref_replaced_end (const EbRef *ref)
 {
   return ref->alt ? ref->alt_end : ref->end;
 }
 
 gboolean
-eb_ref_replaced_is_root (const EbRef *ref)
+eb_extref_replaced_is_root (const EbRef *ref)
 {
   return ref->alt ? ref->alt_is_root : ref->is_root;
 }
@@ -96,7 +96,7 @@ param_or_null (EbParams *params, const char *name)
 }
 
 void
-eb_ref_read (EbRef *ref, const char *buf, gsize len)
+eb_extref_read (EbRef *ref, const char *buf, gsize len)
 {
   g_return_if_fail (ref->block_start <= ref->content_start && ref->content_start <= ref->end
                     && ref->end <= len);

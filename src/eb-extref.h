@@ -27,7 +27,7 @@ typedef struct {
   GPtrArray *boundaries;    /* (element-type utf8) enclosing boundaries, nearest first */
   EbReason   walk_reason;   /* a walk limit that applies to it, or RESOLVED */
 
-  /* What it says (filled in by eb_ref_read). */
+  /* What it says (filled in by eb_extref_read). */
   EbHeaderBlock *outer;     /* the header block at block_start */
   EbHeaderBlock *inner;     /* the phantom header at content_start */
   EbReason   read_reason;   /* RESOLVED when it could be read */
@@ -58,21 +58,21 @@ typedef struct {
   EbHeaderBlock *alt_outer; /* the header block at alt_start */
 } EbRef;
 
-EbRef *eb_ref_new (void);
-void eb_ref_free (EbRef *ref);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbRef, eb_ref_free)
+EbRef *eb_extref_new (void);
+void eb_extref_free (EbRef *ref);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbRef, eb_extref_free)
 
 /* Read @ref's header, parameters and phantom header from @buf (@len bytes),
  * using block_start, content_start and end. Never fails: problems are recorded
  * in read_reason and read_detail. */
-void eb_ref_read (EbRef *ref, const char *buf, gsize len);
+void eb_extref_read (EbRef *ref, const char *buf, gsize len);
 
 /* The bytes a resolved @ref replaces: [start, end). The reference itself, or
  * the whole multipart/alternative of the fallback shape. */
-gsize eb_ref_replaced_start (const EbRef *ref);
-gsize eb_ref_replaced_end (const EbRef *ref);
+gsize eb_extref_replaced_start (const EbRef *ref);
+gsize eb_extref_replaced_end (const EbRef *ref);
 /* Is what a resolved @ref replaces the body of a message (RFC 2046 5.2.3.7
  * merge with that message's header)? */
-gboolean eb_ref_replaced_is_root (const EbRef *ref);
+gboolean eb_extref_replaced_is_root (const EbRef *ref);
 
 G_END_DECLS

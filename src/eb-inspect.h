@@ -8,7 +8,16 @@
 
 G_BEGIN_DECLS
 
-/* eb_inspect_printable, eb_inspect_json, eb_inspect_report_line and EbTable
- * (opaque: eb_table_new, _add, _finish, _free) are public (extbody.h). */
+/* eb_inspect_printable, eb_inspect_json and eb_inspect_report_line are public
+ * (extbody.h); EbTable is in eb-table.h. */
+
+/* The word the table and JSON show for what is done with a reference of
+ * @reason: "fetch", "resolve" or "leave". */
+const char *eb_inspect_action (EbReason reason);
+
+/* What the table and the report line show for reference @i of @result: its
+ * URL, or its access-type parameters, made printable and cut to @max.
+ * Returns: (transfer full). */
+char *eb_inspect_target (const EbRewriteResult *result, guint i, gsize max);
 
 G_END_DECLS

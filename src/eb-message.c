@@ -632,7 +632,7 @@ static EbRef *
 ref_of_item (const Item *it, guint n_refs, const char *buf, gsize len, GArray *cuts,
              const EbConfig *config)
 {
-  EbRef *ref = eb_ref_new ();
+  EbRef *ref = eb_extref_new ();
   ref->path = g_strdup (it->path);
   ref->depth = it->depth;
   ref->is_root = it->msg != NULL;
@@ -648,7 +648,7 @@ ref_of_item (const Item *it, guint n_refs, const char *buf, gsize len, GArray *c
   locate (ref, it, buf, len, cuts);
   locate_alt (ref, it, buf, len, cuts);
   if (ref->located)
-    eb_ref_read (ref, buf, len);
+    eb_extref_read (ref, buf, len);
   else
     ref->read_reason = EB_REASON_UNLOCATABLE;
   return ref;
@@ -658,7 +658,7 @@ EbMessageScan *
 eb_message_scan (const char *buf, gsize len, const EbConfig *config)
 {
   EbMessageScan *scan = g_new0 (EbMessageScan, 1);
-  scan->refs = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_ref_free);
+  scan->refs = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_extref_free);
   scan->reason = EB_REASON_RESOLVED;
   scan->eol = eb_header_eol_at (buf, len, 0);
 
@@ -715,7 +715,7 @@ leaf_free (EbLeaf *leaf)
 {
   if (!leaf)
     return;
-  eb_ref_free (leaf->ref);
+  eb_extref_free (leaf->ref);
   g_free (leaf->type);
   g_free (leaf->parent_type);
   g_free (leaf->filename);
@@ -724,7 +724,7 @@ leaf_free (EbLeaf *leaf)
 }
 
 void
-eb_leaf_scan_free (EbLeafScan *scan)
+eb_message_leaf_scan_free (EbLeafScan *scan)
 {
   if (!scan)
     return;
@@ -821,7 +821,7 @@ eb_message_scan_leaves (const char *buf, gsize len, const EbConfig *config)
       }
     } else if (GMIME_IS_PART (it.obj) && !is_external_body (it.obj)) {
       EbLeaf *leaf = g_new0 (EbLeaf, 1);
-      EbRef *ref = leaf->ref = eb_ref_new ();
+      EbRef *ref = leaf->ref = eb_extref_new ();
       ref->path = g_strdup (it.path);
       ref->depth = it.depth;
       ref->is_root = it.msg != NULL;

@@ -73,7 +73,7 @@ typedef struct {
 
 /* Returns: (transfer full): never NULL. */
 EbLeafScan *eb_message_scan_leaves (const char *buf, gsize len, const EbConfig *config);
-void eb_leaf_scan_free (EbLeafScan *scan);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbLeafScan, eb_leaf_scan_free)
+void eb_message_leaf_scan_free (EbLeafScan *scan);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbLeafScan, eb_message_leaf_scan_free)
 
 G_END_DECLS

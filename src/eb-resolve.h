@@ -27,50 +27,12 @@
 #include "eb-extref.h"
 #include "eb-transfer.h"
 #include "eb-fetch.h"
+#include "eb-resolution.h"
+#include "eb-action.h"
 
 G_BEGIN_DECLS
 
-/* EB_TRACE_FIELD and EbActionKind are public (extbody.h). */
-
-typedef struct {
-  EbReason      reason;     /* RESOLVED or why the reference is left alone */
-  char         *detail;     /* (nullable) one line with the particulars */
-  /* When resolved: */
-  GBytes       *data;       /* the decoded data, the new body before encoding */
-  EbOutEncoding encoding;   /* its transport encoding */
-  char         *type;       /* the new part's media type (essence) */
-  /* private: the digest is computed, and the header finished, when first asked
-   * for (inspect's table needs neither) */
-  GString      *head;       /* the new header block less the trace field */
-  char         *trace;      /* the trace field's source, until head is finished */
-  char         *eol;
-  char         *digest;
-} EbResolution;
-
-void eb_resolution_free (EbResolution *res);
-
-/* When resolved: the new header block, blank line included (the trace field
- * with the data's size and SHA-256 last); otherwise NULL. Finished on the
- * first call (not thread-safe: one thread at a time per resolution). */
-const GString *eb_resolution_header (const EbResolution *res);
-/* When resolved: the hex SHA-256 of the data; otherwise NULL (computed on the
- * first call, as eb_resolution_header()). */
-const char *eb_resolution_sha256 (const EbResolution *res);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbResolution, eb_resolution_free)
-
-/* What becomes of one reference: decided once, from the reference and the
- * configuration alone (no I/O). The fetcher executes FETCH actions, the local
- * reader LOCAL_FILE ones; eb_resolve() builds the new part from the data. */
-
-typedef struct {
-  EbActionKind kind;
-  EbReason     reason;   /* LEAVE: why; otherwise RESOLVED */
-  char        *detail;   /* LEAVE: (nullable) one line */
-  char        *target;   /* FETCH: the URL; LOCAL_FILE: the path; otherwise NULL */
-} EbAction;
-
-void eb_action_free (EbAction *action);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbAction, eb_action_free)
+/* EbResolution is in eb-resolution.h, EbAction in eb-action.h. */
 
 /* Decide about @ref: leave it (a walk limit, an unreadable reference, fetching
  * off, a scheme not allowed, a size parameter over max_part_bytes, an

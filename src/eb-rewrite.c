@@ -135,7 +135,7 @@ resolve_each (EbRewriteResult *r, const char *buf, gsize len, const EbConfig *co
     EbRef *ref = g_ptr_array_index (r->scan->refs, i);
     /* the body of the message itself (or the fallback alternative that is):
      * its new header is built from the message header, less the fields removed */
-    EbHeaderBlock *own = eb_ref_replaced_start (ref) != 0 || !eb_ref_replaced_is_root (ref) ? NULL
+    EbHeaderBlock *own = eb_extref_replaced_start (ref) != 0 || !eb_extref_replaced_is_root (ref) ? NULL
                          : ref->alt ? ref->alt_outer : ref->outer;
     for (guint k = r->removed->len && own ? own->fields->len : 0; k-- > 0;) {
       const EbHeaderField *f = &g_array_index (own->fields, EbHeaderField, k);
@@ -169,12 +169,12 @@ check_no_overlap (EbRewriteResult *r)
     const EbResolution *res = g_ptr_array_index (r->resolutions, i);
     if (res->reason != EB_REASON_RESOLVED)
       continue;
-    if (eb_ref_replaced_start (ref) < last_end) {
+    if (eb_extref_replaced_start (ref) < last_end) {
       g_critical ("overlapping replacement ranges at part %s; message left unchanged", ref->path);
       r->n_resolved = 0;
       break;
     }
-    last_end = eb_ref_replaced_end (ref);
+    last_end = eb_extref_replaced_end (ref);
   }
 }
 
@@ -231,7 +231,7 @@ static const EbResolution *
 root_resolution (const EbRewriteResult *r)
 {
   const EbRef *first = first_resolved (r);
-  if (!first || !eb_ref_replaced_is_root (first) || eb_ref_replaced_start (first) != 0)
+  if (!first || !eb_extref_replaced_is_root (first) || eb_extref_replaced_start (first) != 0)
     return NULL;
   for (guint i = 0; i < r->scan->refs->len; i++)
     if (g_ptr_array_index (r->scan->refs, i) == first)
@@ -365,7 +365,7 @@ splice (const EbRewriteResult *r, const char *buf0, gsize len0, GOutputStream *o
     const EbRange *rg = &g_array_index (r->removed, EbRange, k);
     if (rg->start < pos)
       continue;
-    if (first && eb_ref_replaced_start (first) <= rg->start)
+    if (first && eb_extref_replaced_start (first) <= rg->start)
       break;
     ok = write_verbatim (r, buf, pos, rg->start, &field_at, out, error);
     pos = rg->end;
@@ -375,14 +375,14 @@ splice (const EbRewriteResult *r, const char *buf0, gsize len0, GOutputStream *o
     const EbResolution *res = g_ptr_array_index (r->resolutions, i);
     if (res->reason != EB_REASON_RESOLVED)
       continue;
-    ok = write_verbatim (r, buf, pos, eb_ref_replaced_start (ref), &field_at, out, error)
+    ok = write_verbatim (r, buf, pos, eb_extref_replaced_start (ref), &field_at, out, error)
          && (res == root && body_only ? TRUE
              : res == root && r->filter_field
              ? write_header_with_field (r, eb_resolution_header (res), r->scan->eol, out, error)
              : g_output_stream_write_all (out, eb_resolution_header (res)->str,
                                           eb_resolution_header (res)->len, NULL, NULL, error))
          && write_data (res, r->scan->eol, mboxrd, out, error);
-    pos = eb_ref_replaced_end (ref);
+    pos = eb_extref_replaced_end (ref);
   }
   if (ok)
     ok = write_verbatim (r, buf, pos, len, &field_at, out, error);
@@ -416,16 +416,6 @@ eb_rewrite_write_body (const EbRewriteResult *r, const char *buf, gsize len, GOu
                        GError **error)
 {
   return splice (r, buf, len, out, TRUE, FALSE, error);
-}
-
-void
-eb_header_edit_free (EbHeaderEdit *edit)
-{
-  if (!edit)
-    return;
-  g_free (edit->name);
-  g_free (edit->value);
-  g_free (edit);
 }
 
 typedef struct {
@@ -808,32 +798,4 @@ eb_rewrite_result_get_ref_replaced_path (const EbRewriteResult *result, guint i)
   CHECK_REF (result, i, NULL);
   const EbRef *ref = ref_at (result, i);
   return ref->alt ? ref->alt_path : NULL;
-}
-
-EbHeaderEditKind
-eb_header_edit_get_kind (const EbHeaderEdit *edit)
-{
-  g_return_val_if_fail (edit != NULL, EB_HEADER_ADD);
-  return edit->kind;
-}
-
-const char *
-eb_header_edit_get_name (const EbHeaderEdit *edit)
-{
-  g_return_val_if_fail (edit != NULL, NULL);
-  return edit->name;
-}
-
-guint
-eb_header_edit_get_index (const EbHeaderEdit *edit)
-{
-  g_return_val_if_fail (edit != NULL, 0);
-  return edit->kind == EB_HEADER_ADD ? 0 : edit->index;
-}
-
-const char *
-eb_header_edit_get_value (const EbHeaderEdit *edit)
-{
-  g_return_val_if_fail (edit != NULL, NULL);
-  return edit->kind == EB_HEADER_DELETE ? NULL : edit->value;
 }

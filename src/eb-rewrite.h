@@ -14,11 +14,13 @@
 #include "eb-message.h"
 #include "eb-resolve.h"
 #include "eb-fetch.h"
+#include "eb-header-edit.h"
 
 G_BEGIN_DECLS
 
 /* EbRewriteFlags, EB_FILTER_FIELD, EbRewriteResult (opaque) and its accessors,
- * the planners and writers, and EbHeaderEdit (opaque) are public (extbody.h). */
+ * and the planners and writers are public (extbody.h); EbHeaderEdit, what
+ * eb_rewrite_header_edits() returns, is in eb-header-edit.h. */
 
 /* The fields of a result are private (eb-rewrite-private.h): every module but
  * its two producers, eb-rewrite and eb-externalize, reads a result through
@@ -85,14 +87,5 @@ gsize eb_rewrite_from_line_len (const char *buf, gsize len);
  * looking at the message again: the caller (the mbox split, which looks for
  * it in the same pass) has made sure of it. */
 EbRewriteResult *eb_rewrite_plan_unmatched (const char *buf, gsize len);
-
-struct _EbHeaderEdit {
-  EbHeaderEditKind kind;
-  char            *name;
-  guint            index;   /* CHANGE, DELETE: 1-based among the fields of that name
-                               in the message header as it came */
-  char            *value;   /* CHANGE, ADD: the value after the colon, its folds as
-                               "\n" and white space (as a milter passes values) */
-};
 
 G_END_DECLS

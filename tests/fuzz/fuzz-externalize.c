@@ -148,7 +148,7 @@ scan_refs (const char *buf, gsize len)
   gsize skip = eb_rewrite_from_line_len (buf, len);
   EbMessageScan *s = eb_message_scan (buf + skip, len - skip, config);
   for (guint i = 0; i < s->refs->len; i++)
-    eb_ref_read (g_ptr_array_index (s->refs, i), buf + skip, len - skip);
+    eb_extref_read (g_ptr_array_index (s->refs, i), buf + skip, len - skip);
   return s;
 }
 
@@ -201,7 +201,7 @@ run (const EbConfig *cfg, const char *data, gsize size, EbExternalizeFlags flags
     const EbResolution *res = g_ptr_array_index (r->resolutions, i);
     if (res->reason != EB_REASON_RESOLVED)
       continue;
-    gsize a = eb_ref_replaced_start (ref), b = eb_ref_replaced_end (ref);
+    gsize a = eb_extref_replaced_start (ref), b = eb_extref_replaced_end (ref);
     if (a < pos || b < a || b > len || ref->content_start < a || ref->content_start > b
         || ref->alt || !ref->url || !res->digest || !res->head || res->encoding != EB_OUT_7BIT)
       __builtin_trap ();

@@ -4,7 +4,7 @@
  * line) reads as a real From_ line; the split in pieces that also looks for
  * "external-body" finds the same From_ lines and every match, once, and a
  * message holds one exactly when the pre-check says so. */
-#include "eb-mailbox.h"
+#include "eb-mbox.h"
 #include "eb-message.h"
 
 int

@@ -3,7 +3,7 @@
  * input is the raw value of a Content-Type field, read by the parameter parser
  * for every RFC 2046 / RFC 2017 parameter name, then as the Content-Type of an
  * external-body entity with a phantom header, read the way the rewriter reads
- * every reference (eb_ref_read). Properties: the access-type comes out
+ * every reference (eb_extref_read). Properties: the access-type comes out
  * lowercase (and otherwise exactly as written: "URL " is not URL); only
  * access-type=URL gets a
  * URL, and a readable URL reference always has one; the phantom header of
@@ -24,11 +24,11 @@ read_as_reference (const guint8 *data, size_t size)
   gsize content = e->len;
   g_string_append (e, PHANTOM);
 
-  EbRef *ref = eb_ref_new ();
+  EbRef *ref = eb_extref_new ();
   ref->block_start = 0;
   ref->content_start = content;
   ref->end = e->len;
-  eb_ref_read (ref, e->str, e->len);
+  eb_extref_read (ref, e->str, e->len);
 
   if (ref->access_type) {
     for (const char *c = ref->access_type; *c; c++)
@@ -53,7 +53,7 @@ read_as_reference (const guint8 *data, size_t size)
           || g_strcmp0 (ref->inner_cte, "7bit") != 0))
     __builtin_trap ();
 
-  eb_ref_free (ref);
+  eb_extref_free (ref);
   g_string_free (e, TRUE);
 }
 

@@ -39,15 +39,15 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
     for (guint i = 0; r->scan && i < r->scan->refs->len; i++)
       if (((const EbResolution *) g_ptr_array_index (r->resolutions, i))->reason == EB_REASON_RESOLVED) {
         const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
-        if (!first || eb_ref_replaced_start (ref) < eb_ref_replaced_start (first))
+        if (!first || eb_extref_replaced_start (ref) < eb_extref_replaced_start (first))
           first = ref;
-        if (!last || eb_ref_replaced_end (ref) > eb_ref_replaced_end (last))
+        if (!last || eb_extref_replaced_end (ref) > eb_extref_replaced_end (last))
           last = ref;
       }
     if (!first)
       __builtin_trap ();   /* changed, but nothing resolved */
     /* offsets count from after a leading From_ line, which is kept as it is */
-    gsize head = r->skip + eb_ref_replaced_start (first), end = r->skip + eb_ref_replaced_end (last);
+    gsize head = r->skip + eb_extref_replaced_start (first), end = r->skip + eb_extref_replaced_end (last);
     gsize tail = size - end;
     if (n < head + tail || memcmp (o, data, head) != 0
         || memcmp ((const char *) o + n - tail, data + end, tail) != 0)

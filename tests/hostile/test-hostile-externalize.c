@@ -246,7 +246,7 @@ run_externalize (Run *r, const char *conf_extra, const char *const *args, int wa
     const EbResolution *res = g_ptr_array_index (r->plan->resolutions, i);
     if (res->reason != EB_REASON_RESOLVED)
       continue;
-    gsize a = eb_ref_replaced_start (ref), b = eb_ref_replaced_end (ref);
+    gsize a = eb_extref_replaced_start (ref), b = eb_extref_replaced_end (ref);
     g_assert_cmpuint (a, >=, pos);
     g_assert_cmpuint (b, >=, a);
     g_assert_cmpuint (b, <=, len);

@@ -28,7 +28,8 @@
 #include <sys/wait.h>
 #include <sysexits.h>
 #include <unistd.h>
-#include "eb-mailbox.h"
+#include "eb-maildir.h"
+#include "eb-mbox.h"
 #include "../integration/run-command.h"
 #include "test-server.h"
 

@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "eb-mailbox.h"
+#include "eb-maildir.h"
 #include "run-command.h"
 #include "test-server.h"
 

@@ -14,7 +14,8 @@
 #include <glib/gstdio.h>
 #include "eb-gmime.h"
 #include "eb-batch.h"
-#include "eb-mailbox.h"
+#include "eb-maildir.h"
+#include "eb-mbox.h"
 #include "eb-message.h"
 #include "eb-rewrite-private.h"
 

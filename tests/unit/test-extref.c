@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-extref.c - eb_ref_read on raw bytes: the offsets are set by hand (no
+/* test-extref.c - eb_extref_read on raw bytes: the offsets are set by hand (no
  * GMime), the outer header at 0, the phantom header after its blank line. */
 #include <string.h>
 #include "eb-extref.h"
@@ -13,24 +13,24 @@ static void
 read_clear (Read *r)
 {
   g_clear_pointer (&r->buf, g_free);
-  g_clear_pointer (&r->ref, eb_ref_free);
+  g_clear_pointer (&r->ref, eb_extref_free);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Read, read_clear)
 
 /* @outer (header fields, each line ended by "\n") and @inner (the phantom
- * header and anything after it) joined by a blank line; then eb_ref_read. */
+ * header and anything after it) joined by a blank line; then eb_extref_read. */
 static void
 read_ref (Read *r, const char *outer, const char *inner)
 {
   r->buf = g_strconcat (outer, "\n", inner, NULL);
-  r->ref = eb_ref_new ();
+  r->ref = eb_extref_new ();
   r->ref->block_start = 0;
   r->ref->content_start = strlen (outer) + 1;
   r->ref->end = strlen (r->buf);
   r->ref->located = TRUE;
   /* read twice: a second reading replaces the first (no leak, no stale value) */
-  eb_ref_read (r->ref, r->buf, strlen (r->buf));
-  eb_ref_read (r->ref, r->buf, strlen (r->buf));
+  eb_extref_read (r->ref, r->buf, strlen (r->buf));
+  eb_extref_read (r->ref, r->buf, strlen (r->buf));
 }
 
 #define CT "Content-Type: message/external-body; "
@@ -250,13 +250,13 @@ test_offsets (void)
     "Content-Transfer-Encoding: base64\r\n"
     "\r\n"
     "\r\n--b--\r\n";
-  g_autoptr (EbRef) ref = eb_ref_new ();
+  g_autoptr (EbRef) ref = eb_extref_new ();
   ref->block_start = 5;
   ref->content_start = (gsize) (strstr (buf, "Content-Type: text") - buf);
   ref->end = (gsize) (strstr (buf, "\r\n\r\n--b--") - buf) + 2;
   ref->located = TRUE;
   {
-    eb_ref_read (ref, buf, strlen (buf));
+    eb_extref_read (ref, buf, strlen (buf));
     g_assert_cmpint (ref->read_reason, ==, EB_REASON_RESOLVED);
     g_assert_cmpstr (ref->access_type, ==, "url");
     g_assert_cmpstr (ref->url, ==, "data:,x");

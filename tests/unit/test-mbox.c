@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-mbox.c - eb-mailbox in process: the From_ line test (a table), mbox
- * framing (both splitters, which must agree, over a mapping large enough for
- * the mapped one to give pages back), the dot-lock and fcntl lock, the
- * crash-safe replacement of a file, the Maildir walk, the opening of a
- * Maildir entry, the delivery of a rewritten Maildir message, the virtual
- * size and the copying of owner, mode and user.* extended attributes.
- * (The command over real mailboxes is tests/integration/test-mailbox.c.) */
+/* test-mbox.c - eb-mbox, eb-maildir, eb-replace and eb-cleanup in process: the
+ * From_ line test (a table), mbox framing (both splitters, which must agree,
+ * over a mapping large enough for the mapped one to give pages back), the
+ * dot-lock and fcntl lock, the crash-safe replacement of a file, the Maildir
+ * walk, the opening of a Maildir entry, the delivery of a rewritten Maildir
+ * message, the virtual size and the copying of owner, mode and user.* extended
+ * attributes. (The command over real mailboxes is
+ * tests/integration/test-mailbox.c.) */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -16,7 +17,10 @@
 #include <sys/xattr.h>
 #include <glib.h>
 #include <glib/gstdio.h>
-#include "eb-mailbox.h"
+#include "eb-cleanup.h"
+#include "eb-maildir.h"
+#include "eb-mbox.h"
+#include "eb-replace.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -1071,7 +1075,7 @@ test_copy_attributes_mode_owner (void)
     g_assert_cmpint (chown (a, 4321, 8765), ==, 0);
   int from = open (a, O_RDONLY), to = open (b, O_RDWR);
   g_autoptr (GError) e = NULL;
-  g_assert_true (eb_copy_file_attributes (from, to, &e));
+  g_assert_true (eb_replace_copy_attributes (from, to, &e));
   g_assert_no_error (e);
   close (from);
   close (to);
@@ -1103,7 +1107,7 @@ test_copy_attributes_xattr (void)
   gboolean trusted = setxattr (a, "trusted.extbody.test", "t", 1, 0) == 0;
   int from = open (a, O_RDONLY), to = open (b, O_RDWR);
   g_autoptr (GError) e = NULL;
-  g_assert_true (eb_copy_file_attributes (from, to, &e));
+  g_assert_true (eb_replace_copy_attributes (from, to, &e));
   g_assert_no_error (e);
   close (from);
   close (to);

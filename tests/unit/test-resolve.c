@@ -288,7 +288,7 @@ test_expired (void)
     { "not a date", FALSE },
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
-    g_autoptr (EbRef) ref = eb_ref_new ();
+    g_autoptr (EbRef) ref = eb_extref_new ();
     ref->expiration = g_strdup (cases[i].expiration);
     g_assert_cmpint (eb_resolve_expired (ref), ==, cases[i].expired);
   }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* eb-mailbox.h - mbox and Maildir: splitting, locking, and crash-safe rewriting.
+/* eb-mbox.h - mbox: splitting, locking, and crash-safe rewriting.
  *
  * mbox: messages are separated by From_ lines at the start of the file or after
  * an empty line - a line that reads "From SENDER DATE" with DATE in the ctime
@@ -12,16 +12,6 @@
  * and an fcntl lock - for the whole run; the new mbox is written beside the old
  * one, flushed with fsync and renamed over it, so a crash at any moment leaves the
  * old file or the new one. Nothing changed: the file is not touched.
- *
- * Maildir: only changed messages are rewritten, each written in tmp/, fsync'd,
- * delivered as a new message (a new unique base name, so that IMAP servers give
- * it a new UID; same folder, same ":2,FLAGS" info, Maildir++ ",S=" and ",W="
- * sizes updated) and only then the old file removed: a crash leaves at worst
- * both versions, never neither. Unchanged files are not touched at all. Below
- * the Maildir named, no symbolic link is followed (cur/, new/, tmp/, .Folder).
- *
- * Rewritten files (mbox or Maildir) keep the owner, group, mode and user.*
- * extended attributes of the file they replace.
  */
 #pragma once
 #include <glib.h>
@@ -78,20 +68,6 @@ void eb_mbox_find_separators_and_hits (const char *buf, gsize len, gsize from, g
 gboolean eb_mbox_read_separators_and_hits (int fd, gsize len, gsize from, gsize to, GArray *seps,
                                            GArray *hits);
 
-/* Is @path a Maildir (cur/, new/ and tmp/)? Public (extbody.h). */
-gboolean eb_maildir_sniff (const char *path);
-
-/* eb_maildir_problem: public (extbody.h). */
-
-/* Files that must not outlive the process when a signal stops it: the new
- * mailbox being written and the dot-lock. eb_cleanup_add() returns a slot for
- * eb_cleanup_remove() (-1 when all are taken: the file is then not covered);
- * eb_cleanup_run() unlinks every covered file and is async-signal-safe, for a
- * SIGTERM, SIGINT or SIGHUP handler (public: extbody.h). */
-int  eb_cleanup_add (const char *path);
-void eb_cleanup_remove (int slot);
-void eb_cleanup_run (void);
-
 /* Remove what a run killed outright (SIGKILL, power loss) left beside the mbox
  * @path: its ".NAME.extbody-XXXXXX" files. Only for a caller holding the lock,
  * since only a lock holder writes them. */
@@ -102,48 +78,5 @@ typedef struct _EbMboxLock EbMboxLock;
  * Returns: (transfer full) (nullable): NULL with an error. */
 EbMboxLock *eb_mbox_lock (const char *path, int fd, guint timeout_s, GError **error);
 void eb_mbox_unlock (EbMboxLock *lock);
-
-/* Replace @path by the bytes @write_fn writes beside it: write, fsync, keep the
- * mode and owner of @old_fd, link the old file to @backup (nullable) first,
- * rename over, fsync the directory. When @write_fn says nothing changed
- * (*changed FALSE), the new file is removed and @path is not touched.
- * Errors: G_FILE_ERROR, @path untouched. */
-typedef gboolean (*EbWriteFunc) (int fd, gpointer data, gboolean *changed, GError **error);
-gboolean eb_replace_file (const char *path, int old_fd, const char *backup,
-                          EbWriteFunc write_fn, gpointer data, GError **error);
-
-/* Maildir: the message files under @dir (cur/ and new/; with @recursive the
- * Maildir++ subfolders ".NAME" too), sorted. Returns: (transfer full). */
-GPtrArray *eb_maildir_list (const char *dir, gboolean recursive, GError **error);
-
-/* The same, never through a symbolic link below @dir (@dir itself is opened as
- * given): a cur/, new/, tmp/ or ".Folder" that is a link is not entered, and a
- * line "PATH: why" added to @skipped (nullable, element-type utf8). */
-GPtrArray *eb_maildir_list_full (const char *dir, gboolean recursive, GPtrArray *skipped,
-                                 GError **error);
-
-/* The size of @len bytes with every line end counted as CRLF (Dovecot's
- * "virtual size", Maildir++ ",W="). */
-guint64 eb_maildir_virtual_size (const char *data, gsize len);
-
-/* Give @to the owner and group (when root), the mode and the user.* extended
- * attributes (where the file system has them) of @from. Errors: G_FILE_ERROR. */
-gboolean eb_copy_file_attributes (int from, int to, GError **error);
-
-/* Map the Maildir message file @path for reading: only a regular file, not
- * through a symbolic link, and never waiting on a FIFO. Anything else in cur/ or
- * new/ is not a message: NULL with *@skipped saying why ("not a regular file",
- * "gone since the folder was listed"); NULL with *@skipped NULL is a read error.
- * Returns: (transfer full) (nullable). */
-GMappedFile *eb_maildir_map_entry (const char *path, const char **skipped);
-
-/* Rewrite one Maildir message file @path (in DIR/cur or DIR/new) with @len new
- * bytes: tmp/ file with the old file's owner, mode and xattrs, fsync, linked
- * into the same folder under a new unique name with the old ",S="/",W=" sizes
- * updated and the old ":2,FLAGS" kept, then the old file removed. *@new_path
- * gets the new name. G_FILE_ERROR_AGAIN: the old file was moved or deleted
- * meanwhile (nothing delivered). */
-gboolean eb_maildir_replace (const char *path, const char *data, gsize len, char **new_path,
-                             GError **error);
 
 G_END_DECLS
