@@ -58,7 +58,7 @@ eb_list_parse_cidrs (const char *text, GPtrArray **out, GError **error)
   for (guint i = 0; i < items->len; i++) {
     EbCidr *c = g_new (EbCidr, 1);
     g_ptr_array_add (list, c);
-    if (!eb_cidr_parse (items->pdata[i], c, error)) {
+    if (!eb_policy_cidr_parse (items->pdata[i], c, error)) {
       g_prefix_error (error, "item %u of the list: ", i + 1);
       return FALSE;
     }

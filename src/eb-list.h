@@ -25,7 +25,7 @@ GPtrArray *eb_list_split (const char *text, GError **error);
  * 192.168.0.0/16": items are separated by a comma, white space, or a comma with
  * white space around it. An empty or all-white-space value is an empty list.
  * Errors: EB_ERROR_EMPTY for an empty item (",a", "a,,b", "a,"), or the
- * eb_cidr_parse() error of the first bad item, prefixed with its position.
+ * eb_policy_cidr_parse() error of the first bad item, prefixed with its position.
  * @out: (transfer full): a GPtrArray of EbCidr *, freeing its elements; set
  * only on success. */
 gboolean eb_list_parse_cidrs (const char *text, GPtrArray **out, GError **error);

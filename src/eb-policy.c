@@ -45,21 +45,21 @@ static const struct {
 G_STATIC_ASSERT (G_N_ELEMENTS (classes) == EB_ADDR_N);
 
 const char *
-eb_addr_class_token (EbAddrClass c)
+eb_policy_addr_class_token (EbAddrClass c)
 {
   g_return_val_if_fail (c < EB_ADDR_N, "unknown");
   return classes[c].token;
 }
 
 const char *
-eb_addr_class_text (EbAddrClass c)
+eb_policy_addr_class_text (EbAddrClass c)
 {
   g_return_val_if_fail (c < EB_ADDR_N, "unknown");
   return classes[c].text;
 }
 
 gboolean
-eb_addr_class_is_refused (EbAddrClass c)
+eb_policy_addr_class_is_refused (EbAddrClass c)
 {
   g_return_val_if_fail (c < EB_ADDR_N, TRUE);
   return classes[c].refused;
@@ -196,7 +196,7 @@ classify (const Addr *a)
 }
 
 EbAddrClass
-eb_addr_classify (const struct sockaddr *sa)
+eb_policy_addr_classify (const struct sockaddr *sa)
 {
   Addr a;
   if (!addr_load (sa, &a))
@@ -230,7 +230,7 @@ embedded_v4 (const Addr *a, EbAddrClass c, guint8 v4[4])
 }
 
 gboolean
-eb_addr_embedded_ipv4 (const struct sockaddr *sa, struct in_addr *out)
+eb_policy_addr_embedded_ipv4 (const struct sockaddr *sa, struct in_addr *out)
 {
   Addr a;
   guint8 v4[4];
@@ -276,7 +276,7 @@ cidr_contains_v4 (const EbCidr *cidr, const guint8 v4[4])
 }
 
 gboolean
-eb_cidr_contains (const EbCidr *cidr, const struct sockaddr *sa)
+eb_policy_cidr_contains (const EbCidr *cidr, const struct sockaddr *sa)
 {
   g_return_val_if_fail (cidr != NULL, FALSE);
   Addr a;
@@ -284,7 +284,7 @@ eb_cidr_contains (const EbCidr *cidr, const struct sockaddr *sa)
 }
 
 char *
-eb_cidr_to_string (const EbCidr *cidr)
+eb_policy_cidr_to_string (const EbCidr *cidr)
 {
   g_return_val_if_fail (cidr != NULL, NULL);
   char buf[INET6_ADDRSTRLEN];
@@ -294,7 +294,7 @@ eb_cidr_to_string (const EbCidr *cidr)
 }
 
 gboolean
-eb_cidr_parse (const char *text, EbCidr *out, GError **error)
+eb_policy_cidr_parse (const char *text, EbCidr *out, GError **error)
 {
   g_return_val_if_fail (out != NULL, FALSE);
   if (text == NULL || *text == '\0') {
@@ -520,7 +520,7 @@ eb_policy_decide (const EbPolicy *policy, const struct sockaddr *sa,
     d->rule = EB_POLICY_RULE_DENY_NETWORKS;
     d->network = *block;
     if (why) {
-      g_autofree char *b = eb_cidr_to_string (block);
+      g_autofree char *b = eb_policy_cidr_to_string (block);
       gboolean direct = cidr_contains_addr (block, &a);
       *why = g_strdup_printf ("refused address %s: denied by deny_networks %s%s", text, b,
                               direct ? "" : inside);
@@ -535,15 +535,15 @@ eb_policy_decide (const EbPolicy *policy, const struct sockaddr *sa,
     d->network = *block;
     d->verdict = EB_POLICY_ALLOWED;
     if (why) {
-      g_autofree char *b = eb_cidr_to_string (block);
+      g_autofree char *b = eb_policy_cidr_to_string (block);
       *why = g_strdup_printf ("allowed address %s%s: in allow_networks %s", text, port_text, b);
     }
     return d->verdict;
   }
 
   /* 3. global unicast, in the IPv6 form and in the embedded IPv4 address */
-  gboolean emb_refused = emb && eb_addr_class_is_refused (d->embedded_class);
-  if (emb_refused || eb_addr_class_is_refused (d->addr_class)) {
+  gboolean emb_refused = emb && eb_policy_addr_class_is_refused (d->embedded_class);
+  if (emb_refused || eb_policy_addr_class_is_refused (d->addr_class)) {
     d->rule = EB_POLICY_RULE_ADDRESS_CLASS;
     if (emb_refused)
       d->reason_class = d->embedded_class;

@@ -17,7 +17,7 @@
  *  1. deny_networks: an address inside any deny block is refused, on any port.
  *     Deny wins over everything, including allow_networks. A deny block matches
  *     the address, its IPv4-mapped twin, and any IPv4 address embedded in it
- *     (IPv4-compatible, NAT64, 6to4, Teredo; see eb_addr_embedded_ipv4()), so
+ *     (IPv4-compatible, NAT64, 6to4, Teredo; see eb_policy_addr_embedded_ipv4()), so
  *     denying 203.0.113.0/24 also refuses 2002:cb00:7105:: and 64:ff9b::cb00:7105.
  *  2. allow_networks: an address inside an allow block is allowed on ANY port,
  *     whatever its class and even if it is one of the host's own addresses; this
@@ -25,7 +25,7 @@
  *     address and its IPv4-mapped twin only, never an IPv4 address embedded by
  *     NAT64, 6to4, Teredo or IPv4-compatible forms (those are other destinations,
  *     reached through a gateway); to allow those, allow the IPv6 block itself.
- *  3. address class: the address must be global unicast (eb_addr_classify()),
+ *  3. address class: the address must be global unicast (eb_policy_addr_classify()),
  *     and if it embeds an IPv4 address, that IPv4 address must be global unicast
  *     too. IPv4-mapped, NAT64 (64:ff9b::/96), 6to4 and Teredo addresses are not
  *     refused for their own sake: their embedded IPv4 address decides. Every other
@@ -94,22 +94,22 @@ typedef enum {
 
 /* Classify @sa, which must point to a complete struct sockaddr_in or
  * struct sockaddr_in6 as its sa_family says (only the address is read). */
-EbAddrClass eb_addr_classify (const struct sockaddr *sa);
+EbAddrClass eb_policy_addr_classify (const struct sockaddr *sa);
 
 /* (transfer none): stable token, e.g. "loopback", "cloud-metadata". */
-const char *eb_addr_class_token (EbAddrClass c);
+const char *eb_policy_addr_class_token (EbAddrClass c);
 /* (transfer none): text for people, e.g. "private network". */
-const char *eb_addr_class_text (EbAddrClass c);
+const char *eb_policy_addr_class_text (EbAddrClass c);
 /* TRUE when the default rules refuse every address of this class, whatever it
  * embeds. FALSE for EB_ADDR_GLOBAL and for the classes whose embedded IPv4
  * address decides (IPv4-mapped, NAT64, 6to4, Teredo). */
-gboolean eb_addr_class_is_refused (EbAddrClass c);
+gboolean eb_policy_addr_class_is_refused (EbAddrClass c);
 
 /* The IPv4 address embedded in an IPv6 address of class IPv4-mapped,
  * IPv4-compatible, NAT64, NAT64 local-use (last 32 bits, the /96 form), 6to4
  * (bits 16..47) or Teredo (last 32 bits XOR 0xffffffff). Returns FALSE, leaving
  * @out alone, for every other address, including all AF_INET ones. */
-gboolean eb_addr_embedded_ipv4 (const struct sockaddr *sa, struct in_addr *out);
+gboolean eb_policy_addr_embedded_ipv4 (const struct sockaddr *sa, struct in_addr *out);
 
 /* ---- CIDR blocks ------------------------------------------------------------ */
 
@@ -129,15 +129,15 @@ typedef struct {
  * "10.0.0.0/" (no prefix length), SYNTAX for anything else that is wrong,
  * including a prefix length above 32 (IPv4) or 128 (IPv6).
  * @out is written only on success. */
-gboolean eb_cidr_parse (const char *text, EbCidr *out, GError **error);
+gboolean eb_policy_cidr_parse (const char *text, EbCidr *out, GError **error);
 
 /* TRUE when @sa's address is inside @cidr. An address and its IPv4-mapped form
  * (::ffff:a.b.c.d) are the same destination and match the same blocks, in
  * either direction; no other embedded form matches. Ports are ignored. */
-gboolean eb_cidr_contains (const EbCidr *cidr, const struct sockaddr *sa);
+gboolean eb_policy_cidr_contains (const EbCidr *cidr, const struct sockaddr *sa);
 
 /* "10.0.0.0/8", "2001:db8::/32". Returns: (transfer full). */
-char *eb_cidr_to_string (const EbCidr *cidr);
+char *eb_policy_cidr_to_string (const EbCidr *cidr);
 
 /* ---- The policy ------------------------------------------------------------- */
 

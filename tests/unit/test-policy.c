@@ -48,7 +48,7 @@ cidr (const char *text)
 {
   EbCidr c;
   g_autoptr (GError) error = NULL;
-  gboolean ok = eb_cidr_parse (text, &c, &error);
+  gboolean ok = eb_policy_cidr_parse (text, &c, &error);
   g_assert_no_error (error);
   g_assert_true (ok);
   return c;
@@ -207,7 +207,7 @@ test_classify (gconstpointer data)
   g_autoptr (EbPolicy) p = eb_policy_new ();
   struct sockaddr_storage ss;
   sa_from_text (c->addr, 443, &ss);
-  g_assert_cmpstr (eb_addr_class_token (eb_addr_classify (SA (ss))), ==, eb_addr_class_token (c->cls));
+  g_assert_cmpstr (eb_policy_addr_class_token (eb_policy_addr_classify (SA (ss))), ==, eb_policy_addr_class_token (c->cls));
 
   EbPolicyDecision d;
   g_autofree char *why = NULL;
@@ -281,7 +281,7 @@ test_embedded (gconstpointer data)
   sa_from_text (c->addr, 443, &ss);
 
   struct in_addr v4 = { 0 };
-  gboolean has = eb_addr_embedded_ipv4 (SA (ss), &v4);
+  gboolean has = eb_policy_addr_embedded_ipv4 (SA (ss), &v4);
   g_assert_cmpint (has, ==, c->v4 != NULL);
   if (c->v4) {
     char buf[INET_ADDRSTRLEN];
@@ -296,7 +296,7 @@ test_embedded (gconstpointer data)
   g_assert_cmpint (d.has_embedded, ==, has);
   if (!has)
     g_assert_cmpint (d.embedded_class, ==, EB_ADDR_N);
-  g_assert_cmpstr (eb_addr_class_token (d.reason_class), ==, eb_addr_class_token (c->reason));
+  g_assert_cmpstr (eb_policy_addr_class_token (d.reason_class), ==, eb_policy_addr_class_token (c->reason));
   if (c->why)
     g_assert_cmpstr (why, ==, c->why);
 }
@@ -409,7 +409,7 @@ test_attacker (gconstpointer data)
   if (strchr (c->text, ':') == NULL && strcmp (c->text, c->addr) != 0) {
     EbCidr cd;
     g_autoptr (GError) error = NULL;
-    g_assert_false (eb_cidr_parse (c->text, &cd, &error));
+    g_assert_false (eb_policy_cidr_parse (c->text, &cd, &error));
     g_assert_error (error, EB_ERROR, EB_ERROR_SYNTAX);
   }
 }
@@ -495,7 +495,7 @@ test_allow_single (void)
   EbPolicyDecision d;
   g_assert_cmpint (check (p, "127.0.0.2", 8080, &d, NULL), ==, EB_POLICY_ALLOWED);
   g_assert_cmpint (d.rule, ==, EB_POLICY_RULE_ALLOW_NETWORKS);
-  g_autofree char *b = eb_cidr_to_string (&d.network);
+  g_autofree char *b = eb_policy_cidr_to_string (&d.network);
   g_assert_cmpstr (b, ==, "127.0.0.2/32");
   g_assert_cmpint (check (p, "127.0.0.2", 0, NULL, NULL), ==, EB_POLICY_ALLOWED);
   g_assert_cmpint (check (p, "127.0.0.2", 65535, NULL, NULL), ==, EB_POLICY_ALLOWED);
@@ -681,8 +681,8 @@ test_not_ip (void)
   struct sockaddr_un un = { .sun_family = AF_UNIX };
   g_strlcpy (un.sun_path, "/tmp/x", sizeof un.sun_path);
   const struct sockaddr *sa = (const struct sockaddr *) &un;
-  g_assert_cmpint (eb_addr_classify (sa), ==, EB_ADDR_NOT_IP);
-  g_assert_cmpint (eb_addr_classify (NULL), ==, EB_ADDR_NOT_IP);
+  g_assert_cmpint (eb_policy_addr_classify (sa), ==, EB_ADDR_NOT_IP);
+  g_assert_cmpint (eb_policy_addr_classify (NULL), ==, EB_ADDR_NOT_IP);
   EbPolicyDecision d;
   g_autofree char *why = NULL;
   g_assert_cmpint (eb_policy_decide (p, sa, &d, &why), ==, EB_POLICY_REFUSED);
@@ -690,10 +690,10 @@ test_not_ip (void)
   g_assert_cmpstr (why, ==, "refused: not an IPv4 or IPv6 socket address");
   g_assert_cmpint (eb_policy_check (p, NULL, NULL), ==, EB_POLICY_REFUSED);
   struct in_addr v4;
-  g_assert_false (eb_addr_embedded_ipv4 (sa, &v4));
-  g_assert_false (eb_addr_embedded_ipv4 (NULL, &v4));
+  g_assert_false (eb_policy_addr_embedded_ipv4 (sa, &v4));
+  g_assert_false (eb_policy_addr_embedded_ipv4 (NULL, &v4));
   EbCidr all = cidr ("0.0.0.0/0");
-  g_assert_false (eb_cidr_contains (&all, sa));
+  g_assert_false (eb_policy_cidr_contains (&all, sa));
   /* even allow-all does not let it through */
   eb_policy_add_allow (p, &all);
   g_assert_cmpint (eb_policy_check (p, sa, NULL), ==, EB_POLICY_REFUSED);
@@ -706,9 +706,9 @@ test_class_table (void)
 {
   g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
   for (EbAddrClass c = 0; c < EB_ADDR_N; c++) {
-    const char *t = eb_addr_class_token (c);
+    const char *t = eb_policy_addr_class_token (c);
     g_assert_true (t && *t);
-    g_assert_true (eb_addr_class_text (c) && *eb_addr_class_text (c));
+    g_assert_true (eb_policy_addr_class_text (c) && *eb_policy_addr_class_text (c));
     g_assert_false (g_hash_table_contains (seen, t));
     g_hash_table_add (seen, (gpointer) t);
     for (const char *s = t; *s; s++)
@@ -718,10 +718,10 @@ test_class_table (void)
   for (EbAddrClass c = 0; c < EB_ADDR_N; c++) {
     gboolean passes = c == EB_ADDR_GLOBAL || c == EB_ADDR_IPV4_MAPPED || c == EB_ADDR_NAT64
                       || c == EB_ADDR_6TO4 || c == EB_ADDR_TEREDO;
-    g_assert_cmpint (eb_addr_class_is_refused (c), ==, !passes);
+    g_assert_cmpint (eb_policy_addr_class_is_refused (c), ==, !passes);
   }
-  g_assert_cmpstr (eb_addr_class_token (EB_ADDR_METADATA), ==, "cloud-metadata");
-  g_assert_cmpstr (eb_addr_class_token (EB_ADDR_LOOPBACK), ==, "loopback");
+  g_assert_cmpstr (eb_policy_addr_class_token (EB_ADDR_METADATA), ==, "cloud-metadata");
+  g_assert_cmpstr (eb_policy_addr_class_token (EB_ADDR_LOOPBACK), ==, "loopback");
 }
 
 /* ---- CIDR parsing -------------------------------------------------------------------- */
@@ -760,10 +760,10 @@ test_cidr_ok (void)
   for (guint i = 0; i < G_N_ELEMENTS (cidr_ok); i++) {
     EbCidr c;
     g_autoptr (GError) error = NULL;
-    g_assert_true (eb_cidr_parse (cidr_ok[i].text, &c, &error));
+    g_assert_true (eb_policy_cidr_parse (cidr_ok[i].text, &c, &error));
     g_assert_no_error (error);
     g_assert_cmpint (c.family, ==, cidr_ok[i].family);
-    g_autofree char *s = eb_cidr_to_string (&c);
+    g_autofree char *s = eb_policy_cidr_to_string (&c);
     g_assert_cmpstr (s, ==, cidr_ok[i].canon);
     /* the canonical form parses to itself */
     EbCidr again = cidr (s);
@@ -818,7 +818,7 @@ test_cidr_err (gconstpointer data)
   memset (&out, 0xab, sizeof out);
   EbCidr before = out;
   g_autoptr (GError) error = NULL;
-  g_assert_false (eb_cidr_parse (c->text, &out, &error));
+  g_assert_false (eb_policy_cidr_parse (c->text, &out, &error));
   g_assert_error (error, EB_ERROR, (gint) c->code);
   g_test_message ("%s", error->message);
   g_assert_cmpmem (&out, sizeof out, &before, sizeof before);
@@ -867,7 +867,7 @@ test_cidr_contains (void)
     EbCidr c = cidr (contains_cases[i].cidr);
     struct sockaddr_storage ss;
     sa_from_text (contains_cases[i].addr, 80, &ss);
-    if (eb_cidr_contains (&c, SA (ss)) != contains_cases[i].in)
+    if (eb_policy_cidr_contains (&c, SA (ss)) != contains_cases[i].in)
       g_error ("%s contains %s: expected %d", contains_cases[i].cidr, contains_cases[i].addr,
                contains_cases[i].in);
   }
@@ -916,7 +916,7 @@ test_cidr_list (void)
       g_assert_true (ok);
       g_autoptr (GString) s = g_string_new (NULL);
       for (guint j = 0; j < list->len; j++) {
-        g_autofree char *b = eb_cidr_to_string (list->pdata[j]);
+        g_autofree char *b = eb_policy_cidr_to_string (list->pdata[j]);
         g_string_append_printf (s, "%s%s", j ? " " : "", b);
       }
       g_assert_cmpstr (s->str, ==, c->joined);
