@@ -54,69 +54,9 @@
 #include <extbody/extbody.h>
 
 #include "milter-check.h"
-
-/* every line goes through libextbody's log (eb_log_init: the journal under
- * systemd, syslog mail once detached, standard error in the foreground) */
-#define log_line eb_log
+#include "milter.h"
 
 static EbStats *stats;   /* every message planned, for the summary at exit */
-
-/* ---- configuration generations -------------------------------------------
- *
- * The configuration and the fetcher built from it make one generation. A
- * message takes a reference to the current generation at MAIL FROM and keeps
- * it to its end; SIGHUP installs a new generation for the messages that begin
- * afterwards (on connections old and new), and an old one is freed when its
- * last message ends. */
-typedef struct {
-  gint       refs;
-  EbConfig  *config;
-  EbFetcher *fetcher;       /* NULL when fetch = off */
-  EbStore   *store;         /* milter_mode = externalize: where parts go; else NULL */
-} Gen;
-
-static GMutex gen_lock;
-static Gen   *gen_current;
-
-static void
-gen_unref (Gen *g)
-{
-  if (!g || !g_atomic_int_dec_and_test (&g->refs))
-    return;
-  eb_fetcher_free (g->fetcher);
-  eb_store_free (g->store);
-  eb_config_free (g->config);
-  g_free (g);
-}
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (Gen, gen_unref)
-
-static Gen *
-gen_ref (Gen *g)
-{
-  g_atomic_int_inc (&g->refs);
-  return g;
-}
-
-/* Returns: (transfer full): the generation in force. */
-static Gen *
-gen_get (void)
-{
-  g_mutex_lock (&gen_lock);
-  Gen *g = gen_ref (gen_current);
-  g_mutex_unlock (&gen_lock);
-  return g;
-}
-
-/* Make @g (transfer full) the generation in force. */
-static void
-gen_install (Gen *g)
-{
-  g_mutex_lock (&gen_lock);
-  Gen *old = gen_current;
-  gen_current = g;
-  g_mutex_unlock (&gen_lock);
-  gen_unref (old);
-}
 
 /* Messages between MAIL FROM and their end (SIGTERM lets them finish), and
  * the stop: once set, a new message is refused with a temporary failure. */
@@ -167,7 +107,7 @@ msg_free (Msg *m)
   if (m->fd >= 0)
     close (m->fd);
   if (m->gen) {
-    gen_unref (m->gen);
+    milter_generation_unref (m->gen);
     g_atomic_int_add (&n_in_flight, -1);
   }
   g_free (m);
@@ -292,7 +232,7 @@ cb_envfrom (SMFICTX *ctx, char **argv)
     return SMFIS_TEMPFAIL;
   }
   c->msg = g_new0 (Msg, 1);
-  c->msg->gen = gen_get ();
+  c->msg->gen = milter_generation_get ();
   c->msg->mem = g_byte_array_new ();
   c->msg->fd = -1;
   return SMFIS_CONTINUE;
@@ -734,7 +674,7 @@ eom_clear (Eom *e)
   g_clear_pointer (&e->out_map, g_mapped_file_unref);
   g_clear_object (&e->out);
   g_clear_pointer (&e->mapped, g_mapped_file_unref);
-  g_clear_pointer (&e->gen, gen_unref);
+  g_clear_pointer (&e->gen, milter_generation_unref);
 }
 
 /* The message is passed unchanged but for its trace fields, with @status. */
@@ -869,7 +809,7 @@ cb_eom (SMFICTX *ctx)
     return SMFIS_CONTINUE;
   /* the message's configuration outlives it (msg_done) to eom_clear, where
    * the rewrite result goes */
-  Eom e = { .ctx = ctx, .m = c->msg, .gen = gen_ref (c->msg->gen), .status = SMFIS_CONTINUE, .out_fd = -1 };
+  Eom e = { .ctx = ctx, .m = c->msg, .gen = milter_generation_ref (c->msg->gen), .status = SMFIS_CONTINUE, .out_fd = -1 };
   if (eom_input (&e) && eom_rewrite (&e) && eom_new_body (&e) && eom_mods (&e))
     eom_send (&e);
   msg_done (ctx);
@@ -1007,66 +947,6 @@ drop_privileges (const char *user)
   return 0;
 }
 
-/* ---- the configuration as the daemon reads it ------------------------------ */
-
-/* What the command line says about the configuration: applied at start and
- * again at each reload. */
-typedef struct {
-  const char        *config;   /* -c, or NULL for the default path */
-  const char *const *set;      /* -o */
-  const char *const *allow;    /* --allow-network */
-  const char        *socket;   /* -p */
-} ConfigArgs;
-
-/* Load the configuration as the daemon reads it: the file, every -o, every
- * --allow-network and -p, then the fetch policy built from it (whether
- * fetching is on or not: -n checks what the daemon would use).
- * Returns: (transfer full) (nullable): the generation, or NULL with @error
- * and the exit status in @status. */
-static Gen *
-gen_load (const ConfigArgs *a, int *status, GError **error)
-{
-  g_autoptr (EbConfig) config = eb_config_new ();
-  const char *path = a->config ? a->config : EB_CONFIG_DEFAULT_PATH;
-  *status = EX_CONFIG;
-  if (!eb_config_load_file (config, path, a->config == NULL, error))
-    return NULL;
-  /* -o and --allow-network as the command applies them (one library call) */
-  for (guint i = 0; a->set && a->set[i]; i++) {
-    if (!eb_config_apply_option (config, a->set[i], error)) {
-      if (g_error_matches (*error, EB_ERROR, EB_ERROR_SYNTAX))
-        *status = EX_USAGE;
-      return NULL;
-    }
-  }
-  if (!eb_config_add_networks (config, a->allow, error))
-    return NULL;
-  /* -p is a milter_socket: checked the same way */
-  if (a->socket && !eb_config_set (config, "milter_socket", a->socket, error)) {
-    g_prefix_error (error, "-p ");
-    return NULL;
-  }
-  g_autoptr (EbFetcher) fetcher = eb_fetcher_new (config, error);
-  if (!fetcher)
-    return NULL;
-  g_autoptr (EbStore) store = NULL;
-  if (strcmp (eb_config_get_string (config, "milter_mode"), "externalize") == 0) {
-    /* a store that cannot be used is a configuration error (-n says so) */
-    store = eb_store_new (config, error);
-    if (!store) {
-      g_prefix_error (error, "milter_mode = externalize: ");
-      return NULL;
-    }
-  }
-  Gen *g = g_new0 (Gen, 1);
-  g->refs = 1;
-  g->store = g_steal_pointer (&store);
-  if (eb_config_get_boolean (config, "fetch"))
-    g->fetcher = g_steal_pointer (&fetcher);
-  g->config = g_steal_pointer (&config);
-  return g;
-}
-
 /* ---- signals and the lifecycle -----------------------------------------------
  *
  * libmilter's smfi_main blocks SIGHUP, SIGTERM and SIGINT and starts a thread
@@ -1182,35 +1062,6 @@ stop_run (gpointer data)
   return NULL;
 }
 
-typedef struct {
-  ConfigArgs   args;
-  const char  *upath;      /* the unix socket's file, or NULL */
-  struct stat  sock_st;    /* what it was once bound, to remove only ours */
-  int          lfd;        /* libmilter's listening descriptor, or -1 */
-  const char  *pidfile;    /* written by us, or NULL */
-} Life;
-
-static void
-reload (Life *life, const char *signame)
-{
-  g_autoptr (GError) error = NULL;
-  int status = 0;
-  Gen *g = gen_load (&life->args, &status, &error);
-  if (!g) {
-    log_line (LOG_ERR, "%s: reload failed: %s; keeping the old configuration", signame, error->message);
-    return;
-  }
-  const char *path = life->args.config ? life->args.config : EB_CONFIG_DEFAULT_PATH;
-  g_autoptr (Gen) old = gen_get ();
-  if (strcmp (eb_config_get_string (old->config, "milter_socket"), eb_config_get_string (g->config, "milter_socket")) != 0)
-    log_line (LOG_WARNING, "%s: milter_socket is now %s: the daemon listens on %s until it is restarted",
-              signame, eb_config_get_string (g->config, "milter_socket"), eb_config_get_string (old->config, "milter_socket"));
-  gen_install (g);
-  log_line (LOG_INFO, "%s: reloaded configuration from %s%s", signame, path,
-            g->store ? " (milter_mode = externalize)"
-            : eb_config_get_boolean (g->config, "fetch") ? "" : " (fetch = off)");
-}
-
 static void
 listener_replace (int lfd)
 {
@@ -1285,7 +1136,7 @@ static int
 stop (Life *life, const char *signame)
 {
   gint64 t0 = g_get_monotonic_time ();
-  g_autoptr (Gen) gen = gen_get ();
+  g_autoptr (Gen) gen = milter_generation_get ();
   gint64 deadline = t0 + (gint64) eb_config_get_uint64 (gen->config, "milter_stop_timeout") * G_USEC_PER_SEC;
   g_atomic_int_set (&stopping, 1);
   guint n = (guint) g_atomic_int_get (&n_in_flight);
@@ -1345,7 +1196,7 @@ static char *metrics_failure;
 static void
 metrics_write (void)
 {
-  g_autoptr (Gen) gen = gen_get ();
+  g_autoptr (Gen) gen = milter_generation_get ();
   const char *path = eb_config_get_string (gen->config, "metrics_file");
   if (!path || !*path)
     return;
@@ -1367,7 +1218,7 @@ metrics_write (void)
 static int
 metrics_wait (gint64 last)
 {
-  g_autoptr (Gen) gen = gen_get ();
+  g_autoptr (Gen) gen = milter_generation_get ();
   const char *path = eb_config_get_string (gen->config, "metrics_file");
   if (!path || !*path)
     return -1;
@@ -1545,7 +1396,7 @@ run_wait (Life *life)
         metrics_last = g_get_monotonic_time ();
       }
     } else if (sig == SIGHUP) {
-      reload (life, "SIGHUP");
+      milter_generation_reload (life, "SIGHUP");
     } else if (sig == SIGTERM || sig == SIGINT) {
       exit_status = stop (life, sig == SIGTERM ? "SIGTERM" : "SIGINT");
       break;
@@ -1621,12 +1472,12 @@ run (int argc, char **argv)
   eb_log_init ("extbody-milter", EB_LOG_STDERR);
   g_autoptr (GError) error = NULL;
   status = 0;
-  Gen *first = gen_load (&life.args, &status, &error);
+  Gen *first = milter_generation_load (&life.args, &status, &error);
   if (!first) {
     fprintf (stderr, "extbody-milter: %s\n", error->message);
     return status;
   }
-  gen_install (first);
+  milter_generation_install (first);
   if (o.check_mta) {
     if (o.check_timeout < 0 || o.check_timeout > 3600) {
       fprintf (stderr, "extbody-milter: --check-timeout: %d is not from 0 to 3600 seconds\n", o.check_timeout);
@@ -1651,7 +1502,7 @@ main (int argc, char **argv)
   int status = run (argc, argv);
   /* a message cut off at the stop may still hold the configuration */
   if (g_atomic_int_get (&n_in_flight) == 0)
-    gen_install (NULL);
+    milter_generation_install (NULL);
   g_clear_pointer (&stats, eb_stats_free);
   return status;
 }

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* milter.h - extbody-milter's internal header: the stages, their shared types and state.
+ *
+ * extbody-milter - resolve message/external-body references inside the MTA
+ * (libmilter content filter for Postfix and Sendmail).
+ *
+ * Per connection: a Conn in the private data pointer; per message: the message
+ * collected as headers (rebuilt "Name:value" lines, CRLF) and body chunks, in
+ * memory up to milter_spill_size, then spooled to an unlinked temporary file.
+ * At end of message the library (eb_rewrite_plan) resolves the references and
+ * fetches what is to be fetched; when something was resolved, the header edits
+ * the library gives (eb_rewrite_header_edits: no re-parse, no diff here) are
+ * sent with smfi_chgheader/smfi_addheader, one trace field X-Extbody is added,
+ * and the body the library writes (eb_rewrite_write_body) replaces the old one
+ * in one unbroken run of smfi_replacebody calls (the new body of a spilled
+ * message, or of one whose resolved data passes milter_spill_size, is written
+ * to a spill file of its own and sent from its mapping, so memory follows
+ * neither). Nothing changed: no modification at all. A failure
+ * inside accepts the message unchanged (on_error = accept) or tempfails it.
+ * Every modification is checked to fit in a milter packet before the first is
+ * sent (a message is changed whole or not at all); a refusal once they have
+ * begun tempfails. X-Extbody and X-Extbody-Resolved fields that arrive in the
+ * top-level header are deleted (strip_trace_fields). A message whose top-level
+ * Content-Type cannot hold an external-body is accepted at end of header,
+ * without its body and without a MIME parse, unless it carries such fields:
+ * then its body is skipped and the fields are deleted at end of message.
+ * While a message waits on its fetches, a kick thread keeps libmilter's worker
+ * pool from leaving other sessions unserved (see milter_worker_kick_run), and
+ * the fetches are cancelled when the MTA has closed the connection.
+ *
+ * The daemon is split by stage, each in a file of its own:
+ *
+ *   milter-main.c        start-up and lifecycle: the options, the socket,
+ *                        detaching, the signals, the metrics_file, the stop
+ *                        and its drain of the messages in flight
+ *   milter-generation.c  configuration generations (Gen): loaded at start and
+ *                        on SIGHUP, referenced by each message
+ *   milter-session.c     libmilter's session callbacks, the per-connection
+ *                        (Conn) and per-message (Msg) state, the end of
+ *                        message in named steps (eom_*)
+ *   milter-worker.c      how an end-of-message callback waits on its fetches
+ *                        and rewrite (milter_worker_rewrite) while the kick
+ *                        thread keeps libmilter's worker pool serving others
+ *   milter-check.c       --check-mta
+ *
+ * A message flows through them thus: milter-main.c registers the callbacks
+ * (milter_session_desc) and serves; at MAIL FROM milter-session.c counts the
+ * message in flight (n_in_flight, refused once stopping is set) and takes a
+ * reference to the generation in force (milter_generation_get); the headers
+ * and body are collected into the Msg; at end of message the session runs its
+ * steps, the rewrite through milter_worker_rewrite, and sends the changes; the
+ * message's generation is released with it. The stop (milter-main.c) sets
+ * stopping and waits for n_in_flight to reach 0.
+ */
+#ifndef MILTER_H
+#define MILTER_H
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <syslog.h>
+
+#include <gio/gio.h>
+#include <libmilter/mfapi.h>
+
+#include <extbody/extbody.h>
+
+
+/* every line goes through libextbody's log (eb_log_init: the journal under
+ * systemd, syslog mail once detached, standard error in the foreground) */
+#define log_line eb_log
+
+/* ---- configuration generations -------------------------------------------
+ *
+ * The configuration and the fetcher built from it make one generation. A
+ * message takes a reference to the current generation at MAIL FROM and keeps
+ * it to its end; SIGHUP installs a new generation for the messages that begin
+ * afterwards (on connections old and new), and an old one is freed when its
+ * last message ends. */
+typedef struct {
+  gint       refs;
+  EbConfig  *config;
+  EbFetcher *fetcher;       /* NULL when fetch = off */
+  EbStore   *store;         /* milter_mode = externalize: where parts go; else NULL */
+} Gen;
+void milter_generation_unref (Gen *g);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Gen, milter_generation_unref)
+
+Gen *milter_generation_ref (Gen *g);
+Gen *milter_generation_get (void);
+void milter_generation_install (Gen *g);
+
+/* What the command line says about the configuration: applied at start and
+ * again at each reload. */
+typedef struct {
+  const char        *config;   /* -c, or NULL for the default path */
+  const char *const *set;      /* -o */
+  const char *const *allow;    /* --allow-network */
+  const char        *socket;   /* -p */
+} ConfigArgs;
+
+typedef struct {
+  ConfigArgs   args;
+  const char  *upath;      /* the unix socket's file, or NULL */
+  struct stat  sock_st;    /* what it was once bound, to remove only ours */
+  int          lfd;        /* libmilter's listening descriptor, or -1 */
+  const char  *pidfile;    /* written by us, or NULL */
+} Life;
+
+Gen *milter_generation_load (const ConfigArgs *a, int *status, GError **error);
+void milter_generation_reload (Life *life, const char *signame);
+
+#endif /* MILTER_H */
