@@ -89,6 +89,17 @@ Gen *milter_generation_ref (Gen *g);
 Gen *milter_generation_get (void);
 void milter_generation_install (Gen *g);
 
+typedef struct {
+  Gen        *gen;          /* the configuration of this message */
+  GByteArray *mem;
+  int         fd;           /* spill file, or -1 */
+  guint64     size;
+  gboolean    failed;       /* writing the spill file failed */
+  gboolean    cannot_hold;  /* the top-level type is neither multipart nor message */
+  guint       n_trace[2];   /* incoming fields named as trace_names (strip_trace_fields) */
+  gboolean    strip_only;   /* nothing to resolve: only the trace fields to remove */
+} Msg;
+
 /* What the command line says about the configuration: applied at start and
  * again at each reload. */
 typedef struct {
@@ -108,5 +119,25 @@ typedef struct {
 
 Gen *milter_generation_load (const ConfigArgs *a, int *status, GError **error);
 void milter_generation_reload (Life *life, const char *signame);
+
+/* ---- milter-worker.c ----------------------------------------------------- */
+
+/* the kick thread and the address it connects to (milter-main.c starts and
+ * stops the thread, and changes the address when the daemon stops) */
+extern GMutex   kick_lock;
+extern GCond    kick_cond;
+extern gboolean kick_stop;
+extern GThread *kick_thread;
+extern GMutex   kick_addr_lock;
+extern struct sockaddr_storage kick_addr;
+extern socklen_t kick_addr_len;   /* 0: no address to kick */
+
+void milter_worker_kick_to (const struct sockaddr_storage *addr, socklen_t addr_len);
+void milter_worker_kick_once (void);
+gpointer milter_worker_kick_run (gpointer data);
+void milter_worker_kick_set_address (int fd);
+gboolean milter_worker_rewrite (SMFICTX *ctx, const Gen *gen, const Msg *m, const char *buf, gsize len,
+                                GOutputStream **out, int *out_fd, EbRewriteResult **result,
+                                GError **error);
 
 #endif /* MILTER_H */
