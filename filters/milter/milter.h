@@ -100,6 +100,13 @@ typedef struct {
   gboolean    strip_only;   /* nothing to resolve: only the trace fields to remove */
 } Msg;
 
+typedef struct {
+  Msg     *msg;
+  gboolean read_only;   /* the MTA did not offer every change a rewrite needs */
+  gboolean can_skip;    /* the MTA takes SMFIS_SKIP from the body callback */
+  GList    link;        /* in conns */
+} Conn;
+
 /* What the command line says about the configuration: applied at start and
  * again at each reload. */
 typedef struct {
@@ -120,6 +127,17 @@ typedef struct {
 Gen *milter_generation_load (const ConfigArgs *a, int *status, GError **error);
 void milter_generation_reload (Life *life, const char *signame);
 
+/* ---- milter-session.c ---------------------------------------------------- */
+
+/* Messages between MAIL FROM and their end (SIGTERM lets them finish), and
+ * the stop: once set, a new message is refused with a temporary failure. */
+extern gint n_in_flight;
+extern gint stopping;
+extern gint n_refused;   /* messages refused while stopping, for the log */
+
+/* the callbacks, for smfi_register */
+extern struct smfiDesc milter_session_desc;
+
 /* ---- milter-worker.c ----------------------------------------------------- */
 
 /* the kick thread and the address it connects to (milter-main.c starts and
@@ -139,5 +157,9 @@ void milter_worker_kick_set_address (int fd);
 gboolean milter_worker_rewrite (SMFICTX *ctx, const Gen *gen, const Msg *m, const char *buf, gsize len,
                                 GOutputStream **out, int *out_fd, EbRewriteResult **result,
                                 GError **error);
+
+/* ---- milter-main.c ------------------------------------------------------- */
+
+extern EbStats *stats;   /* every message planned, for the summary at exit */
 
 #endif /* MILTER_H */
