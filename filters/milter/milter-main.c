@@ -1,31 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* extbody-milter - resolve message/external-body references inside the MTA
- * (libmilter content filter for Postfix and Sendmail).
- *
- * Per connection: a Conn in the private data pointer; per message: the message
- * collected as headers (rebuilt "Name:value" lines, CRLF) and body chunks, in
- * memory up to milter_spill_size, then spooled to an unlinked temporary file.
- * At end of message the library (eb_rewrite_plan) resolves the references and
- * fetches what is to be fetched; when something was resolved, the header edits
- * the library gives (eb_rewrite_header_edits: no re-parse, no diff here) are
- * sent with smfi_chgheader/smfi_addheader, one trace field X-Extbody is added,
- * and the body the library writes (eb_rewrite_write_body) replaces the old one
- * in one unbroken run of smfi_replacebody calls (the new body of a spilled
- * message, or of one whose resolved data passes milter_spill_size, is written
- * to a spill file of its own and sent from its mapping, so memory follows
- * neither). Nothing changed: no modification at all. A failure
- * inside accepts the message unchanged (on_error = accept) or tempfails it.
- * Every modification is checked to fit in a milter packet before the first is
- * sent (a message is changed whole or not at all); a refusal once they have
- * begun tempfails. X-Extbody and X-Extbody-Resolved fields that arrive in the
- * top-level header are deleted (strip_trace_fields). A message whose top-level
- * Content-Type cannot hold an external-body is accepted at end of header,
- * without its body and without a MIME parse, unless it carries such fields:
- * then its body is skipped and the fields are deleted at end of message.
- * While a message waits on its fetches, a kick thread keeps libmilter's worker
- * pool from leaving other sessions unserved (see milter_worker_kick_run), and the fetches
- * are cancelled when the MTA has closed the connection.
- */
+/* milter-main.c - extbody-milter's start-up and lifecycle: options, socket, daemon, signals, stop */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -47,8 +21,6 @@
 
 #include <gio/gio.h>
 #include <glib-unix.h>
-#include <glib/gstdio.h>
-#include <gio/gunixoutputstream.h>
 #include <libmilter/mfapi.h>
 
 #include <extbody/extbody.h>
