@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* milter-generation.c - configuration generations: load, reference, install, reload */
+#include <string.h>
+#include <sysexits.h>
+
+#include <extbody/extbody.h>
+
+#include "milter.h"
+
+static GMutex gen_lock;
+static Gen   *gen_current;
+
+void
+milter_generation_unref (Gen *g)
+{
+  if (!g || !g_atomic_int_dec_and_test (&g->refs))
+    return;
+  eb_fetcher_free (g->fetcher);
+  eb_store_free (g->store);
+  eb_config_free (g->config);
+  g_free (g);
+}
+
+Gen *
+milter_generation_ref (Gen *g)
+{
+  g_atomic_int_inc (&g->refs);
+  return g;
+}
+
+/* Returns: (transfer full): the generation in force. */
+Gen *
+milter_generation_get (void)
+{
+  g_mutex_lock (&gen_lock);
+  Gen *g = milter_generation_ref (gen_current);
+  g_mutex_unlock (&gen_lock);
+  return g;
+}
+
+/* Make @g (transfer full) the generation in force. */
+void
+milter_generation_install (Gen *g)
+{
+  g_mutex_lock (&gen_lock);
+  Gen *old = gen_current;
+  gen_current = g;
+  g_mutex_unlock (&gen_lock);
+  milter_generation_unref (old);
+}
+  const char        *config;   /* -c, or NULL for the default path */
+/* Load the configuration as the daemon reads it: the file, every -o, every
+ * --allow-network and -p, then the fetch policy built from it (whether
+ * fetching is on or not: -n checks what the daemon would use).
+ * Returns: (transfer full) (nullable): the generation, or NULL with @error
+ * and the exit status in @status. */
+Gen *
+milter_generation_load (const ConfigArgs *a, int *status, GError **error)
+{
+  g_autoptr (EbConfig) config = eb_config_new ();
+  const char *path = a->config ? a->config : EB_CONFIG_DEFAULT_PATH;
+  *status = EX_CONFIG;
+  if (!eb_config_load_file (config, path, a->config == NULL, error))
+    return NULL;
+  /* -o and --allow-network as the command applies them (one library call) */
+  for (guint i = 0; a->set && a->set[i]; i++) {
+    if (!eb_config_apply_option (config, a->set[i], error)) {
+      if (g_error_matches (*error, EB_ERROR, EB_ERROR_SYNTAX))
+        *status = EX_USAGE;
+      return NULL;
+    }
+  }
+  if (!eb_config_add_networks (config, a->allow, error))
+    return NULL;
+  /* -p is a milter_socket: checked the same way */
+  if (a->socket && !eb_config_set (config, "milter_socket", a->socket, error)) {
+    g_prefix_error (error, "-p ");
+    return NULL;
+  }
+  g_autoptr (EbFetcher) fetcher = eb_fetcher_new (config, error);
+  if (!fetcher)
+    return NULL;
+  g_autoptr (EbStore) store = NULL;
+  if (strcmp (eb_config_get_string (config, "milter_mode"), "externalize") == 0) {
+    /* a store that cannot be used is a configuration error (-n says so) */
+    store = eb_store_new (config, error);
+    if (!store) {
+      g_prefix_error (error, "milter_mode = externalize: ");
+      return NULL;
+    }
+  }
+  Gen *g = g_new0 (Gen, 1);
+  g->refs = 1;
+  g->store = g_steal_pointer (&store);
+  if (eb_config_get_boolean (config, "fetch"))
+    g->fetcher = g_steal_pointer (&fetcher);
+  g->config = g_steal_pointer (&config);
+  return g;
+}
+
+void
+milter_generation_reload (Life *life, const char *signame)
+{
+  g_autoptr (GError) error = NULL;
+  int status = 0;
+  Gen *g = milter_generation_load (&life->args, &status, &error);
+  if (!g) {
+    log_line (LOG_ERR, "%s: reload failed: %s; keeping the old configuration", signame, error->message);
+    return;
+  }
+  const char *path = life->args.config ? life->args.config : EB_CONFIG_DEFAULT_PATH;
+  g_autoptr (Gen) old = milter_generation_get ();
+  if (strcmp (eb_config_get_string (old->config, "milter_socket"), eb_config_get_string (g->config, "milter_socket")) != 0)
+    log_line (LOG_WARNING, "%s: milter_socket is now %s: the daemon listens on %s until it is restarted",
+              signame, eb_config_get_string (g->config, "milter_socket"), eb_config_get_string (old->config, "milter_socket"));
+  milter_generation_install (g);
+  log_line (LOG_INFO, "%s: reloaded configuration from %s%s", signame, path,
+            g->store ? " (milter_mode = externalize)"
+            : eb_config_get_boolean (g->config, "fetch") ? "" : " (fetch = off)");
+}

@@ -1,0 +1,578 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* milter-session.c - the libmilter session callbacks and the per-message state */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <gio/gio.h>
+
+#include <extbody/extbody.h>
+
+#include "milter.h"
+
+/* Messages between MAIL FROM and their end (SIGTERM lets them finish), and
+ * the stop: once set, a new message is refused with a temporary failure. */
+gint n_in_flight;
+gint stopping;
+gint n_refused;   /* messages refused while stopping, for the log */
+
+
+/* the trace fields a sender can forge: removed from the top-level header
+ * when strip_trace_fields is on */
+static const char *const trace_names[] = { "X-Extbody", "X-Extbody-Resolved" };
+
+static gboolean
+msg_has_trace (const Msg *m)
+{
+  return m->n_trace[0] || m->n_trace[1];
+}
+
+/* Every connection's context, until its close callback: libmilter closes the
+ * sessions it still has when it stops without calling it. */
+static GMutex conns_lock;
+static GQueue conns = G_QUEUE_INIT;
+
+static void
+msg_free (Msg *m)
+{
+  if (!m)
+    return;
+  if (m->mem)
+    g_byte_array_unref (m->mem);
+  if (m->fd >= 0)
+    close (m->fd);
+  if (m->gen) {
+    milter_generation_unref (m->gen);
+    g_atomic_int_add (&n_in_flight, -1);
+  }
+  g_free (m);
+}
+
+static void
+msg_append (Msg *m, const void *p, gsize n)
+{
+  m->size += n;
+  if (m->failed)
+    return;
+  if (m->fd < 0 && m->mem->len + n > eb_config_get_uint64 (m->gen->config, "milter_spill_size")) {
+    g_autofree char *path = NULL;
+    m->fd = g_file_open_tmp ("extbody-milter-XXXXXX", &path, NULL);
+    if (m->fd < 0) {
+      m->failed = TRUE;
+      return;
+    }
+    unlink (path);   /* the open descriptor keeps it; nothing is left behind */
+    if (write (m->fd, m->mem->data, m->mem->len) != (ssize_t) m->mem->len)
+      m->failed = TRUE;
+    g_byte_array_set_size (m->mem, 0);
+  }
+  if (m->fd >= 0) {
+    if (write (m->fd, p, n) != (ssize_t) n)
+      m->failed = TRUE;
+  } else {
+    g_byte_array_append (m->mem, p, (guint) n);
+  }
+}
+
+/* Nothing of the message is needed any more but the trace field counts. */
+static void
+msg_strip_only (Msg *m)
+{
+  m->strip_only = TRUE;
+  g_byte_array_set_size (m->mem, 0);
+  if (m->fd >= 0) {
+    close (m->fd);
+    m->fd = -1;
+  }
+}
+
+static Conn *
+conn_of (SMFICTX *ctx)
+{
+  Conn *c = smfi_getpriv (ctx);
+  if (!c) {
+    c = g_new0 (Conn, 1);
+    c->link.data = c;
+    g_mutex_lock (&conns_lock);
+    g_queue_push_tail_link (&conns, &c->link);
+    g_mutex_unlock (&conns_lock);
+    smfi_setpriv (ctx, c);
+  }
+  return c;
+}
+
+static void
+msg_done (SMFICTX *ctx)
+{
+  Conn *c = smfi_getpriv (ctx);
+  if (c) {
+    msg_free (c->msg);
+    c->msg = NULL;
+  }
+}
+
+static const char *
+queue_id (SMFICTX *ctx)
+{
+  const char *id = smfi_getsymval (ctx, "i");
+  return id ? id : "NOQUEUE";
+}
+
+static sfsistat
+on_error_status (const Msg *m)
+{
+  return strcmp (eb_config_get_string (m->gen->config, "on_error"), "tempfail") == 0 ? SMFIS_TEMPFAIL : SMFIS_ACCEPT;
+}
+
+/* ---- callbacks ------------------------------------------------------------ */
+
+static sfsistat
+cb_negotiate (SMFICTX *ctx, unsigned long f0, unsigned long f1, unsigned long f2,
+              unsigned long f3, unsigned long *pf0, unsigned long *pf1, unsigned long *pf2,
+              unsigned long *pf3)
+{
+  const unsigned long actions = SMFIF_CHGBODY | SMFIF_CHGHDRS | SMFIF_ADDHDRS;
+  if ((f0 & actions) != actions) {
+    log_line (LOG_ERR, "the MTA does not offer body and header changes; every message passes unchanged");
+    /* what it does offer (adding a header, say) must not be used either: a
+     * message is changed whole or not at all */
+    conn_of (ctx)->read_only = TRUE;
+    return SMFIS_ALL_OPTS;
+  }
+  *pf0 = actions;
+  unsigned long steps = SMFIP_NOCONNECT | SMFIP_NOHELO | SMFIP_NORCPT | SMFIP_NOUNKNOWN
+                        | SMFIP_NODATA;
+  *pf1 = (steps & f1) | (f1 & (SMFIP_HDR_LEADSPC | SMFIP_SKIP));
+  conn_of (ctx)->can_skip = (f1 & SMFIP_SKIP) != 0;
+  *pf2 = 0;
+  *pf3 = 0;
+  return SMFIS_CONTINUE;
+}
+
+static sfsistat
+cb_envfrom (SMFICTX *ctx, char **argv)
+{
+  Conn *c = conn_of (ctx);
+  msg_free (c->msg);
+  c->msg = NULL;
+  if (c->read_only)
+    return SMFIS_ACCEPT;
+  /* counted first, then the stop looked at: the stop sets its flag, then
+   * waits for the count, so a message is either waited for or refused */
+  g_atomic_int_inc (&n_in_flight);
+  if (g_atomic_int_get (&stopping)) {
+    g_atomic_int_add (&n_in_flight, -1);
+    g_atomic_int_inc (&n_refused);
+    smfi_setreply (ctx, "451", "4.3.2", "extbody-milter is stopping, try again later");
+    return SMFIS_TEMPFAIL;
+  }
+  c->msg = g_new0 (Msg, 1);
+  c->msg->gen = milter_generation_get ();
+  c->msg->mem = g_byte_array_new ();
+  c->msg->fd = -1;
+  return SMFIS_CONTINUE;
+}
+
+static sfsistat
+cb_header (SMFICTX *ctx, char *name, char *value)
+{
+  Conn *c = conn_of (ctx);
+  if (!c->msg)
+    return SMFIS_CONTINUE;
+  if (eb_config_get_boolean (c->msg->gen->config, "strip_trace_fields"))
+    for (guint i = 0; i < G_N_ELEMENTS (trace_names); i++)
+      if (g_ascii_strcasecmp (name, trace_names[i]) == 0)
+        c->msg->n_trace[i]++;
+  msg_append (c->msg, name, strlen (name));
+  msg_append (c->msg, ":", 1);
+  /* without SMFIP_HDR_LEADSPC the space after the colon was taken off */
+  if (*value != ' ' && *value != '\t')
+    msg_append (c->msg, " ", 1);
+  for (const char *p = value; *p; p++) {
+    if (*p == '\n' && (p == value || p[-1] != '\r'))
+      msg_append (c->msg, "\r", 1);
+    msg_append (c->msg, p, 1);
+  }
+  msg_append (c->msg, "\r\n", 2);
+  if (g_ascii_strcasecmp (name, "Content-Type") == 0) {
+    g_autofree char *media = eb_content_type_get_media_type (value);
+    if (media && !g_str_has_prefix (media, "multipart/") && !g_str_has_prefix (media, "message/"))
+      c->msg->cannot_hold = TRUE;
+  }
+  return SMFIS_CONTINUE;
+}
+
+static sfsistat
+cb_eoh (SMFICTX *ctx)
+{
+  Conn *c = conn_of (ctx);
+  if (!c->msg)
+    return SMFIS_CONTINUE;
+  /* only multipart and message bodies can hold an external-body (a missing
+   * Content-Type means text/plain) */
+  gboolean cannot = c->msg->cannot_hold;
+  if (c->msg->gen->store)
+    /* externalize: any message may have a part to store, the body of a
+     * single-part one included */
+    cannot = FALSE;
+  else if (!cannot && c->msg->fd < 0) {
+    g_autofree char *type = eb_message_get_header ((const char *) c->msg->mem->data, c->msg->mem->len,
+                                                   "Content-Type");
+    cannot = type == NULL;
+  }
+  if (cannot && msg_has_trace (c->msg)) {
+    /* no reference, but forged trace fields to remove at the end */
+    msg_strip_only (c->msg);
+    return SMFIS_CONTINUE;
+  }
+  if (cannot) {
+    msg_done (ctx);
+    return SMFIS_ACCEPT;
+  }
+  msg_append (c->msg, "\r\n", 2);
+  return SMFIS_CONTINUE;
+}
+
+static sfsistat
+cb_body (SMFICTX *ctx, unsigned char *chunk, size_t len)
+{
+  Conn *c = conn_of (ctx);
+  if (!c->msg)
+    return SMFIS_CONTINUE;
+  if (c->msg->strip_only)
+    return c->can_skip ? SMFIS_SKIP : SMFIS_CONTINUE;
+  msg_append (c->msg, chunk, len);
+  if (c->msg->size > eb_config_get_uint64 (c->msg->gen->config, "max_message_size")) {
+    log_line (LOG_INFO, "%s: message larger than max_message_size: passed unchanged%s", queue_id (ctx),
+              msg_has_trace (c->msg) ? " but for the trace fields it arrived with" : "");
+    if (msg_has_trace (c->msg)) {
+      msg_strip_only (c->msg);
+      return c->can_skip ? SMFIS_SKIP : SMFIS_CONTINUE;
+    }
+    msg_done (ctx);
+    return SMFIS_ACCEPT;
+  }
+  return SMFIS_CONTINUE;
+}
+
+
+/* One header modification: index 0 adds the field, a NULL value deletes the
+ * @index-th field of that name. */
+typedef struct {
+  char *name;
+  int   index;
+  char *value;
+} Mod;
+
+static void
+mod_free (Mod *x)
+{
+  g_free (x->name);
+  g_free (x->value);
+  g_free (x);
+}
+
+static void
+mods_add (GPtrArray *mods, const char *name, int index, const char *value)
+{
+  Mod *x = g_new0 (Mod, 1);
+  x->name = g_strdup (name);
+  x->index = index;
+  x->value = g_strdup (value);
+  g_ptr_array_add (mods, x);
+}
+
+/* Deleting every trace field the message came with, the last of a name first
+ * so that the indices stay valid. */
+static void
+mods_strip_trace (GPtrArray *mods, const Msg *m)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (trace_names); i++)
+    for (guint k = m->n_trace[i]; k > 0; k--)
+      mods_add (mods, trace_names[i], (int) k, NULL);
+}
+
+/* The library's header edits as milter modifications. */
+static void
+mods_from_edits (GPtrArray *mods, GPtrArray *edits)
+{
+  for (guint i = 0; i < edits->len; i++) {
+    const EbHeaderEdit *e = g_ptr_array_index (edits, i);
+    mods_add (mods, eb_header_edit_get_name (e),
+              eb_header_edit_get_kind (e) == EB_HEADER_ADD ? 0 : (int) eb_header_edit_get_index (e),
+              eb_header_edit_get_value (e));
+  }
+}
+
+/* libmilter refuses a packet whose data is over MILTER_CHUNK_SIZE (65535
+ * bytes): a header change is the index (4 bytes), the name and the value, each
+ * with its NUL (a deletion sends an empty value). The body is split into
+ * packets by smfi_replacebody itself. Returns: the first modification that
+ * cannot be sent, or NULL when all can. */
+#define MILTER_PACKET_MAX 65535
+static const Mod *
+mods_misfit (GPtrArray *mods)
+{
+  for (guint i = 0; i < mods->len; i++) {
+    const Mod *x = mods->pdata[i];
+    gsize n = (x->index ? 4 : 0) + strlen (x->name) + 1 + (x->value ? strlen (x->value) : 0) + 1;
+    if (n > MILTER_PACKET_MAX || strlen (x->name) == 0)
+      return x;
+  }
+  return NULL;
+}
+
+/* Send @mods and, when @body, the new body in one unbroken run. Every one was
+ * checked to fit; the first refusal tempfails the message (the MTA may hold a
+ * part of the changes, and the sender retries the whole message). */
+static sfsistat
+mods_send (SMFICTX *ctx, GPtrArray *mods, const char *body, gsize body_len, sfsistat status)
+{
+  guint i = 0;
+  for (; i < mods->len; i++) {
+    const Mod *x = mods->pdata[i];
+    int r = x->index == 0 ? smfi_addheader (ctx, x->name, x->value)
+                          : smfi_chgheader (ctx, x->name, x->index, x->value);
+    if (r != MI_SUCCESS)
+      break;
+  }
+  gboolean done = i == mods->len;
+  for (gsize p = 0; done && body && p < body_len; p += 65536) {
+    gsize k = MIN ((gsize) 65536, body_len - p);
+    done = smfi_replacebody (ctx, (unsigned char *) body + p, (int) k) == MI_SUCCESS;
+  }
+  if (!done) {
+    log_line (LOG_ERR, "%s: a modification could not be sent (%s %u of %u header changes%s): tempfail",
+              queue_id (ctx), i < mods->len ? "at" : "after", MIN (i + 1, mods->len), mods->len,
+              i < mods->len ? "" : ", in the body");
+    return SMFIS_TEMPFAIL;
+  }
+  return status;
+}
+
+/* A message that is not rewritten: unchanged but for the trace fields it
+ * came with, which are removed. */
+static sfsistat
+finish_unchanged (SMFICTX *ctx, const Msg *m, sfsistat status)
+{
+  if (!msg_has_trace (m) || (status != SMFIS_ACCEPT && status != SMFIS_CONTINUE))
+    return status;
+  g_autoptr (GPtrArray) mods = g_ptr_array_new_with_free_func ((GDestroyNotify) mod_free);
+  mods_strip_trace (mods, m);
+  log_line (LOG_INFO, "%s: %u trace field%s removed", queue_id (ctx), mods->len,
+            mods->len == 1 ? "" : "s");
+  return mods_send (ctx, mods, NULL, 0, status);
+}
+
+/* ---- end of message: named steps -------------------------------------------
+ *
+ * cb_eom runs the steps in order (input, rewrite, new body, modifications,
+ * send); a step that ends the message early sets the status and returns
+ * FALSE. The message is released at one place, cb_eom's end. */
+typedef struct {
+  SMFICTX         *ctx;
+  Msg             *m;
+  Gen             *gen;        /* the message's configuration, held to the end */
+  sfsistat         status;
+  GMappedFile     *mapped;     /* the spooled message, when spilled */
+  const char      *buf;        /* the message */
+  gsize            len;
+  GOutputStream   *out;        /* the new body (body_stream) */
+  int              out_fd;
+  GMappedFile     *out_map;    /* the new body's spill file, mapped */
+  EbRewriteResult *result;
+  const char      *body;       /* the new body */
+  gsize            body_len;
+  GPtrArray       *mods;       /* the header modifications to send */
+} Eom;
+
+static void
+eom_clear (Eom *e)
+{
+  g_clear_pointer (&e->mods, g_ptr_array_unref);
+  g_clear_pointer (&e->result, eb_rewrite_result_free);
+  g_clear_pointer (&e->out_map, g_mapped_file_unref);
+  g_clear_object (&e->out);
+  g_clear_pointer (&e->mapped, g_mapped_file_unref);
+  g_clear_pointer (&e->gen, milter_generation_unref);
+}
+
+/* The message is passed unchanged but for its trace fields, with @status. */
+static gboolean
+eom_unchanged (Eom *e, sfsistat status)
+{
+  e->status = finish_unchanged (e->ctx, e->m, status);
+  return FALSE;
+}
+
+/* The message as collected: in memory, or the spill file mapped. */
+static gboolean
+eom_input (Eom *e)
+{
+  Msg *m = e->m;
+  if (m->strip_only)
+    return eom_unchanged (e, SMFIS_CONTINUE);
+  if (m->failed) {
+    log_line (LOG_ERR, "%s: cannot spool the message: %s", queue_id (e->ctx), g_strerror (errno));
+    return eom_unchanged (e, on_error_status (m));
+  }
+  if (m->fd < 0) {
+    e->buf = (const char *) m->mem->data;
+    e->len = m->mem->len;
+    return TRUE;
+  }
+  g_autoptr (GError) error = NULL;
+  e->mapped = g_mapped_file_new_from_fd (m->fd, FALSE, &error);
+  if (!e->mapped) {
+    log_line (LOG_ERR, "%s: cannot map the spooled message: %s", queue_id (e->ctx), error->message);
+    return eom_unchanged (e, on_error_status (m));
+  }
+  e->buf = g_mapped_file_get_contents (e->mapped);
+  e->len = g_mapped_file_get_length (e->mapped);
+  return TRUE;
+}
+
+/* The plan and the new body (milter_worker_rewrite), counted and logged; the new
+ * body goes to a spill file of its own when the message or what its
+ * references bring is large (body_stream). */
+static gboolean
+eom_rewrite (Eom *e)
+{
+  g_autoptr (GError) error = NULL;
+  if (!milter_worker_rewrite (e->ctx, e->gen, e->m, e->buf, e->len, &e->out, &e->out_fd, &e->result, &error)) {
+    log_line (LOG_ERR, "%s: %s", queue_id (e->ctx), error->message);
+    return eom_unchanged (e, on_error_status (e->m));
+  }
+  eb_stats_add_result (stats, e->result);
+  eb_stats_add_bytes (stats, e->len);
+  guint n = eb_rewrite_result_get_n_refs (e->result);
+  EbReason reason = eb_rewrite_result_get_reason (e->result);
+  if (n || reason != EB_REASON_RESOLVED) {
+    /* one key=value line for the message, one per reference (host, never the URL) */
+    g_autofree char *mid = eb_log_message_id (e->result, e->buf, e->len);
+    eb_log_message (smfi_getsymval (e->ctx, "i"), mid, e->result);
+  }
+  if (!eb_rewrite_result_get_n_resolved (e->result))   /* unchanged, but for the trace fields it came with */
+    return eom_unchanged (e, SMFIS_CONTINUE);
+  return TRUE;
+}
+
+/* The new body as bytes: the stream's memory, or its spill file mapped. */
+static gboolean
+eom_new_body (Eom *e)
+{
+  if (e->out_fd >= 0) {
+    /* the mapping holds the file; the stream (unbuffered) closes the fd */
+    g_autoptr (GError) error = NULL;
+    e->out_map = g_mapped_file_new_from_fd (e->out_fd, FALSE, &error);
+    g_output_stream_close (e->out, NULL, NULL);
+    if (!e->out_map) {
+      log_line (LOG_ERR, "%s: cannot map the new body's spill file: %s", queue_id (e->ctx), error->message);
+      return eom_unchanged (e, on_error_status (e->m));
+    }
+    e->body = g_mapped_file_get_contents (e->out_map);
+    e->body_len = g_mapped_file_get_length (e->out_map);
+  } else {
+    g_output_stream_close (e->out, NULL, NULL);
+    e->body = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (e->out));
+    e->body_len = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (e->out));
+  }
+  if (e->body_len == 0) {
+    /* libmilter sends a new body as one or more packets of data and has no
+     * way to say "empty": the old body would stay under the new header */
+    log_line (LOG_ERR, "%s: the new body is empty, which the milter protocol cannot send: "
+              "the message is not rewritten", queue_id (e->ctx));
+    return eom_unchanged (e, SMFIS_ACCEPT);
+  }
+  return TRUE;
+}
+
+/* The header modifications, every one known to fit before the first is
+ * sent: a message is changed whole or not at all. */
+static gboolean
+eom_mods (Eom *e)
+{
+  e->mods = g_ptr_array_new_with_free_func ((GDestroyNotify) mod_free);
+  if (e->gen->store)
+    /* externalize plans leave the trace fields to the milter: deleted by
+     * name and index, which the Content-* edits below do not disturb */
+    mods_strip_trace (e->mods, e->m);
+  g_autoptr (GPtrArray) edits = eb_rewrite_header_edits (e->result, e->buf, e->len);
+  mods_from_edits (e->mods, edits);
+  g_autofree char *trace = eb_rewrite_filter_field_value (e->result);
+  mods_add (e->mods, EB_FILTER_FIELD, 0, trace);
+  const Mod *misfit = mods_misfit (e->mods);
+  if (misfit) {
+    gsize vlen = misfit->value ? strlen (misfit->value) : 0;
+    log_line (LOG_ERR, "%s: the new %s field (%" G_GSIZE_FORMAT " bytes) does not fit in a milter packet "
+              "(%d bytes at most): the message is not rewritten", queue_id (e->ctx), misfit->name,
+              vlen, MILTER_PACKET_MAX);
+    return eom_unchanged (e, SMFIS_ACCEPT);
+  }
+  return TRUE;
+}
+
+/* The modifications and the new body, in one unbroken run. */
+static void
+eom_send (Eom *e)
+{
+  e->status = mods_send (e->ctx, e->mods, e->body, e->body_len, SMFIS_CONTINUE);
+  if (e->status == SMFIS_CONTINUE)
+    eb_stats_add_changed (stats, 1);
+}
+
+static sfsistat
+cb_eom (SMFICTX *ctx)
+{
+  Conn *c = conn_of (ctx);
+  if (!c->msg)
+    return SMFIS_CONTINUE;
+  /* the message's configuration outlives it (msg_done) to eom_clear, where
+   * the rewrite result goes */
+  Eom e = { .ctx = ctx, .m = c->msg, .gen = milter_generation_ref (c->msg->gen), .status = SMFIS_CONTINUE, .out_fd = -1 };
+  if (eom_input (&e) && eom_rewrite (&e) && eom_new_body (&e) && eom_mods (&e))
+    eom_send (&e);
+  msg_done (ctx);
+  eom_clear (&e);
+  return e.status;
+}
+
+static sfsistat
+cb_abort (SMFICTX *ctx)
+{
+  msg_done (ctx);
+  return SMFIS_CONTINUE;
+}
+
+static sfsistat
+cb_close (SMFICTX *ctx)
+{
+  Conn *c = smfi_getpriv (ctx);
+  if (c) {
+    msg_free (c->msg);
+    g_mutex_lock (&conns_lock);
+    g_queue_unlink (&conns, &c->link);
+    g_mutex_unlock (&conns_lock);
+    g_free (c);
+    smfi_setpriv (ctx, NULL);
+  }
+  return SMFIS_CONTINUE;
+}
+
+struct smfiDesc milter_session_desc = {
+  "extbody-milter", SMFI_VERSION,
+  SMFIF_CHGBODY | SMFIF_CHGHDRS | SMFIF_ADDHDRS,
+  NULL,            /* connect */
+  NULL,            /* helo */
+  cb_envfrom,
+  NULL,            /* envrcpt */
+  cb_header,
+  cb_eoh,
+  cb_body,
+  cb_eom,
+  cb_abort,
+  cb_close,
+  NULL,            /* unknown */
+  NULL,            /* data */
+  cb_negotiate,
+};

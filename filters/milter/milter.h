@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* milter.h - extbody-milter's internal header: the stages, their shared types and state.
+ *
+ * extbody-milter - resolve message/external-body references inside the MTA
+ * (libmilter content filter for Postfix and Sendmail).
+ *
+ * Per connection: a Conn in the private data pointer; per message: the message
+ * collected as headers (rebuilt "Name:value" lines, CRLF) and body chunks, in
+ * memory up to milter_spill_size, then spooled to an unlinked temporary file.
+ * At end of message the library (eb_rewrite_plan) resolves the references and
+ * fetches what is to be fetched; when something was resolved, the header edits
+ * the library gives (eb_rewrite_header_edits: no re-parse, no diff here) are
+ * sent with smfi_chgheader/smfi_addheader, one trace field X-Extbody is added,
+ * and the body the library writes (eb_rewrite_write_body) replaces the old one
+ * in one unbroken run of smfi_replacebody calls (the new body of a spilled
+ * message, or of one whose resolved data passes milter_spill_size, is written
+ * to a spill file of its own and sent from its mapping, so memory follows
+ * neither). Nothing changed: no modification at all. A failure
+ * inside accepts the message unchanged (on_error = accept) or tempfails it.
+ * Every modification is checked to fit in a milter packet before the first is
+ * sent (a message is changed whole or not at all); a refusal once they have
+ * begun tempfails. X-Extbody and X-Extbody-Resolved fields that arrive in the
+ * top-level header are deleted (strip_trace_fields). A message whose top-level
+ * Content-Type cannot hold an external-body is accepted at end of header,
+ * without its body and without a MIME parse, unless it carries such fields:
+ * then its body is skipped and the fields are deleted at end of message.
+ * While a message waits on its fetches, a kick thread keeps libmilter's worker
+ * pool from leaving other sessions unserved (see milter_worker_kick_run), and
+ * the fetches are cancelled when the MTA has closed the connection.
+ *
+ * The daemon is split by stage, each in a file of its own:
+ *
+ *   milter-main.c        start-up and lifecycle: the options, the socket,
+ *                        detaching, the signals, the metrics_file, the stop
+ *                        and its drain of the messages in flight
+ *   milter-generation.c  configuration generations (Gen): loaded at start and
+ *                        on SIGHUP, referenced by each message
+ *   milter-session.c     libmilter's session callbacks, the per-connection
+ *                        (Conn) and per-message (Msg) state, the end of
+ *                        message in named steps (eom_*)
+ *   milter-worker.c      how an end-of-message callback waits on its fetches
+ *                        and rewrite (milter_worker_rewrite) while the kick
+ *                        thread keeps libmilter's worker pool serving others
+ *   milter-check.c       --check-mta
+ *
+ * A message flows through them thus: milter-main.c registers the callbacks
+ * (milter_session_desc) and serves; at MAIL FROM milter-session.c counts the
+ * message in flight (n_in_flight, refused once stopping is set) and takes a
+ * reference to the generation in force (milter_generation_get); the headers
+ * and body are collected into the Msg; at end of message the session runs its
+ * steps, the rewrite through milter_worker_rewrite, and sends the changes; the
+ * message's generation is released with it. The stop (milter-main.c) sets
+ * stopping and waits for n_in_flight to reach 0.
+ */
+#ifndef MILTER_H
+#define MILTER_H
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <syslog.h>
+
+#include <gio/gio.h>
+#include <libmilter/mfapi.h>
+
+#include <extbody/extbody.h>
+
+
+/* every line goes through libextbody's log (eb_log_init: the journal under
+ * systemd, syslog mail once detached, standard error in the foreground) */
+#define log_line eb_log
+
+/* ---- configuration generations -------------------------------------------
+ *
+ * The configuration and the fetcher built from it make one generation. A
+ * message takes a reference to the current generation at MAIL FROM and keeps
+ * it to its end; SIGHUP installs a new generation for the messages that begin
+ * afterwards (on connections old and new), and an old one is freed when its
+ * last message ends. */
+typedef struct {
+  gint       refs;
+  EbConfig  *config;
+  EbFetcher *fetcher;       /* NULL when fetch = off */
+  EbStore   *store;         /* milter_mode = externalize: where parts go; else NULL */
+} Gen;
+void milter_generation_unref (Gen *g);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Gen, milter_generation_unref)
+
+Gen *milter_generation_ref (Gen *g);
+Gen *milter_generation_get (void);
+void milter_generation_install (Gen *g);
+
+typedef struct {
+  Gen        *gen;          /* the configuration of this message */
+  GByteArray *mem;
+  int         fd;           /* spill file, or -1 */
+  guint64     size;
+  gboolean    failed;       /* writing the spill file failed */
+  gboolean    cannot_hold;  /* the top-level type is neither multipart nor message */
+  guint       n_trace[2];   /* incoming fields named as trace_names (strip_trace_fields) */
+  gboolean    strip_only;   /* nothing to resolve: only the trace fields to remove */
+} Msg;
+
+typedef struct {
+  Msg     *msg;
+  gboolean read_only;   /* the MTA did not offer every change a rewrite needs */
+  gboolean can_skip;    /* the MTA takes SMFIS_SKIP from the body callback */
+  GList    link;        /* in conns */
+} Conn;
+
+/* What the command line says about the configuration: applied at start and
+ * again at each reload. */
+typedef struct {
+  const char        *config;   /* -c, or NULL for the default path */
+  const char *const *set;      /* -o */
+  const char *const *allow;    /* --allow-network */
+  const char        *socket;   /* -p */
+} ConfigArgs;
+
+typedef struct {
+  ConfigArgs   args;
+  const char  *upath;      /* the unix socket's file, or NULL */
+  struct stat  sock_st;    /* what it was once bound, to remove only ours */
+  int          lfd;        /* libmilter's listening descriptor, or -1 */
+  const char  *pidfile;    /* written by us, or NULL */
+} Life;
+
+Gen *milter_generation_load (const ConfigArgs *a, int *status, GError **error);
+void milter_generation_reload (Life *life, const char *signame);
+
+/* ---- milter-session.c ---------------------------------------------------- */
+
+/* Messages between MAIL FROM and their end (SIGTERM lets them finish), and
+ * the stop: once set, a new message is refused with a temporary failure. */
+extern gint n_in_flight;
+extern gint stopping;
+extern gint n_refused;   /* messages refused while stopping, for the log */
+
+/* the callbacks, for smfi_register */
+extern struct smfiDesc milter_session_desc;
+
+/* ---- milter-worker.c ----------------------------------------------------- */
+
+/* the kick thread and the address it connects to (milter-main.c starts and
+ * stops the thread, and changes the address when the daemon stops) */
+extern GMutex   kick_lock;
+extern GCond    kick_cond;
+extern gboolean kick_stop;
+extern GThread *kick_thread;
+extern GMutex   kick_addr_lock;
+extern struct sockaddr_storage kick_addr;
+extern socklen_t kick_addr_len;   /* 0: no address to kick */
+
+void milter_worker_kick_to (const struct sockaddr_storage *addr, socklen_t addr_len);
+void milter_worker_kick_once (void);
+gpointer milter_worker_kick_run (gpointer data);
+void milter_worker_kick_set_address (int fd);
+gboolean milter_worker_rewrite (SMFICTX *ctx, const Gen *gen, const Msg *m, const char *buf, gsize len,
+                                GOutputStream **out, int *out_fd, EbRewriteResult **result,
+                                GError **error);
+
+/* ---- milter-main.c ------------------------------------------------------- */
+
+extern EbStats *stats;   /* every message planned, for the summary at exit */
+
+#endif /* MILTER_H */
