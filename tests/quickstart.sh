@@ -257,7 +257,7 @@ if [ "$mode" = demo ]; then
     echo "    it changed the message"; exit 1
   fi
   echo
-  echo "==> done: the outputs are in $out; extbody(1): man -l src/extbody.1"
+  echo "==> done: the outputs are in $out; extbody(1): man -l src/cli/extbody.1"
   exit 0
 fi
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-store.c - where externalized parts go (src/eb-store.h), against real
+/* test-store.c - where externalized parts go (src/net/eb-store.h), against real
  * servers on 127.0.0.1.
  *
  *   directory  put, dedup (a second put writes nothing: same inode, its

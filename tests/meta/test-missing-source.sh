@@ -15,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 tar -C "$top" --exclude='./build*' --exclude='./.git' --exclude='node_modules' \
   --exclude='./tests/fuzz/seeds' -cf - . | tar -C "$work" -xf - || exit 1
 failed=0
-for f in src/eb-reason.c tests/unit/test-header.c; do
+for f in src/base/eb-reason.c tests/unit/test-header.c; do
   mv "$work/$f" "$work/moved"
   if out=$(cmake -S "$work" -B "$work/b" -DEXTBODY_DOCS=OFF 2>&1); then
     echo "FAIL: cmake configured the tree without $f"

@@ -2,7 +2,7 @@
 /* test-public-only.c - the command and the milter use libextbody's public API
  * only (issue 16), as any program outside the project would.
  *
- *   /public-only/includes     src/extbody.c and the milter's sources and
+ *   /public-only/includes     src/cli/extbody-cli.c and the milter's sources and
  *                             milter.h (filters/milter/milter-*.c but
  *                             milter-check.c, which uses libmilter only)
  *                             include <extbody/extbody.h>, and no internal
@@ -119,7 +119,7 @@ report (GPtrArray *bad)
 }
 
 static const char *const sources[] = {
-  "src/extbody.c",
+  "src/cli/extbody-cli.c",
   "filters/milter/milter.h",
   "filters/milter/milter-main.c",
   "filters/milter/milter-generation.c",

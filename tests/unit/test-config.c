@@ -126,7 +126,7 @@ test_load (void)
 static void
 test_documented_keys (void)
 {
-  g_autofree char *man5 = source_file ("src/extbody.conf.5");
+  g_autofree char *man5 = source_file ("src/cli/extbody.conf.5");
   for (guint i = 0; i < eb_config_get_n_keys (); i++) {
     const EbConfigKey *k = eb_config_get_key (i);
     g_autofree char *mank = g_strdup_printf (".BR %s \" (default %s)\"\n%s\n", k->name,
@@ -347,7 +347,7 @@ test_key_set_twice (void)
 static void
 test_documented_reasons (void)
 {
-  g_autofree char *man1 = source_file ("src/extbody.1");
+  g_autofree char *man1 = source_file ("src/cli/extbody.1");
   for (EbReason r = 0; r < EB_REASON_N; r++) {
     g_autofree char *entry = g_strdup_printf (".TP\n.B %s\n", eb_reason_token (r));
     g_test_message ("reason %s", eb_reason_token (r));

@@ -38,7 +38,7 @@ G_BEGIN_DECLS
  * eb_fetch_set_thread_cancel) are public (extbody.h). */
 
 /* The calling thread's hooks for libcurl transfers other than the fetcher's
- * (the store's, src/eb-store.c), so that a milter thread waiting on them keeps
+ * (the store's, src/net/eb-store.c), so that a milter thread waiting on them keeps
  * its MTA informed and stops when told to:
  * eb_fetch_thread_cancelled: TRUE once the flag of eb_fetch_set_thread_cancel
  * is set (FALSE without one);
