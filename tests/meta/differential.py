@@ -151,8 +151,12 @@ def collect(tmp: str, count: int, new_exe: str) -> list[tuple[str, str, list[str
     exe = os.path.join(tmp, "differential-hostile")
     cflags = subprocess.run(["pkg-config", "--cflags", "--libs", "glib-2.0"],
                             stdout=subprocess.PIPE, check=True).stdout.decode().split()
-    run_checked(["cc", "-std=c11", "-O1", "-I", os.path.join(TOP, "tests/hostile"),
-                 "-I", os.path.join(TOP, "src"), "-I", os.path.join(TOP, "include"),
+    # the library's internal headers: src/ and each of its folders
+    src = os.path.join(TOP, "src")
+    incs = [src] + sorted(os.path.join(src, d) for d in os.listdir(src)
+                          if os.path.isdir(os.path.join(src, d)))
+    run_checked(["cc", "-std=c11", "-O1", "-I", os.path.join(TOP, "tests/hostile")]
+                + [a for d in incs for a in ("-I", d)] + ["-I", os.path.join(TOP, "include"),
                  # the generated extbody-version.h, in the new build's tree
                  "-I", os.path.join(os.path.dirname(os.path.dirname(new_exe)), "include"),
                  os.path.join(TOP, "tests/meta/differential-hostile.c"), "-o", exe] + cflags)
