@@ -103,7 +103,7 @@ static char *
 delivered (const char *needle, int seconds)
 {
   char *path = NULL;
-  g_autofree char *text = mta_postfix_delivered (maildir_new, needle, seconds, &path);
+  g_free (mta_postfix_delivered (maildir_new, needle, seconds, &path));
   return path;
 }
 
