@@ -25,7 +25,7 @@ resolve_one (const char *path)
   /* the defaults: data: URLs are resolved, nothing is fetched */
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
-  g_autoptr (EbRewriteResult) result = NULL;
+  g_autoptr (EbPlan) result = NULL;
   if (!eb_rewrite (buf, len, config, NULL, EB_REWRITE_DEFAULT, out, &result, &error)
       || !g_output_stream_close (out, NULL, &error)) {
     fprintf (stderr, "resolve-one: %s\n", error->message);
@@ -38,21 +38,21 @@ resolve_one (const char *path)
     return 74;
   }
 
-  guint n = eb_rewrite_result_get_n_refs (result);
+  guint n = eb_plan_get_n_refs (result);
   fprintf (stderr, "libextbody %s: %u reference%s, %u resolved%s\n", eb_get_version_string (), n,
-           n == 1 ? "" : "s", eb_rewrite_result_get_n_resolved (result),
-           eb_rewrite_result_get_changed (result) ? "" : ", message unchanged");
+           n == 1 ? "" : "s", eb_plan_get_n_resolved (result),
+           eb_plan_get_changed (result) ? "" : ", message unchanged");
   for (guint i = 0; i < n; i++) {
-    EbReason reason = eb_rewrite_result_get_ref_reason (result, i);
-    g_autofree char *url = eb_inspect_printable (eb_rewrite_result_get_ref_url (result, i), 60);
+    EbReason reason = eb_plan_get_ref_reason (result, i);
+    g_autofree char *url = eb_inspect_printable (eb_plan_get_ref_url (result, i), 60);
     if (reason == EB_REASON_RESOLVED)
       fprintf (stderr, "part %s: %s: resolved (%s, %" G_GUINT64_FORMAT " bytes, %s)\n",
-               eb_rewrite_result_get_ref_path (result, i), url,
-               eb_rewrite_result_get_ref_content_type (result, i),
-               eb_rewrite_result_get_ref_size (result, i),
-               eb_rewrite_result_get_ref_encoding (result, i));
+               eb_plan_get_ref_path (result, i), url,
+               eb_plan_get_ref_content_type (result, i),
+               eb_plan_get_ref_size (result, i),
+               eb_plan_get_ref_encoding (result, i));
     else
-      fprintf (stderr, "part %s: %s: left: %s (%s)\n", eb_rewrite_result_get_ref_path (result, i),
+      fprintf (stderr, "part %s: %s: left: %s (%s)\n", eb_plan_get_ref_path (result, i),
                url, eb_reason_token (reason), eb_reason_text (reason));
   }
   return 0;

@@ -374,7 +374,7 @@ metrics_write (void)
   if (!path || !*path)
     return;
   g_autoptr (GError) error = NULL;
-  if (eb_stats_write_prometheus (stats, path, &error)) {
+  if (eb_metrics_write_prometheus (stats, path, &error)) {
     if (metrics_failure)
       log_line (LOG_INFO, "metrics_file %s written again", path);
     g_clear_pointer (&metrics_failure, g_free);

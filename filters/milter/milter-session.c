@@ -195,7 +195,8 @@ cb_header (SMFICTX *ctx, char *name, char *value)
   }
   msg_append (c->msg, "\r\n", 2);
   if (g_ascii_strcasecmp (name, "Content-Type") == 0) {
-    g_autofree char *media = eb_content_type_get_media_type (value);
+    c->msg->has_type = TRUE;
+    g_autofree char *media = eb_params_content_type_media_type (value);
     if (media && !g_str_has_prefix (media, "multipart/") && !g_str_has_prefix (media, "message/"))
       c->msg->cannot_hold = TRUE;
   }
@@ -215,11 +216,9 @@ cb_eoh (SMFICTX *ctx)
     /* externalize: any message may have a part to store, the body of a
      * single-part one included */
     cannot = FALSE;
-  else if (!cannot && c->msg->fd < 0) {
-    g_autofree char *type = eb_message_get_header ((const char *) c->msg->mem->data, c->msg->mem->len,
-                                                   "Content-Type");
-    cannot = type == NULL;
-  }
+  else if (!cannot)
+    /* the fields as they came (cb_header): the header is not read again */
+    cannot = !c->msg->has_type;
   if (cannot && msg_has_trace (c->msg)) {
     /* no reference, but forged trace fields to remove at the end */
     msg_strip_only (c->msg);
@@ -380,7 +379,7 @@ typedef struct {
   GOutputStream   *out;        /* the new body (body_stream) */
   int              out_fd;
   GMappedFile     *out_map;    /* the new body's spill file, mapped */
-  EbRewriteResult *result;
+  EbPlan *result;
   const char      *body;       /* the new body */
   gsize            body_len;
   GPtrArray       *mods;       /* the header modifications to send */
@@ -390,7 +389,7 @@ static void
 eom_clear (Eom *e)
 {
   g_clear_pointer (&e->mods, g_ptr_array_unref);
-  g_clear_pointer (&e->result, eb_rewrite_result_free);
+  g_clear_pointer (&e->result, eb_plan_free);
   g_clear_pointer (&e->out_map, g_mapped_file_unref);
   g_clear_object (&e->out);
   g_clear_pointer (&e->mapped, g_mapped_file_unref);
@@ -445,14 +444,14 @@ eom_rewrite (Eom *e)
   }
   eb_stats_add_result (stats, e->result);
   eb_stats_add_bytes (stats, e->len);
-  guint n = eb_rewrite_result_get_n_refs (e->result);
-  EbReason reason = eb_rewrite_result_get_reason (e->result);
+  guint n = eb_plan_get_n_refs (e->result);
+  EbReason reason = eb_plan_get_reason (e->result);
   if (n || reason != EB_REASON_RESOLVED) {
     /* one key=value line for the message, one per reference (host, never the URL) */
-    g_autofree char *mid = eb_log_message_id (e->result, e->buf, e->len);
+    g_autofree char *mid = eb_plan_get_message_id (e->result);
     eb_log_message (smfi_getsymval (e->ctx, "i"), mid, e->result);
   }
-  if (!eb_rewrite_result_get_n_resolved (e->result))   /* unchanged, but for the trace fields it came with */
+  if (!eb_plan_get_n_resolved (e->result))   /* unchanged, but for the trace fields it came with */
     return eom_unchanged (e, SMFIS_CONTINUE);
   return TRUE;
 }
@@ -493,13 +492,10 @@ static gboolean
 eom_mods (Eom *e)
 {
   e->mods = g_ptr_array_new_with_free_func ((GDestroyNotify) mod_free);
-  if (e->gen->store)
-    /* externalize plans leave the trace fields to the milter: deleted by
-     * name and index, which the Content-* edits below do not disturb */
-    mods_strip_trace (e->mods, e->m);
-  g_autoptr (GPtrArray) edits = eb_rewrite_header_edits (e->result, e->buf, e->len);
+  /* the plan's edits delete the trace fields the message came with */
+  g_autoptr (GPtrArray) edits = eb_plan_header_edits (e->result);
   mods_from_edits (e->mods, edits);
-  g_autofree char *trace = eb_rewrite_filter_field_value (e->result);
+  g_autofree char *trace = eb_plan_filter_field_value (e->result);
   mods_add (e->mods, EB_FILTER_FIELD, 0, trace);
   const Mod *misfit = mods_misfit (e->mods);
   if (misfit) {

@@ -174,12 +174,12 @@ progress_cb (gpointer data)
  * into it passes milter_spill_size, so that memory follows neither the message
  * nor what its references bring (*@out_fd: the file, else -1). */
 static GOutputStream *
-body_stream (const Msg *m, const EbRewriteResult *result, gsize len, int *out_fd)
+body_stream (const Msg *m, const EbPlan *result, gsize len, int *out_fd)
 {
   guint64 spill = eb_config_get_uint64 (m->gen->config, "milter_spill_size");
   guint64 grows = 0;
-  for (guint i = 0; i < eb_rewrite_result_get_n_refs (result); i++)
-    grows += eb_rewrite_result_get_ref_size (result, i);
+  for (guint i = 0; i < eb_plan_get_n_refs (result); i++)
+    grows += eb_plan_get_ref_size (result, i);
   if (m->fd >= 0 || len + grows > spill) {
     g_autofree char *opath = NULL;
     int fd = g_file_open_tmp ("extbody-milter-XXXXXX", &opath, NULL);
@@ -196,7 +196,7 @@ body_stream (const Msg *m, const EbRewriteResult *result, gsize len, int *out_fd
  * *@out (body_stream: *@out_fd). */
 gboolean
 milter_worker_rewrite (SMFICTX *ctx, const Gen *gen, const Msg *m, const char *buf, gsize len,
-                 GOutputStream **out, int *out_fd, EbRewriteResult **result, GError **error)
+                 GOutputStream **out, int *out_fd, EbPlan **result, GError **error)
 {
   const EbConfig *config = gen->config;
   Waiting w = { ctx, 0 };
@@ -205,9 +205,11 @@ milter_worker_rewrite (SMFICTX *ctx, const Gen *gen, const Msg *m, const char *b
   eb_fetch_set_thread_cancel (&w.cancelled);
   if (gen->store) {
     /* milter_mode = externalize: the parts to store go to the store (a
-     * failure leaves the part as it was); the trace fields the message came
-     * with are removed by the caller */
+     * failure leaves the part as it was); the plan removes the trace fields
+     * the message came with, as a rewrite's does */
     EbExternalizeFlags flags = EB_EXTERNALIZE_FILTER_FIELD;
+    if (eb_config_get_boolean (config, "strip_trace_fields"))
+      flags |= EB_EXTERNALIZE_STRIP_TRACE;
     if (eb_config_get_boolean (config, "externalize_fallback"))
       flags |= EB_EXTERNALIZE_FALLBACK;
     *result = eb_externalize_plan (buf, len, config, gen->store, flags);
@@ -217,15 +219,15 @@ milter_worker_rewrite (SMFICTX *ctx, const Gen *gen, const Msg *m, const char *b
     *result = eb_rewrite_plan (buf, len, config, gen->fetcher,
                                eb_config_get_boolean (config, "strip_trace_fields") ? EB_REWRITE_STRIP_TRACE : EB_REWRITE_DEFAULT);
   }
-  gboolean changed = eb_rewrite_result_get_n_resolved (*result) > 0;
+  gboolean changed = eb_plan_get_n_resolved (*result) > 0;
   *out_fd = -1;
   *out = changed ? body_stream (m, *result, len, out_fd) : g_memory_output_stream_new_resizable ();
-  gboolean ok = !changed || eb_rewrite_write_body (*result, buf, len, *out, error);
+  gboolean ok = !changed || eb_plan_write_body (*result, *out, error);
   eb_fetch_set_thread_cancel (NULL);
   eb_fetch_set_thread_progress (NULL, NULL);
   kick_leave ();
   if (ok && g_atomic_int_get (&w.cancelled)) {
-    g_clear_pointer (result, eb_rewrite_result_free);
+    g_clear_pointer (result, eb_plan_free);
     g_set_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED,
                  "the MTA closed the connection: the fetches were cancelled");
     return FALSE;

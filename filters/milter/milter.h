@@ -9,9 +9,9 @@
  * memory up to milter_spill_size, then spooled to an unlinked temporary file.
  * At end of message the library (eb_rewrite_plan) resolves the references and
  * fetches what is to be fetched; when something was resolved, the header edits
- * the library gives (eb_rewrite_header_edits: no re-parse, no diff here) are
+ * the library gives (eb_plan_header_edits: no re-parse, no diff here) are
  * sent with smfi_chgheader/smfi_addheader, one trace field X-Extbody is added,
- * and the body the library writes (eb_rewrite_write_body) replaces the old one
+ * and the body the library writes (eb_plan_write_body) replaces the old one
  * in one unbroken run of smfi_replacebody calls (the new body of a spilled
  * message, or of one whose resolved data passes milter_spill_size, is written
  * to a spill file of its own and sent from its mapping, so memory follows
@@ -96,6 +96,7 @@ typedef struct {
   guint64     size;
   gboolean    failed;       /* writing the spill file failed */
   gboolean    cannot_hold;  /* the top-level type is neither multipart nor message */
+  gboolean    has_type;     /* a Content-Type field came (none: text/plain) */
   guint       n_trace[2];   /* incoming fields named as trace_names (strip_trace_fields) */
   gboolean    strip_only;   /* nothing to resolve: only the trace fields to remove */
 } Msg;
@@ -155,7 +156,7 @@ void milter_worker_kick_once (void);
 gpointer milter_worker_kick_run (gpointer data);
 void milter_worker_kick_set_address (int fd);
 gboolean milter_worker_rewrite (SMFICTX *ctx, const Gen *gen, const Msg *m, const char *buf, gsize len,
-                                GOutputStream **out, int *out_fd, EbRewriteResult **result,
+                                GOutputStream **out, int *out_fd, EbPlan **result,
                                 GError **error);
 
 /* ---- milter-main.c ------------------------------------------------------- */

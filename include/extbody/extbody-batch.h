@@ -21,7 +21,7 @@ G_BEGIN_DECLS
 
 /* ---- batch and statistics ------------------------------------------------
  *
- * EbConfig, EbFetcher, EbRewriteResult, EbRewriteFlags and EbReason are
+ * EbConfig, EbFetcher, EbPlan, EbRewriteFlags and EbReason are
  * declared in their own sections (configuration, fetcher, rewrite, reasons).
  */
 
@@ -30,7 +30,7 @@ G_BEGIN_DECLS
  * resolved, references left alone by reason, bytes of input, and the fetches
  * made for those messages (by outcome, bytes, cache hits, a latency
  * histogram). They only grow: one EbStats for a process's lifetime gives the
- * counters Prometheus expects (eb_stats_write_prometheus()), across reloads.
+ * counters Prometheus expects (eb_metrics_write_prometheus()), across reloads.
  */
 typedef struct _EbStats EbStats;
 
@@ -57,7 +57,7 @@ EXTBODY_API void eb_stats_free (EbStats *stats);
  * by reason. A message not even parsed (too large) counts its own reason once.
  * Safe to call from several threads.
  */
-EXTBODY_API void eb_stats_add_result (EbStats *stats, const EbRewriteResult *result);
+EXTBODY_API void eb_stats_add_result (EbStats *stats, const EbPlan *result);
 
 /**
  * eb_stats_add_skipped:
@@ -215,7 +215,7 @@ EXTBODY_API guint64 eb_stats_get_fetched_bytes (EbStats *stats);
 EXTBODY_API guint64 eb_stats_get_cache_hits (EbStats *stats);
 
 /**
- * eb_stats_format_prometheus:
+ * eb_metrics_format_prometheus:
  * @stats: the counters
  *
  * The counters in the Prometheus text exposition format (version 0.0.4), as
@@ -232,16 +232,16 @@ EXTBODY_API guint64 eb_stats_get_cache_hits (EbStats *stats);
  *
  * Returns: (transfer full): the text, ending with a newline.
  */
-EXTBODY_API char *eb_stats_format_prometheus (EbStats *stats);
+EXTBODY_API char *eb_metrics_format_prometheus (EbStats *stats);
 
 /**
- * eb_stats_write_prometheus:
+ * eb_metrics_write_prometheus:
  * @stats: the counters
  * @path: the file, usually NAME.prom in node_exporter's
  *   --collector.textfile.directory
  * @error: (nullable): where a failure goes
  *
- * Writes eb_stats_format_prometheus() to @path atomically: into a temporary
+ * Writes eb_metrics_format_prometheus() to @path atomically: into a temporary
  * file in the same directory (whose name does not end in .prom), flushed to
  * disk (fsync), then renamed over @path, mode 0644 whatever the umask, so that a reader sees the
  * old file or the new one, never a part of one. On failure @path is as it was
@@ -249,10 +249,10 @@ EXTBODY_API char *eb_stats_format_prometheus (EbStats *stats);
  *
  * Returns: %TRUE when written; %FALSE with @error (G_FILE_ERROR) set.
  */
-EXTBODY_API gboolean eb_stats_write_prometheus (EbStats *stats, const char *path, GError **error);
+EXTBODY_API gboolean eb_metrics_write_prometheus (EbStats *stats, const char *path, GError **error);
 
 /**
- * eb_stats_add_to_prometheus:
+ * eb_metrics_add_to_prometheus:
  * @stats: the counters of one run
  * @path: the file, NAME.prom in node_exporter's --collector.textfile.directory,
  *   of this writer alone
@@ -263,7 +263,7 @@ EXTBODY_API gboolean eb_stats_write_prometheus (EbStats *stats, const char *path
  * @error: (nullable): where a failure goes
  *
  * Adds @stats to the counters @path holds and writes the sums back, as
- * eb_stats_write_prometheus() writes (atomically, mode 0644), under an
+ * eb_metrics_write_prometheus() writes (atomically, mode 0644), under an
  * exclusive lock on @path with ".lock" appended: the counters of runs that
  * each start from zero only ever grow in @path, whether the runs come one
  * after the other or at once, as Prometheus expects of a counter. A missing
@@ -272,7 +272,7 @@ EXTBODY_API gboolean eb_stats_write_prometheus (EbStats *stats, const char *path
  *
  * Returns: %TRUE when written; %FALSE with @error (G_FILE_ERROR) set.
  */
-EXTBODY_API gboolean eb_stats_add_to_prometheus (EbStats *stats, const char *path, const char *writer,
+EXTBODY_API gboolean eb_metrics_add_to_prometheus (EbStats *stats, const char *path, const char *writer,
                                                  guint lock_timeout, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbStats, eb_stats_free)
@@ -365,7 +365,7 @@ typedef void (*EbBatchProgressFunc) (guint done, guint total, guint64 bytes_done
  * Called for every message planned, in input order, on the calling thread.
  */
 typedef void (*EbBatchMessageFunc) (guint number, const char *source, gint64 mbox_offset,
-                                    const char *message_id, const EbRewriteResult *result,
+                                    const char *message_id, const EbPlan *result,
                                     gpointer user_data);
 
 /**

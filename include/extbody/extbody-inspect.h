@@ -36,7 +36,7 @@ EXTBODY_API char *eb_inspect_printable (const char *s, gsize max);
  * @mbox_offset: in an mbox, the byte offset of the message's From_ line; else -1
  * @message_id: (nullable): the message's Message-ID
  * @result: a result
- * @i: a reference, below eb_rewrite_result_get_n_refs()
+ * @i: a reference, below eb_plan_get_n_refs()
  *
  * One JSON object (no newline) describing reference @i, with the field names
  * of `extbody inspect --json` (extbody(1)).
@@ -44,19 +44,19 @@ EXTBODY_API char *eb_inspect_printable (const char *s, gsize max);
  * Returns: (transfer full): the JSON text.
  */
 EXTBODY_API char *eb_inspect_json (const char *source, gint64 mbox_offset, const char *message_id,
-                                   const EbRewriteResult *result, guint i);
+                                   const EbPlan *result, guint i);
 
 /**
  * eb_inspect_report_line:
  * @result: a result
- * @i: a reference, below eb_rewrite_result_get_n_refs()
+ * @i: a reference, below eb_plan_get_n_refs()
  *
  * The `extbody rewrite --report` line for reference @i (no newline), such as
  * "part 2: access-type=url data:...: resolved (image/png, 79 bytes, base64)".
  *
  * Returns: (transfer full): the line.
  */
-EXTBODY_API char *eb_inspect_report_line (const EbRewriteResult *result, guint i);
+EXTBODY_API char *eb_inspect_report_line (const EbPlan *result, guint i);
 
 /**
  * EbTable:
@@ -81,11 +81,11 @@ EXTBODY_API EbTable *eb_table_new (gboolean with_source);
  * @table: a table
  * @source: (nullable): the message's file name, for the source column
  * @result: a result
- * @i: a reference, below eb_rewrite_result_get_n_refs()
+ * @i: a reference, below eb_plan_get_n_refs()
  *
  * Add a row for reference @i.
  */
-EXTBODY_API void eb_table_add (EbTable *table, const char *source, const EbRewriteResult *result,
+EXTBODY_API void eb_table_add (EbTable *table, const char *source, const EbPlan *result,
                                guint i);
 
 /**

@@ -93,7 +93,7 @@ EXTBODY_API char *eb_log_versions (void);
  * eb_log_message:
  * @queue_id: (nullable): the MTA's queue id, left out when NULL
  * @message_id: (nullable): the message's Message-ID, left out when NULL
- * @result: the message's result
+ * @plan: the message's plan
  *
  * The per-message record, at LOG_INFO, for a message that had references, was
  * left alone as a whole or had trace fields removed: one line for the message
@@ -106,19 +106,8 @@ EXTBODY_API char *eb_log_versions (void);
  * and host.
  */
 EXTBODY_API void eb_log_message (const char *queue_id, const char *message_id,
-                                 const EbRewriteResult *result);
+                                 const EbPlan *plan);
 
-/**
- * eb_log_message_id:
- * @result: the result of eb_rewrite_plan() on @buf
- * @buf: (array length=len): the message as given to eb_rewrite_plan()
- * @len: its length
- *
- * The Message-ID of the message planned in @result, unfolded.
- *
- * Returns: (transfer full) (nullable): the Message-ID, or NULL.
- */
-EXTBODY_API char *eb_log_message_id (const EbRewriteResult *result, const char *buf, gsize len);
 
 /* Sections are added by module: configuration, reasons, fetcher, rewrite,
  * inspect, batch and statistics. */

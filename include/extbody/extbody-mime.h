@@ -152,7 +152,7 @@ EXTBODY_API void eb_data_url_free (EbDataUrl *du);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbDataUrl, eb_data_url_free)
 
 /**
- * eb_utf8_validate_with_nul:
+ * eb_mimetype_utf8_validate_with_nul:
  * @s: (array length=len): bytes
  * @len: their number
  *
@@ -161,12 +161,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbDataUrl, eb_data_url_free)
  *
  * Returns: TRUE when @s is UTF-8.
  */
-EXTBODY_API gboolean eb_utf8_validate_with_nul (const char *s, gsize len);
+EXTBODY_API gboolean eb_mimetype_utf8_validate_with_nul (const char *s, gsize len);
 
 /* ---- the message header ------------------------------------------------------ */
 
 /**
- * eb_message_get_header:
+ * eb_header_get_value:
  * @buf: (array length=len): a message, from its first header line (no From_ line)
  * @len: its length in bytes
  * @name: a field name, ASCII case-insensitive
@@ -178,10 +178,10 @@ EXTBODY_API gboolean eb_utf8_validate_with_nul (const char *s, gsize len);
  * Returns: (transfer full) (nullable): the value, or NULL when the header has
  *   no such field.
  */
-EXTBODY_API char *eb_message_get_header (const char *buf, gsize len, const char *name);
+EXTBODY_API char *eb_header_get_value (const char *buf, gsize len, const char *name);
 
 /**
- * eb_content_type_get_media_type:
+ * eb_params_content_type_media_type:
  * @value: the value of a Content-Type field, as written (folds and comments
  *   allowed)
  *
@@ -190,6 +190,6 @@ EXTBODY_API char *eb_message_get_header (const char *buf, gsize len, const char 
  * Returns: (transfer full) (nullable): "type/subtype" in ASCII lowercase, or
  *   NULL when the value does not start with a valid type "/" subtype.
  */
-EXTBODY_API char *eb_content_type_get_media_type (const char *value);
+EXTBODY_API char *eb_params_content_type_media_type (const char *value);
 
 G_END_DECLS

@@ -67,7 +67,13 @@ G_BEGIN_DECLS
  *   and %EB_TRACE_FIELD fields of the message header (a sender can forge them)
  * @EB_REWRITE_FILTER_FIELD: a mail filter's pass: when something was resolved,
  *   the written message gets the %EB_FILTER_FIELD field the milter adds, at the
- *   end of its header (eb_rewrite_filter_field_value())
+ *   end of its header (eb_plan_filter_field_value())
+ * @EB_REWRITE_DROP_CONTENT_LENGTH: a mailbox's pass: when the message changes,
+ *   the Content-Length fields of its header go too (some mbox writers give
+ *   the body's length there; after a rewrite it would be wrong, and readers
+ *   that believe it would cut the message or glue the next one on; what the
+ *   old value counted depends on the program that wrote it, so it is removed
+ *   rather than updated, and readers that find none split at From_ lines)
  *
  * How eb_rewrite_plan() and eb_rewrite() work.
  */
@@ -77,6 +83,7 @@ typedef enum {
   EB_REWRITE_NO_FETCH     = 1 << 1,
   EB_REWRITE_STRIP_TRACE  = 1 << 2,
   EB_REWRITE_FILTER_FIELD = 1 << 3,
+  EB_REWRITE_DROP_CONTENT_LENGTH = 1 << 4,
 } EbRewriteFlags;
 
 /**
@@ -97,13 +104,17 @@ typedef enum {
 } EbActionKind;
 
 /**
- * EbRewriteResult:
+ * EbPlan:
  *
- * What became of one message: the message's own outcome, and for each
- * message/external-body reference (in document order, numbered from 0) where
- * it is, what it says and what became of it. Opaque.
+ * One message's plan, made by eb_rewrite_plan() or eb_externalize_plan():
+ * the message it read (its bytes borrowed, not copied: they must outlive the
+ * plan, unchanged), every replacement and every header field removal, and a
+ * record for each reference or part (in document order, numbered from 0):
+ * where it is, what it says and what became of it. The writers
+ * (eb_plan_write(), eb_plan_write_body(), eb_plan_header_edits()) take the
+ * plan alone. Opaque.
  */
-typedef struct _EbRewriteResult EbRewriteResult;
+typedef struct _EbPlan EbPlan;
 
 /**
  * eb_rewrite_plan:
@@ -115,63 +126,54 @@ typedef struct _EbRewriteResult EbRewriteResult;
  * @flags: flags
  *
  * Decide about every reference of the message in @buf without writing
- * anything. A leading mbox From_ line is kept as it is and not parsed. @buf
- * must stay unchanged while the result is used.
+ * anything. A leading mbox From_ line is kept as it is and not parsed. The
+ * plan borrows @buf: it must stay, unchanged, until the plan is freed.
  *
  * Returns: (transfer full): the plan, never NULL.
  */
-EXTBODY_API EbRewriteResult *eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config,
+EXTBODY_API EbPlan *eb_rewrite_plan (const char *buf, gsize len, const EbConfig *config,
                                               EbFetcher *fetcher, EbRewriteFlags flags);
 
 /**
- * eb_rewrite_write:
- * @result: a plan from eb_rewrite_plan() on @buf
- * @buf: (array length=len): the message planned
- * @len: its length in bytes
+ * eb_plan_write:
+ * @plan: a plan
  * @out: where the message goes
  * @error: return location for a #GError
  *
- * Write the message planned in @result to @out: every byte outside a replaced
- * part copied from @buf; unchanged when nothing was resolved.
+ * Write the message planned in @plan to @out: every byte outside a replaced
+ * part copied from the message planned; unchanged when nothing was resolved.
  *
  * Returns: FALSE with a #GIOErrorEnum error when writing fails.
  */
-EXTBODY_API gboolean eb_rewrite_write (const EbRewriteResult *result, const char *buf, gsize len,
-                                       GOutputStream *out, GError **error);
+EXTBODY_API gboolean eb_plan_write (const EbPlan *plan, GOutputStream *out, GError **error);
 
 /**
- * eb_rewrite_write_mboxrd:
- * @result: a plan from eb_rewrite_plan() on @buf
- * @buf: (array length=len): the message planned, a message of an mbox
- * @len: its length in bytes
+ * eb_plan_write_mboxrd:
+ * @plan: a plan
  * @out: where the message goes
  * @error: return location for a #GError
  *
- * eb_rewrite_write() for a message of an mbox: the same bytes, except that a
+ * eb_plan_write() for a message of an mbox: the same bytes, except that a
  * new body written unencoded is mboxrd-quoted (">From" one ">" deeper).
  *
  * Returns: FALSE with a #GIOErrorEnum error when writing fails.
  */
-EXTBODY_API gboolean eb_rewrite_write_mboxrd (const EbRewriteResult *result, const char *buf,
-                                              gsize len, GOutputStream *out, GError **error);
+EXTBODY_API gboolean eb_plan_write_mboxrd (const EbPlan *plan, GOutputStream *out, GError **error);
 
 /**
- * eb_rewrite_write_body:
- * @result: a plan from eb_rewrite_plan() on @buf
- * @buf: (array length=len): the message planned
- * @len: its length in bytes
+ * eb_plan_write_body:
+ * @plan: a plan
  * @out: where the body goes
  * @error: return location for a #GError
  *
- * Write only the body of the message planned in @result (what follows its
+ * Write only the body of the message planned in @plan (what follows its
  * header and the blank line), for a front end that changes the header itself
- * (a milter): with eb_rewrite_header_edits() it makes the message that
- * eb_rewrite_write() writes.
+ * (a milter): with eb_plan_header_edits() it makes the message that
+ * eb_plan_write() writes.
  *
  * Returns: FALSE with a #GIOErrorEnum error when writing fails.
  */
-EXTBODY_API gboolean eb_rewrite_write_body (const EbRewriteResult *result, const char *buf,
-                                            gsize len, GOutputStream *out, GError **error);
+EXTBODY_API gboolean eb_plan_write_body (const EbPlan *plan, GOutputStream *out, GError **error);
 
 /**
  * eb_rewrite:
@@ -181,29 +183,29 @@ EXTBODY_API gboolean eb_rewrite_write_body (const EbRewriteResult *result, const
  * @fetcher: (nullable): the fetcher, as for eb_rewrite_plan()
  * @flags: flags
  * @out: where the message goes
- * @result: (out) (optional) (transfer full): what was done
+ * @plan: (out) (optional) (transfer full): what was done
  * @error: return location for a #GError
  *
- * eb_rewrite_plan(), then eb_rewrite_write().
+ * eb_rewrite_plan(), then eb_plan_write().
  *
  * Returns: FALSE with a #GIOErrorEnum error when writing fails (nothing else
  *   fails: a message that cannot be changed is copied).
  */
 EXTBODY_API gboolean eb_rewrite (const char *buf, gsize len, const EbConfig *config,
                                  EbFetcher *fetcher, EbRewriteFlags flags, GOutputStream *out,
-                                 EbRewriteResult **result, GError **error);
+                                 EbPlan **plan, GError **error);
 
 /**
- * eb_rewrite_result_free:
- * @result: (nullable) (transfer full): a result
+ * eb_plan_free:
+ * @plan: (nullable) (transfer full): a result
  *
- * Free @result.
+ * Free @plan.
  */
-EXTBODY_API void eb_rewrite_result_free (EbRewriteResult *result);
+EXTBODY_API void eb_plan_free (EbPlan *plan);
 
 /**
- * eb_rewrite_result_get_reason:
- * @result: a result
+ * eb_plan_get_reason:
+ * @plan: a result
  *
  * The message's own outcome: %EB_REASON_RESOLVED, or why the whole message was
  * left alone (%EB_REASON_MESSAGE_TOO_LARGE, %EB_REASON_UNPARSEABLE, a walk
@@ -211,186 +213,197 @@ EXTBODY_API void eb_rewrite_result_free (EbRewriteResult *result);
  *
  * Returns: the reason.
  */
-EXTBODY_API EbReason eb_rewrite_result_get_reason (const EbRewriteResult *result);
+EXTBODY_API EbReason eb_plan_get_reason (const EbPlan *plan);
 
 /**
- * eb_rewrite_result_get_parsed:
- * @result: a result
+ * eb_plan_get_parsed:
+ * @plan: a result
  *
  * Whether the message was parsed (not when the pre-check or the size limit
  * said there was nothing to do).
  *
  * Returns: TRUE when it was parsed.
  */
-EXTBODY_API gboolean eb_rewrite_result_get_parsed (const EbRewriteResult *result);
+EXTBODY_API gboolean eb_plan_get_parsed (const EbPlan *plan);
 
 /**
- * eb_rewrite_result_get_changed:
- * @result: a result
+ * eb_plan_get_changed:
+ * @plan: a result
  *
  * Whether the message written differs from the input.
  *
  * Returns: TRUE when it differs.
  */
-EXTBODY_API gboolean eb_rewrite_result_get_changed (const EbRewriteResult *result);
+EXTBODY_API gboolean eb_plan_get_changed (const EbPlan *plan);
 
 /**
- * eb_rewrite_result_get_n_refs:
- * @result: a result
+ * eb_plan_get_n_refs:
+ * @plan: a result
  *
  * The number of message/external-body references found.
  *
  * Returns: the number.
  */
-EXTBODY_API guint eb_rewrite_result_get_n_refs (const EbRewriteResult *result);
+EXTBODY_API guint eb_plan_get_n_refs (const EbPlan *plan);
 
 /**
- * eb_rewrite_result_get_n_resolved:
- * @result: a result
+ * eb_plan_get_n_resolved:
+ * @plan: a result
  *
  * The number of references resolved.
  *
  * Returns: the number.
  */
-EXTBODY_API guint eb_rewrite_result_get_n_resolved (const EbRewriteResult *result);
+EXTBODY_API guint eb_plan_get_n_resolved (const EbPlan *plan);
 
 /**
- * eb_rewrite_result_get_n_removed:
- * @result: a result
+ * eb_plan_get_n_removed:
+ * @plan: a result
  *
  * With %EB_REWRITE_STRIP_TRACE: the number of trace fields (%EB_FILTER_FIELD,
  * %EB_TRACE_FIELD) removed from the message header; otherwise 0.
  *
  * Returns: the number.
  */
-EXTBODY_API guint eb_rewrite_result_get_n_removed (const EbRewriteResult *result);
+EXTBODY_API guint eb_plan_get_n_removed (const EbPlan *plan);
 
 /**
- * eb_rewrite_result_get_ref_reason:
- * @result: a result
- * @i: a reference, below eb_rewrite_result_get_n_refs()
+ * eb_plan_get_ref_reason:
+ * @plan: a result
+ * @i: a reference, below eb_plan_get_n_refs()
  *
  * What became of reference @i: %EB_REASON_RESOLVED or why it was left alone.
  *
  * Returns: the reason.
  */
-EXTBODY_API EbReason eb_rewrite_result_get_ref_reason (const EbRewriteResult *result, guint i);
+EXTBODY_API EbReason eb_plan_get_ref_reason (const EbPlan *plan, guint i);
 
 /**
- * eb_rewrite_result_get_ref_detail:
- * @result: a result
- * @i: a reference, below eb_rewrite_result_get_n_refs()
+ * eb_plan_get_ref_detail:
+ * @plan: a result
+ * @i: a reference, below eb_plan_get_n_refs()
  *
  * One line with the particulars of reference @i's reason.
  *
  * Returns: (transfer none) (nullable): the line, or NULL.
  */
-EXTBODY_API const char *eb_rewrite_result_get_ref_detail (const EbRewriteResult *result, guint i);
+EXTBODY_API const char *eb_plan_get_ref_detail (const EbPlan *plan, guint i);
 
 /**
- * eb_rewrite_result_get_ref_path:
- * @result: a result
- * @i: a reference, below eb_rewrite_result_get_n_refs()
+ * eb_plan_get_ref_path:
+ * @plan: a result
+ * @i: a reference, below eb_plan_get_n_refs()
  *
  * Where reference @i is: an IMAP-style part path such as "2.1".
  *
  * Returns: (transfer none): the path.
  */
-EXTBODY_API const char *eb_rewrite_result_get_ref_path (const EbRewriteResult *result, guint i);
+EXTBODY_API const char *eb_plan_get_ref_path (const EbPlan *plan, guint i);
 
 /**
- * eb_rewrite_result_get_ref_access_type:
- * @result: a result
- * @i: a reference, below eb_rewrite_result_get_n_refs()
+ * eb_plan_get_ref_access_type:
+ * @plan: a result
+ * @i: a reference, below eb_plan_get_n_refs()
  *
  * Reference @i's access-type, in lowercase ("url", "anon-ftp", ...).
  *
  * Returns: (transfer none) (nullable): the access-type, or NULL when it has
  *   none that can be read.
  */
-EXTBODY_API const char *eb_rewrite_result_get_ref_access_type (const EbRewriteResult *result,
+EXTBODY_API const char *eb_plan_get_ref_access_type (const EbPlan *plan,
                                                                guint i);
 
 /**
- * eb_rewrite_result_get_ref_url:
- * @result: a result
- * @i: a reference, below eb_rewrite_result_get_n_refs()
+ * eb_plan_get_ref_url:
+ * @plan: a result
+ * @i: a reference, below eb_plan_get_n_refs()
  *
  * Reference @i's URL (access-type=URL), reassembled from its header.
  *
  * Returns: (transfer none) (nullable): the URL, or NULL.
  */
-EXTBODY_API const char *eb_rewrite_result_get_ref_url (const EbRewriteResult *result, guint i);
+EXTBODY_API const char *eb_plan_get_ref_url (const EbPlan *plan, guint i);
 
 /**
- * eb_rewrite_result_get_ref_action:
- * @result: a result
- * @i: a reference, below eb_rewrite_result_get_n_refs()
+ * eb_plan_get_ref_action:
+ * @plan: a result
+ * @i: a reference, below eb_plan_get_n_refs()
  *
  * What was decided for reference @i before any fetch.
  *
  * Returns: the action.
  */
-EXTBODY_API EbActionKind eb_rewrite_result_get_ref_action (const EbRewriteResult *result, guint i);
+EXTBODY_API EbActionKind eb_plan_get_ref_action (const EbPlan *plan, guint i);
 
 /**
- * eb_rewrite_result_get_ref_target:
- * @result: a result
- * @i: a reference, below eb_rewrite_result_get_n_refs()
+ * eb_plan_get_ref_target:
+ * @plan: a result
+ * @i: a reference, below eb_plan_get_n_refs()
  *
  * For %EB_ACTION_FETCH the URL fetched, for %EB_ACTION_LOCAL_FILE the file read.
  *
  * Returns: (transfer none) (nullable): the target, or NULL for other actions.
  */
-EXTBODY_API const char *eb_rewrite_result_get_ref_target (const EbRewriteResult *result, guint i);
+EXTBODY_API const char *eb_plan_get_ref_target (const EbPlan *plan, guint i);
 
 /**
- * eb_rewrite_result_get_ref_content_type:
- * @result: a result
- * @i: a reference, below eb_rewrite_result_get_n_refs()
+ * eb_plan_get_ref_content_type:
+ * @plan: a result
+ * @i: a reference, below eb_plan_get_n_refs()
  *
  * The media type of reference @i's new part, such as "image/png".
  *
  * Returns: (transfer none) (nullable): the type, or NULL when not resolved.
  */
-EXTBODY_API const char *eb_rewrite_result_get_ref_content_type (const EbRewriteResult *result,
+EXTBODY_API const char *eb_plan_get_ref_content_type (const EbPlan *plan,
                                                                 guint i);
 
 /**
- * eb_rewrite_result_get_ref_encoding:
- * @result: a result
- * @i: a reference, below eb_rewrite_result_get_n_refs()
+ * eb_plan_get_ref_encoding:
+ * @plan: a result
+ * @i: a reference, below eb_plan_get_n_refs()
  *
  * The transfer encoding of reference @i's new part: "7bit",
  * "quoted-printable" or "base64".
  *
  * Returns: (transfer none) (nullable): the encoding, or NULL when not resolved.
  */
-EXTBODY_API const char *eb_rewrite_result_get_ref_encoding (const EbRewriteResult *result, guint i);
+EXTBODY_API const char *eb_plan_get_ref_encoding (const EbPlan *plan, guint i);
 
 /**
- * eb_rewrite_result_get_ref_size:
- * @result: a result
- * @i: a reference, below eb_rewrite_result_get_n_refs()
+ * eb_plan_get_ref_size:
+ * @plan: a result
+ * @i: a reference, below eb_plan_get_n_refs()
  *
  * The size of reference @i's data, decoded.
  *
  * Returns: the size in bytes; 0 when not resolved.
  */
-EXTBODY_API guint64 eb_rewrite_result_get_ref_size (const EbRewriteResult *result, guint i);
+EXTBODY_API guint64 eb_plan_get_ref_size (const EbPlan *plan, guint i);
 
 /**
- * eb_rewrite_result_get_ref_sha256:
- * @result: a result
- * @i: a reference, below eb_rewrite_result_get_n_refs()
+ * eb_plan_get_ref_sha256:
+ * @plan: a result
+ * @i: a reference, below eb_plan_get_n_refs()
  *
  * The SHA-256 of reference @i's data, decoded, in lowercase hex.
  *
  * Returns: (transfer none) (nullable): the digest, or NULL when not resolved.
  */
-EXTBODY_API const char *eb_rewrite_result_get_ref_sha256 (const EbRewriteResult *result, guint i);
+EXTBODY_API const char *eb_plan_get_ref_sha256 (const EbPlan *plan, guint i);
 
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbRewriteResult, eb_rewrite_result_free)
+/**
+ * eb_plan_get_message_id:
+ * @plan: a plan
+ *
+ * The Message-ID of the message planned, unfolded, read from the message
+ * header the plan read.
+ *
+ * Returns: (transfer full) (nullable): the Message-ID, or NULL.
+ */
+EXTBODY_API char *eb_plan_get_message_id (const EbPlan *plan);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbPlan, eb_plan_free)
 
 /**
  * EbHeaderEditKind:
@@ -414,25 +427,23 @@ typedef enum {
 typedef struct _EbHeaderEdit EbHeaderEdit;
 
 /**
- * eb_rewrite_filter_field_value:
- * @result: a result
+ * eb_plan_filter_field_value:
+ * @plan: a result
  *
- * The value of the %EB_FILTER_FIELD field for the message planned in @result,
+ * The value of the %EB_FILTER_FIELD field for the message planned in @plan,
  * after the colon, as a milter passes it: " resolved 1 of 2 external-body
  * references"; for a plan of eb_externalize_plan(), " externalized 1 of 2
  * parts".
  *
  * Returns: (transfer full): the value.
  */
-EXTBODY_API char *eb_rewrite_filter_field_value (const EbRewriteResult *result);
+EXTBODY_API char *eb_plan_filter_field_value (const EbPlan *plan);
 
 /**
- * eb_rewrite_header_edits:
- * @result: a plan from eb_rewrite_plan() on @buf
- * @buf: (array length=len): the message planned
- * @len: its length in bytes
+ * eb_plan_header_edits:
+ * @plan: a plan
  *
- * The edits of the message header that @result implies (trace fields removed;
+ * The edits of the message header that @plan implies (trace fields removed;
  * a resolved top-level reference's merged header), in an order they can be
  * applied one after another: changes, additions, then deletions, each name's
  * from its last field. None when nothing changed.
@@ -440,8 +451,7 @@ EXTBODY_API char *eb_rewrite_filter_field_value (const EbRewriteResult *result);
  * Returns: (transfer full) (element-type EbHeaderEdit): the edits, freed
  *   with the array.
  */
-EXTBODY_API GPtrArray *eb_rewrite_header_edits (const EbRewriteResult *result, const char *buf,
-                                                gsize len);
+EXTBODY_API GPtrArray *eb_plan_header_edits (const EbPlan *plan);
 
 /**
  * eb_header_edit_get_kind:
@@ -489,7 +499,7 @@ EXTBODY_API const char *eb_header_edit_get_value (const EbHeaderEdit *edit);
  * eb_header_edit_free:
  * @edit: (nullable) (transfer full): an edit
  *
- * Free @edit (the array of eb_rewrite_header_edits() does it).
+ * Free @edit (the array of eb_plan_header_edits() does it).
  */
 EXTBODY_API void eb_header_edit_free (EbHeaderEdit *edit);
 
@@ -510,6 +520,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbHeaderEdit, eb_header_edit_free)
  *   quoted the mboxrd way (">From ", ">>From "...): a part's bytes are stored
  *   unquoted, as the message's reader sees them (eb_batch_set_store() sets it
  *   for an mbox)
+ * @EB_EXTERNALIZE_STRIP_TRACE: a mail filter's pass: remove the
+ *   %EB_FILTER_FIELD and %EB_TRACE_FIELD fields of the message header, as
+ *   %EB_REWRITE_STRIP_TRACE does
+ * @EB_EXTERNALIZE_DROP_CONTENT_LENGTH: a mailbox's pass: when the message
+ *   changes, its header's Content-Length fields go too, as
+ *   %EB_REWRITE_DROP_CONTENT_LENGTH
  *
  * How eb_externalize_plan() works.
  */
@@ -519,6 +535,8 @@ typedef enum {
   EB_EXTERNALIZE_FILTER_FIELD = 1 << 1,
   EB_EXTERNALIZE_NO_STORE     = 1 << 2,
   EB_EXTERNALIZE_MBOXRD       = 1 << 3,
+  EB_EXTERNALIZE_STRIP_TRACE  = 1 << 4,
+  EB_EXTERNALIZE_DROP_CONTENT_LENGTH = 1 << 5,
 } EbExternalizeFlags;
 
 /**
@@ -542,22 +560,22 @@ typedef enum {
  * (and, for a part without a Content-ID, "<SHA-256@host of the URL>": RFC 2046
  * 5.2.3 wants one in every reference; the resolver leaves it out of the part it
  * restores). A part the store failed to take is left with %EB_REASON_STORE_FAILED. The
- * result is written with eb_rewrite_write() and the other writers; every byte
+ * result is written with eb_plan_write() and the other writers; every byte
  * outside a replaced part is copied as it was, and a message with nothing
  * externalized comes out byte for byte as it came in. In the result, the
  * "references" are the candidates and "resolved" those externalized; for each
- * externalized one, eb_rewrite_result_get_ref_url() gives the URL.
+ * externalized one, eb_plan_get_ref_url() gives the URL.
  *
  * Returns: (transfer full): the plan, never %NULL.
  */
-EXTBODY_API EbRewriteResult *eb_externalize_plan (const char *buf, gsize len,
+EXTBODY_API EbPlan *eb_externalize_plan (const char *buf, gsize len,
                                                   const EbConfig *config, EbStore *store,
                                                   EbExternalizeFlags flags);
 
 /**
  * eb_externalize_report_line:
- * @result: a plan from eb_externalize_plan()
- * @i: a candidate, from 0 to eb_rewrite_result_get_n_refs() - 1
+ * @plan: a plan from eb_externalize_plan()
+ * @i: a candidate, from 0 to eb_plan_get_n_refs() - 1
  *
  * One line (no newline) about candidate @i for people: its part path, media
  * type and decoded size, then "externalized URL" or "left: TOKEN: text"
@@ -566,6 +584,6 @@ EXTBODY_API EbRewriteResult *eb_externalize_plan (const char *buf, gsize len,
  *
  * Returns: (transfer full): the line.
  */
-EXTBODY_API char *eb_externalize_report_line (const EbRewriteResult *result, guint i);
+EXTBODY_API char *eb_externalize_report_line (const EbPlan *plan, guint i);
 
 G_END_DECLS

@@ -24,7 +24,7 @@
 G_BEGIN_DECLS
 
 /* EbLogTarget, eb_log_init, eb_log_parse_target, eb_log, eb_log_start,
- * eb_log_versions, eb_log_message and eb_log_message_id are public
+ * eb_log_versions, eb_log_message are public
  * (extbody.h, "logging"). */
 
 /* --- the pure parts, for the tests ---------------------------------------- */

@@ -336,7 +336,7 @@ write_mailbox_metrics (const EbConfig *config, EbBatch *batch)
     return;
   g_autoptr (GError) merr = NULL;
   guint lock_timeout = (guint) eb_config_get_uint64 (config, "lock_timeout");
-  if (!eb_stats_add_to_prometheus (eb_batch_get_stats (batch), metrics, "extbody", lock_timeout, &merr))
+  if (!eb_metrics_add_to_prometheus (eb_batch_get_stats (batch), metrics, "extbody", lock_timeout, &merr))
     die_line ("cannot write mailbox_metrics_file: %s", merr->message);
 }
 
@@ -450,7 +450,7 @@ cmd_rewrite (int argc, char **argv)
   const char *in_buf = g_bytes_get_data (input, &in_len);
 
   g_autoptr (GOutputStream) out = g_unix_output_stream_new (STDOUT_FILENO, FALSE);
-  g_autoptr (EbRewriteResult) result = NULL;
+  g_autoptr (EbPlan) result = NULL;
   EbRewriteFlags flags = opt_no_precheck ? EB_REWRITE_NO_PRECHECK : EB_REWRITE_DEFAULT;
   if (filter && eb_config_get_boolean (config, "strip_trace_fields"))
     flags |= EB_REWRITE_STRIP_TRACE;
@@ -461,20 +461,20 @@ cmd_rewrite (int argc, char **argv)
     return EX_IOERR;
   }
   if (log) {
-    g_autofree char *mid = eb_log_message_id (result, in_buf, in_len);
+    g_autofree char *mid = eb_plan_get_message_id (result);
     eb_log_message (queue_id, mid, result);
   }
   if (report) {
-    EbReason reason = eb_rewrite_result_get_reason (result);
+    EbReason reason = eb_plan_get_reason (result);
     if (reason != EB_REASON_RESOLVED)
       fprintf (stderr, "%s: message left unchanged: %s: %s\n", prog, eb_reason_token (reason),
                eb_reason_text (reason));
-    guint n_refs = eb_rewrite_result_get_n_refs (result);
+    guint n_refs = eb_plan_get_n_refs (result);
     for (guint i = 0; i < n_refs; i++) {
       g_autofree char *line = eb_inspect_report_line (result, i);
       fprintf (stderr, "%s: %s\n", prog, line);
     }
-    guint n_removed = eb_rewrite_result_get_n_removed (result);
+    guint n_removed = eb_plan_get_n_removed (result);
     if (n_removed)
       fprintf (stderr, "%s: removed %u X-Extbody trace field%s that came with the message\n", prog,
                n_removed, n_removed == 1 ? "" : "s");
@@ -486,11 +486,11 @@ cmd_rewrite (int argc, char **argv)
 
 /* A part the store could not take: one line on standard error, always. */
 static void
-print_store_failures (const char *where, const EbRewriteResult *result)
+print_store_failures (const char *where, const EbPlan *result)
 {
-  guint n = eb_rewrite_result_get_n_refs (result);
+  guint n = eb_plan_get_n_refs (result);
   for (guint i = 0; i < n; i++) {
-    if (eb_rewrite_result_get_ref_reason (result, i) != EB_REASON_STORE_FAILED)
+    if (eb_plan_get_ref_reason (result, i) != EB_REASON_STORE_FAILED)
       continue;
     g_autofree char *line = eb_externalize_report_line (result, i);
     die_line ("%s%s%s", where ? where : "", where ? " " : "", line);
@@ -504,10 +504,10 @@ typedef struct {
 
 static void
 externalize_message (guint number, const char *source, gint64 offset, const char *mid,
-                     const EbRewriteResult *result, gpointer data)
+                     const EbPlan *result, gpointer data)
 {
   ExternalizeRun *run = data;
-  guint n = eb_rewrite_result_get_n_refs (result);
+  guint n = eb_plan_get_n_refs (result);
   g_autofree char *where = g_strdup_printf ("%s #%u", run->box, number);
   if (!run->report) {
     print_store_failures (where, result);
@@ -625,18 +625,18 @@ cmd_externalize (int argc, char **argv)
   const char *in_buf = g_bytes_get_data (input, &in_len);
   if (filter)
     flags |= EB_EXTERNALIZE_FILTER_FIELD;
-  g_autoptr (EbRewriteResult) result = eb_externalize_plan (in_buf, in_len, config, store, flags);
+  g_autoptr (EbPlan) result = eb_externalize_plan (in_buf, in_len, config, store, flags);
   g_autoptr (GOutputStream) out = g_unix_output_stream_new (STDOUT_FILENO, FALSE);
-  if (!eb_rewrite_write (result, in_buf, in_len, out, &error)) {
+  if (!eb_plan_write (result, out, &error)) {
     die_line ("cannot write the message: %s", error->message);
     return EX_IOERR;
   }
-  EbReason reason = eb_rewrite_result_get_reason (result);
+  EbReason reason = eb_plan_get_reason (result);
   if (report && reason != EB_REASON_RESOLVED)
     fprintf (stderr, "%s: message left unchanged: %s: %s\n", prog, eb_reason_token (reason),
              eb_reason_text (reason));
   if (report) {
-    guint n = eb_rewrite_result_get_n_refs (result);
+    guint n = eb_plan_get_n_refs (result);
     for (guint i = 0; i < n; i++) {
       g_autofree char *line = eb_externalize_report_line (result, i);
       die_line ("%s", line);
@@ -659,10 +659,10 @@ typedef struct {
 /* One message of a mailbox: its rows, a JSON line per reference. */
 static void
 inspect_message (guint number, const char *source, gint64 offset, const char *mid,
-                 const EbRewriteResult *result, gpointer data)
+                 const EbPlan *result, gpointer data)
 {
   InspectRun *run = data;
-  guint n_refs = eb_rewrite_result_get_n_refs (result);
+  guint n_refs = eb_plan_get_n_refs (result);
   if (!n_refs)
     return;
   /* in the table, a mailbox's message by its number and Message-ID */
@@ -774,14 +774,14 @@ cmd_inspect (int argc, char **argv)
     }
     gsize in_len = 0;
     const char *in_buf = g_bytes_get_data (input, &in_len);
-    g_autoptr (EbRewriteResult) result = eb_rewrite_plan (in_buf ? in_buf : "", in_len, config,
+    g_autoptr (EbPlan) result = eb_rewrite_plan (in_buf ? in_buf : "", in_len, config,
                                                           fetcher, flags);
-    EbReason reason = eb_rewrite_result_get_reason (result);
+    EbReason reason = eb_plan_get_reason (result);
     if (reason != EB_REASON_RESOLVED
-        && (eb_rewrite_result_get_parsed (result) || reason == EB_REASON_MESSAGE_TOO_LARGE))
+        && (eb_plan_get_parsed (result) || reason == EB_REASON_MESSAGE_TOO_LARGE))
       fprintf (stderr, "%s: %s: message left unchanged: %s\n", prog, argv[a],
                eb_reason_text (reason));
-    guint n_refs_msg = eb_rewrite_result_get_n_refs (result);
+    guint n_refs_msg = eb_plan_get_n_refs (result);
     for (guint i = 0; i < n_refs_msg; i++) {
       n_refs++;
       if (json) {
@@ -840,7 +840,7 @@ cmd_data_url (int argc, char **argv)
       return EX_IOERR;
     }
     url = g_bytes_get_data (from_stdin, &url_len);
-    if (!eb_utf8_validate_with_nul (url, url_len)) {
+    if (!eb_mimetype_utf8_validate_with_nul (url, url_len)) {
       die_line ("standard input is not UTF-8");
       return EX_DATAERR;
     }

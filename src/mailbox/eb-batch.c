@@ -69,7 +69,7 @@ typedef struct {
   gint64           offset;      /* an mbox message's From_ line, or -1 */
   const char      *skipped;     /* why a Maildir entry is not processed, or NULL */
   GMappedFile     *map;
-  EbRewriteResult *result;      /* kept for the message callback */
+  EbPlan *result;      /* kept for the message callback */
   char            *message_id;
   GBytes          *out;         /* the rewritten message when changed */
   gboolean         changed;     /* it changes (or would) */
@@ -103,7 +103,7 @@ item_free (Item *it)
 {
   if (!it)
     return;
-  g_clear_pointer (&it->result, eb_rewrite_result_free);
+  g_clear_pointer (&it->result, eb_plan_free);
   g_clear_pointer (&it->out, g_bytes_unref);
   g_clear_pointer (&it->map, g_mapped_file_unref);
   g_free (it->message_id);
@@ -317,55 +317,12 @@ run_end (EbBatch *b, GError **error)
 
 /* ---- the pool -------------------------------------------------------------- */
 
-GBytes *
-eb_batch_drop_content_length (GBytes *msg)
-{
-  /* Some mbox writers give the body length there; after a rewrite it would be
-   * wrong, and readers that believe it would cut the message or glue the next
-   * one on. It is removed rather than updated: what the old value counted
-   * (with or without the blank separator line, LF or CRLF) depends on the
-   * program that wrote it, and readers that find none split at From_ lines. */
-  gsize len = 0;
-  const char *d = g_bytes_get_data (msg, &len);
-  GByteArray *a = NULL;   /* made at the first such field: one pass, however many */
-  gsize p = 0, kept = 0;
-  while (p < len) {
-    const char *nl = memchr (d + p, '\n', len - p);
-    gsize e = nl ? (gsize) (nl - d) + 1 : len;
-    if (e - p <= 2 && (d[p] == '\n' || (d[p] == '\r' && e - p == 2)))
-      break;   /* the end of the header */
-    if (e - p >= 15 && g_ascii_strncasecmp (d + p, "Content-Length:", 15) == 0) {
-      while (e < len && (d[e] == ' ' || d[e] == '\t')) {   /* and its continuation lines */
-        const char *n2 = memchr (d + e, '\n', len - e);
-        e = n2 ? (gsize) (n2 - d) + 1 : len;
-      }
-      if (!a)
-        a = g_byte_array_sized_new ((guint) MIN (len, G_MAXUINT));
-      g_byte_array_append (a, (const guint8 *) d + kept, (guint) (p - kept));
-      kept = e;
-    }
-    p = e;
-  }
-  if (!a)
-    return g_bytes_ref (msg);
-  g_byte_array_append (a, (const guint8 *) d + kept, (guint) (len - kept));
-  return g_byte_array_free_to_bytes (a);
-}
-
-static char *
-message_id_of (const char *buf, gsize len)
-{
-  g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf, 0, len);
-  gint i = eb_header_block_find (blk, buf, "Message-ID");
-  return i >= 0 ? eb_header_field_unfold (&g_array_index (blk->fields, EbHeaderField, i), buf) : NULL;
-}
-
 /* Plan @it and, when it changes and is to be written, write the new message in
  * memory; count it. */
 static void
 plan_item (Item *it, EbBatch *b)
 {
-  g_autoptr (EbRewriteResult) r = NULL;
+  g_autoptr (EbPlan) r = NULL;
   gboolean would = FALSE;
   if (b->store) {
     EbExternalizeFlags f = b->ext_flags;
@@ -373,22 +330,23 @@ plan_item (Item *it, EbBatch *b)
       f |= EB_EXTERNALIZE_NO_STORE;
     if (b->mbox)
       f |= EB_EXTERNALIZE_MBOXRD;   /* store what the reader sees, not the quoting */
+    f |= EB_EXTERNALIZE_DROP_CONTENT_LENGTH;
     r = eb_externalize_plan (it->buf, it->len, b->config, b->store, f);
-    for (guint i = 0; i < eb_rewrite_result_get_n_refs (r); i++)
-      would |= eb_rewrite_result_get_ref_reason (r, i) == EB_REASON_WOULD_EXTERNALIZE;
+    for (guint i = 0; i < eb_plan_get_n_refs (r); i++)
+      would |= eb_plan_get_ref_reason (r, i) == EB_REASON_WOULD_EXTERNALIZE;
   } else {
-    r = eb_rewrite_plan (it->buf, it->len, b->config, b->fetcher, b->flags);
+    r = eb_rewrite_plan (it->buf, it->len, b->config, b->fetcher,
+                         b->flags | EB_REWRITE_DROP_CONTENT_LENGTH);
   }
   eb_stats_add_result (b->stats, r);
   eb_stats_add_bytes (b->stats, it->len);
-  gboolean changed = eb_rewrite_result_get_changed (r);
+  gboolean changed = eb_plan_get_changed (r);
   if (changed && b->mode != EB_BATCH_INSPECT) {
     g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
-    if (b->mbox ? eb_rewrite_write_mboxrd (r, it->buf, it->len, out, NULL)
-                : eb_rewrite_write (r, it->buf, it->len, out, NULL)) {
+    if (b->mbox ? eb_plan_write_mboxrd (r, out, NULL)
+                : eb_plan_write (r, out, NULL)) {
       g_output_stream_close (out, NULL, NULL);
-      g_autoptr (GBytes) full = g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (out));
-      it->out = eb_batch_drop_content_length (full);
+      it->out = g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (out));
       it->changed = TRUE;
     } else {
       it->failed = TRUE;
@@ -397,8 +355,8 @@ plan_item (Item *it, EbBatch *b)
     it->changed = TRUE;
   }
   if (b->message) {
-    if (eb_rewrite_result_get_n_refs (r))
-      it->message_id = message_id_of (it->buf, it->len);
+    if (eb_plan_get_n_refs (r))
+      it->message_id = eb_plan_get_message_id (r);
     it->result = g_steal_pointer (&r);
   }
 }
@@ -421,7 +379,7 @@ small_for_store (const EbBatch *b, gsize len)
 static void
 plan_unmatched (Item *it, EbBatch *b)
 {
-  g_autoptr (EbRewriteResult) r = eb_rewrite_plan_unmatched (it->buf, it->len);
+  g_autoptr (EbPlan) r = eb_rewrite_plan_unmatched (it->buf, it->len);
   eb_stats_add_result (b->stats, r);
   eb_stats_add_bytes (b->stats, it->len);
   if (b->message)

@@ -31,8 +31,5 @@ guint eb_batch_window (guint jobs);
 typedef void (*EbBatchWorkHook) (guint number, gpointer data);
 void eb_batch_set_work_hook (EbBatch *batch, EbBatchWorkHook hook, gpointer data);
 
-/* @msg without its top-level Content-Length: fields (and their continuation
- * lines). Returns: (transfer full): @msg itself when it has none. */
-GBytes *eb_batch_drop_content_length (GBytes *msg);
 
 G_END_DECLS

@@ -6,7 +6,7 @@
 #include "eb-error.h"
 #include "eb-header.h"
 #include "eb-message.h"
-#include "eb-rewrite-private.h"
+#include "eb-plan-private.h"
 #include "eb-store.h"
 #include "eb-transfer.h"
 #include "eb-urlparam.h"
@@ -105,6 +105,7 @@ typedef struct {
   EbExternalizeFlags flags;
   GHashTable    *urls;       /* object name -> URL: a part twice in one message is put once */
   char          *until;      /* (nullable) the expiration date */
+  const EbPlan  *plan;       /* the plan made: its removals */
 } Ctx;
 
 /* Is @f one of the fields the phantom header keeps as written? */
@@ -198,7 +199,8 @@ build_replacement (Ctx *c, const EbLeaf *leaf, const EbHeaderBlock *blk, GBytes 
     const EbHeaderField *f = &g_array_index (blk->fields, EbHeaderField, i);
     if (eb_header_field_is (f, buf, "MIME-Version"))
       mime_version = TRUE;
-    if (!phantom_field (f, buf) && !dropped_field (f, buf))
+    if (!phantom_field (f, buf) && !dropped_field (f, buf)
+        && !(leaf->ref->is_root && eb_plan_removes (c->plan, f->start)))
       eb_header_field_append (head, buf, f, eol);
   }
   if (leaf->ref->is_root && !mime_version)
@@ -323,7 +325,7 @@ mboxrd_unquote (const char *p, gsize n)
 /* Decide about @leaf and, when it is a candidate, add it to @r (taking its
  * ref). */
 static void
-consider (Ctx *c, EbLeaf *leaf, EbRewriteResult *r)
+consider (Ctx *c, EbLeaf *leaf, EbPlan *r)
 {
   if (!eligible (leaf, c->config))
     return;
@@ -436,32 +438,63 @@ consider (Ctx *c, EbLeaf *leaf, EbRewriteResult *r)
   g_ptr_array_add (r->resolutions, res);
 }
 
-EbRewriteResult *
+/* The fields of the message header a pass removes (eb_plan_remove_fields):
+ * the trace fields, a sender's forgery; Content-Length, which no longer
+ * holds. */
+static gboolean
+is_trace_field (const EbHeaderField *f, const char *buf, gconstpointer data)
+{
+  return eb_header_field_is (f, buf, EB_FILTER_FIELD) || eb_header_field_is (f, buf, EB_TRACE_FIELD);
+}
+
+static gboolean
+is_content_length (const EbHeaderField *f, const char *buf, gconstpointer data)
+{
+  return eb_header_field_is (f, buf, "Content-Length");
+}
+
+/* What the plan changes, its removals settled: a Content-Length goes only
+ * from a message that changes otherwise. */
+static EbPlan *
+plan_finish (EbPlan *r, EbExternalizeFlags flags)
+{
+  if (r->n_resolved == 0 && r->n_trace == 0)
+    g_array_set_size (r->removed, 0);
+  r->changed = r->n_resolved > 0 || r->removed->len > 0;
+  r->filter_field = (flags & EB_EXTERNALIZE_FILTER_FIELD) && r->n_resolved > 0;
+  return r;
+}
+
+EbPlan *
 eb_externalize_plan (const char *buf0, gsize len0, const EbConfig *config, EbStore *store,
                      EbExternalizeFlags flags)
 {
   g_return_val_if_fail (config != NULL, NULL);
-  EbRewriteResult *r = eb_rewrite_plan_unmatched (buf0, len0);
+  EbPlan *r = eb_plan_new (buf0, len0);
   r->externalized = TRUE;
-  const char *buf = buf0 + r->skip;
-  gsize len = len0 - r->skip;
+  const char *buf = r->message->buf;
+  gsize len = r->message->len;
+  if (flags & EB_EXTERNALIZE_STRIP_TRACE)
+    r->n_trace = eb_plan_remove_fields (r, is_trace_field, NULL);
+  if (flags & EB_EXTERNALIZE_DROP_CONTENT_LENGTH)
+    eb_plan_remove_fields (r, is_content_length, NULL);
   if (len > config->max_message_size) {
     r->reason = EB_REASON_MESSAGE_TOO_LARGE;
-    return r;
+    return plan_finish (r, flags);
   }
   r->parsed = TRUE;
   g_autoptr (EbLeafScan) leaves = eb_message_scan_leaves (buf, len, config);
-  r->scan = g_new0 (EbMessageScan, 1);
+  r->scan = r->own_scan = g_new0 (EbMessageScan, 1);
   r->scan->refs = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_extref_free);
   r->scan->n_parts = leaves->n_parts;
   r->scan->reason = leaves->reason;
   r->scan->eol = leaves->eol;
   if (leaves->reason != EB_REASON_RESOLVED) {
     r->reason = leaves->reason;
-    return r;
+    return plan_finish (r, flags);
   }
 
-  Ctx c = { buf, len, leaves->eol, config, store, flags, NULL, NULL };
+  Ctx c = { buf, len, leaves->eol, config, store, flags, NULL, NULL, r };
   c.urls = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   if (config->externalize_retention) {
     g_autoptr (GDateTime) now = g_date_time_new_now_utc ();
@@ -488,13 +521,11 @@ eb_externalize_plan (const char *buf0, gsize len0, const EbConfig *config, EbSto
     }
     last_end = ref->end;
   }
-  r->changed = r->n_resolved > 0;
-  r->filter_field = (flags & EB_EXTERNALIZE_FILTER_FIELD) && r->n_resolved > 0;
-  return r;
+  return plan_finish (r, flags);
 }
 
 char *
-eb_externalize_report_line (const EbRewriteResult *r, guint i)
+eb_externalize_report_line (const EbPlan *r, guint i)
 {
   g_return_val_if_fail (r != NULL && r->scan && i < r->scan->refs->len, NULL);
   const EbRef *ref = g_ptr_array_index (r->scan->refs, i);

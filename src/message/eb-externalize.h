@@ -11,7 +11,7 @@
  * verified it is replaced by a message/external-body reference (access-type=URL,
  * RFC 2017) whose phantom header keeps the part's own content fields as written.
  *
- * The plan is an EbRewriteResult, so every writer of eb-rewrite serves it: each
+ * The plan is an EbPlan, so every writer of eb-rewrite serves it: each
  * candidate is an EbRef in scan->refs (its header block and extent) with an
  * EbResolution: RESOLVED when externalized, with head = the new header block
  * and its blank line, data = the rest of the replacement (the phantom header

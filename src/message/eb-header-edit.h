@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-header-edit.h - one edit of a message header, as a milter makes it: add a
- * field, change or delete the Nth field of a name. eb_rewrite_header_edits()
+ * field, change or delete the Nth field of a name. eb_plan_header_edits()
  * makes them; EbHeaderEdit (opaque), its accessors and eb_header_edit_free()
  * are public (extbody.h).
  */

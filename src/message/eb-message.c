@@ -8,6 +8,72 @@
 
 #define EB_SHADOW_FIELD_MAX (64 * 1024)
 
+/* ---- the one reading ------------------------------------------------------ */
+
+gsize
+eb_message_from_line_len (const char *buf, gsize len)
+{
+  if (len < 5 || memcmp (buf, "From ", 5) != 0)
+    return 0;
+  const char *nl = memchr (buf, '\n', len);
+  gsize end = nl ? (gsize) (nl - buf) + 1 : len;
+  /* "From :" is a header field (obsolete white space before the colon) */
+  gsize p = 5;
+  while (p < end && (buf[p] == ' ' || buf[p] == '\t'))
+    p++;
+  if (p < end && buf[p] == ':')
+    return 0;
+  return end;
+}
+
+EbMessage *
+eb_message_new (const char *buf, gsize len)
+{
+  g_return_val_if_fail (buf != NULL || len == 0, NULL);
+  EbMessage *m = g_new0 (EbMessage, 1);
+  m->input = buf;
+  m->input_len = len;
+  m->from_len = eb_message_from_line_len (buf, len);
+  m->buf = buf + m->from_len;
+  m->len = len - m->from_len;
+  return m;
+}
+
+void
+eb_message_free (EbMessage *message)
+{
+  if (!message)
+    return;
+  eb_header_block_free (message->top);
+  eb_message_scan_free (message->scan);
+  g_free (message);
+}
+
+const EbHeaderBlock *
+eb_message_get_top (EbMessage *message)
+{
+  if (!message->top)
+    message->top = eb_header_block_scan (message->buf, 0, message->len);
+  return message->top;
+}
+
+char *
+eb_message_get_field_value (EbMessage *message, const char *name)
+{
+  const EbHeaderBlock *top = eb_message_get_top (message);
+  gint i = eb_header_block_find (top, message->buf, name);
+  return i >= 0 ? eb_header_field_unfold (&g_array_index (top->fields, EbHeaderField, i), message->buf)
+                : NULL;
+}
+
+EbMessageScan *
+eb_message_get_scan (EbMessage *message, const EbConfig *config)
+{
+  if (!message->scan)
+    message->scan = eb_message_scan (message->buf, message->len, config);
+  return message->scan;
+}
+
 
 gboolean
 eb_message_may_hold_external_body (const char *buf, gsize len)

@@ -21,6 +21,7 @@
 #include <glib.h>
 #include "eb-config.h"
 #include "eb-extref.h"
+#include "eb-header.h"
 
 G_BEGIN_DECLS
 
@@ -75,5 +76,44 @@ typedef struct {
 EbLeafScan *eb_message_scan_leaves (const char *buf, gsize len, const EbConfig *config);
 void eb_message_leaf_scan_free (EbLeafScan *scan);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbLeafScan, eb_message_leaf_scan_free)
+
+/* ---- EbMessage: the one reading of one message ---------------------------
+ *
+ * What every step of a plan reads of a message, read once: its bytes
+ * (borrowed: they must outlive it), a leading mbox From_ line, the line
+ * ending, the message header (scanned at its first use) and the GMime parse
+ * and walk (made at their first use). Every offset below and in the walk is
+ * from @buf, the byte after the From_ line. */
+typedef struct {
+  const char    *input;      /* the bytes as given, From_ line included */
+  gsize          input_len;
+  gsize          from_len;   /* the leading From_ line, line break included, or 0 */
+  const char    *buf;        /* the message proper: input + from_len */
+  gsize          len;
+  EbHeaderBlock *top;        /* (nullable) the message header, once read */
+  EbMessageScan *scan;       /* (nullable) the references, once walked */
+} EbMessage;
+
+/* The length of a leading mbox From_ line ("From sender date", as mail readers
+ * save single messages and pipe(8) with flags=F passes them), line break
+ * included, or 0. */
+gsize eb_message_from_line_len (const char *buf, gsize len);
+
+/* Returns: (transfer full): a reading of the @len bytes at @buf, which it
+ * borrows; nothing is read yet but the From_ line. */
+EbMessage *eb_message_new (const char *buf, gsize len);
+void eb_message_free (EbMessage *message);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbMessage, eb_message_free)
+
+/* The message header, scanned at the first call and kept. */
+const EbHeaderBlock *eb_message_get_top (EbMessage *message);
+
+/* The unfolded value of the first field @name of the message header
+ * (ASCII case-insensitive), or NULL. Returns: (transfer full). */
+char *eb_message_get_field_value (EbMessage *message, const char *name);
+
+/* The references of the message (eb_message_scan), walked at the first call
+ * and kept: the message owns the scan. */
+EbMessageScan *eb_message_get_scan (EbMessage *message, const EbConfig *config);
 
 G_END_DECLS

@@ -138,7 +138,7 @@ valid_utf8 (const char *s, gsize n)
     acc |= (guchar) s[i];
   if (!(acc & G_GUINT64_CONSTANT (0x8080808080808080)))
     return TRUE;
-  return eb_utf8_validate_with_nul (s, n);
+  return eb_mimetype_utf8_validate_with_nul (s, n);
 }
 
 /* ---- percent-encoding --------------------------------------------------- */

@@ -45,9 +45,28 @@ field_name (const char *buf, gsize p, gsize limit, gsize *colon)
   return name_end - p;
 }
 
+/* The scans of a watched header block, per thread (eb_header_block_watch). */
+static _Thread_local const char *watched_at;
+static _Thread_local guint watched_scans;
+
+void
+eb_header_block_watch (const char *at)
+{
+  watched_at = at;
+  watched_scans = 0;
+}
+
+guint
+eb_header_block_watched_scans (void)
+{
+  return watched_scans;
+}
+
 EbHeaderBlock *
 eb_header_block_scan (const char *buf, gsize start, gsize limit)
 {
+  if (G_UNLIKELY (watched_at) && buf + start == watched_at)
+    watched_scans++;
   EbHeaderBlock *block = g_new0 (EbHeaderBlock, 1);
   block->fields = g_array_new (FALSE, FALSE, sizeof (EbHeaderField));
   block->start = start;
@@ -155,7 +174,7 @@ eb_header_quote (const char *s)
 }
 
 char *
-eb_message_get_header (const char *buf, gsize len, const char *name)
+eb_header_get_value (const char *buf, gsize len, const char *name)
 {
   g_return_val_if_fail (buf != NULL || len == 0, NULL);
   g_return_val_if_fail (name != NULL, NULL);

@@ -36,6 +36,12 @@ EbHeaderBlock *eb_header_block_scan (const char *buf, gsize start, gsize limit);
 void eb_header_block_free (EbHeaderBlock *block);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbHeaderBlock, eb_header_block_free)
 
+/* Count, on this thread, the scans of the header block that starts at @at
+ * (NULL: none), from zero: how the tests see that a message's header is read
+ * once however many steps use it. */
+void eb_header_block_watch (const char *at);
+guint eb_header_block_watched_scans (void);
+
 /* Index of the first field named @name (ASCII case-insensitive), or -1. */
 gint eb_header_block_find (const EbHeaderBlock *block, const char *buf, const char *name);
 
@@ -62,7 +68,7 @@ char *eb_header_quote (const char *s);
  * when no line ending follows. */
 const char *eb_header_eol_at (const char *buf, gsize len, gsize pos);
 
-/* eb_message_get_header (the unfolded value of a field of the message header)
+/* eb_header_get_value (the unfolded value of a field of the message header)
  * is public (extbody.h). */
 
 G_END_DECLS

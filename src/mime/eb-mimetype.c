@@ -268,7 +268,7 @@ eb_mime_type_parse (const char *input, gssize len)
   g_return_val_if_fail (input != NULL || len == 0, NULL);
 
   gsize n = len < 0 ? strlen (input) : (gsize) len;
-  if (n == 0 || !eb_utf8_validate_with_nul (input, n))
+  if (n == 0 || !eb_mimetype_utf8_validate_with_nul (input, n))
     return NULL;  /* empty input has an empty type: failure */
 
   /* 1. Remove leading and trailing HTTP whitespace. */
@@ -426,7 +426,7 @@ eb_mime_type_serialize (const EbMimeType *mt)
 }
 
 gboolean
-eb_utf8_validate_with_nul (const char *s, gsize len)
+eb_mimetype_utf8_validate_with_nul (const char *s, gsize len)
 {
   g_return_val_if_fail (s != NULL || len == 0, FALSE);
   if (len == 0)

@@ -11,7 +11,7 @@
 G_BEGIN_DECLS
 
 /* EbMimeType (opaque), eb_mime_type_parse, _copy, _free, _get_essence,
- * _get_parameter, _serialize and eb_utf8_validate_with_nul are public
+ * _get_parameter, _serialize and eb_mimetype_utf8_validate_with_nul are public
  * (extbody.h). */
 
 /* A new record text/plain;charset=US-ASCII, the data: URL default. */

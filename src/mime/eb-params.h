@@ -36,7 +36,7 @@ EbParams *eb_params_parse_only (const char *raw, gsize len, const char *const *o
 void eb_params_free (EbParams *params);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbParams, eb_params_free)
 
-/* eb_content_type_get_media_type (a copy of this, from a Content-Type value)
+/* eb_params_content_type_media_type (a copy of this, from a Content-Type value)
  * is public (extbody.h).
  * (transfer none) (nullable): "type/subtype" in ASCII lowercase, or NULL when
  * the field does not start with a valid type "/" subtype. */

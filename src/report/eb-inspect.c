@@ -63,10 +63,10 @@ add_str (JsonBuilder *b, const char *name, const char *value)
 
 char *
 eb_inspect_json (const char *source, gint64 mbox_offset, const char *message_id,
-                 const EbRewriteResult *result, guint i)
+                 const EbPlan *result, guint i)
 {
-  EbReason reason = eb_rewrite_result_get_ref_reason (result, i);
-  const char *url = eb_rewrite_result_get_ref_url (result, i);
+  EbReason reason = eb_plan_get_ref_reason (result, i);
+  const char *url = eb_plan_get_ref_url (result, i);
   g_autoptr (JsonBuilder) b = json_builder_new ();
   json_builder_begin_object (b);
   if (source)
@@ -77,8 +77,8 @@ eb_inspect_json (const char *source, gint64 mbox_offset, const char *message_id,
   }
   if (message_id)
     add_str (b, "message_id", message_id);
-  add_str (b, "part", eb_rewrite_result_get_ref_path (result, i));
-  add_str (b, "access_type", eb_rewrite_result_get_ref_access_type (result, i));
+  add_str (b, "part", eb_plan_get_ref_path (result, i));
+  add_str (b, "access_type", eb_plan_get_ref_access_type (result, i));
   if (url && g_ascii_strncasecmp (url, "data:", 5) == 0 && strlen (url) > JSON_DATA_URL_MAX) {
     g_autofree char *cut = g_strndup (url, JSON_DATA_URL_MAX);
     add_str (b, "url", cut);
@@ -96,18 +96,18 @@ eb_inspect_json (const char *source, gint64 mbox_offset, const char *message_id,
     "expiration", "size", "permission", "inner_type",
   };
   for (guint k = 0; k < G_N_ELEMENTS (params); k++)
-    add_str (b, params[k], eb_rewrite_result_get_ref_param (result, i, params[k]));
+    add_str (b, params[k], eb_plan_get_ref_param (result, i, params[k]));
   add_str (b, "action", eb_inspect_action (reason));
   add_str (b, "reason", eb_reason_token (reason));
   add_str (b, "reason_text", eb_reason_text (reason));
-  add_str (b, "detail", eb_rewrite_result_get_ref_detail (result, i));
+  add_str (b, "detail", eb_plan_get_ref_detail (result, i));
   if (reason == EB_REASON_RESOLVED) {
-    add_str (b, "new_type", eb_rewrite_result_get_ref_content_type (result, i));
+    add_str (b, "new_type", eb_plan_get_ref_content_type (result, i));
     json_builder_set_member_name (b, "data_size");
-    json_builder_add_int_value (b, (gint64) eb_rewrite_result_get_ref_size (result, i));
-    add_str (b, "sha256", eb_rewrite_result_get_ref_sha256 (result, i));
-    add_str (b, "encoding", eb_rewrite_result_get_ref_encoding (result, i));
-    const char *replaced = eb_rewrite_result_get_ref_replaced_path (result, i);
+    json_builder_add_int_value (b, (gint64) eb_plan_get_ref_size (result, i));
+    add_str (b, "sha256", eb_plan_get_ref_sha256 (result, i));
+    add_str (b, "encoding", eb_plan_get_ref_encoding (result, i));
+    const char *replaced = eb_plan_get_ref_replaced_path (result, i);
     if (replaced)   /* the fallback shape: the whole alternative is replaced */
       add_str (b, "replaced_part", replaced);
   }
@@ -120,15 +120,15 @@ eb_inspect_json (const char *source, gint64 mbox_offset, const char *message_id,
 
 /* What the table shows in its URL / PARAMETERS column. */
 char *
-eb_inspect_target (const EbRewriteResult *result, guint i, gsize max)
+eb_inspect_target (const EbPlan *result, guint i, gsize max)
 {
-  const char *url = eb_rewrite_result_get_ref_url (result, i);
+  const char *url = eb_plan_get_ref_url (result, i);
   if (url)
     return eb_inspect_printable (url, max);
   GString *s = g_string_new (NULL);
   static const char *const names[] = { "site", "directory", "name", "mode", "server", "subject" };
   for (guint k = 0; k < G_N_ELEMENTS (names); k++) {
-    const char *value = eb_rewrite_result_get_ref_param (result, i, names[k]);
+    const char *value = eb_plan_get_ref_param (result, i, names[k]);
     if (!value)
       continue;
     g_autofree char *v = eb_inspect_printable (value, 40);
@@ -140,20 +140,20 @@ eb_inspect_target (const EbRewriteResult *result, guint i, gsize max)
 }
 
 char *
-eb_inspect_report_line (const EbRewriteResult *result, guint i)
+eb_inspect_report_line (const EbPlan *result, guint i)
 {
-  EbReason reason = eb_rewrite_result_get_ref_reason (result, i);
-  g_autofree char *at = eb_inspect_printable (eb_rewrite_result_get_ref_access_type (result, i), 20);
+  EbReason reason = eb_plan_get_ref_reason (result, i);
+  g_autofree char *at = eb_inspect_printable (eb_plan_get_ref_access_type (result, i), 20);
   g_autofree char *target = eb_inspect_target (result, i, URL_SHOW_MAX);
   GString *s = g_string_new (NULL);
   g_string_append_printf (s, "part %s: access-type=%s %s: ",
-                          eb_rewrite_result_get_ref_path (result, i), at, target);
+                          eb_plan_get_ref_path (result, i), at, target);
   if (reason == EB_REASON_RESOLVED) {
     g_string_append_printf (s, "resolved (%s, %" G_GUINT64_FORMAT " bytes, %s)",
-                            eb_rewrite_result_get_ref_content_type (result, i),
-                            eb_rewrite_result_get_ref_size (result, i),
-                            eb_rewrite_result_get_ref_encoding (result, i));
-    const char *replaced = eb_rewrite_result_get_ref_replaced_path (result, i);
+                            eb_plan_get_ref_content_type (result, i),
+                            eb_plan_get_ref_size (result, i),
+                            eb_plan_get_ref_encoding (result, i));
+    const char *replaced = eb_plan_get_ref_replaced_path (result, i);
     if (replaced && *replaced) {
       g_autofree char *ap = eb_inspect_printable (replaced, 40);
       g_string_append_printf (s, ", replacing multipart/alternative at part %s", ap);
@@ -161,7 +161,7 @@ eb_inspect_report_line (const EbRewriteResult *result, guint i)
       g_string_append (s, ", replacing the multipart/alternative message body");
     }
   } else {
-    const char *detail = eb_rewrite_result_get_ref_detail (result, i);
+    const char *detail = eb_plan_get_ref_detail (result, i);
     g_string_append_printf (s, "left: %s: %s", eb_reason_token (reason), eb_reason_text (reason));
     if (detail) {
       g_autofree char *d = eb_inspect_printable (detail, 120);

@@ -18,6 +18,6 @@ const char *eb_inspect_action (EbReason reason);
 /* What the table and the report line show for reference @i of @result: its
  * URL, or its access-type parameters, made printable and cut to @max.
  * Returns: (transfer full). */
-char *eb_inspect_target (const EbRewriteResult *result, guint i, gsize max);
+char *eb_inspect_target (const EbPlan *result, guint i, gsize max);
 
 G_END_DECLS

@@ -2,7 +2,7 @@
 /* eb-log-message.c - the log records of one message: a line for the message
  * and one for each reference (rewrite) or part (externalize), read from its
  * plan through accessors; and the message's Message-ID for them (the
- * contract is in the public header, eb_log_message and eb_log_message_id).
+ * contract is in the public header, eb_log_message).
  * The records are written by eb-log, which knows nothing of plans. */
 #include "eb-log.h"
 #include "eb-header.h"
@@ -33,34 +33,34 @@ detail_loggable (EbReason reason, EbActionKind action)
 
 /* Everything the record reads from a reference of @r, in one place. */
 static void
-reference_pairs (const EbRewriteResult *r, guint i, EbLogPairs *p)
+reference_pairs (const EbPlan *r, guint i, EbLogPairs *p)
 {
-  EbActionKind action = eb_rewrite_result_get_ref_action (r, i);
+  EbActionKind action = eb_plan_get_ref_action (r, i);
   eb_log_pairs_add_uint (p, "ref", i + 1);
-  eb_log_pairs_add (p, "part", eb_rewrite_result_get_ref_path (r, i));
-  eb_log_pairs_add (p, "access_type", eb_rewrite_result_get_ref_access_type (r, i));
+  eb_log_pairs_add (p, "part", eb_plan_get_ref_path (r, i));
+  eb_log_pairs_add (p, "access_type", eb_plan_get_ref_access_type (r, i));
   /* the URL as written, or the one made for a fetch (anon-ftp); never a
    * local file's path, never more than scheme and host */
-  const char *url = eb_rewrite_result_get_ref_url (r, i);
+  const char *url = eb_plan_get_ref_url (r, i);
   if (!url && action == EB_ACTION_FETCH)
-    url = eb_rewrite_result_get_ref_target (r, i);
+    url = eb_plan_get_ref_target (r, i);
   g_autofree char *scheme = NULL, *host = NULL;
   eb_log_url_origin (url, &scheme, &host);
-  const char *site = eb_rewrite_result_get_ref_site (r, i);
+  const char *site = eb_plan_get_ref_site (r, i);
   if (!host && !url && site)
     host = g_ascii_strdown (site, -1);
   eb_log_pairs_add (p, "scheme", scheme);
   eb_log_pairs_add (p, "host", host);
-  EbReason reason = eb_rewrite_result_get_ref_outcome (r, i);
+  EbReason reason = eb_plan_get_ref_outcome (r, i);
   eb_log_pairs_add (p, "outcome", reason == EB_REASON_RESOLVED ? "resolved" : "left");
   if (reason != EB_REASON_RESOLVED)
     eb_log_pairs_add (p, "reason", eb_reason_token (reason));
   /* why, in the fetch's own words: the curl error, the HTTP status */
   if (reason != EB_REASON_RESOLVED && detail_loggable (reason, action))
-    eb_log_pairs_add (p, "detail", eb_rewrite_result_get_ref_outcome_detail (r, i));
-  GBytes *data = eb_rewrite_result_get_ref_data (r, i);
+    eb_log_pairs_add (p, "detail", eb_plan_get_ref_outcome_detail (r, i));
+  GBytes *data = eb_plan_get_ref_data (r, i);
   if (reason == EB_REASON_RESOLVED) {
-    eb_log_pairs_add (p, "type", eb_rewrite_result_get_ref_type (r, i));
+    eb_log_pairs_add (p, "type", eb_plan_get_ref_type (r, i));
     if (data)
       eb_log_pairs_add_uint (p, "bytes", g_bytes_get_size (data));
   }
@@ -70,31 +70,31 @@ reference_pairs (const EbRewriteResult *r, guint i, EbLogPairs *p)
  * it is, and whether it went to the store (with the store's host, never the
  * URL) or why it stays. */
 static void
-part_pairs (const EbRewriteResult *r, guint i, EbLogPairs *p)
+part_pairs (const EbPlan *r, guint i, EbLogPairs *p)
 {
-  EbReason reason = eb_rewrite_result_get_ref_outcome (r, i);
-  eb_log_pairs_add (p, "part", eb_rewrite_result_get_ref_path (r, i));
-  eb_log_pairs_add (p, "type", eb_rewrite_result_get_ref_type (r, i));
-  eb_log_pairs_add (p, "bytes", eb_rewrite_result_get_ref_declared_size (r, i));
+  EbReason reason = eb_plan_get_ref_outcome (r, i);
+  eb_log_pairs_add (p, "part", eb_plan_get_ref_path (r, i));
+  eb_log_pairs_add (p, "type", eb_plan_get_ref_type (r, i));
+  eb_log_pairs_add (p, "bytes", eb_plan_get_ref_declared_size (r, i));
   eb_log_pairs_add (p, "outcome", reason == EB_REASON_RESOLVED ? "externalized" : "left");
   if (reason != EB_REASON_RESOLVED) {
     eb_log_pairs_add (p, "reason", eb_reason_token (reason));
-    eb_log_pairs_add (p, "detail", eb_rewrite_result_get_ref_outcome_detail (r, i));
+    eb_log_pairs_add (p, "detail", eb_plan_get_ref_outcome_detail (r, i));
     return;
   }
   g_autofree char *scheme = NULL, *host = NULL;
-  eb_log_url_origin (eb_rewrite_result_get_ref_url (r, i), &scheme, &host);
+  eb_log_url_origin (eb_plan_get_ref_url (r, i), &scheme, &host);
   eb_log_pairs_add (p, "scheme", scheme);
   eb_log_pairs_add (p, "host", host);
-  eb_log_pairs_add (p, "sha256", eb_rewrite_result_get_ref_digest (r, i));
+  eb_log_pairs_add (p, "sha256", eb_plan_get_ref_digest (r, i));
 }
 
 /* eb_log_message for a plan of eb_externalize_plan: event=externalize lines */
 static void
-log_externalize (const char *queue_id, const char *message_id, const EbRewriteResult *result)
+log_externalize (const char *queue_id, const char *message_id, const EbPlan *result)
 {
-  guint n = eb_rewrite_result_get_n_refs (result);
-  EbReason reason = eb_rewrite_result_get_reason (result);
+  guint n = eb_plan_get_n_refs (result);
+  EbReason reason = eb_plan_get_reason (result);
   if (!n && reason == EB_REASON_RESOLVED)
     return;
   g_autoptr (EbLogPairs) msg = eb_log_pairs_new ();
@@ -102,8 +102,8 @@ log_externalize (const char *queue_id, const char *message_id, const EbRewriteRe
   eb_log_pairs_add (msg, "queue_id", queue_id);
   eb_log_pairs_add (msg, "msgid", message_id);
   eb_log_pairs_add_uint (msg, "parts", n);
-  eb_log_pairs_add_uint (msg, "externalized", eb_rewrite_result_get_n_resolved (result));
-  eb_log_pairs_add (msg, "changed", eb_rewrite_result_get_changed (result) ? "yes" : "no");
+  eb_log_pairs_add_uint (msg, "externalized", eb_plan_get_n_resolved (result));
+  eb_log_pairs_add (msg, "changed", eb_plan_get_changed (result) ? "yes" : "no");
   if (reason != EB_REASON_RESOLVED)
     eb_log_pairs_add (msg, "reason", eb_reason_token (reason));
   eb_log_emit (LOG_INFO, NULL, msg);
@@ -118,24 +118,24 @@ log_externalize (const char *queue_id, const char *message_id, const EbRewriteRe
 }
 
 void
-eb_log_message (const char *queue_id, const char *message_id, const EbRewriteResult *result)
+eb_log_message (const char *queue_id, const char *message_id, const EbPlan *result)
 {
   g_return_if_fail (result != NULL);
-  if (eb_rewrite_result_get_externalized (result)) {
+  if (eb_plan_get_externalized (result)) {
     log_externalize (queue_id, message_id, result);
     return;
   }
-  guint n = eb_rewrite_result_get_n_refs (result);
-  guint removed = eb_rewrite_result_get_n_removed (result);
-  EbReason reason = eb_rewrite_result_get_reason (result);
+  guint n = eb_plan_get_n_refs (result);
+  guint removed = eb_plan_get_n_removed (result);
+  EbReason reason = eb_plan_get_reason (result);
   if (!n && !removed && reason == EB_REASON_RESOLVED)
     return;
   g_autoptr (EbLogPairs) msg = eb_log_pairs_new ();
   eb_log_pairs_add (msg, "queue_id", queue_id);
   eb_log_pairs_add (msg, "msgid", message_id);
   eb_log_pairs_add_uint (msg, "references", n);
-  eb_log_pairs_add_uint (msg, "resolved", eb_rewrite_result_get_n_resolved (result));
-  eb_log_pairs_add (msg, "changed", eb_rewrite_result_get_changed (result) ? "yes" : "no");
+  eb_log_pairs_add_uint (msg, "resolved", eb_plan_get_n_resolved (result));
+  eb_log_pairs_add (msg, "changed", eb_plan_get_changed (result) ? "yes" : "no");
   if (reason != EB_REASON_RESOLVED)
     eb_log_pairs_add (msg, "reason", eb_reason_token (reason));
   if (removed)
@@ -148,19 +148,4 @@ eb_log_message (const char *queue_id, const char *message_id, const EbRewriteRes
     reference_pairs (result, i, p);
     eb_log_emit (LOG_INFO, NULL, p);
   }
-}
-
-char *
-eb_log_message_id (const EbRewriteResult *result, const char *buf, gsize len)
-{
-  gsize from = result ? eb_rewrite_result_get_from_line_len (result) : 0;
-  gsize skip = from <= len ? from : 0;
-  g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf + skip, 0, len - skip);
-  gint i = eb_header_block_find (blk, buf + skip, "Message-ID");
-  if (i < 0)
-    return NULL;
-  char *v = eb_header_field_unfold (&g_array_index (blk->fields, EbHeaderField, i), buf + skip);
-  if (!*v)
-    g_clear_pointer (&v, g_free);
-  return v;
 }

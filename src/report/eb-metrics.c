@@ -162,7 +162,7 @@ eb_metrics_format_for (const EbStatsSnapshot *s, const char *writer)
 }
 
 char *
-eb_stats_format_prometheus (EbStats *stats)
+eb_metrics_format_prometheus (EbStats *stats)
 {
   g_return_val_if_fail (stats != NULL, NULL);
   EbStatsSnapshot s;
@@ -360,12 +360,12 @@ eb_metrics_write_file (const char *path, const char *text, GError **error)
 }
 
 gboolean
-eb_stats_write_prometheus (EbStats *stats, const char *path, GError **error)
+eb_metrics_write_prometheus (EbStats *stats, const char *path, GError **error)
 {
   g_return_val_if_fail (stats != NULL, FALSE);
   g_return_val_if_fail (path != NULL, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
-  g_autofree char *text = eb_stats_format_prometheus (stats);
+  g_autofree char *text = eb_metrics_format_prometheus (stats);
   return eb_metrics_write_file (path, text, error);
 }
 
@@ -426,7 +426,7 @@ eb_metrics_accumulate (EbStats *stats, const char *path, const char *writer, gui
 }
 
 gboolean
-eb_stats_add_to_prometheus (EbStats *stats, const char *path, const char *writer, guint lock_timeout,
+eb_metrics_add_to_prometheus (EbStats *stats, const char *path, const char *writer, guint lock_timeout,
                             GError **error)
 {
   g_return_val_if_fail (stats != NULL, FALSE);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-metrics.h - the counters of an EbStats in the Prometheus text exposition
  * format (version 0.0.4), for the node_exporter textfile collector, and the
- * atomic write of that file. eb_stats_format_prometheus() and
- * eb_stats_write_prometheus() are public (extbody.h, "batch and statistics").
+ * atomic write of that file. eb_metrics_format_prometheus() and
+ * eb_metrics_write_prometheus() are public (extbody.h, "batch and statistics").
  *
  * The text is pure (a snapshot in, a string out); the write is the only I/O:
  * a temporary file beside the target, fsync, rename, so a scrape never reads

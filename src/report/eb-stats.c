@@ -70,25 +70,25 @@ eb_stats_free (EbStats *stats)
 }
 
 void
-eb_stats_add_result (EbStats *stats, const EbRewriteResult *r)
+eb_stats_add_result (EbStats *stats, const EbPlan *r)
 {
   g_return_if_fail (stats != NULL);
   g_mutex_lock (&stats->lock);
   EbStatsSnapshot *c = &stats->c;
   c->messages++;
-  EbReason reason = r ? eb_rewrite_result_get_reason (r) : EB_REASON_RESOLVED;
-  if (r && !eb_rewrite_result_get_parsed (r) && reason != EB_REASON_RESOLVED
+  EbReason reason = r ? eb_plan_get_reason (r) : EB_REASON_RESOLVED;
+  if (r && !eb_plan_get_parsed (r) && reason != EB_REASON_RESOLVED
       && reason < EB_REASON_N)
     c->left[reason]++;   /* not even parsed: too large */
-  gboolean externalized = r && eb_rewrite_result_get_externalized (r);
-  guint n = r ? eb_rewrite_result_get_n_refs (r) : 0;
+  gboolean externalized = r && eb_plan_get_externalized (r);
+  guint n = r ? eb_plan_get_n_refs (r) : 0;
   for (guint i = 0; i < n; i++) {
-    EbReason rr = eb_rewrite_result_get_ref_reason (r, i);
+    EbReason rr = eb_plan_get_ref_reason (r, i);
     if (externalized) {
       /* a part to externalize: stored, or left with its reason */
       c->parts++;
       if (rr == EB_REASON_RESOLVED) {
-        const char *size = eb_rewrite_result_get_ref_declared_size (r, i);
+        const char *size = eb_plan_get_ref_declared_size (r, i);
         c->externalized++;
         c->externalized_bytes += size ? g_ascii_strtoull (size, NULL, 10) : 0;
         continue;
@@ -103,9 +103,9 @@ eb_stats_add_result (EbStats *stats, const EbRewriteResult *r)
     if (rr < EB_REASON_N)
       c->left[rr]++;
   }
-  guint nf = r ? eb_rewrite_result_get_n_fetches (r) : 0;
+  guint nf = r ? eb_plan_get_n_fetches (r) : 0;
   for (guint i = 0; i < nf; i++)
-    count_fetch (c, eb_rewrite_result_get_fetch (r, i));
+    count_fetch (c, eb_plan_get_fetch (r, i));
   g_mutex_unlock (&stats->lock);
 }
 

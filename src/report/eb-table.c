@@ -42,13 +42,13 @@ eb_table_free (EbTable *table)
 }
 
 void
-eb_table_add (EbTable *t, const char *source, const EbRewriteResult *result, guint i)
+eb_table_add (EbTable *t, const char *source, const EbPlan *result, guint i)
 {
-  EbReason reason = eb_rewrite_result_get_ref_reason (result, i);
+  EbReason reason = eb_plan_get_ref_reason (result, i);
   char **row = g_new0 (char *, N_COLS + 1);
   row[COL_SOURCE] = eb_inspect_printable (source ? source : "-", 4096);
-  row[COL_PART] = eb_inspect_printable (eb_rewrite_result_get_ref_path (result, i), 40);
-  row[COL_ACCESS] = eb_inspect_printable (eb_rewrite_result_get_ref_access_type (result, i), 40);
+  row[COL_PART] = eb_inspect_printable (eb_plan_get_ref_path (result, i), 40);
+  row[COL_ACCESS] = eb_inspect_printable (eb_plan_get_ref_access_type (result, i), 40);
   row[COL_TARGET] = eb_inspect_target (result, i, 400);
   row[COL_ACTION] = g_strdup (eb_inspect_action (reason));
   row[COL_REASON] = g_strdup (eb_reason_token (reason));

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "eb-rewrite-private.h"
+#include "eb-plan-private.h"
 
 static double
 now (void)
@@ -108,11 +108,11 @@ main (int argc, char **argv)
     double t0 = now ();
     resolved = 0;
     for (guint i = 0; i < msgs->len; i++) {
-      EbRewriteResult *res = NULL;
+      EbPlan *res = NULL;
       GByteArray *a = g_ptr_array_index (msgs, i);
       eb_rewrite ((const char *) a->data, a->len, config, NULL, EB_REWRITE_DEFAULT, null, &res, NULL);
       resolved += res->n_resolved;
-      eb_rewrite_result_free (res);
+      eb_plan_free (res);
     }
     best_eb = MIN (best_eb, now () - t0);
 

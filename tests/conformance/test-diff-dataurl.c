@@ -601,7 +601,7 @@ test_differential (void)
   while (inputs->len < n_inputs) {
     gsize len = 0;
     char *in = gen_input (r, &len);
-    g_assert_true (eb_utf8_validate_with_nul (in, len));
+    g_assert_true (eb_mimetype_utf8_validate_with_nul (in, len));
     g_ptr_array_add (inputs, in);
     g_array_append_val (lens, len);
     append_json_string (lines, in, len);

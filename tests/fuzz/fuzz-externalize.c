@@ -28,7 +28,7 @@
 #include "eb-extref.h"
 #include "eb-header.h"
 #include "eb-message.h"
-#include "eb-rewrite-private.h"
+#include "eb-plan-private.h"
 #include "eb-store.h"
 #include "eb-transfer.h"
 
@@ -88,10 +88,10 @@ LLVMFuzzerInitialize (int *argc, char ***argv)
 }
 
 static GBytes *
-write_plan (const EbRewriteResult *r, const char *buf, gsize len)
+write_plan (const EbPlan *r, const char *buf, gsize len)
 {
   GOutputStream *out = g_memory_output_stream_new_resizable ();
-  if (!eb_rewrite_write (r, buf, len, out, NULL) || !g_output_stream_close (out, NULL, NULL))
+  if (!eb_plan_write (r, out, NULL) || !g_output_stream_close (out, NULL, NULL))
     __builtin_trap ();
   GBytes *b = g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (out));
   g_object_unref (out);
@@ -145,7 +145,7 @@ check_object (const char *sha256, GBytes *want)
 static EbMessageScan *
 scan_refs (const char *buf, gsize len)
 {
-  gsize skip = eb_rewrite_from_line_len (buf, len);
+  gsize skip = eb_message_from_line_len (buf, len);
   EbMessageScan *s = eb_message_scan (buf + skip, len - skip, config);
   for (guint i = 0; i < s->refs->len; i++)
     eb_extref_read (g_ptr_array_index (s->refs, i), buf + skip, len - skip);
@@ -167,7 +167,7 @@ count_url (const EbMessageScan *s, const char *url)
 static guint
 run (const EbConfig *cfg, const char *data, gsize size, EbExternalizeFlags flags)
 {
-  EbRewriteResult *r = eb_externalize_plan (data, size, cfg, store, flags);
+  EbPlan *r = eb_externalize_plan (data, size, cfg, store, flags);
   if (!r)
     __builtin_trap ();
   GBytes *outb = write_plan (r, data, size);
@@ -187,14 +187,14 @@ run (const EbConfig *cfg, const char *data, gsize size, EbExternalizeFlags flags
     if (n != size || (size && memcmp (o, data, size) != 0))
       __builtin_trap ();
     g_bytes_unref (outb);
-    eb_rewrite_result_free (r);
+    eb_plan_free (r);
     return 0;
   }
 
   /* the splice: the input with each replaced range replaced, nothing else */
-  const char *buf = data + r->skip;
-  gsize len = size - r->skip;
-  GString *want = g_string_new_len (data, (gssize) r->skip);
+  const char *buf = data + r->message->from_len;
+  gsize len = size - r->message->from_len;
+  GString *want = g_string_new_len (data, (gssize) r->message->from_len);
   gsize pos = 0;
   for (guint i = 0; i < r->scan->refs->len; i++) {
     const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
@@ -252,14 +252,14 @@ run (const EbConfig *cfg, const char *data, gsize size, EbExternalizeFlags flags
   eb_message_scan_free (after);
 
   /* a second pass over the output changes nothing */
-  EbRewriteResult *r2 = eb_externalize_plan (o, n, cfg, store, flags);
+  EbPlan *r2 = eb_externalize_plan (o, n, cfg, store, flags);
   if (r2->changed || r2->n_resolved)
     __builtin_trap ();
-  eb_rewrite_result_free (r2);
+  eb_plan_free (r2);
 
   guint done = r->n_resolved;
   g_bytes_unref (outb);
-  eb_rewrite_result_free (r);
+  eb_plan_free (r);
   return done;
 }
 
@@ -274,7 +274,7 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
   clear_dir (FALSE);
 
   /* decide only: the same parts, nothing stored, nothing changed */
-  EbRewriteResult *r = eb_externalize_plan ((const char *) data, size, config, store,
+  EbPlan *r = eb_externalize_plan ((const char *) data, size, config, store,
                                             EB_EXTERNALIZE_NO_STORE);
   guint would = 0;
   for (guint i = 0; r->scan && i < r->scan->refs->len; i++) {
@@ -291,7 +291,7 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
   if (n != size || (size && memcmp (o, data, size) != 0))
     __builtin_trap ();
   g_bytes_unref (outb);
-  eb_rewrite_result_free (r);
+  eb_plan_free (r);
   GDir *d = g_dir_open (dir, 0, NULL);
   if (d && g_dir_read_name (d))
     __builtin_trap ();   /* NO_STORE stored something */

@@ -7,7 +7,7 @@
 #include <json-glib/json-glib.h>
 #include <string.h>
 #include "eb-inspect.h"
-#include "eb-rewrite-private.h"
+#include "eb-plan-private.h"
 
 static EbConfig *config;
 
@@ -33,7 +33,7 @@ check_printable (const char *s, char allow)
 int
 LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
 {
-  EbRewriteResult *r = eb_rewrite_plan ((const char *) data, size, config, NULL, EB_REWRITE_NO_PRECHECK);
+  EbPlan *r = eb_rewrite_plan ((const char *) data, size, config, NULL, EB_REWRITE_NO_PRECHECK);
   EbTable *t = eb_table_new (TRUE);
   for (guint i = 0; r->scan && i < r->scan->refs->len; i++) {
     char *json = eb_inspect_json ("fuzz", -1, NULL, r, i);
@@ -54,6 +54,6 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
   check_printable (table, '\n');
   g_free (table);
   eb_table_free (t);
-  eb_rewrite_result_free (r);
+  eb_plan_free (r);
   return 0;
 }

@@ -112,8 +112,8 @@ compare_all (const char *raw, gsize len, const char *extra)
   g_free (ub);
 
   char *z = g_strndup (raw, len);
-  char *ma = eb_content_type_get_media_type (z);
-  char *mb = old_eb_content_type_get_media_type (z);
+  char *ma = eb_params_content_type_media_type (z);
+  char *mb = old_eb_params_content_type_media_type (z);
   DIFF (g_strcmp0 (ma, mb) == 0);
   g_free (ma);
   g_free (mb);

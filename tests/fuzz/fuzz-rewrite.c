@@ -10,7 +10,7 @@
 #include <gio/gio.h>
 #include <gmime/gmime.h>
 #include <string.h>
-#include "eb-rewrite-private.h"
+#include "eb-plan-private.h"
 
 static EbConfig *config;
 
@@ -26,7 +26,7 @@ int
 LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
 {
   GOutputStream *out = g_memory_output_stream_new_resizable ();
-  EbRewriteResult *r = NULL;
+  EbPlan *r = NULL;
   if (!eb_rewrite ((const char *) data, size, config, NULL, EB_REWRITE_DEFAULT, out, &r, NULL))
     __builtin_trap ();
   g_output_stream_close (out, NULL, NULL);
@@ -47,7 +47,7 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
     if (!first)
       __builtin_trap ();   /* changed, but nothing resolved */
     /* offsets count from after a leading From_ line, which is kept as it is */
-    gsize head = r->skip + eb_extref_replaced_start (first), end = r->skip + eb_extref_replaced_end (last);
+    gsize head = r->message->from_len + eb_extref_replaced_start (first), end = r->message->from_len + eb_extref_replaced_end (last);
     gsize tail = size - end;
     if (n < head + tail || memcmp (o, data, head) != 0
         || memcmp ((const char *) o + n - tail, data + end, tail) != 0)
@@ -55,7 +55,7 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
   }
   /* as a mail filter */
   GOutputStream *out2 = g_memory_output_stream_new_resizable ();
-  EbRewriteResult *r2 = NULL;
+  EbPlan *r2 = NULL;
   if (!eb_rewrite ((const char *) data, size, config, NULL, EB_REWRITE_STRIP_TRACE, out2, &r2, NULL))
     __builtin_trap ();
   g_output_stream_close (out2, NULL, NULL);
@@ -64,11 +64,11 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
   if (r2->n_resolved == 0) {
     gsize n2 = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (out2));
     const char *o2 = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (out2));
-    GString *want = g_string_new_len ((const char *) data, (gssize) r2->skip);
-    gsize pos = r2->skip, removed = 0;
+    GString *want = g_string_new_len ((const char *) data, (gssize) r2->message->from_len);
+    gsize pos = r2->message->from_len, removed = 0;
     for (guint k = 0; k < r2->removed->len; k++) {
       const EbRange *rg = &g_array_index (r2->removed, EbRange, k);
-      gsize a = r2->skip + rg->start, b = r2->skip + rg->end;
+      gsize a = r2->message->from_len + rg->start, b = r2->message->from_len + rg->end;
       if (a < pos || b > size || b <= a)
         __builtin_trap ();
       if (g_ascii_strncasecmp ((const char *) data + a, "X-Extbody", 9) != 0)
@@ -82,9 +82,9 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
       __builtin_trap ();
     g_string_free (want, TRUE);
   }
-  eb_rewrite_result_free (r2);
+  eb_plan_free (r2);
   g_object_unref (out2);
-  eb_rewrite_result_free (r);
+  eb_plan_free (r);
   g_object_unref (out);
   return 0;
 }

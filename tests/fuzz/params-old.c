@@ -14,7 +14,7 @@
 #define eb_params_get_name_at old_eb_params_get_name_at
 #define eb_params_get_warnings old_eb_params_get_warnings
 #define eb_params_get_octets old_eb_params_get_octets
-#define eb_content_type_get_media_type old_eb_content_type_get_media_type
+#define eb_params_content_type_media_type old_eb_params_content_type_media_type
 #define eb_urlparam_reassemble old_eb_urlparam_reassemble
 #define eb_urlparam_split old_eb_urlparam_split
 #define eb_urlparam_format old_eb_urlparam_format

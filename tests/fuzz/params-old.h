@@ -16,5 +16,5 @@ const char *old_eb_params_get_name_at (const OldEbParams *params, guint i);
 const char * const *old_eb_params_get_warnings (const OldEbParams *params);
 GBytes *old_eb_params_get_octets (const OldEbParams *params, const char *name, gboolean strip_lws,
                                   GError **error);
-char *old_eb_content_type_get_media_type (const char *value);
+char *old_eb_params_content_type_media_type (const char *value);
 char *old_eb_urlparam_reassemble (const char *raw, gsize len, GError **error);

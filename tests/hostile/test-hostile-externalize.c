@@ -9,7 +9,7 @@
  * else (with --report: "part PATH ... externalized URL" or "... left: TOKEN",
  * and "message left unchanged: TOKEN"); never a crash, never a hang (the
  * command runs under timeout(1), the program under ctest's); and the
- * standard output is what eb_externalize_plan and eb_rewrite_write make of the
+ * standard output is what eb_externalize_plan and eb_plan_write make of the
  * message in process, which is checked to be a splice: the input byte for
  * byte when nothing was externalized, else the input with each replaced
  * part, in order, replaced and nothing else, each object in the store
@@ -30,7 +30,7 @@
 #include <unistd.h>
 #include "eb-config.h"
 #include "eb-header.h"
-#include "eb-rewrite-private.h"
+#include "eb-plan-private.h"
 #include "eb-store.h"
 #include "eb-transfer.h"
 #include "hostile-cases.h"
@@ -79,7 +79,7 @@ typedef struct {
   guint            n_externalized; /* of them, "externalized" lines */
   GString         *input;
   EbConfig        *config;
-  EbRewriteResult *plan;        /* in process, against the same store */
+  EbPlan *plan;        /* in process, against the same store */
 } Run;
 
 static void
@@ -95,7 +95,7 @@ run_free (Run *r)
   g_free (r->err);
   g_string_free (r->input, TRUE);
   g_clear_pointer (&r->config, eb_config_free);
-  g_clear_pointer (&r->plan, eb_rewrite_result_free);
+  g_clear_pointer (&r->plan, eb_plan_free);
   g_free (r);
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (Run, run_free)
@@ -119,7 +119,7 @@ run_new (GString *msg /* (transfer full) */)
 static void
 check_object (const Run *r, const char *objects, const EbRef *ref, const EbResolution *res)
 {
-  const char *buf = r->input->str + r->plan->skip;
+  const char *buf = r->input->str + r->plan->message->from_len;
   g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf, ref->block_start, ref->content_start);
   gint k = eb_header_block_find (blk, buf, "Content-Transfer-Encoding");
   g_autofree char *cte = k >= 0 ? eb_header_field_unfold (&g_array_index (blk->fields, EbHeaderField, k), buf)
@@ -224,7 +224,7 @@ run_externalize (Run *r, const char *conf_extra, const char *const *args, int wa
   r->plan = eb_externalize_plan (r->input->str, r->input->len, r->config, store, flags);
   g_assert_cmpuint (r->plan->n_resolved, ==, r->n_externalized);
   g_autoptr (GOutputStream) mem = g_memory_output_stream_new_resizable ();
-  g_assert_true (eb_rewrite_write (r->plan, r->input->str, r->input->len, mem, &e));
+  g_assert_true (eb_plan_write (r->plan, mem, &e));
   g_output_stream_close (mem, NULL, NULL);
   g_autoptr (GBytes) mine = g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (mem));
   g_assert_true (g_bytes_equal (mine, r->out));
@@ -237,9 +237,9 @@ run_externalize (Run *r, const char *conf_extra, const char *const *args, int wa
     return;
   }
   /* a splice: the input with each replaced part replaced, nothing else */
-  const char *buf = r->input->str + r->plan->skip;
-  gsize len = r->input->len - r->plan->skip;
-  g_autoptr (GString) want = g_string_new_len (r->input->str, (gssize) r->plan->skip);
+  const char *buf = r->input->str + r->plan->message->from_len;
+  gsize len = r->input->len - r->plan->message->from_len;
+  g_autoptr (GString) want = g_string_new_len (r->input->str, (gssize) r->plan->message->from_len);
   gsize pos = 0;
   for (guint i = 0; i < r->plan->scan->refs->len; i++) {
     const EbRef *ref = g_ptr_array_index (r->plan->scan->refs, i);

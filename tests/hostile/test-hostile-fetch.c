@@ -23,7 +23,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include "eb-fetch.h"
-#include "eb-rewrite-private.h"
+#include "eb-plan-private.h"
 #include "test-server.h"
 
 /* the suite's time limits: every stall must end within these plus a margin */
@@ -209,7 +209,7 @@ run_fault (gconstpointer data)
 
   gint64 t0 = g_get_monotonic_time ();
   g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
-  g_autoptr (EbRewriteResult) r = NULL;
+  g_autoptr (EbPlan) r = NULL;
   g_assert_true (eb_rewrite (m, len, config, fetcher, EB_REWRITE_DEFAULT, out, &r, &error));
   g_assert_no_error (error);
   double secs = (g_get_monotonic_time () - t0) / 1e6;
@@ -273,12 +273,12 @@ message_of (const char *const *urls, guint n)
 }
 
 /* Rewrite @m in-process; the time it took in *@secs. */
-static EbRewriteResult *
+static EbPlan *
 rewrite_timed (const char *m, const EbConfig *config, EbFetcher *fetcher, double *secs)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
-  EbRewriteResult *r = NULL;
+  EbPlan *r = NULL;
   gint64 t0 = g_get_monotonic_time ();
   g_assert_true (eb_rewrite (m, strlen (m), config, fetcher, EB_REWRITE_DEFAULT, out, &r, &error));
   g_assert_no_error (error);
@@ -287,7 +287,7 @@ rewrite_timed (const char *m, const EbConfig *config, EbFetcher *fetcher, double
 }
 
 static guint
-count_reason (const EbRewriteResult *r, EbReason reason)
+count_reason (const EbPlan *r, EbReason reason)
 {
   guint n = 0;
   for (guint i = 0; i < r->resolutions->len; i++)
@@ -314,7 +314,7 @@ test_rate_waits (void)
   g_autoptr (EbFetcher) f1 = eb_fetcher_new (roomy, &error);
   g_assert_no_error (error);
   double secs = 0;
-  g_autoptr (EbRewriteResult) r1 = rewrite_timed (m, roomy, f1, &secs);
+  g_autoptr (EbPlan) r1 = rewrite_timed (m, roomy, f1, &secs);
   g_test_message ("21 references, 20/min, deadline 10: %u resolved in %.2f s", r1->n_resolved, secs);
   g_assert_cmpuint (r1->n_resolved, ==, 21);
   g_assert_cmpuint (count_reason (r1, EB_REASON_RATE_LIMITED), ==, 0);
@@ -324,7 +324,7 @@ test_rate_waits (void)
                                                              "message_deadline", "2", "cache_ttl", "0", NULL });
   g_autoptr (EbFetcher) f2 = eb_fetcher_new (tight, &error);
   g_assert_no_error (error);
-  g_autoptr (EbRewriteResult) r2 = rewrite_timed (m, tight, f2, &secs);
+  g_autoptr (EbPlan) r2 = rewrite_timed (m, tight, f2, &secs);
   g_test_message ("21 references, 20/min, deadline 2: %u resolved in %.2f s", r2->n_resolved, secs);
   g_assert_cmpuint (r2->n_resolved, ==, 20);
   g_assert_cmpuint (count_reason (r2, EB_REASON_RATE_LIMITED), ==, 1);
@@ -346,8 +346,8 @@ job_run (gpointer data)
 {
   Job *j = data;
   double secs;
-  EbRewriteResult *r = rewrite_timed (j->m, j->config, j->fetcher, &secs);
-  eb_rewrite_result_free (r);
+  EbPlan *r = rewrite_timed (j->m, j->config, j->fetcher, &secs);
+  eb_plan_free (r);
   return NULL;
 }
 
@@ -376,7 +376,7 @@ test_one_deadline_per_message (void)
     g_usleep (10000);
   }
   double secs = 0;
-  g_autoptr (EbRewriteResult) rb = rewrite_timed (mb, config, fetcher, &secs);
+  g_autoptr (EbPlan) rb = rewrite_timed (mb, config, fetcher, &secs);
   g_thread_join (ta);
   const EbResolution *res = g_ptr_array_index (rb->resolutions, 0);
   g_test_message ("message B: %s (%s) in %.2f s", eb_reason_token (res->reason),
@@ -419,13 +419,13 @@ test_https_no_downgrade (void)
   g_autofree char *same = g_strdup_printf ("https://127.0.0.1:%u/redirect?to=/type%%3Fb%%3Dover-tls", tls->port);
   g_autofree char *m1 = message_of ((const char *[]) { same }, 1);
   double secs;
-  g_autoptr (EbRewriteResult) r1 = rewrite_timed (m1, config, fetcher, &secs);
+  g_autoptr (EbPlan) r1 = rewrite_timed (m1, config, fetcher, &secs);
   g_assert_cmpuint (r1->n_resolved, ==, 1);
 
   g_autofree char *down = g_strdup_printf ("https://127.0.0.1:%u/redirect?to=http://127.0.0.1:%u/type%%3Fb%%3Dplain",
                                            tls->port, httpd_port);
   g_autofree char *m2 = message_of ((const char *[]) { down }, 1);
-  g_autoptr (EbRewriteResult) r2 = rewrite_timed (m2, config, fetcher, &secs);
+  g_autoptr (EbPlan) r2 = rewrite_timed (m2, config, fetcher, &secs);
   const EbResolution *res = g_ptr_array_index (r2->resolutions, 0);
   g_test_message ("https -> http: %s (%s)", eb_reason_token (res->reason), res->detail ? res->detail : "");
   g_assert_false (r2->changed);
@@ -529,7 +529,7 @@ dns_child (void)
     g_assert_no_error (error);
     g_autofree char *m = message_of ((const char *[]) { "http://never-answered.example/x" }, 1);
     double secs;
-    g_autoptr (EbRewriteResult) r = rewrite_timed (m, config, fetcher, &secs);
+    g_autoptr (EbPlan) r = rewrite_timed (m, config, fetcher, &secs);
     const EbResolution *res = g_ptr_array_index (r->resolutions, 0);
     g_print ("%s|%s|%.2f\n", eb_reason_token (res->reason), res->detail ? res->detail : "", secs);
   }

@@ -7,7 +7,7 @@
 #include <gmime/gmime.h>
 #include <string.h>
 #include <stdlib.h>
-#include "eb-rewrite-private.h"
+#include "eb-plan-private.h"
 #include "test-server.h"
 #include "hostile-cases.h"   /* the messages: cases[] and limits[] */
 
@@ -23,7 +23,7 @@ run_limit (gconstpointer data)
   g_assert_no_error (error);
   GString *m = l->build (lc->n);
   g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
-  g_autoptr (EbRewriteResult) r = NULL;
+  g_autoptr (EbPlan) r = NULL;
   g_assert_true (eb_rewrite (m->str, m->len, config, NULL, EB_REWRITE_DEFAULT, out, &r, &error));
   g_assert_no_error (error);
   g_output_stream_close (out, NULL, NULL);
@@ -110,13 +110,13 @@ httpd_start (void)
 
 /* Rewrite @m through @fetcher: the result; whether the output is @m byte for
  * byte; how many seconds it took. */
-static EbRewriteResult *
+static EbPlan *
 rewrite_timed (const GString *m, const EbConfig *config, EbFetcher *fetcher, gboolean *same, double *secs)
 {
   g_autoptr (GError) error = NULL;
   gint64 t0 = g_get_monotonic_time ();
   g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
-  EbRewriteResult *r = NULL;
+  EbPlan *r = NULL;
   g_assert_true (eb_rewrite (m->str, m->len, config, fetcher, EB_REWRITE_DEFAULT, out, &r, &error));
   g_assert_no_error (error);
   *secs = (g_get_monotonic_time () - t0) / 1e6;
@@ -204,7 +204,7 @@ run_fetch_limit (gconstpointer data)
 
   gboolean same;
   double secs;
-  g_autoptr (EbRewriteResult) r = rewrite_timed (m, config, fetcher, &same, &secs);
+  g_autoptr (EbPlan) r = rewrite_timed (m, config, fetcher, &same, &secs);
   guint nrefs = r->scan ? r->scan->refs->len : 0;
   g_assert_cmpuint (nrefs, ==, nrefs_want);
   guint left = 0, left_with_reason = 0;
@@ -233,7 +233,7 @@ run_fetch_limit (gconstpointer data)
       gint64 before = test_http_get_number (httpd_port, "/hits");
       gboolean same2;
       double secs2;
-      g_autoptr (EbRewriteResult) r2 = rewrite_timed (m, config, fetcher, &same2, &secs2);
+      g_autoptr (EbPlan) r2 = rewrite_timed (m, config, fetcher, &same2, &secs2);
       g_assert_cmpuint (r2->n_resolved, ==, nrefs);
       gint64 fetched = test_http_get_number (httpd_port, "/hits") - before - 1;   /* not the /hits request itself */
       g_test_message ("the same message again: %" G_GINT64_FORMAT " requests", fetched);
@@ -307,7 +307,7 @@ test_connect_timeout (gconstpointer data)
                    never ? hole_port : httpd_port);
   gboolean same;
   double secs;
-  g_autoptr (EbRewriteResult) r = rewrite_timed (m, config, fetcher, &same, &secs);
+  g_autoptr (EbPlan) r = rewrite_timed (m, config, fetcher, &same, &secs);
   const EbResolution *res = g_ptr_array_index (r->resolutions, 0);
   g_test_message ("%s: %s (%s), %.2f s", never ? "never connects" : "connects",
                   eb_reason_token (res->reason), res->detail ? res->detail : "", secs);
@@ -330,7 +330,7 @@ run_case (gconstpointer data)
   GString *m = c->build ();
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
-  g_autoptr (EbRewriteResult) r = NULL;
+  g_autoptr (EbPlan) r = NULL;
   g_autoptr (GError) error = NULL;
   g_assert_true (eb_rewrite (m->str, m->len, config, NULL, EB_REWRITE_DEFAULT, out, &r, &error));
   g_output_stream_close (out, NULL, NULL);

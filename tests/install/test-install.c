@@ -102,7 +102,7 @@ static void
 test_files (void)
 {
   const char *must[] = {
-    "lib/libextbody.so.1", "lib/libextbody.so", "include/extbody/extbody.h",
+    "lib/libextbody.so.2", "lib/libextbody.so", "include/extbody/extbody.h",
     "include/extbody/extbody-version.h", "lib/pkgconfig/extbody-1.pc",
     "share/doc/extbody/examples/resolve-one.c", "share/doc/extbody/examples/Makefile",
   };
@@ -112,7 +112,7 @@ test_files (void)
       g_error ("not installed: /usr/local/%s", must[i]);
   }
   /* the SONAME's link points at the library itself */
-  g_autofree char *so1 = g_build_filename (prefix, "lib", "libextbody.so.1", NULL);
+  g_autofree char *so1 = g_build_filename (prefix, "lib", "libextbody.so.2", NULL);
   g_assert_true (g_file_test (so1, G_FILE_TEST_IS_SYMLINK));
   g_autofree char *target = g_file_read_link (so1, NULL);
   g_assert_true (g_str_has_prefix (target, "libextbody.so."));
@@ -185,8 +185,8 @@ test_example (void)
   g_autoptr (GBytes) deps = NULL;
   if (run (NULL, env, ldd, &deps, NULL) == 0) {
     g_autofree char *d = g_strndup (g_bytes_get_data (deps, NULL), g_bytes_get_size (deps));
-    g_autofree char *lib = g_build_filename (prefix, "lib", "libextbody.so.1", NULL);
-    g_autofree char *line = g_strdup_printf ("libextbody.so.1 => %s ", lib);
+    g_autofree char *lib = g_build_filename (prefix, "lib", "libextbody.so.2", NULL);
+    g_autofree char *line = g_strdup_printf ("libextbody.so.2 => %s ", lib);
     if (!strstr (d, line))
       g_error ("resolve-one does not load the installed libextbody: %s", d);
   }

@@ -34,7 +34,7 @@ test_edits_cmp (gconstpointer a, gconstpointer b)
 }
 
 void
-test_edits_assert_as_written (EbRewriteResult *r, const char *m, gsize len,
+test_edits_assert_as_written (EbPlan *r, const char *m, gsize len,
                               const char *want, gsize want_len, gboolean drop_filter_field)
 {
   gsize want_body = 0, old_body = 0;
@@ -45,7 +45,7 @@ test_edits_assert_as_written (EbRewriteResult *r, const char *m, gsize len,
       if (g_str_has_prefix (want_fields->pdata[i], EB_FILTER_FIELD ":"))
         g_ptr_array_remove_index (want_fields, i);
   /* apply the edits as a milter does */
-  g_autoptr (GPtrArray) edits = eb_rewrite_header_edits (r, m, len);
+  g_autoptr (GPtrArray) edits = eb_plan_header_edits (r);
   g_assert_cmpuint (edits->len, >, 0);
   for (guint e = 0; e < edits->len; e++) {
     const EbHeaderEdit *ed = g_ptr_array_index (edits, e);
@@ -77,7 +77,7 @@ test_edits_assert_as_written (EbRewriteResult *r, const char *m, gsize len,
     g_assert_cmpstr (g_ptr_array_index (fields, i), ==, g_ptr_array_index (want_fields, i));
   /* and the same body */
   g_autoptr (GOutputStream) ob = g_memory_output_stream_new_resizable ();
-  g_assert_true (eb_rewrite_write_body (r, m, len, ob, NULL));
+  g_assert_true (eb_plan_write_body (r, ob, NULL));
   g_output_stream_close (ob, NULL, NULL);
   g_assert_cmpmem (g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (ob)),
                    g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (ob)),

@@ -13,7 +13,7 @@ With --base-commit, REV is checked out in a temporary worktree
 its `extbody` target is built (cmake --build -j2 --target extbody); the
 worktree is removed afterwards (--keep keeps it and the other temporary
 files). NEW_EXTBODY defaults to build/src/extbody of this checkout. Both
-binaries must load the libextbody.so.1 of their own build (the build tree's
+binaries must load the libextbody.so.N of their own build (the build tree's
 RUNPATH); this is checked with ldd before anything runs. Or:
 cmake --build build --target differential (DIFFERENTIAL_BASE, default ffc8565).
 
@@ -104,7 +104,7 @@ def build_commit(rev: str, tmp: str) -> str:
 
 
 def check_own_library(exe: str) -> None:
-    """exe must load libextbody.so.1 from its own build directory."""
+    """exe must load the libextbody.so.N of its own build directory."""
     r = subprocess.run(["ldd", exe], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        env=clean_env())
     out = r.stdout.decode(errors="replace")
@@ -115,7 +115,7 @@ def check_own_library(exe: str) -> None:
             if os.path.dirname(os.path.realpath(lib)) != own:
                 die(f"{exe} loads {lib}, not the library of its own build ({own})")
             return
-    die(f"{exe}: ldd names no libextbody.so.1:\n{out}")
+    die(f"{exe}: ldd names no libextbody.so:\n{out}")
 
 
 def clean_env() -> dict[str, str]:

@@ -11,7 +11,7 @@
  *                             curl/: their setup and versions are eb_init()'s
  *                             and eb_get_library_versions()'s)
  *   /public-only/linked       the built command and milter need
- *                             libextbody.so.1 and carry no eb_ symbol of their
+ *                             libextbody.so.2 and carry no eb_ symbol of their
  *                             own: linked to the internal archive
  *                             (extbody-core), the library's code would be
  *                             inside them

@@ -34,7 +34,7 @@ skip() { echo "deb-orders: skipped: $*" >&2; exit 77; }
 [ -x "$root/usr/bin/apt-get" ] && [ -f "$root/.extbody-test-packages" ] \
   || skip "no prepared Debian root in $root (sh tests/packaging/prepare-debroot.sh, as tests/quickstart.sh test does)"
 unshare --mount --pid --net --fork true 2>/dev/null || skip "unshare --mount --pid --net does not work here"
-for p in libextbody1 extbody extbody-milter; do
+for p in libextbody2 extbody extbody-milter; do
   ls "$debs/${p}_"*.deb >/dev/null 2>&1 || { echo "deb-orders: no ${p}_*.deb in $debs" >&2; exit 1; }
 done
 

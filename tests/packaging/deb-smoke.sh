@@ -28,7 +28,7 @@ if [ -s "$mark" ]; then
   dpkg --purge $(cat "$mark") || { echo "deb-smoke: could not purge the packages listed in $mark" >&2; exit 1; }
 fi
 rm -f "$mark"
-for p in extbody extbody-milter libextbody1 libextbody-dev; do
+for p in extbody extbody-milter libextbody2 libextbody-dev; do
   if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
     skip "$p is installed on this machine already (not removing an administrator's package)"
   fi

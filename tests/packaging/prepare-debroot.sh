@@ -19,7 +19,7 @@
 # downloads what a changed package list adds. Remove DIR to start afresh.
 set -eu
 root=${1:-/opt/extbody-test-debroot}
-# Postfix, and what libextbody1, extbody and extbody-milter depend on
+# Postfix, and what libextbody2, extbody and extbody-milter depend on
 # (debian/control; the shared libraries dpkg-shlibdeps finds in the build)
 pkgs="postfix adduser libglib2.0-0 libgmime-3.0-0 libcurl4 libjson-glib-1.0-0
   libmilter1.0.1 libhiredis0.14 libssl3"

@@ -768,8 +768,8 @@ test_copy_for_everyone (const char *src, const char *dir, const char *name, int 
   /* a program of the build tree linked against libextbody: its library
    * beside it, where its RPATH ($ORIGIN) looks first */
   g_autofree char *srcdir = g_path_get_dirname (src);
-  g_autofree char *lib = g_build_filename (srcdir, "libextbody.so.1", NULL);
-  g_autofree char *lib_dst = g_build_filename (dir, "libextbody.so.1", NULL);
+  g_autofree char *lib = g_build_filename (srcdir, "libextbody.so.2", NULL);
+  g_autofree char *lib_dst = g_build_filename (dir, "libextbody.so.2", NULL);
   g_autofree char *head = NULL;
   gsize hl = 0;
   if (g_file_test (lib, G_FILE_TEST_EXISTS) && !g_file_test (lib_dst, G_FILE_TEST_EXISTS)

@@ -66,7 +66,7 @@ int test_sh (const char *cmd, char **out);
  * @mode, for a program that runs as another user (Postfix's pipe(8) and
  * Dovecot's Sieve as nobody, Exim as its own user), who may not read the
  * checkout (a clone under root's 0700 home). A built program that needs
- * libextbody.so.1 gets the library copied beside it too: the build tree's
+ * libextbody.so.2 gets the library copied beside it too: the build tree's
  * RPATH is $ORIGIN. Returns: (transfer full): the copy's path. */
 char *test_copy_for_everyone (const char *src, const char *dir, const char *name, int mode);
 

@@ -17,7 +17,7 @@
 #include "eb-maildir.h"
 #include "eb-mbox.h"
 #include "eb-message.h"
-#include "eb-rewrite-private.h"
+#include "eb-plan-private.h"
 
 static const char from_line[] = "From sender@example.org Mon Jan  1 00:00:00 2024\n";
 
@@ -156,7 +156,7 @@ order_hook (guint number, gpointer data)
 
 static void
 order_message (guint number, const char *source, gint64 offset, const char *mid,
-               const EbRewriteResult *result, gpointer data)
+               const EbPlan *result, gpointer data)
 {
   Order *o = data;
   g_assert_cmpuint (number, ==, o->last + 1);   /* in input order */

@@ -12,7 +12,7 @@
 #include "eb-externalize.h"
 #include "eb-header.h"
 #include "eb-resolve.h"
-#include "eb-rewrite-private.h"
+#include "eb-plan-private.h"
 #include "eb-store.h"
 #include "eb-urlparam.h"
 
@@ -88,11 +88,11 @@ base64_lines (gsize n, guint seed, GBytes **raw)
 }
 
 static GByteArray *
-write_plan (const EbRewriteResult *r, const char *buf, gsize len)
+write_plan (const EbPlan *r, const char *buf, gsize len)
 {
   g_autoptr (GOutputStream) mem = g_memory_output_stream_new_resizable ();
   g_autoptr (GError) e = NULL;
-  g_assert_true (eb_rewrite_write (r, buf, len, mem, &e));
+  g_assert_true (eb_plan_write (r, mem, &e));
   g_assert_no_error (e);
   g_output_stream_close (mem, NULL, NULL);
   GByteArray *out = g_byte_array_new ();
@@ -112,10 +112,10 @@ count_objects (const char *dir)
 }
 
 static gboolean
-is_candidate (const EbRewriteResult *r, const char *path)
+is_candidate (const EbPlan *r, const char *path)
 {
-  for (guint i = 0; i < eb_rewrite_result_get_n_refs (r); i++)
-    if (strcmp (eb_rewrite_result_get_ref_path (r, i), path) == 0)
+  for (guint i = 0; i < eb_plan_get_n_refs (r); i++)
+    if (strcmp (eb_plan_get_ref_path (r, i), path) == 0)
       return TRUE;
   return FALSE;
 }
@@ -148,10 +148,10 @@ test_selection (Fixture *f, gconstpointer data G_GNUC_UNUSED)
     text->str, text->str, big, small, big, big, big);
   g_string_free (text, TRUE);
   gsize len = strlen (msg);
-  g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg, len, f->config, f->store,
+  g_autoptr (EbPlan) r = eb_externalize_plan (msg, len, f->config, f->store,
                                                        EB_EXTERNALIZE_DEFAULT);
-  g_assert_cmpint (eb_rewrite_result_get_reason (r), ==, EB_REASON_RESOLVED);
-  g_assert_cmpuint (eb_rewrite_result_get_n_refs (r), ==, 3);
+  g_assert_cmpint (eb_plan_get_reason (r), ==, EB_REASON_RESOLVED);
+  g_assert_cmpuint (eb_plan_get_n_refs (r), ==, 3);
   g_assert_false (is_candidate (r, "1"));
   g_assert_true (is_candidate (r, "2"));
   g_assert_true (is_candidate (r, "3"));
@@ -159,22 +159,22 @@ test_selection (Fixture *f, gconstpointer data G_GNUC_UNUSED)
   g_assert_false (is_candidate (r, "5.2"));
   g_assert_false (is_candidate (r, "6.1"));
   g_assert_true (is_candidate (r, "7"));
-  g_assert_cmpint (eb_rewrite_result_get_ref_reason (r, 0), ==, EB_REASON_RESOLVED);
-  g_assert_cmpint (eb_rewrite_result_get_ref_reason (r, 1), ==, EB_REASON_RESOLVED);
-  g_assert_cmpint (eb_rewrite_result_get_ref_reason (r, 2), ==, EB_REASON_CTE_UNKNOWN);
-  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 2);
+  g_assert_cmpint (eb_plan_get_ref_reason (r, 0), ==, EB_REASON_RESOLVED);
+  g_assert_cmpint (eb_plan_get_ref_reason (r, 1), ==, EB_REASON_RESOLVED);
+  g_assert_cmpint (eb_plan_get_ref_reason (r, 2), ==, EB_REASON_CTE_UNKNOWN);
+  g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, 2);
   g_assert_cmpuint (count_objects (f->dir), ==, 2);
-  g_autofree char *ff = eb_rewrite_filter_field_value (r);
+  g_autofree char *ff = eb_plan_filter_field_value (r);
   g_assert_cmpstr (ff, ==, " externalized 2 of 3 parts");
 
   /* only images: the pdf and the csv are no candidates; the png is small */
   g_assert_true (eb_config_set (f->config, "externalize_types", "image/*, TEXT/CSV", NULL));
-  g_autoptr (EbRewriteResult) r2 = eb_externalize_plan (msg, len, f->config, f->store,
+  g_autoptr (EbPlan) r2 = eb_externalize_plan (msg, len, f->config, f->store,
                                                         EB_EXTERNALIZE_NO_STORE);
-  g_assert_cmpuint (eb_rewrite_result_get_n_refs (r2), ==, 1);
-  g_assert_cmpstr (eb_rewrite_result_get_ref_path (r2, 0), ==, "2");
-  g_assert_cmpint (eb_rewrite_result_get_ref_reason (r2, 0), ==, EB_REASON_WOULD_EXTERNALIZE);
-  g_assert_false (eb_rewrite_result_get_changed (r2));
+  g_assert_cmpuint (eb_plan_get_n_refs (r2), ==, 1);
+  g_assert_cmpstr (eb_plan_get_ref_path (r2, 0), ==, "2");
+  g_assert_cmpint (eb_plan_get_ref_reason (r2, 0), ==, EB_REASON_WOULD_EXTERNALIZE);
+  g_assert_false (eb_plan_get_changed (r2));
 }
 
 static void
@@ -206,9 +206,9 @@ test_min_size_edge (Fixture *f, gconstpointer data G_GNUC_UNUSED)
     g_autofree char *msg = g_strdup_printf (
       "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: text/plain\n\nhi\n"
       "--b\nContent-Type: application/octet-stream\nContent-Transfer-Encoding: base64\n\n%s--b--\n", b);
-    g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg, strlen (msg), f->config, f->store, 0);
-    g_assert_cmpuint (eb_rewrite_result_get_n_refs (r), ==, n >= 100 ? 1 : 0);
-    g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, n >= 100 ? 1 : 0);
+    g_autoptr (EbPlan) r = eb_externalize_plan (msg, strlen (msg), f->config, f->store, 0);
+    g_assert_cmpuint (eb_plan_get_n_refs (r), ==, n >= 100 ? 1 : 0);
+    g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, n >= 100 ? 1 : 0);
   }
 }
 
@@ -259,17 +259,17 @@ check_references (const GByteArray *out, const char *const *urls, GBytes *const 
 {
   g_autoptr (EbConfig) c = eb_config_new ();
   g_assert_true (eb_config_set (c, "fetch", "on", NULL));
-  g_autoptr (EbRewriteResult) r = eb_rewrite_plan ((const char *) out->data, out->len, c, NULL,
+  g_autoptr (EbPlan) r = eb_rewrite_plan ((const char *) out->data, out->len, c, NULL,
                                                    EB_REWRITE_NO_FETCH);
   g_assert_cmpuint (r->scan->refs->len, ==, n);
-  const char *buf = (const char *) out->data + r->skip;
+  const char *buf = (const char *) out->data + r->message->from_len;
   for (guint i = 0; i < n; i++) {
     const EbRef *ref = g_ptr_array_index (r->scan->refs, i);
     g_assert_cmpint (ref->read_reason, ==, EB_REASON_RESOLVED);
     g_assert_cmpstr (ref->access_type, ==, "url");
     g_assert_cmpstr (ref->url, ==, urls[i]);
-    g_assert_cmpint (eb_rewrite_result_get_ref_reason (r, i), ==, EB_REASON_WOULD_FETCH);
-    g_assert_cmpstr (eb_rewrite_result_get_ref_target (r, i), ==, urls[i]);
+    g_assert_cmpint (eb_plan_get_ref_reason (r, i), ==, EB_REASON_WOULD_FETCH);
+    g_assert_cmpstr (eb_plan_get_ref_target (r, i), ==, urls[i]);
     g_autofree char *size = g_strdup_printf ("%" G_GSIZE_FORMAT, g_bytes_get_size (payloads[i]));
     g_assert_cmpstr (ref->size, ==, size);
     if (days) {
@@ -325,10 +325,10 @@ run_reference (Fixture *f, const char *eol, gboolean retention)
   g_autoptr (GString) msg = with_eol (tmpl, eol);
   if (retention)
     g_assert_true (eb_config_set (f->config, "externalize_retention", "7", NULL));
-  g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg->str, msg->len, f->config, f->store, 0);
-  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 1);
-  g_assert_true (eb_rewrite_result_get_changed (r));
-  const char *url = eb_rewrite_result_get_ref_url (r, 0);
+  g_autoptr (EbPlan) r = eb_externalize_plan (msg->str, msg->len, f->config, f->store, 0);
+  g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, 1);
+  g_assert_true (eb_plan_get_changed (r));
+  const char *url = eb_plan_get_ref_url (r, 0);
   g_assert_nonnull (url);
   g_autoptr (GByteArray) out = write_plan (r, msg->str, msg->len);
 
@@ -372,10 +372,10 @@ run_reference (Fixture *f, const char *eol, gboolean retention)
   g_assert_cmpstr (g_mime_object_get_header (p2, "X-Other"), ==, "kept");
 
   /* a second externalize changes nothing: its output is its input */
-  g_autoptr (EbRewriteResult) again = eb_externalize_plan ((const char *) out->data, out->len,
+  g_autoptr (EbPlan) again = eb_externalize_plan ((const char *) out->data, out->len,
                                                            f->config, f->store, 0);
-  g_assert_false (eb_rewrite_result_get_changed (again));
-  g_assert_cmpuint (eb_rewrite_result_get_n_refs (again), ==, 0);
+  g_assert_false (eb_plan_get_changed (again));
+  g_assert_cmpuint (eb_plan_get_n_refs (again), ==, 0);
   g_autoptr (GByteArray) out2 = write_plan (again, (const char *) out->data, out->len);
   g_assert_cmpmem (out2->data, out2->len, out->data, out->len);
 }
@@ -405,10 +405,10 @@ test_root (Fixture *f, gconstpointer data G_GNUC_UNUSED)
     "Content-Transfer-Encoding: base64\nContent-Disposition: attachment; filename=x.zip\n"
     "Message-ID: <r@example.org>\n\n%s", b);
   gsize len = strlen (msg);
-  g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg, len, f->config, f->store,
+  g_autoptr (EbPlan) r = eb_externalize_plan (msg, len, f->config, f->store,
                                                        EB_EXTERNALIZE_FILTER_FIELD);
-  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 1);
-  g_assert_cmpstr (eb_rewrite_result_get_ref_path (r, 0), ==, "1");
+  g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, 1);
+  g_assert_cmpstr (eb_plan_get_ref_path (r, 0), ==, "1");
   g_autoptr (GByteArray) out = write_plan (r, msg, len);
   const char *o = (const char *) out->data;
   g_assert_true (g_str_has_prefix (o, "From: a@example.org\nSubject: root\nMIME-Version: 1.0\n"
@@ -418,13 +418,13 @@ test_root (Fixture *f, gconstpointer data G_GNUC_UNUSED)
                                                         "Content-Type: application/zip\n"
                                                         "Content-Disposition: attachment; filename=x.zip\n"
                                                         "Content-Transfer-Encoding: binary\n"));
-  const char *urls[] = { eb_rewrite_result_get_ref_url (r, 0) };
+  const char *urls[] = { eb_plan_get_ref_url (r, 0) };
   GBytes *payloads[] = { payload };
   const char *cts[] = { " application/zip" };
   check_references (out, urls, payloads, cts, 1, 0);
 
   /* the milter's way: header edits and a new body give the same message */
-  g_autoptr (GPtrArray) edits = eb_rewrite_header_edits (r, msg, len);
+  g_autoptr (GPtrArray) edits = eb_plan_header_edits (r);
   gboolean changed_ct = FALSE, deleted_cte = FALSE, deleted_cd = FALSE;
   for (guint i = 0; i < edits->len; i++) {
     const EbHeaderEdit *e = edits->pdata[i];
@@ -442,7 +442,7 @@ test_root (Fixture *f, gconstpointer data G_GNUC_UNUSED)
   }
   g_assert_true (changed_ct && deleted_cte && deleted_cd);
   g_autoptr (GOutputStream) mem = g_memory_output_stream_new_resizable ();
-  g_assert_true (eb_rewrite_write_body (r, msg, len, mem, NULL));
+  g_assert_true (eb_plan_write_body (r, mem, NULL));
   g_output_stream_close (mem, NULL, NULL);
   g_autoptr (EbHeaderBlock) top = eb_header_block_scan (o, 0, out->len);
   gsize bl = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (mem));
@@ -465,10 +465,10 @@ test_fallback (Fixture *f, gconstpointer data G_GNUC_UNUSED)
     "--=_extbody_--\n", b);
   gsize len = strlen (msg);
   g_assert_true (eb_config_set (f->config, "externalize_retention", "30", NULL));
-  g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg, len, f->config, f->store,
+  g_autoptr (EbPlan) r = eb_externalize_plan (msg, len, f->config, f->store,
                                                        EB_EXTERNALIZE_FALLBACK);
-  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 1);
-  const char *url = eb_rewrite_result_get_ref_url (r, 0);
+  g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, 1);
+  const char *url = eb_plan_get_ref_url (r, 0);
   g_autoptr (GByteArray) out = write_plan (r, msg, len);
   g_autoptr (GMimeStream) st = g_mime_stream_mem_new_with_buffer ((const char *) out->data, out->len);
   g_autoptr (GMimeParser) parser = g_mime_parser_new_with_stream (st);
@@ -515,13 +515,13 @@ test_dedup (Fixture *f, gconstpointer data G_GNUC_UNUSED)
     "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n"
     "--b\nContent-Type: image/jpeg\nContent-Transfer-Encoding: base64\n\n%s"
     "--b\nContent-Type: image/jpeg; name=copy.jpg\nContent-Transfer-Encoding: base64\n\n%s--b--\n", b, b);
-  g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg, strlen (msg), f->config, f->store, 0);
-  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 2);
-  g_assert_cmpstr (eb_rewrite_result_get_ref_url (r, 0), ==, eb_rewrite_result_get_ref_url (r, 1));
+  g_autoptr (EbPlan) r = eb_externalize_plan (msg, strlen (msg), f->config, f->store, 0);
+  g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, 2);
+  g_assert_cmpstr (eb_plan_get_ref_url (r, 0), ==, eb_plan_get_ref_url (r, 1));
   g_assert_cmpuint (count_objects (f->dir), ==, 1);
   /* another message with it: still one object */
-  g_autoptr (EbRewriteResult) r2 = eb_externalize_plan (msg, strlen (msg), f->config, f->store, 0);
-  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r2), ==, 2);
+  g_autoptr (EbPlan) r2 = eb_externalize_plan (msg, strlen (msg), f->config, f->store, 0);
+  g_assert_cmpuint (eb_plan_get_n_resolved (r2), ==, 2);
   g_assert_cmpuint (count_objects (f->dir), ==, 1);
 }
 
@@ -538,13 +538,13 @@ test_store_failure (Fixture *f, gconstpointer data G_GNUC_UNUSED)
     "--b\nContent-Type: audio/ogg\nContent-Transfer-Encoding: base64\n\n%s--b--\n", b);
   gsize len = strlen (msg);
   g_assert_cmpint (g_rmdir (f->dir), ==, 0);
-  g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg, len, f->config, f->store,
+  g_autoptr (EbPlan) r = eb_externalize_plan (msg, len, f->config, f->store,
                                                        EB_EXTERNALIZE_FILTER_FIELD);
-  g_assert_cmpuint (eb_rewrite_result_get_n_refs (r), ==, 1);
-  g_assert_cmpint (eb_rewrite_result_get_ref_reason (r, 0), ==, EB_REASON_STORE_FAILED);
-  g_assert_nonnull (eb_rewrite_result_get_ref_detail (r, 0));
-  g_assert_null (strchr (eb_rewrite_result_get_ref_detail (r, 0), '\n'));
-  g_assert_false (eb_rewrite_result_get_changed (r));
+  g_assert_cmpuint (eb_plan_get_n_refs (r), ==, 1);
+  g_assert_cmpint (eb_plan_get_ref_reason (r, 0), ==, EB_REASON_STORE_FAILED);
+  g_assert_nonnull (eb_plan_get_ref_detail (r, 0));
+  g_assert_null (strchr (eb_plan_get_ref_detail (r, 0), '\n'));
+  g_assert_false (eb_plan_get_changed (r));
   g_autoptr (GByteArray) out = write_plan (r, msg, len);
   g_assert_cmpmem (out->data, out->len, msg, len);
   g_assert_cmpint (g_mkdir (f->dir, 0700), ==, 0);
@@ -562,28 +562,28 @@ test_unchanged (Fixture *f, gconstpointer data G_GNUC_UNUSED)
     "--b\nContent-Type: application/x-thing\nContent-Transfer-Encoding: base64\n\n%s--b--\n", b);
   gsize len = strlen (msg);
   g_assert_true (eb_config_set (f->config, "max_parts", "3", NULL));
-  g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg, len, f->config, f->store, 0);
-  g_assert_cmpint (eb_rewrite_result_get_reason (r), ==, EB_REASON_TOO_MANY_PARTS);
-  g_assert_false (eb_rewrite_result_get_changed (r));
+  g_autoptr (EbPlan) r = eb_externalize_plan (msg, len, f->config, f->store, 0);
+  g_assert_cmpint (eb_plan_get_reason (r), ==, EB_REASON_TOO_MANY_PARTS);
+  g_assert_false (eb_plan_get_changed (r));
   g_assert_true (eb_config_set (f->config, "max_parts", "4", NULL));
   g_assert_true (eb_config_set (f->config, "max_message_size", "1k", NULL));
-  g_autoptr (EbRewriteResult) r2 = eb_externalize_plan (msg, len, f->config, f->store, 0);
-  g_assert_cmpint (eb_rewrite_result_get_reason (r2), ==, EB_REASON_MESSAGE_TOO_LARGE);
-  g_assert_false (eb_rewrite_result_get_changed (r2));
+  g_autoptr (EbPlan) r2 = eb_externalize_plan (msg, len, f->config, f->store, 0);
+  g_assert_cmpint (eb_plan_get_reason (r2), ==, EB_REASON_MESSAGE_TOO_LARGE);
+  g_assert_false (eb_plan_get_changed (r2));
   g_assert_true (eb_config_set (f->config, "max_message_size", "64M", NULL));
   g_assert_true (eb_config_set (f->config, "max_nesting_depth", "1", NULL));
   g_autofree char *deep = g_strdup_printf (
     "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n"
     "--b\nContent-Type: multipart/mixed; boundary=c\n\n"
     "--c\nContent-Type: application/x-thing\nContent-Transfer-Encoding: base64\n\n%s--c--\n--b--\n", b);
-  g_autoptr (EbRewriteResult) r3 = eb_externalize_plan (deep, strlen (deep), f->config, f->store, 0);
-  g_assert_cmpuint (eb_rewrite_result_get_n_refs (r3), ==, 1);
-  g_assert_cmpint (eb_rewrite_result_get_ref_reason (r3, 0), ==, EB_REASON_TOO_DEEP);
-  g_assert_false (eb_rewrite_result_get_changed (r3));
+  g_autoptr (EbPlan) r3 = eb_externalize_plan (deep, strlen (deep), f->config, f->store, 0);
+  g_assert_cmpuint (eb_plan_get_n_refs (r3), ==, 1);
+  g_assert_cmpint (eb_plan_get_ref_reason (r3, 0), ==, EB_REASON_TOO_DEEP);
+  g_assert_false (eb_plan_get_changed (r3));
   g_assert_true (eb_config_set (f->config, "max_nesting_depth", "20", NULL));
   g_assert_true (eb_config_set (f->config, "externalize_min_size", "1M", NULL));
-  g_autoptr (EbRewriteResult) r4 = eb_externalize_plan (msg, len, f->config, f->store, 0);
-  g_assert_cmpuint (eb_rewrite_result_get_n_refs (r4), ==, 0);
+  g_autoptr (EbPlan) r4 = eb_externalize_plan (msg, len, f->config, f->store, 0);
+  g_assert_cmpuint (eb_plan_get_n_refs (r4), ==, 0);
   g_autoptr (GByteArray) out = write_plan (r4, msg, len);
   g_assert_cmpmem (out->data, out->len, msg, len);
   g_assert_cmpuint (count_objects (f->dir), ==, 0);
@@ -600,9 +600,9 @@ test_encapsulated (Fixture *f, gconstpointer data G_GNUC_UNUSED)
     "--b\nContent-Type: message/rfc822\n\nFrom: x@example.org\nSubject: inner\nMIME-Version: 1.0\n"
     "Content-Type: application/x-tar\nContent-Transfer-Encoding: base64\n\n%s--b--\n", b);
   gsize len = strlen (msg);
-  g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg, len, f->config, f->store, 0);
-  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 1);
-  g_assert_cmpstr (eb_rewrite_result_get_ref_path (r, 0), ==, "2.1");
+  g_autoptr (EbPlan) r = eb_externalize_plan (msg, len, f->config, f->store, 0);
+  g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, 1);
+  g_assert_cmpstr (eb_plan_get_ref_path (r, 0), ==, "2.1");
   g_autoptr (GByteArray) out = write_plan (r, msg, len);
   g_assert_nonnull (g_strstr_len ((const char *) out->data, out->len,
                                   "Content-Type: message/rfc822\n\nFrom: x@example.org\nSubject: inner\n"
@@ -624,8 +624,8 @@ test_default_type (Fixture *f, gconstpointer data G_GNUC_UNUSED)
     "--b\nContent-Disposition: attachment; filename=log.txt\n\n%s--b--\n", text->str);
   g_string_free (text, TRUE);
   gsize len = strlen (msg);
-  g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg, len, f->config, f->store, 0);
-  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 1);
+  g_autoptr (EbPlan) r = eb_externalize_plan (msg, len, f->config, f->store, 0);
+  g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, 1);
   g_autoptr (GByteArray) out = write_plan (r, msg, len);
   g_assert_nonnull (g_strstr_len ((const char *) out->data, out->len,
                                   "\n\nContent-Disposition: attachment; filename=log.txt\n"
@@ -633,7 +633,7 @@ test_default_type (Fixture *f, gconstpointer data G_GNUC_UNUSED)
                                   "Content-Transfer-Encoding: binary\n"));
   /* RFC 2046 5.2.3: the encapsulated header of every reference includes a
    * Content-ID; a part without one gets <SHA-256@host of the URL> */
-  const char *url = eb_rewrite_result_get_ref_url (r, 0);
+  const char *url = eb_plan_get_ref_url (r, 0);
   g_autofree char *cid = g_strdup_printf ("\nContent-ID: <%s@127.0.0.1>\n\n", url + strlen (url) - 64);
   g_autofree char *written = g_strndup ((const char *) out->data, out->len);
   const char *found = strstr (written, cid);
@@ -681,9 +681,9 @@ test_mboxrd (Fixture *f, gconstpointer data G_GNUC_UNUSED)
   /* the last line break belongs to the boundary's delimiter line */
   g_string_truncate (plain, plain->len - 1);
   g_string_truncate (quoted, quoted->len - 1);
-  g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg, len, f->config, f->store,
+  g_autoptr (EbPlan) r = eb_externalize_plan (msg, len, f->config, f->store,
                                                        EB_EXTERNALIZE_MBOXRD);
-  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 1);
+  g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, 1);
   g_autofree char *hex = g_compute_checksum_for_string (G_CHECKSUM_SHA256, plain->str, -1);
   g_autofree char *path = g_build_filename (f->dir, hex, NULL);
   g_autofree char *stored = NULL;
@@ -691,13 +691,13 @@ test_mboxrd (Fixture *f, gconstpointer data G_GNUC_UNUSED)
   g_assert_true (g_file_get_contents (path, &stored, &n, NULL));
   g_assert_cmpmem (stored, n, plain->str, plain->len);
   g_autofree char *url = g_strconcat (BASE_URL "/", hex, NULL);
-  g_assert_cmpstr (eb_rewrite_result_get_ref_url (r, 0), ==, url);
+  g_assert_cmpstr (eb_plan_get_ref_url (r, 0), ==, url);
   /* not from an mbox: the bytes as they are */
-  g_autoptr (EbRewriteResult) r2 = eb_externalize_plan (msg, len, f->config, f->store, 0);
-  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r2), ==, 1);
+  g_autoptr (EbPlan) r2 = eb_externalize_plan (msg, len, f->config, f->store, 0);
+  g_assert_cmpuint (eb_plan_get_n_resolved (r2), ==, 1);
   g_autofree char *hex2 = g_compute_checksum_for_string (G_CHECKSUM_SHA256, quoted->str, -1);
   g_autofree char *url2 = g_strconcat (BASE_URL "/", hex2, NULL);
-  g_assert_cmpstr (eb_rewrite_result_get_ref_url (r2, 0), ==, url2);
+  g_assert_cmpstr (eb_plan_get_ref_url (r2, 0), ==, url2);
   g_string_free (quoted, TRUE);
   g_string_free (plain, TRUE);
 }
@@ -720,10 +720,10 @@ test_again_after_rewrite (Fixture *f, gconstpointer data G_GNUC_UNUSED)
                          "X-Extbody-Resolved: access-type=URL;\n\tURL=\"http://old.example/x\";\n\tsize=700; sha256=00\n"
                          "\n%s--b--\n";
   g_autofree char *m1 = g_strdup_printf (first, b), *m2 = g_strdup_printf (restored, b);
-  g_autoptr (EbRewriteResult) r1 = eb_externalize_plan (m1, strlen (m1), f->config, f->store, 0);
-  g_autoptr (EbRewriteResult) r2 = eb_externalize_plan (m2, strlen (m2), f->config, f->store, 0);
-  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r1), ==, 1);
-  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r2), ==, 1);
+  g_autoptr (EbPlan) r1 = eb_externalize_plan (m1, strlen (m1), f->config, f->store, 0);
+  g_autoptr (EbPlan) r2 = eb_externalize_plan (m2, strlen (m2), f->config, f->store, 0);
+  g_assert_cmpuint (eb_plan_get_n_resolved (r1), ==, 1);
+  g_assert_cmpuint (eb_plan_get_n_resolved (r2), ==, 1);
   g_autoptr (GByteArray) o1 = write_plan (r1, m1, strlen (m1));
   g_autoptr (GByteArray) o2 = write_plan (r2, m2, strlen (m2));
   g_assert_cmpmem (o2->data, o2->len, o1->data, o1->len);
@@ -796,9 +796,9 @@ test_round_trip_fields (Fixture *f, gconstpointer data G_GNUC_UNUSED)
   g_autoptr (GString) msg = with_eol (tmpl, "\r\n");
   g_assert_true (g_str_has_suffix (msg->str, "\r\n--zz--"));
   for (guint fb = 0; fb < 2; fb++) {
-    g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg->str, msg->len, f->config, f->store,
+    g_autoptr (EbPlan) r = eb_externalize_plan (msg->str, msg->len, f->config, f->store,
                                                          fb ? EB_EXTERNALIZE_FALLBACK : 0);
-    g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 1);
+    g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, 1);
     g_autoptr (GByteArray) out = write_plan (r, msg->str, msg->len);
     for (guint i = 0; i < out->len; i++)
       if (out->data[i] == '\n')
@@ -811,8 +811,8 @@ test_round_trip_fields (Fixture *f, gconstpointer data G_GNUC_UNUSED)
     /* back: the reference resolved (a data: URL in place of the store's) */
     g_autoptr (GByteArray) in2 = with_data_url (out, payload);
     g_autoptr (EbConfig) c = eb_config_new ();
-    g_autoptr (EbRewriteResult) back = eb_rewrite_plan ((const char *) in2->data, in2->len, c, NULL, 0);
-    g_assert_cmpuint (eb_rewrite_result_get_n_resolved (back), ==, 1);
+    g_autoptr (EbPlan) back = eb_rewrite_plan ((const char *) in2->data, in2->len, c, NULL, 0);
+    g_assert_cmpuint (eb_plan_get_n_resolved (back), ==, 1);
     const EbRef *ref = g_ptr_array_index (back->scan->refs, 0);
     g_assert_cmpint (ref->alt, ==, fb);
     g_autoptr (GByteArray) restored = write_plan (back, (const char *) in2->data, in2->len);
@@ -858,8 +858,8 @@ test_rewrite_crlf_last_line (void)
     "Content-Type: message/external-body; access-type=URL; URL=\"data:,hello%20world\"\n\n"
     "Content-Type: text/plain\n\n--zz--", "\r\n");
   g_autoptr (EbConfig) c = eb_config_new ();
-  g_autoptr (EbRewriteResult) r = eb_rewrite_plan (msg->str, msg->len, c, NULL, 0);
-  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 1);
+  g_autoptr (EbPlan) r = eb_rewrite_plan (msg->str, msg->len, c, NULL, 0);
+  g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, 1);
   g_autoptr (GByteArray) out = write_plan (r, msg->str, msg->len);
   for (guint i = 0; i < out->len; i++)
     if (out->data[i] == '\n')
@@ -897,12 +897,12 @@ test_key_names (Fixture *f, gconstpointer data G_GNUC_UNUSED)
   g_autofree char *sha = g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, payload);
   g_autofree char *url = g_strconcat (BASE_URL "/", mac, NULL);
   for (guint round = 0; round < 2; round++) {
-    g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg, len, f->config, f->store,
+    g_autoptr (EbPlan) r = eb_externalize_plan (msg, len, f->config, f->store,
                                                          round ? EB_EXTERNALIZE_FALLBACK : 0);
-    g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 2);
-    g_assert_cmpstr (eb_rewrite_result_get_ref_url (r, 0), ==, url);
-    g_assert_cmpstr (eb_rewrite_result_get_ref_url (r, 1), ==, url);
-    g_assert_cmpstr (eb_rewrite_result_get_ref_sha256 (r, 0), ==, sha);
+    g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, 2);
+    g_assert_cmpstr (eb_plan_get_ref_url (r, 0), ==, url);
+    g_assert_cmpstr (eb_plan_get_ref_url (r, 1), ==, url);
+    g_assert_cmpstr (eb_plan_get_ref_sha256 (r, 0), ==, sha);
     g_assert_cmpuint (count_objects (f->dir), ==, 1);
     g_autofree char *path = g_build_filename (f->dir, mac, NULL);
     g_autofree char *stored = NULL;
@@ -962,11 +962,11 @@ test_key_content_id (void)
     if (cases[i].key)
       g_assert_true (eb_config_set (c, "externalize_key", cases[i].key, NULL));
     g_autoptr (GOutputStream) mem = g_memory_output_stream_new_resizable ();
-    g_autoptr (EbRewriteResult) r = NULL;
+    g_autoptr (EbPlan) r = NULL;
     g_autoptr (GError) e = NULL;
     g_assert_true (eb_rewrite (msg, strlen (msg), c, NULL, EB_REWRITE_DEFAULT, mem, &r, &e));
     g_assert_no_error (e);
-    g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 1);
+    g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, 1);
     g_output_stream_close (mem, NULL, NULL);
     g_autofree char *out = g_strndup (g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (mem)),
                                       g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (mem)));

@@ -10,7 +10,7 @@
 #include <gio/gio.h>
 #include "eb-gmime.h"
 #include <string.h>
-#include "eb-rewrite-private.h"
+#include "eb-plan-private.h"
 #include "eb-inspect.h"
 #include "eb-digest.h"
 #include "test-edits.h"
@@ -67,14 +67,14 @@ msg_with_eol (const char *tmpl, const char *eol)
 
 typedef struct {
   GByteArray      *out;
-  EbRewriteResult *result;
+  EbPlan *result;
 } Run;
 
 static void
 run_clear (Run *r)
 {
   g_clear_pointer (&r->out, g_byte_array_unref);
-  g_clear_pointer (&r->result, eb_rewrite_result_free);
+  g_clear_pointer (&r->result, eb_plan_free);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Run, run_clear)
 
@@ -480,7 +480,7 @@ test_two (void)
 /* ---- the milter's header edits for the body of the message ---------------- */
 
 /* As the milter applies them: the edits turn the message header into the
- * header eb_rewrite_write() writes, and eb_rewrite_write_body() writes the
+ * header eb_plan_write() writes, and eb_plan_write_body() writes the
  * rest. With forged trace fields, which are removed. */
 static void
 test_header_edits (gconstpointer eolp)
@@ -494,11 +494,11 @@ test_header_edits (gconstpointer eolp)
   g_autoptr (EbConfig) config = eb_config_new ();
   for (guint ff = 0; ff < 2; ff++) {
     EbRewriteFlags flags = EB_REWRITE_STRIP_TRACE | (ff ? EB_REWRITE_FILTER_FIELD : 0);
-    g_autoptr (EbRewriteResult) r = eb_rewrite_plan (m, len, config, NULL, flags);
+    g_autoptr (EbPlan) r = eb_rewrite_plan (m, len, config, NULL, flags);
     g_assert_cmpuint (r->n_resolved, ==, 1);
     g_assert_true (((const EbRef *) g_ptr_array_index (r->scan->refs, 0))->alt);
     g_autoptr (GOutputStream) o = g_memory_output_stream_new_resizable ();
-    g_assert_true (eb_rewrite_write (r, m, len, o, NULL));
+    g_assert_true (eb_plan_write (r, o, NULL));
     g_output_stream_close (o, NULL, NULL);
     const char *want = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (o));
     gsize want_len = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (o));
@@ -513,7 +513,7 @@ test_header_edits (gconstpointer eolp)
     g_assert_null (strstr (ws, "the alternative"));
     g_assert_null (strstr (ws, "multipart/alternative"));
     g_assert_true ((strstr (ws, "X-Extbody: resolved 1 of 1") != NULL) == (ff == 1));
-    /* the milter adds the X-Extbody field itself (eb_rewrite_filter_field_value) */
+    /* the milter adds the X-Extbody field itself (eb_plan_filter_field_value) */
     test_edits_assert_as_written (r, m, len, want, want_len, TRUE);
     GByteArray outa = { (guint8 *) (gpointer) want, (guint) want_len };
     assert_restored (&outa);

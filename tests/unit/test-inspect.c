@@ -5,7 +5,7 @@
 #include <json-glib/json-glib.h>
 #include "eb-gmime.h"
 #include "eb-inspect.h"
-#include "eb-rewrite-private.h"
+#include "eb-plan-private.h"
 
 static void
 test_printable (void)
@@ -49,13 +49,13 @@ test_printable (void)
 
 typedef struct {
   char            *msg;
-  EbRewriteResult *result;
+  EbPlan *result;
 } Plan;
 
 static void
 plan_clear (Plan *p)
 {
-  g_clear_pointer (&p->result, eb_rewrite_result_free);
+  g_clear_pointer (&p->result, eb_plan_free);
   g_clear_pointer (&p->msg, g_free);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Plan, plan_clear)

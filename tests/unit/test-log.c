@@ -11,7 +11,7 @@
 #include <glib/gstdio.h>
 #include "eb-config.h"
 #include "eb-externalize.h"
-#include "eb-rewrite-private.h"
+#include "eb-plan-private.h"
 
 /* ---- a writer that keeps every record's fields ---------------------------- */
 
@@ -167,10 +167,10 @@ test_record (void)
   g_autoptr (EbConfig) config = eb_config_new ();
   const char *buf = MSG;
   gsize len = strlen (buf);
-  g_autoptr (EbRewriteResult) r = eb_rewrite_plan (buf, len, config, NULL,
+  g_autoptr (EbPlan) r = eb_rewrite_plan (buf, len, config, NULL,
                                                    EB_REWRITE_STRIP_TRACE | EB_REWRITE_FILTER_FIELD);
   g_assert_cmpuint (r->scan->refs->len, ==, 4);
-  g_autofree char *mid = eb_log_message_id (r, buf, len);
+  g_autofree char *mid = eb_plan_get_message_id (r);
   g_assert_cmpstr (mid, ==, "<a b\"c@example.org>");
   g_ptr_array_set_size (records, 0);
   eb_log_message ("4XyZ1ab", mid, r);
@@ -246,7 +246,7 @@ test_record_message_only (void)
   config->max_message_size = 200;   /* below what a key allows: this message is larger */
   const char *buf = MSG;
   gsize len = strlen (buf);
-  g_autoptr (EbRewriteResult) big = eb_rewrite_plan (buf, len, config, NULL, EB_REWRITE_DEFAULT);
+  g_autoptr (EbPlan) big = eb_rewrite_plan (buf, len, config, NULL, EB_REWRITE_DEFAULT);
   g_ptr_array_set_size (records, 0);
   eb_log_message ("Q1", "<m@x>", big);
   g_assert_cmpuint (records->len, ==, 1);
@@ -255,7 +255,7 @@ test_record_message_only (void)
   g_assert_cmpstr (field (0, "EXTBODY_REASON"), ==, "message-too-large");
 
   const char *plain = "From: a@example.org\nMessage-ID: <p@x>\n\nno references\n";
-  g_autoptr (EbRewriteResult) none = eb_rewrite_plan (plain, strlen (plain), config, NULL,
+  g_autoptr (EbPlan) none = eb_rewrite_plan (plain, strlen (plain), config, NULL,
                                                       EB_REWRITE_STRIP_TRACE);
   g_ptr_array_set_size (records, 0);
   eb_log_message ("Q2", "<p@x>", none);
@@ -278,8 +278,8 @@ test_message_id (void)
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
     gsize len = strlen (cases[i].msg);
-    g_autoptr (EbRewriteResult) r = eb_rewrite_plan (cases[i].msg, len, config, NULL, EB_REWRITE_DEFAULT);
-    g_autofree char *id = eb_log_message_id (r, cases[i].msg, len);
+    g_autoptr (EbPlan) r = eb_rewrite_plan (cases[i].msg, len, config, NULL, EB_REWRITE_DEFAULT);
+    g_autofree char *id = eb_plan_get_message_id (r);
     g_test_message ("case %u", i);
     g_assert_cmpstr (id, ==, cases[i].id);
   }
@@ -375,8 +375,8 @@ test_record_externalize (void)
     "--b--\n", att->str);
   g_string_free (att, TRUE);
   gsize len = strlen (msg);
-  g_autoptr (EbRewriteResult) r = eb_externalize_plan (msg, len, config, store, 0);
-  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 1);
+  g_autoptr (EbPlan) r = eb_externalize_plan (msg, len, config, store, 0);
+  g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, 1);
   g_autofree char *hex = g_compute_checksum_for_string (
     G_CHECKSUM_SHA256, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01"
                        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01"
@@ -398,7 +398,7 @@ test_record_externalize (void)
   g_autofree char *obj = g_build_filename (dir, hex, NULL);
   g_assert_cmpint (g_unlink (obj), ==, 0);
   g_assert_cmpint (g_rmdir (dir), ==, 0);
-  g_autoptr (EbRewriteResult) r2 = eb_externalize_plan (msg, len, config, store, 0);
+  g_autoptr (EbPlan) r2 = eb_externalize_plan (msg, len, config, store, 0);
   g_ptr_array_set_size (records, 0);
   eb_log_message ("Q2", NULL, r2);
   g_assert_cmpuint (records->len, ==, 2);
@@ -413,7 +413,7 @@ test_record_externalize (void)
 
   /* nothing to take out: no line */
   g_ptr_array_set_size (records, 0);
-  g_autoptr (EbRewriteResult) r3 = eb_externalize_plan ("Subject: x\n\nhi\n", 15, config, store, 0);
+  g_autoptr (EbPlan) r3 = eb_externalize_plan ("Subject: x\n\nhi\n", 15, config, store, 0);
   eb_log_message ("Q3", NULL, r3);
   g_assert_cmpuint (records->len, ==, 0);
 }

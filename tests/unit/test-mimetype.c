@@ -185,15 +185,15 @@ test_parse_invalid_utf8 (void)
   };
   check_cases (cases, G_N_ELEMENTS (cases));
 
-  g_assert_true (eb_utf8_validate_with_nul ("", 0));
-  g_assert_true (eb_utf8_validate_with_nul (NULL, 0));
-  g_assert_true (eb_utf8_validate_with_nul ("\0", 1));
-  g_assert_true (eb_utf8_validate_with_nul ("a\0\xc3\xa9\0", 5));
-  g_assert_true (eb_utf8_validate_with_nul ("\xf4\x8f\xbf\xbf", 4));
-  g_assert_false (eb_utf8_validate_with_nul ("a\0\xc3", 3));
-  g_assert_false (eb_utf8_validate_with_nul ("\xc3\0\xa9", 3));  /* NUL inside a sequence */
-  g_assert_false (eb_utf8_validate_with_nul ("\xed\xbf\xbf", 3));
-  g_assert_false (eb_utf8_validate_with_nul ("\xc3\xa9", 1));    /* the length is honoured */
+  g_assert_true (eb_mimetype_utf8_validate_with_nul ("", 0));
+  g_assert_true (eb_mimetype_utf8_validate_with_nul (NULL, 0));
+  g_assert_true (eb_mimetype_utf8_validate_with_nul ("\0", 1));
+  g_assert_true (eb_mimetype_utf8_validate_with_nul ("a\0\xc3\xa9\0", 5));
+  g_assert_true (eb_mimetype_utf8_validate_with_nul ("\xf4\x8f\xbf\xbf", 4));
+  g_assert_false (eb_mimetype_utf8_validate_with_nul ("a\0\xc3", 3));
+  g_assert_false (eb_mimetype_utf8_validate_with_nul ("\xc3\0\xa9", 3));  /* NUL inside a sequence */
+  g_assert_false (eb_mimetype_utf8_validate_with_nul ("\xed\xbf\xbf", 3));
+  g_assert_false (eb_mimetype_utf8_validate_with_nul ("\xc3\xa9", 1));    /* the length is honoured */
 }
 
 static void

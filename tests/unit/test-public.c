@@ -8,7 +8,7 @@
  *   /public/header-edits a top-level reference planned as a milter does,
  *                        with forged trace fields: the edits through accessors
  *   /public/data-url     data: URL processing and MIME type serialization
- *   /public/header       eb_message_get_header, eb_content_type_get_media_type */
+ *   /public/header       eb_header_get_value, eb_params_content_type_media_type */
 #include <extbody/extbody.h>
 #include <string.h>
 
@@ -91,42 +91,42 @@ test_rewrite (void)
   g_autofree char *buf = sample ("references.eml", &len);
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
-  g_autoptr (EbRewriteResult) r = NULL;
+  g_autoptr (EbPlan) r = NULL;
   g_autoptr (GError) error = NULL;
   g_assert_true (eb_rewrite (buf, len, config, NULL, EB_REWRITE_DEFAULT, out, &r, &error));
   g_assert_no_error (error);
-  g_assert_cmpint (eb_rewrite_result_get_reason (r), ==, EB_REASON_RESOLVED);
-  g_assert_true (eb_rewrite_result_get_parsed (r));
-  g_assert_true (eb_rewrite_result_get_changed (r));
-  g_assert_cmpuint (eb_rewrite_result_get_n_refs (r), ==, 6);
-  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 3);
-  g_assert_cmpuint (eb_rewrite_result_get_n_removed (r), ==, 0);
+  g_assert_cmpint (eb_plan_get_reason (r), ==, EB_REASON_RESOLVED);
+  g_assert_true (eb_plan_get_parsed (r));
+  g_assert_true (eb_plan_get_changed (r));
+  g_assert_cmpuint (eb_plan_get_n_refs (r), ==, 6);
+  g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, 3);
+  g_assert_cmpuint (eb_plan_get_n_removed (r), ==, 0);
 
   /* part 2: a data: URL, resolved */
-  g_assert_cmpstr (eb_rewrite_result_get_ref_path (r, 0), ==, "2");
-  g_assert_cmpint (eb_rewrite_result_get_ref_reason (r, 0), ==, EB_REASON_RESOLVED);
-  g_assert_cmpstr (eb_rewrite_result_get_ref_access_type (r, 0), ==, "url");
-  g_assert_true (g_str_has_prefix (eb_rewrite_result_get_ref_url (r, 0), "data:image/png;base64,"));
-  g_assert_cmpint (eb_rewrite_result_get_ref_action (r, 0), ==, EB_ACTION_DATA);
-  g_assert_null (eb_rewrite_result_get_ref_target (r, 0));
-  g_assert_cmpstr (eb_rewrite_result_get_ref_content_type (r, 0), ==, "image/png");
-  g_assert_cmpstr (eb_rewrite_result_get_ref_encoding (r, 0), ==, "base64");
-  g_assert_cmpuint (eb_rewrite_result_get_ref_size (r, 0), ==, 79);
-  g_assert_cmpuint (strlen (eb_rewrite_result_get_ref_sha256 (r, 0)), ==, 64);
+  g_assert_cmpstr (eb_plan_get_ref_path (r, 0), ==, "2");
+  g_assert_cmpint (eb_plan_get_ref_reason (r, 0), ==, EB_REASON_RESOLVED);
+  g_assert_cmpstr (eb_plan_get_ref_access_type (r, 0), ==, "url");
+  g_assert_true (g_str_has_prefix (eb_plan_get_ref_url (r, 0), "data:image/png;base64,"));
+  g_assert_cmpint (eb_plan_get_ref_action (r, 0), ==, EB_ACTION_DATA);
+  g_assert_null (eb_plan_get_ref_target (r, 0));
+  g_assert_cmpstr (eb_plan_get_ref_content_type (r, 0), ==, "image/png");
+  g_assert_cmpstr (eb_plan_get_ref_encoding (r, 0), ==, "base64");
+  g_assert_cmpuint (eb_plan_get_ref_size (r, 0), ==, 79);
+  g_assert_cmpuint (strlen (eb_plan_get_ref_sha256 (r, 0)), ==, 64);
 
   /* part 4: a type mismatch, left */
-  g_assert_cmpstr (eb_rewrite_result_get_ref_path (r, 2), ==, "4");
-  g_assert_cmpint (eb_rewrite_result_get_ref_reason (r, 2), ==, EB_REASON_TYPE_MISMATCH);
-  g_assert_null (eb_rewrite_result_get_ref_content_type (r, 2));
-  g_assert_null (eb_rewrite_result_get_ref_encoding (r, 2));
-  g_assert_null (eb_rewrite_result_get_ref_sha256 (r, 2));
-  g_assert_cmpuint (eb_rewrite_result_get_ref_size (r, 2), ==, 0);
+  g_assert_cmpstr (eb_plan_get_ref_path (r, 2), ==, "4");
+  g_assert_cmpint (eb_plan_get_ref_reason (r, 2), ==, EB_REASON_TYPE_MISMATCH);
+  g_assert_null (eb_plan_get_ref_content_type (r, 2));
+  g_assert_null (eb_plan_get_ref_encoding (r, 2));
+  g_assert_null (eb_plan_get_ref_sha256 (r, 2));
+  g_assert_cmpuint (eb_plan_get_ref_size (r, 2), ==, 0);
 
   /* part 5: http with fetching off, left; the decision was a fetch */
-  g_assert_cmpstr (eb_rewrite_result_get_ref_path (r, 3), ==, "5");
-  g_assert_cmpint (eb_rewrite_result_get_ref_reason (r, 3), ==, EB_REASON_FETCH_OFF);
-  g_assert_cmpstr (eb_reason_token (eb_rewrite_result_get_ref_reason (r, 3)), ==, "fetch-off");
-  g_assert_nonnull (eb_rewrite_result_get_ref_detail (r, 3));
+  g_assert_cmpstr (eb_plan_get_ref_path (r, 3), ==, "5");
+  g_assert_cmpint (eb_plan_get_ref_reason (r, 3), ==, EB_REASON_FETCH_OFF);
+  g_assert_cmpstr (eb_reason_token (eb_plan_get_ref_reason (r, 3)), ==, "fetch-off");
+  g_assert_nonnull (eb_plan_get_ref_detail (r, 3));
 
   /* the report, JSON and table speak of the same reference */
   g_autofree char *line = eb_inspect_report_line (r, 0);
@@ -134,7 +134,7 @@ test_rewrite (void)
   g_autofree char *json = eb_inspect_json ("m.eml", -1, NULL, r, 3);
   g_assert_nonnull (strstr (json, "\"reason\":\"fetch-off\""));
   g_autoptr (EbTable) table = eb_table_new (FALSE);
-  for (guint i = 0; i < eb_rewrite_result_get_n_refs (r); i++)
+  for (guint i = 0; i < eb_plan_get_n_refs (r); i++)
     eb_table_add (table, NULL, r, i);
   g_autofree char *text = eb_table_finish (table);
   g_assert_nonnull (strstr (text, "type-mismatch"));
@@ -142,9 +142,9 @@ test_rewrite (void)
   g_assert_cmpstr (printable, ==, "a\\x09b");
 
   /* plan + write give the bytes eb_rewrite gave */
-  g_autoptr (EbRewriteResult) plan = eb_rewrite_plan (buf, len, config, NULL, EB_REWRITE_DEFAULT);
+  g_autoptr (EbPlan) plan = eb_rewrite_plan (buf, len, config, NULL, EB_REWRITE_DEFAULT);
   g_autoptr (GOutputStream) out2 = g_memory_output_stream_new_resizable ();
-  g_assert_true (eb_rewrite_write (plan, buf, len, out2, &error));
+  g_assert_true (eb_plan_write (plan, out2, &error));
   g_assert_true (g_output_stream_close (out, NULL, NULL) && g_output_stream_close (out2, NULL, NULL));
   g_autoptr (GBytes) a = g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (out));
   g_autoptr (GBytes) b = g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (out2));
@@ -160,11 +160,11 @@ test_header_edits (void)
   g_autofree char *buf = g_strconcat ("X-Extbody: forged\r\n", msg, NULL);
   gsize len = len0 + strlen ("X-Extbody: forged\r\n");
   g_autoptr (EbConfig) config = eb_config_new ();
-  g_autoptr (EbRewriteResult) r = eb_rewrite_plan (buf, len, config, NULL, EB_REWRITE_STRIP_TRACE);
-  g_assert_cmpuint (eb_rewrite_result_get_n_refs (r), ==, 1);
-  g_assert_cmpuint (eb_rewrite_result_get_n_resolved (r), ==, 1);
-  g_assert_cmpuint (eb_rewrite_result_get_n_removed (r), ==, 1);
-  g_autoptr (GPtrArray) edits = eb_rewrite_header_edits (r, buf, len);
+  g_autoptr (EbPlan) r = eb_rewrite_plan (buf, len, config, NULL, EB_REWRITE_STRIP_TRACE);
+  g_assert_cmpuint (eb_plan_get_n_refs (r), ==, 1);
+  g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, 1);
+  g_assert_cmpuint (eb_plan_get_n_removed (r), ==, 1);
+  g_autoptr (GPtrArray) edits = eb_plan_header_edits (r);
   gboolean changed_type = FALSE, deleted_trace = FALSE;
   for (guint i = 0; i < edits->len; i++) {
     const EbHeaderEdit *e = g_ptr_array_index (edits, i);
@@ -194,7 +194,7 @@ test_header_edits (void)
   /* the body the milter sends: the decoded HTML, no phantom header */
   g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
   g_autoptr (GError) error = NULL;
-  g_assert_true (eb_rewrite_write_body (r, buf, len, out, &error));
+  g_assert_true (eb_plan_write_body (r, out, &error));
   g_assert_no_error (error);
   g_assert_true (g_output_stream_close (out, NULL, NULL));
   g_autoptr (GBytes) body = g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (out));
@@ -228,23 +228,23 @@ test_data_url (void)
   g_autofree char *s2 = eb_mime_type_serialize (mt2);
   g_assert_cmpstr (s2, ==, "text/plain;a=b");
   g_assert_null (eb_mime_type_parse ("nonsense", -1));
-  g_assert_true (eb_utf8_validate_with_nul ("a\0b", 3));
-  g_assert_false (eb_utf8_validate_with_nul ("\xff", 1));
+  g_assert_true (eb_mimetype_utf8_validate_with_nul ("a\0b", 3));
+  g_assert_false (eb_mimetype_utf8_validate_with_nul ("\xff", 1));
 }
 
 static void
 test_header (void)
 {
   const char *m = "From: a@example.org\r\nSubject: one\r\n\ttwo\r\nMessage-ID: <x@y>\r\n\r\nSubject: body\r\n";
-  g_autofree char *subject = eb_message_get_header (m, strlen (m), "subject");
+  g_autofree char *subject = eb_header_get_value (m, strlen (m), "subject");
   g_assert_cmpstr (subject, ==, "one\ttwo");
-  g_autofree char *id = eb_message_get_header (m, strlen (m), "Message-ID");
+  g_autofree char *id = eb_header_get_value (m, strlen (m), "Message-ID");
   g_assert_cmpstr (id, ==, "<x@y>");
-  g_assert_null (eb_message_get_header (m, strlen (m), "Content-Type"));
+  g_assert_null (eb_header_get_value (m, strlen (m), "Content-Type"));
 
-  g_autofree char *t1 = eb_content_type_get_media_type (" Multipart/Mixed (comment); boundary=x");
+  g_autofree char *t1 = eb_params_content_type_media_type (" Multipart/Mixed (comment); boundary=x");
   g_assert_cmpstr (t1, ==, "multipart/mixed");
-  g_autofree char *t2 = eb_content_type_get_media_type ("text");
+  g_autofree char *t2 = eb_params_content_type_media_type ("text");
   g_assert_null (t2);
 }
 

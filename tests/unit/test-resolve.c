@@ -6,7 +6,7 @@
 #include <glib/gstdio.h>
 #include "eb-gmime.h"
 #include "eb-resolve.h"
-#include "eb-rewrite-private.h"
+#include "eb-plan-private.h"
 
 /* Turn "\n" of @tmpl into @eol. */
 static GByteArray *
@@ -935,7 +935,7 @@ produce (const ReasonCase *c)
     g_assert_no_error (e);
     g_assert_cmpint (g_rmdir (sdir), ==, 0);
   }
-  g_autoptr (EbRewriteResult) r = c->externalize
+  g_autoptr (EbPlan) r = c->externalize
     ? eb_externalize_plan (msg->str, msg->len, config, store, EB_EXTERNALIZE_DEFAULT)
     : eb_rewrite_plan (msg->str, msg->len, config, NULL, EB_REWRITE_NO_PRECHECK);
   EbReason got;
@@ -957,7 +957,7 @@ produce (const ReasonCase *c)
       g_autoptr (EbFetchResult) f = fetch_result (fr, "from the fetcher", NULL, NULL, NULL);
       guint64 budget = 0;
       g_autoptr (EbResolution) res2 = eb_resolve (g_ptr_array_index (r->scan->refs, c->index), a,
-                                                  msg->str + r->skip, msg->len - r->skip,
+                                                  msg->str + r->message->from_len, msg->len - r->message->from_len,
                                                   r->scan->eol, config, f, &budget);
       got = res2->reason;
       g_assert_nonnull (res2->detail);

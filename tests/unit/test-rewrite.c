@@ -6,7 +6,7 @@
 #include <gio/gio.h>
 #include "eb-gmime.h"
 #include <string.h>
-#include "eb-rewrite-private.h"
+#include "eb-plan-private.h"
 #include "eb-urlparam.h"
 #include "test-edits.h"
 
@@ -34,14 +34,14 @@ bytes_of (const char *s)
 
 typedef struct {
   GByteArray      *out;
-  EbRewriteResult *result;
+  EbPlan *result;
 } Run;
 
 static void
 run_clear (Run *r)
 {
   g_clear_pointer (&r->out, g_byte_array_unref);
-  g_clear_pointer (&r->result, eb_rewrite_result_free);
+  g_clear_pointer (&r->result, eb_plan_free);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Run, run_clear)
 
@@ -496,7 +496,7 @@ test_keep (gconstpointer data)
 }
 
 /* A milter applies the header edits and the body writer; the result must be
- * the message eb_rewrite_write writes: the same fields (name and value, in
+ * the message eb_plan_write writes: the same fields (name and value, in
  * the order a milter leaves them: changed in place, added at the end) and the
  * same body bytes. */
 static void
@@ -505,10 +505,10 @@ test_header_edits (gconstpointer data)
   const char *m = data;
   g_autoptr (EbConfig) config = eb_config_new ();
   gsize len = strlen (m);
-  g_autoptr (EbRewriteResult) r = eb_rewrite_plan (m, len, config, NULL, EB_REWRITE_STRIP_TRACE);
+  g_autoptr (EbPlan) r = eb_rewrite_plan (m, len, config, NULL, EB_REWRITE_STRIP_TRACE);
   g_assert_true (r->changed);
   g_autoptr (GOutputStream) o = g_memory_output_stream_new_resizable ();
-  g_assert_true (eb_rewrite_write (r, m, len, o, NULL));
+  g_assert_true (eb_plan_write (r, o, NULL));
   g_output_stream_close (o, NULL, NULL);
   const char *want = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (o));
   gsize want_len = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (o));
@@ -796,7 +796,7 @@ static const struct {
 };
 
 static GByteArray *
-write_with (GByteArray *in, const EbConfig *config, EbRewriteFlags flags, EbRewriteResult **res)
+write_with (GByteArray *in, const EbConfig *config, EbRewriteFlags flags, EbPlan **res)
 {
   g_autoptr (GOutputStream) mem = g_memory_output_stream_new_resizable ();
   g_autoptr (GError) error = NULL;
@@ -819,7 +819,7 @@ test_filter_field (void)
       const char *eol = eols[e];
       g_test_message ("case %u, %s", i, e ? "CRLF" : "LF");
       g_autoptr (GByteArray) in = msg_with_eol (filter_cases[i].msg, eol);
-      g_autoptr (EbRewriteResult) r0 = NULL, r1 = NULL;
+      g_autoptr (EbPlan) r0 = NULL, r1 = NULL;
       g_autoptr (GByteArray) plain = write_with (in, config, EB_REWRITE_STRIP_TRACE, &r0);
       g_autoptr (GByteArray) got = write_with (in, config, EB_REWRITE_STRIP_TRACE | EB_REWRITE_FILTER_FIELD, &r1);
       g_autofree char *p = g_strndup ((const char *) plain->data, plain->len);
@@ -832,7 +832,7 @@ test_filter_field (void)
         continue;
       }
       g_assert_true (r1->filter_field);
-      g_autofree char *value = eb_rewrite_filter_field_value (r1);
+      g_autofree char *value = eb_plan_filter_field_value (r1);
       g_assert_cmpstr (value + 1, ==, filter_cases[i].value);
       /* the end of the header of the message written without the flag */
       g_autofree char *blank = g_strconcat (eol, eol, NULL);

@@ -13,7 +13,7 @@
 #include "eb-gmime.h"
 #include "eb-stats.h"
 #include "eb-metrics.h"
-#include "eb-rewrite-private.h"
+#include "eb-plan-private.h"
 #include <glib/gstdio.h>
 
 /* A message with one reference of each of: resolved (data:), fetch-off
@@ -45,7 +45,7 @@ static const char three_refs[] =
 
 static const char no_refs[] = "From: a@example.org\nSubject: plain\n\nhello\n";
 
-static EbRewriteResult *
+static EbPlan *
 plan (const char *msg, gsize len, const EbConfig *config)
 {
   return eb_rewrite_plan (msg, len, config, NULL, EB_REWRITE_DEFAULT);
@@ -60,7 +60,7 @@ test_add_result (void)
   g_autofree char *empty = eb_stats_format_summary (s, FALSE);
   g_assert_cmpstr (empty, ==, "0 messages scanned, 0 references, 0 resolved, 0 messages changed");
 
-  g_autoptr (EbRewriteResult) r = plan (three_refs, strlen (three_refs), config);
+  g_autoptr (EbPlan) r = plan (three_refs, strlen (three_refs), config);
   eb_stats_add_result (s, r);
   g_assert_cmpuint (eb_stats_get_messages (s), ==, 1);
   g_assert_cmpuint (eb_stats_get_references (s), ==, 3);
@@ -71,7 +71,7 @@ test_add_result (void)
   g_assert_cmpuint (eb_stats_get_left (s, EB_REASON_N), ==, 0);   /* out of range: none */
 
   /* no references, and a message that could not be read: messages only */
-  g_autoptr (EbRewriteResult) plain = plan (no_refs, strlen (no_refs), config);
+  g_autoptr (EbPlan) plain = plan (no_refs, strlen (no_refs), config);
   eb_stats_add_result (s, plain);
   eb_stats_add_result (s, NULL);
   g_assert_cmpuint (eb_stats_get_messages (s), ==, 3);
@@ -82,7 +82,7 @@ test_add_result (void)
   g_autoptr (GString) big = g_string_new (three_refs);
   while (big->len <= 2048)
     g_string_append (big, "padding padding padding padding padding padding\n");
-  g_autoptr (EbRewriteResult) large = plan (big->str, big->len, config);
+  g_autoptr (EbPlan) large = plan (big->str, big->len, config);
   g_assert_cmpint (large->reason, ==, EB_REASON_MESSAGE_TOO_LARGE);
   eb_stats_add_result (s, large);
   g_assert_cmpuint (eb_stats_get_messages (s), ==, 4);
@@ -103,7 +103,7 @@ test_summary (void)
 {
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (EbStats) s = eb_stats_new ();
-  g_autoptr (EbRewriteResult) r = plan (three_refs, strlen (three_refs), config);
+  g_autoptr (EbPlan) r = plan (three_refs, strlen (three_refs), config);
   eb_stats_add_result (s, r);
   eb_stats_add_result (s, r);
   eb_stats_add_changed (s, 2);
@@ -116,7 +116,7 @@ test_summary (void)
   g_autoptr (GString) big = g_string_new (three_refs);
   while (big->len <= 2048)
     g_string_append (big, "padding padding padding padding padding padding\n");
-  g_autoptr (EbRewriteResult) large = plan (big->str, big->len, config);
+  g_autoptr (EbPlan) large = plan (big->str, big->len, config);
   for (int i = 0; i < 3; i++)
     eb_stats_add_result (s, large);
   eb_stats_add_skipped (s);
@@ -128,7 +128,7 @@ test_summary (void)
 
 typedef struct {
   EbStats               *stats;
-  const EbRewriteResult *result;
+  const EbPlan *result;
 } Adder;
 
 static gpointer
@@ -148,7 +148,7 @@ test_threads (void)
 {
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (EbStats) s = eb_stats_new ();
-  g_autoptr (EbRewriteResult) r = plan (three_refs, strlen (three_refs), config);
+  g_autoptr (EbPlan) r = plan (three_refs, strlen (three_refs), config);
   Adder a = { s, r };
   GThread *t[4];
   for (guint i = 0; i < G_N_ELEMENTS (t); i++)
@@ -201,7 +201,7 @@ test_fetches (void)
 
   /* a result carries its fetches to eb_stats_add_result */
   g_autoptr (EbConfig) config = eb_config_new ();
-  g_autoptr (EbRewriteResult) r = plan (three_refs, strlen (three_refs), config);
+  g_autoptr (EbPlan) r = plan (three_refs, strlen (three_refs), config);
   g_assert_cmpuint (r->fetches->len, ==, 0);   /* fetching off: none */
   EbFetchRecord hit = { .outcome = EB_REASON_RESOLVED, .cache_hit = TRUE };
   g_array_append_val (r->fetches, hit);
@@ -242,7 +242,7 @@ test_externalize (void)
   g_string_append (m, "--b--\n");
   g_autoptr (EbConfig) config = eb_config_new ();
   g_assert_true (eb_config_set (config, "externalize_min_size", "1k", NULL));
-  g_autoptr (EbRewriteResult) r = eb_externalize_plan (m->str, m->len, config, NULL, EB_EXTERNALIZE_DEFAULT);
+  g_autoptr (EbPlan) r = eb_externalize_plan (m->str, m->len, config, NULL, EB_EXTERNALIZE_DEFAULT);
   g_autoptr (EbStats) st = eb_stats_new ();
   eb_stats_add_result (st, r);
   EbStatsSnapshot s;
@@ -266,12 +266,12 @@ test_format (void)
 {
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (EbStats) s = eb_stats_new ();
-  g_autoptr (EbRewriteResult) r = plan (three_refs, strlen (three_refs), config);
+  g_autoptr (EbPlan) r = plan (three_refs, strlen (three_refs), config);
   eb_stats_add_result (s, r);
   eb_stats_add_changed (s, 1);
   eb_stats_add_bytes (s, strlen (three_refs));
   add_fetches (s);
-  g_autofree char *t = eb_stats_format_prometheus (s);
+  g_autofree char *t = eb_metrics_format_prometheus (s);
   assert_has (t, "# HELP extbody_messages_total Messages scanned.\n"
                  "# TYPE extbody_messages_total counter\n"
                  "extbody_messages_total 1\n");
@@ -370,14 +370,14 @@ test_write_atomic (void)
   for (guint i = 0; i < 1000; i++)
     add_fetches (large);
   eb_stats_add_bytes (large, G_GUINT64_CONSTANT (123456789012345));
-  g_autofree char *a = eb_stats_format_prometheus (small);
-  g_autofree char *b = eb_stats_format_prometheus (large);
+  g_autofree char *a = eb_metrics_format_prometheus (small);
+  g_autofree char *b = eb_metrics_format_prometheus (large);
   g_assert_cmpuint (strlen (a), <, strlen (b));
   g_autoptr (GError) e = NULL;
   /* 0644 whatever the umask: the unit's is 0007, and node_exporter reads the
    * file as its own user (issue 26) */
   mode_t old_mask = umask (0077);
-  g_assert_true (eb_stats_write_prometheus (small, path, &e));
+  g_assert_true (eb_metrics_write_prometheus (small, path, &e));
   umask (old_mask);
   g_assert_no_error (e);
   GStatBuf st;
@@ -387,7 +387,7 @@ test_write_atomic (void)
   Reader r = { path, a, b, 0, 0 };
   GThread *t = g_thread_new ("reader", read_many, &r);
   for (guint i = 0; i < 200; i++) {
-    g_assert_true (eb_stats_write_prometheus (i % 2 ? small : large, path, &e));
+    g_assert_true (eb_metrics_write_prometheus (i % 2 ? small : large, path, &e));
     g_assert_no_error (e);
   }
   g_atomic_int_set (&r.stop, 1);
@@ -405,13 +405,13 @@ test_write_atomic (void)
 
   /* a directory that does not exist: an error, nothing made */
   g_autofree char *missing = g_build_filename (dir, "no", "extbody.prom", NULL);
-  g_assert_false (eb_stats_write_prometheus (small, missing, &e));
+  g_assert_false (eb_metrics_write_prometheus (small, missing, &e));
   g_assert_error (e, G_FILE_ERROR, G_FILE_ERROR_NOENT);
   g_clear_error (&e);
   /* a directory in the way: an error, the directory as it was */
   g_autofree char *in_way = g_build_filename (dir, "in-the-way.prom", NULL);
   g_assert_cmpint (g_mkdir (in_way, 0700), ==, 0);
-  g_assert_false (eb_stats_write_prometheus (small, in_way, &e));
+  g_assert_false (eb_metrics_write_prometheus (small, in_way, &e));
   g_assert_nonnull (e);
   g_clear_error (&e);
   g_assert_true (g_file_test (in_way, G_FILE_TEST_IS_DIR));
@@ -427,7 +427,7 @@ test_write_atomic (void)
 
 /* The mailbox runs' text reads back as it was written, with its writer
  * label on every sample, and a text of another writer (or of none) is
- * refused; eb_stats_add_to_prometheus adds runs up (issue 26). */
+ * refused; eb_metrics_add_to_prometheus adds runs up (issue 26). */
 static void
 test_parse_and_add (void)
 {
@@ -458,7 +458,7 @@ test_parse_and_add (void)
   g_autofree char *path = g_build_filename (dir, "runs.prom", NULL);
   g_autoptr (GError) e = NULL;
   for (guint i = 0; i < 3; i++) {
-    g_assert_true (eb_stats_add_to_prometheus (s, path, "extbody", 5, &e));
+    g_assert_true (eb_metrics_add_to_prometheus (s, path, "extbody", 5, &e));
     g_assert_no_error (e);
   }
   g_autofree char *text = NULL;
@@ -480,7 +480,7 @@ test_parse_and_add (void)
   }
   g_usleep (300 * 1000);
   gint64 t0 = g_get_monotonic_time ();
-  g_assert_false (eb_stats_add_to_prometheus (s, path, "extbody", 1, &e));
+  g_assert_false (eb_metrics_add_to_prometheus (s, path, "extbody", 1, &e));
   g_assert_cmpint (g_get_monotonic_time () - t0, >=, G_USEC_PER_SEC);
   g_assert_nonnull (strstr (e->message, "still locked by another run after lock_timeout (1 s)"));
   g_clear_error (&e);

@@ -585,7 +585,7 @@ eb_params_get (const EbParams *params, const char *name, GError **error)
 }
 
 char *
-eb_content_type_get_media_type (const char *value)
+eb_params_content_type_media_type (const char *value)
 {
   g_return_val_if_fail (value != NULL, NULL);
   g_autoptr (EbParams) params = eb_params_parse_only (value, strlen (value),
