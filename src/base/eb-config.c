@@ -28,13 +28,6 @@ check_umask (const char *value, GError **error)
   return FALSE;
 }
 
-/* The one list syntax lives in eb-list.c; this name stays for its callers. */
-GPtrArray *
-eb_config_split_list (const char *text, GError **error)
-{
-  return eb_list_split (text, error);
-}
-
 static gboolean
 check_cidrs (const char *value, GError **error)
 {
@@ -52,7 +45,7 @@ check_ports (const char *value, GError **error)
 static gboolean
 check_schemes (const char *value, GError **error)
 {
-  g_autoptr (GPtrArray) items = eb_config_split_list (value, error);
+  g_autoptr (GPtrArray) items = eb_list_split (value, error);
   if (!items)
     return FALSE;
   for (guint i = 0; i < items->len; i++) {
@@ -72,7 +65,7 @@ check_schemes (const char *value, GError **error)
 static gboolean
 check_domains (const char *value, GError **error)
 {
-  g_autoptr (GPtrArray) items = eb_config_split_list (value, error);
+  g_autoptr (GPtrArray) items = eb_list_split (value, error);
   if (!items)
     return FALSE;
   for (guint i = 0; i < items->len; i++) {
@@ -109,7 +102,7 @@ check_domains (const char *value, GError **error)
 static gboolean
 check_dirs (const char *value, GError **error)
 {
-  g_autoptr (GPtrArray) items = eb_config_split_list (value, error);
+  g_autoptr (GPtrArray) items = eb_list_split (value, error);
   if (!items)
     return FALSE;
   for (guint i = 0; i < items->len; i++)
@@ -126,7 +119,7 @@ check_dirs (const char *value, GError **error)
 static gboolean
 check_type_patterns (const char *value, GError **error)
 {
-  g_autoptr (GPtrArray) items = eb_config_split_list (value, error);
+  g_autoptr (GPtrArray) items = eb_list_split (value, error);
   if (!items)
     return FALSE;
   for (guint i = 0; i < items->len; i++) {
@@ -629,6 +622,10 @@ parse_list (EbConfig *config, const EbConfigKey *k)
     g_clear_pointer (nets, g_ptr_array_unref);
     if (!eb_list_parse_cidrs (text, nets, NULL))
       *nets = g_ptr_array_new_with_free_func (g_free);
+  } else if (!strcmp (k->name, "allow_domains") || !strcmp (k->name, "deny_domains")) {
+    GStrv *d = !strcmp (k->name, "allow_domains") ? &config->allow_domains_v : &config->deny_domains_v;
+    g_strfreev (*d);
+    *d = eb_list_domains (g_hash_table_lookup (config->lists, k->name));
   } else if (!strcmp (k->name, "allow_ports")) {
     g_clear_pointer (&config->allow_ports_v, g_array_unref);
     if (!eb_list_parse_ports (text, &config->allow_ports_v, NULL))
@@ -643,6 +640,8 @@ free_lists (EbConfig *config)
   g_clear_pointer (&config->allow_networks_v, g_ptr_array_unref);
   g_clear_pointer (&config->deny_networks_v, g_ptr_array_unref);
   g_clear_pointer (&config->allow_ports_v, g_array_unref);
+  g_clear_pointer (&config->allow_domains_v, g_strfreev);
+  g_clear_pointer (&config->deny_domains_v, g_strfreev);
 }
 
 static void
@@ -666,6 +665,7 @@ copy_strings (EbConfig *config)
   config->lists = NULL;
   config->allow_networks_v = config->deny_networks_v = NULL;
   config->allow_ports_v = NULL;
+  config->allow_domains_v = config->deny_domains_v = NULL;
   for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
     parse_list (config, &keys[i]);
 }
@@ -946,6 +946,14 @@ eb_config_get_networks (const EbConfig *config, const char *key)
   g_return_val_if_fail (config != NULL && key != NULL, NULL);
   return !strcmp (key, "allow_networks") ? config->allow_networks_v
        : !strcmp (key, "deny_networks") ? config->deny_networks_v : NULL;
+}
+
+const char *const *
+eb_config_get_domains (const EbConfig *config, const char *key)
+{
+  g_return_val_if_fail (config != NULL && key != NULL, NULL);
+  return (const char *const *) (!strcmp (key, "allow_domains") ? config->allow_domains_v
+                              : !strcmp (key, "deny_domains") ? config->deny_domains_v : NULL);
 }
 
 const GArray *

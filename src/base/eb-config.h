@@ -89,6 +89,8 @@ struct _EbConfig {
   GPtrArray  *allow_networks_v;  /* EbCidr * */
   GPtrArray  *deny_networks_v;   /* EbCidr * */
   GArray     *allow_ports_v;     /* guint16 */
+  GStrv       allow_domains_v;   /* domain patterns (eb_list_domains) */
+  GStrv       deny_domains_v;
 };
 
 typedef enum { EB_CONFIG_UINT, EB_CONFIG_SIZE, EB_CONFIG_BOOL, EB_CONFIG_STRING } EbConfigType;
@@ -114,12 +116,6 @@ typedef struct {
 guint eb_config_get_n_keys (void);
 const EbConfigKey *eb_config_get_key (guint i);
 
-/* The one list syntax of every list key (eb_list_split, eb-list.h): items separated by a comma, white
- * space, or both; an empty or all-white-space value is an empty list; an empty
- * item (",a", "a,,b", "a,") is an error (EB_ERROR_EMPTY).
- * Returns: (transfer full) (element-type utf8) (nullable): NULL on error. */
-GPtrArray *eb_config_split_list (const char *text, GError **error);
-
 /* The items of list key @key (allow_schemes, allow_domains, deny_domains,
  * local_file_dirs, externalize_types, ...; any key with a list check), parsed
  * once when it was set; an empty list for an empty value, NULL for a key that
@@ -129,6 +125,11 @@ const char *const *eb_config_get_strv (const EbConfig *config, const char *key);
 /* allow_networks or deny_networks parsed: EbCidr * elements (eb-policy.h);
  * NULL for another key. Owned by @config. */
 const GPtrArray *eb_config_get_networks (const EbConfig *config, const char *key);
+
+/* allow_domains or deny_domains as domain patterns (eb_list_domains:
+ * lowercased, no leading or trailing dot); NULL for another key. Owned by
+ * @config. */
+const char *const *eb_config_get_domains (const EbConfig *config, const char *key);
 
 /* allow_ports parsed: guint16 elements. Owned by @config. */
 const GArray *eb_config_get_ports (const EbConfig *config);

@@ -93,3 +93,23 @@ eb_list_parse_ports (const char *text, GArray **out, GError **error)
   *out = g_steal_pointer (&ports);
   return TRUE;
 }
+
+GStrv
+eb_list_domains (const char *const *items)
+{
+  GStrvBuilder *b = g_strv_builder_new ();
+  for (guint i = 0; items && items[i]; i++) {
+    g_autofree char *v = g_ascii_strdown (items[i], -1);
+    char *s = v;
+    while (*s == '.')
+      s++;
+    gsize l = strlen (s);
+    while (l && s[l - 1] == '.')
+      s[--l] = '\0';
+    if (*s)
+      g_strv_builder_add (b, s);
+  }
+  GStrv out = g_strv_builder_end (b);
+  g_strv_builder_unref (b);
+  return out;
+}

@@ -35,4 +35,10 @@ gboolean eb_list_parse_cidrs (const char *text, GPtrArray **out, GError **error)
  * @out: (transfer full): a GArray of guint16; set only on success. */
 gboolean eb_list_parse_ports (const char *text, GArray **out, GError **error);
 
+/* Domain patterns as the fetch policy compares them (allow_domains,
+ * deny_domains): each of @items lowercased, without leading or trailing
+ * dots; an item that is only dots is dropped.
+ * Returns: (transfer full): a NULL-terminated vector, never NULL. */
+GStrv eb_list_domains (const char *const *items);
+
 G_END_DECLS

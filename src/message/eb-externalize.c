@@ -16,15 +16,14 @@
 #define EB_URL_WORD 40
 
 gboolean
-eb_externalize_type_matches (const char *patterns, const char *type)
+eb_externalize_type_matches (const char *const *patterns, const char *type)
 {
-  g_autoptr (GPtrArray) items = eb_config_split_list (patterns, NULL);
   const char *slash = type ? strchr (type, '/') : NULL;
-  if (!items || !slash)
+  if (!patterns || !slash)
     return FALSE;
   gsize tl = (gsize) (slash - type);
-  for (guint i = 0; i < items->len; i++) {
-    const char *p = items->pdata[i];
+  for (guint i = 0; patterns[i]; i++) {
+    const char *p = patterns[i];
     const char *ps = strchr (p, '/');
     if (!ps)
       continue;
@@ -289,7 +288,7 @@ eligible (const EbLeaf *leaf, const EbConfig *config)
     return FALSE;
   if (g_str_has_prefix (leaf->type, "text/") && !leaf->attachment)
     return FALSE;
-  return eb_externalize_type_matches (config->externalize_types, leaf->type);
+  return eb_externalize_type_matches (eb_config_get_strv (config, "externalize_types"), leaf->type);
 }
 
 static EbResolution *

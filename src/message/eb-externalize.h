@@ -29,7 +29,7 @@ G_BEGIN_DECLS
 
 /* Does the media type @type ("type/subtype", any case) match one of the
  * externalize_types patterns @patterns (type/subtype, type/STAR, STAR/STAR)? */
-gboolean eb_externalize_type_matches (const char *patterns, const char *type);
+gboolean eb_externalize_type_matches (const char *const *patterns, const char *type);
 
 /* @t as an RFC 5322 date in UTC, English names whatever the locale:
  * "Thu, 01 Jan 2026 00:00:00 +0000". Returns: (transfer full). */

@@ -4,6 +4,7 @@
 #include "eb-fetch.h"
 #include "eb-fetch-shared.h"
 #include "eb-error.h"
+#include "eb-list.h"
 #include <string.h>
 #include <unistd.h>
 #include <errno.h>
@@ -12,31 +13,6 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-
-/* A list key's items (eb_config_split_list: the one list syntax, already
- * checked when the configuration loaded), lowercased when @lower; a domain is
- * kept without a leading or trailing dot. */
-static GStrv
-split_list (const char *text, gboolean lower)
-{
-  g_autoptr (GPtrArray) items = eb_config_split_list (text, NULL);
-  GStrvBuilder *b = g_strv_builder_new ();
-  for (guint i = 0; items && i < items->len; i++) {
-    const char *item = g_ptr_array_index (items, i);
-    g_autofree char *v = lower ? g_ascii_strdown (item, -1) : g_strdup (item);
-    char *s = v;
-    while (*s == '.')
-      s++;
-    gsize l = strlen (s);
-    while (l && s[l - 1] == '.')
-      s[--l] = '\0';
-    if (*s)
-      g_strv_builder_add (b, s);
-  }
-  GStrv out = g_strv_builder_end (b);
-  g_strv_builder_unref (b);
-  return out;
-}
 
 EbFetcher *
 eb_fetcher_new (const EbConfig *config, GError **error)
@@ -55,7 +31,8 @@ eb_fetcher_new (const EbConfig *config, GError **error)
   if (!eb_policy_add_host_addresses (policy, &local))
     g_clear_error (&local);   /* no interface list: loopback and private are refused anyway */
 
-  g_auto (GStrv) schemes = split_list (config->allow_schemes, TRUE);
+  /* parsed and checked when the configuration was loaded */
+  g_auto (GStrv) schemes = eb_list_domains (eb_config_get_strv (config, "allow_schemes"));
   for (guint i = 0; schemes[i]; i++) {
     if (strcmp (schemes[i], "http") && strcmp (schemes[i], "https") && strcmp (schemes[i], "ftp")) {
       g_set_error (error, EB_ERROR, EB_ERROR_CONFIG,
@@ -68,8 +45,8 @@ eb_fetcher_new (const EbConfig *config, GError **error)
   f->policy = g_steal_pointer (&policy);
   f->schemes = g_steal_pointer (&schemes);
   f->protocols = g_strjoinv (",", f->schemes);
-  f->allow_domains = split_list (config->allow_domains, TRUE);
-  f->deny_domains = split_list (config->deny_domains, TRUE);
+  f->allow_domains = g_strdupv ((GStrv) eb_config_get_domains (config, "allow_domains"));
+  f->deny_domains = g_strdupv ((GStrv) eb_config_get_domains (config, "deny_domains"));
   g_mutex_init (&f->lock);
   f->cache = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) eb_fetch_cache_entry_free);
   g_queue_init (&f->cache_order);
@@ -539,15 +516,10 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
 }
 
 EbFetchResult *
-eb_fetch_local_file (const char *path, const char *dirs, guint64 max_bytes, guint64 room)
+eb_fetch_local_file (const char *path, const char *const *list, guint64 max_bytes, guint64 room)
 {
   EbFetchResult *r = g_new0 (EbFetchResult, 1);
   r->final_url = g_strdup (path);
-  g_autoptr (GPtrArray) dir_items = eb_config_split_list (dirs, NULL);
-  if (!dir_items)
-    dir_items = g_ptr_array_new_with_free_func (g_free);
-  g_ptr_array_add (dir_items, NULL);
-  char **list = (char **) dir_items->pdata;
   char real[PATH_MAX];
   if (!g_path_is_absolute (path) || !realpath (path, real)) {
     r->reason = EB_REASON_REFUSED_PATH;
@@ -556,7 +528,7 @@ eb_fetch_local_file (const char *path, const char *dirs, guint64 max_bytes, guin
     return r;
   }
   gboolean inside = FALSE;
-  for (guint i = 0; list[i] && !inside; i++) {
+  for (guint i = 0; list && list[i] && !inside; i++) {
     char rdir[PATH_MAX];
     if (!*list[i] || !realpath (list[i], rdir))
       continue;

@@ -65,6 +65,7 @@ GPtrArray *eb_fetcher_fetch_all (EbFetcher *fetcher, const char *const *urls, gu
  * most @max_bytes (else part-too-large) and at most @room, what the message's
  * max_message_bytes leaves (else message-budget, without reading it).
  * Returns: (transfer full): never NULL; failures are results. */
-EbFetchResult *eb_fetch_local_file (const char *path, const char *dirs, guint64 max_bytes, guint64 room);
+EbFetchResult *eb_fetch_local_file (const char *path, const char *const *dirs, guint64 max_bytes,
+                                    guint64 room);
 
 G_END_DECLS

@@ -4,6 +4,7 @@
 #include <glib/gstdio.h>
 #include <string.h>
 #include "eb-config.h"
+#include "eb-list.h"
 #include "eb-error.h"
 #include "eb-reason.h"
 
@@ -394,14 +395,14 @@ test_split_list (void)
   };
   for (guint i = 0; i < G_N_ELEMENTS (ok); i++) {
     g_autoptr (GError) e = NULL;
-    g_autoptr (GPtrArray) l = eb_config_split_list (ok[i].in, &e);
+    g_autoptr (GPtrArray) l = eb_list_split (ok[i].in, &e);
     g_assert_no_error (e);
     g_assert_cmpint ((int) l->len, ==, ok[i].n);
   }
   const char *bad[] = { ",a", "a,,b", "a,", "a, ,b" };
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++) {
     g_autoptr (GError) e = NULL;
-    g_assert_null (eb_config_split_list (bad[i], &e));
+    g_assert_null (eb_list_split (bad[i], &e));
     g_assert_error (e, EB_ERROR, EB_ERROR_EMPTY);
   }
 }
@@ -598,6 +599,24 @@ test_store_urls (void)
   }
 }
 
+/* Domain patterns are parsed once, when the key is set: lowercased, without
+ * the dots around them; a copy parses its own. */
+static void
+test_domains (void)
+{
+  g_autoptr (EbConfig) c = eb_config_new ();
+  g_autoptr (GError) e = NULL;
+  g_assert_cmpuint (g_strv_length ((GStrv) eb_config_get_domains (c, "allow_domains")), ==, 0);
+  g_assert_true (eb_config_set (c, "allow_domains", ".Files.Example.ORG., cdn.example.net", &e));
+  g_assert_no_error (e);
+  const char *const want[] = { "files.example.org", "cdn.example.net", NULL };
+  g_assert_true (g_strv_equal ((const char *const *) eb_config_get_domains (c, "allow_domains"), want));
+  g_autoptr (EbConfig) copy = eb_config_copy (c);
+  g_assert_true (eb_config_get_domains (copy, "allow_domains") != eb_config_get_domains (c, "allow_domains"));
+  g_assert_true (g_strv_equal (eb_config_get_domains (copy, "allow_domains"), want));
+  g_assert_null (eb_config_get_domains (c, "allow_schemes"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -607,6 +626,7 @@ main (int argc, char **argv)
   g_test_add_func ("/config/set-and-bounds", test_set_and_bounds);
   g_test_add_func ("/config/load", test_load);
   g_test_add_func ("/config/split-list", test_split_list);
+  g_test_add_func ("/config/domains", test_domains);
   g_test_add_func ("/config/no-group-line", test_no_group_line);
   g_test_add_func ("/config/typed-keys", test_typed_keys);
   g_test_add_func ("/config/store-credentials", test_store_credentials);

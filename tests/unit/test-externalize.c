@@ -10,6 +10,7 @@
 #include <string.h>
 #include "eb-config.h"
 #include "eb-externalize.h"
+#include "eb-list.h"
 #include "eb-header.h"
 #include "eb-resolve.h"
 #include "eb-plan-private.h"
@@ -177,15 +178,25 @@ test_selection (Fixture *f, gconstpointer data G_GNUC_UNUSED)
   g_assert_false (eb_plan_get_changed (r2));
 }
 
+/* Does @type match the externalize_types list @text? */
+static gboolean
+types_match (const char *text, const char *type)
+{
+  g_autoptr (GPtrArray) items = eb_list_split (text, NULL);
+  g_assert_nonnull (items);
+  g_ptr_array_add (items, NULL);
+  return eb_externalize_type_matches ((const char *const *) items->pdata, type);
+}
+
 static void
 test_types (void)
 {
-  g_assert_true (eb_externalize_type_matches ("*/*", "application/pdf"));
-  g_assert_true (eb_externalize_type_matches ("image/*", "IMAGE/png"));
-  g_assert_true (eb_externalize_type_matches ("text/plain application/pdf", "application/PDF"));
-  g_assert_false (eb_externalize_type_matches ("image/*", "application/pdf"));
-  g_assert_false (eb_externalize_type_matches ("application/pd", "application/pdf"));
-  g_assert_false (eb_externalize_type_matches ("", "application/pdf"));
+  g_assert_true (types_match ("*/*", "application/pdf"));
+  g_assert_true (types_match ("image/*", "IMAGE/png"));
+  g_assert_true (types_match ("text/plain application/pdf", "application/PDF"));
+  g_assert_false (types_match ("image/*", "application/pdf"));
+  g_assert_false (types_match ("application/pd", "application/pdf"));
+  g_assert_false (types_match ("", "application/pdf"));
   g_autoptr (EbConfig) c = eb_config_new ();
   g_autoptr (GError) e = NULL;
   g_assert_true (eb_config_set (c, "externalize_types", "image/*, application/pdf */*", &e));

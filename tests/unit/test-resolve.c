@@ -792,7 +792,7 @@ test_header_trace (void)
   g_autoptr (EbAction) a2 = eb_resolve_decide (s2.ref, config);
   g_assert_cmpint (a2->kind, ==, EB_ACTION_LOCAL_FILE);
   g_assert_cmpstr (a2->target, ==, path);
-  g_autoptr (EbFetchResult) f2 = eb_fetch_local_file (a2->target, config->local_file_dirs,
+  g_autoptr (EbFetchResult) f2 = eb_fetch_local_file (a2->target, eb_config_get_strv (config, "local_file_dirs"),
                                                       config->max_part_bytes, config->max_message_bytes);
   g_assert_cmpint (f2->reason, ==, EB_REASON_RESOLVED);
   g_autoptr (EbResolution) res2 = resolve (&s2, a2, config, f2, NULL);
