@@ -28,7 +28,7 @@
 #include "milter-check.h"
 #include "milter.h"
 
-EbStats *stats;   /* every message planned, for the summary at exit */
+EbStats *milter_main_stats;   /* every message planned, for the summary at exit */
 
 /* ---- main ------------------------------------------------------------------ */
 
@@ -266,10 +266,10 @@ listener_replace (int lfd)
     return;
   }
   close (fd);
-  g_mutex_lock (&kick_addr_lock);
-  struct sockaddr_storage old = kick_addr;
-  socklen_t old_len = kick_addr_len;
-  g_mutex_unlock (&kick_addr_lock);
+  g_mutex_lock (&milter_worker_kick_addr_lock);
+  struct sockaddr_storage old = milter_worker_kick_addr;
+  socklen_t old_len = milter_worker_kick_addr_len;
+  g_mutex_unlock (&milter_worker_kick_addr_lock);
   milter_worker_kick_set_address (lfd);
   milter_worker_kick_once ();
   milter_worker_kick_to (&old, old_len);
@@ -311,12 +311,12 @@ stop (Life *life, const char *signame)
   gint64 t0 = g_get_monotonic_time ();
   g_autoptr (Gen) gen = milter_generation_get ();
   gint64 deadline = t0 + (gint64) eb_config_get_uint64 (gen->config, "milter_stop_timeout") * G_USEC_PER_SEC;
-  g_atomic_int_set (&stopping, 1);
-  guint n = (guint) g_atomic_int_get (&n_in_flight);
+  g_atomic_int_set (&milter_session_stopping, 1);
+  guint n = (guint) g_atomic_int_get (&milter_session_in_flight);
   log_line (LOG_INFO, "%s: stopping: %u message%s in flight", signame, n, plural (n));
   listener_retire (life);
   gboolean milter_ended = FALSE, hurry = FALSE;
-  while (!milter_ended && !hurry && g_atomic_int_get (&n_in_flight) > 0) {
+  while (!milter_ended && !hurry && g_atomic_int_get (&milter_session_in_flight) > 0) {
     gint64 left = (deadline - g_get_monotonic_time ()) / 1000;
     if (left <= 0)
       break;
@@ -324,14 +324,14 @@ stop (Life *life, const char *signame)
     if (sig == SIG_MILTER_ENDED)
       milter_ended = TRUE;
     else if (sig == SIGTERM || sig == SIGINT) {
-      n = (guint) g_atomic_int_get (&n_in_flight);
+      n = (guint) g_atomic_int_get (&milter_session_in_flight);
       log_line (LOG_INFO, "%s again: stopping now: %u message%s in flight cut off",
                 sig == SIGTERM ? "SIGTERM" : "SIGINT", n, plural (n));
       hurry = TRUE;
     } else if (sig == SIGHUP)
       log_line (LOG_INFO, "SIGHUP: stopping: the configuration is not reloaded");
   }
-  n = (guint) g_atomic_int_get (&n_in_flight);
+  n = (guint) g_atomic_int_get (&milter_session_in_flight);
   if (n && !hurry && !milter_ended)
     log_line (LOG_WARNING, "stopping: %u message%s still in flight after milter_stop_timeout (%u s) cut off",
               n, plural (n), (guint) eb_config_get_uint64 (gen->config, "milter_stop_timeout"));
@@ -351,7 +351,7 @@ stop (Life *life, const char *signame)
   }
   if (life->pidfile && unlink (life->pidfile) != 0 && errno != ENOENT)
     log_line (LOG_WARNING, "cannot remove %s: %s", life->pidfile, g_strerror (errno));
-  guint refused = (guint) g_atomic_int_get (&n_refused);
+  guint refused = (guint) g_atomic_int_get (&milter_session_refused);
   log_line (LOG_INFO, "stopped in %.1f s, %u new message%s refused with a temporary failure meanwhile",
             (double) (g_get_monotonic_time () - t0) / G_USEC_PER_SEC, refused, plural (refused));
   return 0;
@@ -374,7 +374,7 @@ metrics_write (void)
   if (!path || !*path)
     return;
   g_autoptr (GError) error = NULL;
-  if (eb_metrics_write_prometheus (stats, path, &error)) {
+  if (eb_metrics_write_prometheus (milter_main_stats, path, &error)) {
     if (metrics_failure)
       log_line (LOG_INFO, "metrics_file %s written again", path);
     g_clear_pointer (&metrics_failure, g_free);
@@ -601,11 +601,11 @@ run_serve (Life *life, const Gen *first)
   /* from here on, only this thread takes SIGHUP, SIGTERM and SIGINT */
   sigset_t unblocked;
   signals_block (&unblocked);
-  if (kick_addr_len)
-    kick_thread = g_thread_new ("kick", milter_worker_kick_run, NULL);
+  if (milter_worker_kick_addr_len)
+    milter_worker_kick_thread = g_thread_new ("kick", milter_worker_kick_run, NULL);
   else
     log_line (LOG_WARNING, "cannot find the listening socket: a fetch that waits may hold up other sessions");
-  stats = eb_stats_new ();
+  milter_main_stats = eb_stats_new ();
   GThread *milter = g_thread_new ("milter", milter_run, NULL);
   pthread_sigmask (SIG_SETMASK, &unblocked, NULL);
 
@@ -614,15 +614,15 @@ run_serve (Life *life, const Gen *first)
   metrics_write ();
   g_clear_pointer (&metrics_failure, g_free);
   {
-    g_autofree char *summary = eb_stats_format_summary (stats, FALSE);
+    g_autofree char *summary = eb_stats_format_summary (milter_main_stats, FALSE);
     log_line (LOG_INFO, "exiting: %s", summary);
   }
-  if (kick_thread) {
-    g_mutex_lock (&kick_lock);
-    kick_stop = TRUE;
-    g_cond_signal (&kick_cond);
-    g_mutex_unlock (&kick_lock);
-    g_thread_join (kick_thread);
+  if (milter_worker_kick_thread) {
+    g_mutex_lock (&milter_worker_kick_lock);
+    milter_worker_kick_stop = TRUE;
+    g_cond_signal (&milter_worker_kick_cond);
+    g_mutex_unlock (&milter_worker_kick_lock);
+    g_thread_join (milter_worker_kick_thread);
   }
   return exit_status;
 }
@@ -674,8 +674,8 @@ main (int argc, char **argv)
 {
   int status = run (argc, argv);
   /* a message cut off at the stop may still hold the configuration */
-  if (g_atomic_int_get (&n_in_flight) == 0)
+  if (g_atomic_int_get (&milter_session_in_flight) == 0)
     milter_generation_install (NULL);
-  g_clear_pointer (&stats, eb_stats_free);
+  g_clear_pointer (&milter_main_stats, eb_stats_free);
   return status;
 }

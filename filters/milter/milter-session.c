@@ -12,9 +12,9 @@
 
 /* Messages between MAIL FROM and their end (SIGTERM lets them finish), and
  * the stop: once set, a new message is refused with a temporary failure. */
-gint n_in_flight;
-gint stopping;
-gint n_refused;   /* messages refused while stopping, for the log */
+gint milter_session_in_flight;
+gint milter_session_stopping;
+gint milter_session_refused;   /* messages refused while stopping, for the log */
 
 
 /* the trace fields a sender can forge: removed from the top-level header
@@ -43,7 +43,7 @@ msg_free (Msg *m)
     close (m->fd);
   if (m->gen) {
     milter_generation_unref (m->gen);
-    g_atomic_int_add (&n_in_flight, -1);
+    g_atomic_int_add (&milter_session_in_flight, -1);
   }
   g_free (m);
 }
@@ -159,10 +159,10 @@ cb_envfrom (SMFICTX *ctx, char **argv)
     return SMFIS_ACCEPT;
   /* counted first, then the stop looked at: the stop sets its flag, then
    * waits for the count, so a message is either waited for or refused */
-  g_atomic_int_inc (&n_in_flight);
-  if (g_atomic_int_get (&stopping)) {
-    g_atomic_int_add (&n_in_flight, -1);
-    g_atomic_int_inc (&n_refused);
+  g_atomic_int_inc (&milter_session_in_flight);
+  if (g_atomic_int_get (&milter_session_stopping)) {
+    g_atomic_int_add (&milter_session_in_flight, -1);
+    g_atomic_int_inc (&milter_session_refused);
     smfi_setreply (ctx, "451", "4.3.2", "extbody-milter is stopping, try again later");
     return SMFIS_TEMPFAIL;
   }
@@ -442,8 +442,8 @@ eom_rewrite (Eom *e)
     log_line (LOG_ERR, "%s: %s", queue_id (e->ctx), error->message);
     return eom_unchanged (e, on_error_status (e->m));
   }
-  eb_stats_add_result (stats, e->result);
-  eb_stats_add_bytes (stats, e->len);
+  eb_stats_add_result (milter_main_stats, e->result);
+  eb_stats_add_bytes (milter_main_stats, e->len);
   guint n = eb_plan_get_n_refs (e->result);
   EbReason reason = eb_plan_get_reason (e->result);
   if (n || reason != EB_REASON_RESOLVED) {
@@ -514,7 +514,7 @@ eom_send (Eom *e)
 {
   e->status = mods_send (e->ctx, e->mods, e->body, e->body_len, SMFIS_CONTINUE);
   if (e->status == SMFIS_CONTINUE)
-    eb_stats_add_changed (stats, 1);
+    eb_stats_add_changed (milter_main_stats, 1);
 }
 
 static sfsistat

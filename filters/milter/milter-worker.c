@@ -37,14 +37,14 @@
  * a worker is idle costs that worker a read of the end of a stream. */
 #define KICK_INTERVAL_MS 20
 
-GMutex   kick_lock;
-GCond    kick_cond;
+GMutex   milter_worker_kick_lock;
+GCond    milter_worker_kick_cond;
 static guint    kick_waiting;     /* callbacks waiting on a rewrite */
-gboolean kick_stop;
-GThread *kick_thread;
-GMutex   kick_addr_lock;   /* the address changes when the daemon stops */
-struct sockaddr_storage kick_addr;
-socklen_t kick_addr_len;   /* 0: no address to kick */
+gboolean milter_worker_kick_stop;
+GThread *milter_worker_kick_thread;
+GMutex   milter_worker_kick_addr_lock;   /* the address changes when the daemon stops */
+struct sockaddr_storage milter_worker_kick_addr;
+socklen_t milter_worker_kick_addr_len;   /* 0: no address to kick */
 static guint64  kick_count;       /* connections made, for the log */
 
 /* Connect to @addr and close the connection at once. */
@@ -66,10 +66,10 @@ milter_worker_kick_to (const struct sockaddr_storage *addr, socklen_t addr_len)
 void
 milter_worker_kick_once (void)
 {
-  g_mutex_lock (&kick_addr_lock);
-  struct sockaddr_storage addr = kick_addr;
-  socklen_t addr_len = kick_addr_len;
-  g_mutex_unlock (&kick_addr_lock);
+  g_mutex_lock (&milter_worker_kick_addr_lock);
+  struct sockaddr_storage addr = milter_worker_kick_addr;
+  socklen_t addr_len = milter_worker_kick_addr_len;
+  g_mutex_unlock (&milter_worker_kick_addr_lock);
   milter_worker_kick_to (&addr, addr_len);
   kick_count++;
 }
@@ -77,36 +77,36 @@ milter_worker_kick_once (void)
 gpointer
 milter_worker_kick_run (gpointer data)
 {
-  g_mutex_lock (&kick_lock);
-  while (!kick_stop) {
+  g_mutex_lock (&milter_worker_kick_lock);
+  while (!milter_worker_kick_stop) {
     if (kick_waiting == 0) {
-      g_cond_wait (&kick_cond, &kick_lock);
+      g_cond_wait (&milter_worker_kick_cond, &milter_worker_kick_lock);
       continue;
     }
-    g_mutex_unlock (&kick_lock);
+    g_mutex_unlock (&milter_worker_kick_lock);
     milter_worker_kick_once ();
     g_usleep (KICK_INTERVAL_MS * 1000);
-    g_mutex_lock (&kick_lock);
+    g_mutex_lock (&milter_worker_kick_lock);
   }
-  g_mutex_unlock (&kick_lock);
+  g_mutex_unlock (&milter_worker_kick_lock);
   return NULL;
 }
 
 static void
 kick_enter (void)
 {
-  g_mutex_lock (&kick_lock);
+  g_mutex_lock (&milter_worker_kick_lock);
   if (kick_waiting++ == 0)
-    g_cond_signal (&kick_cond);
-  g_mutex_unlock (&kick_lock);
+    g_cond_signal (&milter_worker_kick_cond);
+  g_mutex_unlock (&milter_worker_kick_lock);
 }
 
 static void
 kick_leave (void)
 {
-  g_mutex_lock (&kick_lock);
+  g_mutex_lock (&milter_worker_kick_lock);
   kick_waiting--;
-  g_mutex_unlock (&kick_lock);
+  g_mutex_unlock (&milter_worker_kick_lock);
 }
 
 /* The address of the daemon's own listening socket (@fd), as a client
@@ -147,10 +147,10 @@ milter_worker_kick_set_address (int fd)
   } else {
     return;
   }
-  g_mutex_lock (&kick_addr_lock);
-  kick_addr = ss;
-  kick_addr_len = l;
-  g_mutex_unlock (&kick_addr_lock);
+  g_mutex_lock (&milter_worker_kick_addr_lock);
+  milter_worker_kick_addr = ss;
+  milter_worker_kick_addr_len = l;
+  g_mutex_unlock (&milter_worker_kick_addr_lock);
 }
 
 typedef struct {

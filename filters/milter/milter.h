@@ -45,12 +45,12 @@
  *
  * A message flows through them thus: milter-main.c registers the callbacks
  * (milter_session_desc) and serves; at MAIL FROM milter-session.c counts the
- * message in flight (n_in_flight, refused once stopping is set) and takes a
+ * message in flight (milter_session_in_flight, refused once stopping is set) and takes a
  * reference to the generation in force (milter_generation_get); the headers
  * and body are collected into the Msg; at end of message the session runs its
  * steps, the rewrite through milter_worker_rewrite, and sends the changes; the
  * message's generation is released with it. The stop (milter-main.c) sets
- * stopping and waits for n_in_flight to reach 0.
+ * stopping and waits for milter_session_in_flight to reach 0.
  */
 #ifndef MILTER_H
 #define MILTER_H
@@ -132,9 +132,9 @@ void milter_generation_reload (Life *life, const char *signame);
 
 /* Messages between MAIL FROM and their end (SIGTERM lets them finish), and
  * the stop: once set, a new message is refused with a temporary failure. */
-extern gint n_in_flight;
-extern gint stopping;
-extern gint n_refused;   /* messages refused while stopping, for the log */
+extern gint milter_session_in_flight;
+extern gint milter_session_stopping;
+extern gint milter_session_refused;   /* messages refused while stopping, for the log */
 
 /* the callbacks, for smfi_register */
 extern struct smfiDesc milter_session_desc;
@@ -143,13 +143,13 @@ extern struct smfiDesc milter_session_desc;
 
 /* the kick thread and the address it connects to (milter-main.c starts and
  * stops the thread, and changes the address when the daemon stops) */
-extern GMutex   kick_lock;
-extern GCond    kick_cond;
-extern gboolean kick_stop;
-extern GThread *kick_thread;
-extern GMutex   kick_addr_lock;
-extern struct sockaddr_storage kick_addr;
-extern socklen_t kick_addr_len;   /* 0: no address to kick */
+extern GMutex   milter_worker_kick_lock;
+extern GCond    milter_worker_kick_cond;
+extern gboolean milter_worker_kick_stop;
+extern GThread *milter_worker_kick_thread;
+extern GMutex   milter_worker_kick_addr_lock;
+extern struct sockaddr_storage milter_worker_kick_addr;
+extern socklen_t milter_worker_kick_addr_len;   /* 0: no address to kick */
 
 void milter_worker_kick_to (const struct sockaddr_storage *addr, socklen_t addr_len);
 void milter_worker_kick_once (void);
@@ -161,6 +161,6 @@ gboolean milter_worker_rewrite (SMFICTX *ctx, const Gen *gen, const Msg *m, cons
 
 /* ---- milter-main.c ------------------------------------------------------- */
 
-extern EbStats *stats;   /* every message planned, for the summary at exit */
+extern EbStats *milter_main_stats;   /* every message planned, for the summary at exit */
 
 #endif /* MILTER_H */
