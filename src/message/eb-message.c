@@ -528,6 +528,9 @@ locate (EbRef *ref, const Item *it, const char *buf, gsize len, GArray *cuts)
   ref->content_start = content;
   ref->end = end;
   ref->located = TRUE;
+  /* kept: eb_extref_read (and externalize) read this very block */
+  eb_header_block_free (ref->outer);
+  ref->outer = g_steal_pointer (&blk);
 }
 
 /* A byte array around bytes it does not own. */
