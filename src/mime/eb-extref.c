@@ -139,12 +139,13 @@ eb_extref_read (EbRef *ref, const char *buf, gsize len)
   const char *raw = buf + ct->value;
   gsize raw_len = ct->value_end - ct->value;
   {
-    /* The parameter list holds a copy of every value, the URL included (which
-     * may be as large as the message): take the small ones, then let it go
-     * before the URL is reassembled. */
+    /* One parse of the value for the small parameters and the URL. The
+     * parameter list holds a copy of every value it keeps, the URL included
+     * (which may be as large as the message): it goes as soon as the URL is
+     * reassembled from it. */
     static const char *const only[] = { "access-type", "name", "site", "directory", "mode",
                                         "server", "subject", "expiration", "size",
-                                        "permission", NULL };
+                                        "permission", "url", NULL };
     g_autoptr (EbParams) params = eb_params_parse_only (raw, raw_len, only);
     const char *media = eb_params_get_media_type (params);
     if (!media || strcmp (media, "message/external-body") != 0) {
@@ -172,16 +173,16 @@ eb_extref_read (EbRef *ref, const char *buf, gsize len)
     ref->expiration = param_or_null (params, "expiration");
     ref->size = param_or_null (params, "size");
     ref->permission = param_or_null (params, "permission");
-  }
 
-  if (ref->access_type && strcmp (ref->access_type, "url") == 0) {
-    g_autoptr (GError) uerr = NULL;
-    ref->url = eb_urlparam_reassemble (raw, raw_len, &uerr);
-    if (!ref->url) {
-      if (g_error_matches (uerr, EB_ERROR, EB_ERROR_MISSING))
-        set_reason (ref, EB_REASON_URL_MISSING, uerr->message);
-      else
-        set_reason (ref, EB_REASON_URL_INVALID, uerr->message);
+    if (ref->access_type && strcmp (ref->access_type, "url") == 0) {
+      g_autoptr (GError) uerr = NULL;
+      ref->url = eb_urlparam_reassemble_params (params, &uerr);
+      if (!ref->url) {
+        if (g_error_matches (uerr, EB_ERROR, EB_ERROR_MISSING))
+          set_reason (ref, EB_REASON_URL_MISSING, uerr->message);
+        else
+          set_reason (ref, EB_REASON_URL_INVALID, uerr->message);
+      }
     }
   }
 
