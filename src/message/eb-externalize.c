@@ -4,6 +4,7 @@
 #include "eb-config.h"
 #include "eb-digest.h"
 #include "eb-error.h"
+#include "eb-extref.h"
 #include "eb-header.h"
 #include "eb-message.h"
 #include "eb-plan-private.h"
@@ -330,7 +331,8 @@ consider (Ctx *c, EbLeaf *leaf, EbPlan *r)
     return;
   const char *buf = c->buf;
   EbRef *ref = leaf->ref;
-  g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf, ref->block_start, ref->content_start);
+  /* the header block the walk located the part with, kept in the ref */
+  const EbHeaderBlock *blk = eb_extref_outer (ref, buf);
   /* one Content-Type and one Content-Transfer-Encoding at most: with two,
    * readers disagree about the part */
   const EbHeaderField *cte_field = NULL;
@@ -432,7 +434,6 @@ consider (Ctx *c, EbLeaf *leaf, EbPlan *r)
     res->type = g_strdup (leaf->type);
   if (data && !ref->size)
     ref->size = g_strdup_printf ("%" G_GSIZE_FORMAT, g_bytes_get_size (data));
-  ref->outer = g_steal_pointer (&blk);
   g_ptr_array_add (r->scan->refs, g_steal_pointer (&leaf->ref));
   g_ptr_array_add (r->resolutions, res);
 }

@@ -238,6 +238,9 @@ typedef struct {
   guint         depth;
   GPtrArray    *bounds;  /* enclosing boundaries, nearest first (shared) */
   gboolean      sealed;  /* inside a signed or encrypted entity */
+  char         *parent_type;  /* (nullable) the enclosing multipart's type, lowercase;
+                                 NULL for the body of a message (EbLeaf parent_type) */
+  gboolean      in_related;   /* somewhere under a multipart/related */
   /* the fallback shape (see is_fallback_alternative): set on the reference */
   GMimeObject  *alt;         /* the multipart/alternative it is the last part of */
   GMimeMessage *alt_msg;     /* set when that alternative is the body of this message */
@@ -591,6 +594,9 @@ locate (EbRef *ref, const Item *it, const char *buf, gsize len, GArray *cuts)
   ref->content_start = content;
   ref->end = end;
   ref->located = TRUE;
+  /* kept: eb_extref_read (and externalize) read this very block */
+  eb_header_block_free (ref->outer);
+  ref->outer = g_steal_pointer (&blk);
 }
 
 /* A byte array around bytes it does not own. */
@@ -642,9 +648,22 @@ parse (Parsed *p, const char *buf, gsize len)
   p->message = g_mime_parser_construct_message (p->parser, NULL);
 }
 
+static char *
+type_of (GMimeObject *obj)
+{
+  GMimeContentType *ct = g_mime_object_get_content_type (obj);
+  const char *t = ct ? g_mime_content_type_get_media_type (ct) : NULL;
+  const char *s = ct ? g_mime_content_type_get_media_subtype (ct) : NULL;
+  g_autofree char *both = g_strdup_printf ("%s/%s", t && *t ? t : "text", s && *s ? s : "plain");
+  return g_ascii_strdown (both, -1);
+}
+
 /* The parts @it holds, pushed on @stack to be walked in order: a
  * multipart's (with a valid boundary, which @all_bounds keeps) or a
- * message's body. FALSE when @it holds no parts of its own (a leaf). */
+ * message's body. FALSE when @it holds no parts of its own (a leaf).
+ * A multipart's parts get its type as their parent_type and are in_related
+ * under a multipart/related; a message's body has no parent_type and is
+ * in_related where the message/rfc822 part is. */
 static gboolean
 push_children (GArray *stack, GPtrArray *all_bounds, const Item *item)
 {
@@ -664,11 +683,13 @@ push_children (GArray *stack, GPtrArray *all_bounds, const Item *item)
     for (guint i = 0; i < it.bounds->len; i++)
       g_ptr_array_add (bounds, g_strdup (g_ptr_array_index (it.bounds, i)));
     g_ptr_array_add (all_bounds, bounds);
+    g_autofree char *mtype = type_of (it.obj);
+    gboolean related = it.in_related || strcmp (mtype, "multipart/related") == 0;
     int n = g_mime_multipart_get_count (mp);
     for (int i = n - 1; i >= 0; i--) {   /* pushed in reverse: walked in order */
       GMimeObject *c = g_mime_multipart_get_part (mp, i);
       Item child = { c, NULL, child_path (it.path, i), it.depth + 1, bounds,
-                     it.sealed || is_sealed (c) };
+                     it.sealed || is_sealed (c), g_strdup (mtype), related };
       if (i == 1 && is_fallback_alternative (it.obj)) {
         child.alt = it.obj;
         child.alt_msg = it.msg;
@@ -683,12 +704,20 @@ push_children (GArray *stack, GPtrArray *all_bounds, const Item *item)
     GMimeObject *ib = inner ? g_mime_message_get_mime_part (inner) : NULL;
     if (ib) {
       char *p = GMIME_IS_MULTIPART (ib) ? g_strdup (it.path) : child_path (it.path, 0);
-      Item child = { ib, inner, p, it.depth + 1, it.bounds, it.sealed || is_sealed (ib) };
+      Item child = { ib, inner, p, it.depth + 1, it.bounds, it.sealed || is_sealed (ib), NULL,
+                     it.in_related };
       g_array_append_val (stack, child);
     }
     return TRUE;
   }
   return FALSE;
+}
+
+static void
+item_clear (Item *it)
+{
+  g_clear_pointer (&it->path, g_free);
+  g_clear_pointer (&it->parent_type, g_free);
 }
 
 /* The reference an external-body part @it makes, the @n_refs'th of its
@@ -720,21 +749,58 @@ ref_of_item (const Item *it, guint n_refs, const char *buf, gsize len, GArray *c
   return ref;
 }
 
-EbMessageScan *
-eb_message_scan (const char *buf, gsize len, const EbConfig *config)
+/* The leaf a part @it is (externalize's walk): where it is, whether it is
+ * past max_nesting_depth (externalize leaves a signed part itself, by its
+ * sealed, so only TOO_DEEP is marked here) and what GMime read of its header.
+ * Takes @it's parent_type. */
+static EbLeaf *
+leaf_of_item (Item *it, const char *buf, gsize len, GArray *cuts, const EbConfig *config)
 {
-  EbMessageScan *scan = g_new0 (EbMessageScan, 1);
-  scan->refs = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_extref_free);
-  scan->reason = EB_REASON_RESOLVED;
-  scan->eol = eb_header_eol_at (buf, len, 0);
+  EbLeaf *leaf = g_new0 (EbLeaf, 1);
+  EbRef *ref = leaf->ref = eb_extref_new ();
+  ref->path = g_strdup (it->path);
+  ref->depth = it->depth;
+  ref->is_root = it->msg != NULL;
+  for (guint i = 0; i < it->bounds->len; i++)
+    g_ptr_array_add (ref->boundaries, g_strdup (g_ptr_array_index (it->bounds, i)));
+  ref->walk_reason = it->depth > config->max_nesting_depth ? EB_REASON_TOO_DEEP : EB_REASON_RESOLVED;
+  locate (ref, it, buf, len, cuts);
+  leaf->type = type_of (it->obj);
+  leaf->parent_type = g_steal_pointer (&it->parent_type);
+  leaf->sealed = it->sealed;
+  leaf->in_related = it->in_related;
+  GMimeContentDisposition *cd = g_mime_object_get_content_disposition (it->obj);
+  leaf->attachment = cd && g_mime_content_disposition_is_attachment (cd);
+  leaf->filename = g_strdup (g_mime_part_get_filename (GMIME_PART (it->obj)));
+  const char *cte = g_mime_object_get_header (it->obj, "Content-Transfer-Encoding");
+  leaf->cte = cte ? g_strstrip (g_strdup (cte)) : NULL;
+  return leaf;
+}
 
+/* What a walk collects, and what it found on the way. */
+typedef struct {
+  GPtrArray *refs;     /* (nullable) the external-body parts go here (EbRef) */
+  GPtrArray *leaves;   /* (nullable) every other leaf part goes here (EbLeaf) */
+  guint      n_parts;  /* entities walked */
+  EbReason   reason;   /* RESOLVED, UNPARSEABLE or TOO_MANY_PARTS */
+} Walk;
+
+/* The one walk of eb_message_scan() and eb_message_scan_leaves(): parse
+ * @buf, then walk GMime's tree in document order, iteratively (a stack of
+ * Items, no recursion), every entity counted against max_parts; past it the
+ * walk stops with reason TOO_MANY_PARTS. A part that holds no parts of its
+ * own is collected as a reference or as a leaf, as @w asks. */
+static void
+walk (Walk *w, const char *buf, gsize len, const EbConfig *config)
+{
+  w->reason = EB_REASON_RESOLVED;
   g_auto (Parsed) parsed = { 0 };
   parse (&parsed, buf, len);
   GArray *cuts = parsed.cuts;
   GMimeMessage *message = parsed.message;
   if (!message || !g_mime_message_get_mime_part (message)) {
-    scan->reason = EB_REASON_UNPARSEABLE;
-    return scan;
+    w->reason = EB_REASON_UNPARSEABLE;
+    return;
   }
 
   GPtrArray *all_bounds = g_ptr_array_new_with_free_func ((GDestroyNotify) g_ptr_array_unref);
@@ -743,34 +809,52 @@ eb_message_scan (const char *buf, gsize len, const EbConfig *config)
   g_ptr_array_add (all_bounds, top_bounds);
   GMimeObject *body = g_mime_message_get_mime_part (message);
   Item root = { body, message, g_strdup (GMIME_IS_MULTIPART (body) ? "" : "1"), 0, top_bounds,
-                is_sealed (body) };
+                is_sealed (body), NULL, FALSE };
   g_array_append_val (stack, root);
 
   while (stack->len > 0) {
     Item it = g_array_index (stack, Item, stack->len - 1);
     g_array_set_size (stack, stack->len - 1);
 
-    if (++scan->n_parts > config->max_parts) {
-      scan->reason = EB_REASON_TOO_MANY_PARTS;
-      g_free (it.path);
+    if (++w->n_parts > config->max_parts) {
+      w->reason = EB_REASON_TOO_MANY_PARTS;
+      item_clear (&it);
       while (stack->len > 0) {
-        g_free (g_array_index (stack, Item, stack->len - 1).path);
+        item_clear (&g_array_index (stack, Item, stack->len - 1));
         g_array_set_size (stack, stack->len - 1);
       }
       break;
     }
 
-    if (!push_children (stack, all_bounds, &it) && GMIME_IS_PART (it.obj) && is_external_body (it.obj))
-      g_ptr_array_add (scan->refs, ref_of_item (&it, scan->refs->len, buf, len, cuts, config));
-    g_free (it.path);
+    if (!push_children (stack, all_bounds, &it) && GMIME_IS_PART (it.obj)) {
+      if (is_external_body (it.obj)) {
+        if (w->refs)
+          g_ptr_array_add (w->refs, ref_of_item (&it, w->refs->len, buf, len, cuts, config));
+      } else if (w->leaves) {
+        g_ptr_array_add (w->leaves, leaf_of_item (&it, buf, len, cuts, config));
+      }
+    }
+    item_clear (&it);
   }
-
-  if (scan->reason != EB_REASON_RESOLVED)
-    for (guint i = 0; i < scan->refs->len; i++)
-      ((EbRef *) g_ptr_array_index (scan->refs, i))->walk_reason = scan->reason;
 
   g_array_unref (stack);
   g_ptr_array_unref (all_bounds);
+}
+
+EbMessageScan *
+eb_message_scan (const char *buf, gsize len, const EbConfig *config)
+{
+  EbMessageScan *scan = g_new0 (EbMessageScan, 1);
+  scan->refs = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_extref_free);
+  scan->eol = eb_header_eol_at (buf, len, 0);
+  Walk w = { scan->refs, NULL, 0, EB_REASON_RESOLVED };
+  walk (&w, buf, len, config);
+  scan->n_parts = w.n_parts;
+  scan->reason = w.reason;
+  /* a message left whole leaves every reference in it, for that reason */
+  if (scan->reason != EB_REASON_RESOLVED)
+    for (guint i = 0; i < scan->refs->len; i++)
+      ((EbRef *) g_ptr_array_index (scan->refs, i))->walk_reason = scan->reason;
   return scan;
 }
 
@@ -798,119 +882,15 @@ eb_message_leaf_scan_free (EbLeafScan *scan)
   g_free (scan);
 }
 
-static char *
-type_of (GMimeObject *obj)
-{
-  GMimeContentType *ct = g_mime_object_get_content_type (obj);
-  const char *t = ct ? g_mime_content_type_get_media_type (ct) : NULL;
-  const char *s = ct ? g_mime_content_type_get_media_subtype (ct) : NULL;
-  g_autofree char *both = g_strdup_printf ("%s/%s", t && *t ? t : "text", s && *s ? s : "plain");
-  return g_ascii_strdown (both, -1);
-}
-
-typedef struct {
-  Item     it;
-  char    *parent_type;   /* (nullable) */
-  gboolean in_related;
-} LeafItem;
-
 EbLeafScan *
 eb_message_scan_leaves (const char *buf, gsize len, const EbConfig *config)
 {
   EbLeafScan *scan = g_new0 (EbLeafScan, 1);
   scan->leaves = g_ptr_array_new_with_free_func ((GDestroyNotify) leaf_free);
-  scan->reason = EB_REASON_RESOLVED;
   scan->eol = eb_header_eol_at (buf, len, 0);
-
-  g_auto (Parsed) parsed = { 0 };
-  parse (&parsed, buf, len);
-  GArray *cuts = parsed.cuts;
-  GMimeMessage *message = parsed.message;
-  if (!message || !g_mime_message_get_mime_part (message)) {
-    scan->reason = EB_REASON_UNPARSEABLE;
-    return scan;
-  }
-
-  GPtrArray *all_bounds = g_ptr_array_new_with_free_func ((GDestroyNotify) g_ptr_array_unref);
-  GArray *stack = g_array_new (FALSE, FALSE, sizeof (LeafItem));
-  GPtrArray *top_bounds = g_ptr_array_new_with_free_func (g_free);
-  g_ptr_array_add (all_bounds, top_bounds);
-  GMimeObject *body = g_mime_message_get_mime_part (message);
-  LeafItem root = { { body, message, g_strdup (GMIME_IS_MULTIPART (body) ? "" : "1"), 0, top_bounds,
-                      is_sealed (body) }, NULL, FALSE };
-  g_array_append_val (stack, root);
-
-  while (stack->len > 0) {
-    LeafItem li = g_array_index (stack, LeafItem, stack->len - 1);
-    Item it = li.it;
-    g_array_set_size (stack, stack->len - 1);
-
-    if (++scan->n_parts > config->max_parts) {
-      scan->reason = EB_REASON_TOO_MANY_PARTS;
-      g_free (it.path);
-      g_free (li.parent_type);
-      while (stack->len > 0) {
-        LeafItem *rest = &g_array_index (stack, LeafItem, stack->len - 1);
-        g_free (rest->it.path);
-        g_free (rest->parent_type);
-        g_array_set_size (stack, stack->len - 1);
-      }
-      break;
-    }
-
-    const char *b = GMIME_IS_MULTIPART (it.obj)
-                    ? g_mime_object_get_content_type_parameter (it.obj, "boundary") : NULL;
-    if (GMIME_IS_MULTIPART (it.obj) && boundary_valid (b)) {
-      GMimeMultipart *mp = GMIME_MULTIPART (it.obj);
-      GPtrArray *bounds = g_ptr_array_new_with_free_func (g_free);
-      g_ptr_array_add (bounds, g_strdup (b));
-      for (guint i = 0; i < it.bounds->len; i++)
-        g_ptr_array_add (bounds, g_strdup (g_ptr_array_index (it.bounds, i)));
-      g_ptr_array_add (all_bounds, bounds);
-      g_autofree char *mtype = type_of (it.obj);
-      gboolean related = li.in_related || strcmp (mtype, "multipart/related") == 0;
-      int n = g_mime_multipart_get_count (mp);
-      for (int i = n - 1; i >= 0; i--) {
-        GMimeObject *c = g_mime_multipart_get_part (mp, i);
-        LeafItem child = { { c, NULL, child_path (it.path, i), it.depth + 1, bounds,
-                             it.sealed || is_sealed (c) }, g_strdup (mtype), related };
-        g_array_append_val (stack, child);
-      }
-    } else if (GMIME_IS_MESSAGE_PART (it.obj)) {
-      GMimeMessage *inner = g_mime_message_part_get_message (GMIME_MESSAGE_PART (it.obj));
-      GMimeObject *ib = inner ? g_mime_message_get_mime_part (inner) : NULL;
-      if (ib) {
-        char *p = GMIME_IS_MULTIPART (ib) ? g_strdup (it.path) : child_path (it.path, 0);
-        LeafItem child = { { ib, inner, p, it.depth + 1, it.bounds, it.sealed || is_sealed (ib) },
-                           NULL, li.in_related };
-        g_array_append_val (stack, child);
-      }
-    } else if (GMIME_IS_PART (it.obj) && !is_external_body (it.obj)) {
-      EbLeaf *leaf = g_new0 (EbLeaf, 1);
-      EbRef *ref = leaf->ref = eb_extref_new ();
-      ref->path = g_strdup (it.path);
-      ref->depth = it.depth;
-      ref->is_root = it.msg != NULL;
-      for (guint i = 0; i < it.bounds->len; i++)
-        g_ptr_array_add (ref->boundaries, g_strdup (g_ptr_array_index (it.bounds, i)));
-      ref->walk_reason = it.depth > config->max_nesting_depth ? EB_REASON_TOO_DEEP : EB_REASON_RESOLVED;
-      locate (ref, &it, buf, len, cuts);
-      leaf->type = type_of (it.obj);
-      leaf->parent_type = g_steal_pointer (&li.parent_type);
-      leaf->sealed = it.sealed;
-      leaf->in_related = li.in_related;
-      GMimeContentDisposition *cd = g_mime_object_get_content_disposition (it.obj);
-      leaf->attachment = cd && g_mime_content_disposition_is_attachment (cd);
-      leaf->filename = g_strdup (g_mime_part_get_filename (GMIME_PART (it.obj)));
-      const char *cte = g_mime_object_get_header (it.obj, "Content-Transfer-Encoding");
-      leaf->cte = cte ? g_strstrip (g_strdup (cte)) : NULL;
-      g_ptr_array_add (scan->leaves, leaf);
-    }
-    g_free (li.parent_type);
-    g_free (it.path);
-  }
-
-  g_array_unref (stack);
-  g_ptr_array_unref (all_bounds);
+  Walk w = { NULL, scan->leaves, 0, EB_REASON_RESOLVED };
+  walk (&w, buf, len, config);
+  scan->n_parts = w.n_parts;
+  scan->reason = w.reason;
   return scan;
 }

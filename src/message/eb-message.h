@@ -53,7 +53,8 @@ gboolean eb_message_may_hold_external_body (const char *buf, gsize len);
  * message/external-body parts are not reported. */
 typedef struct {
   EbRef    *ref;          /* path, depth, is_root, boundaries, walk_reason and,
-                             when located, block_start, content_start, end */
+                             when located, block_start, content_start, end and
+                             outer (the header block located with) */
   char     *type;         /* media type as GMime reads it, lowercase "type/subtype" */
   char     *parent_type;  /* (nullable) the enclosing multipart's type, lowercase;
                              NULL for the body of a message */

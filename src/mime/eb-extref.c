@@ -95,14 +95,27 @@ param_or_null (EbParams *params, const char *name)
   return v ? g_strdup (v) : NULL;
 }
 
+const EbHeaderBlock *
+eb_extref_outer (EbRef *ref, const char *buf)
+{
+  /* A block scanned from block_start whose body is content_start is the one
+   * a scan up to content_start gives: the header's fields end there. */
+  if (!ref->outer || ref->outer->start != ref->block_start || ref->outer->body != ref->content_start) {
+    eb_header_block_free (ref->outer);
+    ref->outer = eb_header_block_scan (buf, ref->block_start, ref->content_start);
+  }
+  return ref->outer;
+}
+
 void
 eb_extref_read (EbRef *ref, const char *buf, gsize len)
 {
   g_return_if_fail (ref->block_start <= ref->content_start && ref->content_start <= ref->end
                     && ref->end <= len);
 
-  /* read afresh: what an earlier reading found goes */
-  eb_header_block_free (ref->outer);
+  /* read afresh: what an earlier reading found goes, but the outer header
+   * block of these very offsets (eb-message's walk scanned it to check
+   * them): a header may be as large as the message */
   eb_header_block_free (ref->inner);
   char **strings[] = { &ref->read_detail, &ref->access_type, &ref->url, &ref->name, &ref->site,
                        &ref->directory, &ref->mode, &ref->server, &ref->subject, &ref->expiration,
@@ -110,7 +123,7 @@ eb_extref_read (EbRef *ref, const char *buf, gsize len)
   for (guint i = 0; i < G_N_ELEMENTS (strings); i++)
     g_clear_pointer (strings[i], g_free);
   ref->inner_type_bad = FALSE;
-  ref->outer = eb_header_block_scan (buf, ref->block_start, ref->content_start);
+  eb_extref_outer (ref, buf);
   ref->inner = eb_header_block_scan (buf, ref->content_start, ref->end);
   ref->read_reason = EB_REASON_RESOLVED;
 
@@ -126,12 +139,13 @@ eb_extref_read (EbRef *ref, const char *buf, gsize len)
   const char *raw = buf + ct->value;
   gsize raw_len = ct->value_end - ct->value;
   {
-    /* The parameter list holds a copy of every value, the URL included (which
-     * may be as large as the message): take the small ones, then let it go
-     * before the URL is reassembled. */
+    /* One parse of the value for the small parameters and the URL. The
+     * parameter list holds a copy of every value it keeps, the URL included
+     * (which may be as large as the message): it goes as soon as the URL is
+     * reassembled from it. */
     static const char *const only[] = { "access-type", "name", "site", "directory", "mode",
                                         "server", "subject", "expiration", "size",
-                                        "permission", NULL };
+                                        "permission", "url", NULL };
     g_autoptr (EbParams) params = eb_params_parse_only (raw, raw_len, only);
     const char *media = eb_params_get_media_type (params);
     if (!media || strcmp (media, "message/external-body") != 0) {
@@ -159,16 +173,16 @@ eb_extref_read (EbRef *ref, const char *buf, gsize len)
     ref->expiration = param_or_null (params, "expiration");
     ref->size = param_or_null (params, "size");
     ref->permission = param_or_null (params, "permission");
-  }
 
-  if (ref->access_type && strcmp (ref->access_type, "url") == 0) {
-    g_autoptr (GError) uerr = NULL;
-    ref->url = eb_urlparam_reassemble (raw, raw_len, &uerr);
-    if (!ref->url) {
-      if (g_error_matches (uerr, EB_ERROR, EB_ERROR_MISSING))
-        set_reason (ref, EB_REASON_URL_MISSING, uerr->message);
-      else
-        set_reason (ref, EB_REASON_URL_INVALID, uerr->message);
+    if (ref->access_type && strcmp (ref->access_type, "url") == 0) {
+      g_autoptr (GError) uerr = NULL;
+      ref->url = eb_urlparam_reassemble_params (params, &uerr);
+      if (!ref->url) {
+        if (g_error_matches (uerr, EB_ERROR, EB_ERROR_MISSING))
+          set_reason (ref, EB_REASON_URL_MISSING, uerr->message);
+        else
+          set_reason (ref, EB_REASON_URL_INVALID, uerr->message);
+      }
     }
   }
 

@@ -28,7 +28,8 @@ typedef struct {
   EbReason   walk_reason;   /* a walk limit that applies to it, or RESOLVED */
 
   /* What it says (filled in by eb_extref_read). */
-  EbHeaderBlock *outer;     /* the header block at block_start */
+  EbHeaderBlock *outer;     /* the header block at block_start (eb-message keeps
+                               the one it checked the location with) */
   EbHeaderBlock *inner;     /* the phantom header at content_start */
   EbReason   read_reason;   /* RESOLVED when it could be read */
   char      *read_detail;   /* (nullable) why not, one line */
@@ -64,8 +65,17 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbRef, eb_extref_free)
 
 /* Read @ref's header, parameters and phantom header from @buf (@len bytes),
  * using block_start, content_start and end. Never fails: problems are recorded
- * in read_reason and read_detail. */
+ * in read_reason and read_detail. Everything is read afresh but the outer
+ * header block, which is kept when it is the one at those offsets (see
+ * eb_extref_outer). */
 void eb_extref_read (EbRef *ref, const char *buf, gsize len);
+
+/* @ref's outer header block, from block_start up to content_start: ref->outer
+ * when it starts at block_start and its body at content_start (scanned there
+ * already, by eb-message when it located @ref), else scanned from @buf into
+ * ref->outer.
+ * Returns: (transfer none): ref->outer, never NULL. */
+const EbHeaderBlock *eb_extref_outer (EbRef *ref, const char *buf);
 
 /* The bytes a resolved @ref replaces: [start, end). The reference itself, or
  * the whole multipart/alternative of the fallback shape. */

@@ -81,14 +81,18 @@ char *
 eb_urlparam_reassemble (const char *raw, gsize len, GError **error)
 {
   g_return_val_if_fail (raw != NULL || len == 0, NULL);
-  GBytes *octets;
-  {
-    static const char *const only[] = { "url", NULL };
-    g_autoptr (EbParams) params = eb_params_parse_only (raw, len, only);
-    octets = eb_params_get_octets (params, "url", TRUE, error);
-    if (!octets)
-      return NULL;
-  }
+  static const char *const only[] = { "url", NULL };
+  g_autoptr (EbParams) params = eb_params_parse_only (raw, len, only);
+  return eb_urlparam_reassemble_params (params, error);
+}
+
+char *
+eb_urlparam_reassemble_params (const EbParams *params, GError **error)
+{
+  g_return_val_if_fail (params != NULL, NULL);
+  GBytes *octets = eb_params_get_octets (params, "url", TRUE, error);
+  if (!octets)
+    return NULL;
   gsize n = 0;
   guint8 *d = g_bytes_unref_to_data (octets, &n);
   if (has_encoded_word (d, n)) {

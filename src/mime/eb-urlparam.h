@@ -6,6 +6,7 @@
  */
 #pragma once
 #include <glib.h>
+#include "eb-params.h"
 
 G_BEGIN_DECLS
 
@@ -30,6 +31,10 @@ G_BEGIN_DECLS
  *                         (for instance a bare URL), bad %XX, unterminated quote.
  * The message is one short line that says which. */
 char *eb_urlparam_reassemble (const char *raw, gsize len, GError **error);
+
+/* The same from @params, a Content-Type value already parsed (eb_params_parse,
+ * or eb_params_parse_only with "url" among its names): same result, same errors. */
+char *eb_urlparam_reassemble_params (const EbParams *params, GError **error);
 
 /* Split @url into words of at most @max_word characters (RFC 2017 uses 40).
  * Returns: (transfer full) (element-type utf8): the words, in order. */

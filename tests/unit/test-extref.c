@@ -270,6 +270,44 @@ test_offsets (void)
   }
 }
 
+/* The outer header block: one already scanned at the ref's offsets is kept
+ * (eb-message scans it to locate the ref), one from other offsets is scanned
+ * again; either way the reading is the same. */
+static void
+test_outer_kept (void)
+{
+  const char *buf =
+    "X-Before: 1\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:,x\"\n"
+    "\n"
+    "Content-Type: text/plain\n"
+    "\n";
+  gsize ct = (gsize) (strstr (buf, "Content-Type") - buf);
+  g_autoptr (EbRef) ref = eb_extref_new ();
+  ref->block_start = ct;
+  ref->content_start = (gsize) (strstr (buf, "\n\n") - buf) + 2;
+  ref->end = strlen (buf);
+  ref->located = TRUE;
+
+  /* stale: the block of other offsets (the whole header) */
+  ref->outer = eb_header_block_scan (buf, 0, ref->content_start);
+  eb_extref_read (ref, buf, strlen (buf));
+  g_assert_cmpuint (ref->outer->start, ==, ct);
+  g_assert_cmpuint (ref->outer->body, ==, ref->content_start);
+  g_assert_cmpuint (ref->outer->fields->len, ==, 1);
+  g_assert_cmpstr (ref->url, ==, "data:,x");
+
+  /* current: kept as it is, the rest read afresh */
+  const EbHeaderBlock *outer = ref->outer;
+  g_clear_pointer (&ref->url, g_free);
+  eb_extref_read (ref, buf, strlen (buf));
+  g_assert_true (ref->outer == outer);
+  g_assert_true (eb_extref_outer (ref, buf) == outer);
+  g_assert_cmpstr (ref->url, ==, "data:,x");
+  g_assert_cmpstr (ref->inner_type, ==, "text/plain");
+  g_assert_cmpint (ref->read_reason, ==, EB_REASON_RESOLVED);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -281,5 +319,6 @@ main (int argc, char **argv)
   g_test_add_func ("/extref/outer-cte", test_outer_cte);
   g_test_add_func ("/extref/inner", test_inner);
   g_test_add_func ("/extref/offsets", test_offsets);
+  g_test_add_func ("/extref/outer-kept", test_outer_kept);
   return g_test_run ();
 }

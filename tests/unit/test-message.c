@@ -55,6 +55,12 @@ assert_located (GByteArray *m, const EbRef *ref, const char *outer, const char *
   /* the blank line that ends the header is just before content_start */
   g_assert_cmpuint (ref->content_start, >=, 1);
   g_assert_cmpint (m->data[ref->content_start - 1], ==, '\n');
+  /* the header block the walk checked the offsets with is the one read:
+   * exactly [block_start, content_start) */
+  g_assert_nonnull (ref->outer);
+  g_assert_cmpuint (ref->outer->start, ==, ref->block_start);
+  g_assert_cmpuint (ref->outer->body, ==, ref->content_start);
+  g_assert_cmpuint (ref->outer->fields->len, >, 0);
   if (ref->end == m->len)
     return;
   g_assert_cmpuint (ref->boundaries->len, >, 0);

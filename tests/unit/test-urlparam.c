@@ -6,10 +6,28 @@
 #include "eb-error.h"
 #include "eb-urlparam.h"
 
+/* eb_urlparam_reassemble, checked against eb_urlparam_reassemble_params on
+ * every parameter of the value (as eb_extref_read asks it, with the other
+ * parameters parsed too): the same URL, or the same error. */
 static char *
 reassemble (const char *raw, GError **error)
 {
-  return eb_urlparam_reassemble (raw, strlen (raw), error);
+  g_autoptr (GError) perr = NULL;
+  g_autoptr (EbParams) params = eb_params_parse (raw, strlen (raw));
+  g_autofree char *from_params = eb_urlparam_reassemble_params (params, &perr);
+  GError *err = NULL;
+  char *url = eb_urlparam_reassemble (raw, strlen (raw), &err);
+  g_assert_cmpstr (url, ==, from_params);
+  if (err) {
+    g_assert_nonnull (perr);
+    g_assert_cmpint (err->code, ==, perr->code);
+    g_assert_cmpstr (err->message, ==, perr->message);
+  } else {
+    g_assert_null (perr);
+  }
+  if (err)
+    g_propagate_error (error, err);
+  return url;
 }
 
 typedef struct {
