@@ -138,11 +138,13 @@ eb_extref_read (EbRef *ref, const char *buf, gsize len)
 
   const char *raw = buf + ct->value;
   gsize raw_len = ct->value_end - ct->value;
+  GBytes *url_octets = NULL;          /* taken by eb_urlparam_reassemble_octets */
+  g_autoptr (GError) uerr = NULL;
   {
     /* One parse of the value for the small parameters and the URL. The
      * parameter list holds a copy of every value it keeps, the URL included
-     * (which may be as large as the message): it goes as soon as the URL is
-     * reassembled from it. */
+     * (which may be as large as the message): it goes as soon as the URL's
+     * octets are out of it, before they are reassembled. */
     static const char *const only[] = { "access-type", "name", "site", "directory", "mode",
                                         "server", "subject", "expiration", "size",
                                         "permission", "url", NULL };
@@ -174,15 +176,17 @@ eb_extref_read (EbRef *ref, const char *buf, gsize len)
     ref->size = param_or_null (params, "size");
     ref->permission = param_or_null (params, "permission");
 
-    if (ref->access_type && strcmp (ref->access_type, "url") == 0) {
-      g_autoptr (GError) uerr = NULL;
-      ref->url = eb_urlparam_reassemble_params (params, &uerr);
-      if (!ref->url) {
-        if (g_error_matches (uerr, EB_ERROR, EB_ERROR_MISSING))
-          set_reason (ref, EB_REASON_URL_MISSING, uerr->message);
-        else
-          set_reason (ref, EB_REASON_URL_INVALID, uerr->message);
-      }
+    if (ref->access_type && strcmp (ref->access_type, "url") == 0)
+      url_octets = eb_params_get_octets (params, "url", TRUE, &uerr);
+  }
+  if (ref->access_type && strcmp (ref->access_type, "url") == 0) {
+    if (url_octets)
+      ref->url = eb_urlparam_reassemble_octets (url_octets, &uerr);
+    if (!ref->url) {
+      if (g_error_matches (uerr, EB_ERROR, EB_ERROR_MISSING))
+        set_reason (ref, EB_REASON_URL_MISSING, uerr->message);
+      else
+        set_reason (ref, EB_REASON_URL_INVALID, uerr->message);
     }
   }
 

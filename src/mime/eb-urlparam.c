@@ -91,8 +91,13 @@ eb_urlparam_reassemble_params (const EbParams *params, GError **error)
 {
   g_return_val_if_fail (params != NULL, NULL);
   GBytes *octets = eb_params_get_octets (params, "url", TRUE, error);
-  if (!octets)
-    return NULL;
+  return octets ? eb_urlparam_reassemble_octets (octets, error) : NULL;
+}
+
+char *
+eb_urlparam_reassemble_octets (GBytes *octets, GError **error)
+{
+  g_return_val_if_fail (octets != NULL, NULL);
   gsize n = 0;
   guint8 *d = g_bytes_unref_to_data (octets, &n);
   if (has_encoded_word (d, n)) {

@@ -36,6 +36,12 @@ char *eb_urlparam_reassemble (const char *raw, gsize len, GError **error);
  * or eb_params_parse_only with "url" among its names): same result, same errors. */
 char *eb_urlparam_reassemble_params (const EbParams *params, GError **error);
 
+/* The same from the URL parameter's octets as eb_params_get_octets (params,
+ * "url", TRUE, ...) gives them (@octets: transfer full), so that a caller can
+ * let the parsed list go first: a URL as large as the message is then held
+ * twice at most, not three times. */
+char *eb_urlparam_reassemble_octets (GBytes *octets, GError **error);
+
 /* Split @url into words of at most @max_word characters (RFC 2017 uses 40).
  * Returns: (transfer full) (element-type utf8): the words, in order. */
 GPtrArray *eb_urlparam_split (const char *url, guint max_word);

@@ -39,6 +39,11 @@ The modes, each run by both builds on the same file:
   inspect            extbody inspect -c CONF --json FILE
   externalize        extbody externalize -c STORECONF --report FILE
   externalize-key    extbody externalize -c KEYCONF --filter --fallback --report FILE
+  rewrite-mbox       extbody rewrite -c CONF --report --mbox COPY
+  externalize-mbox   extbody externalize -c STORECONF --report --mbox COPY
+(COPY: the message as a one-message mbox, a From_ line and a Content-Length
+field put before it when it does not start with "From "; the mbox's bytes
+after the run are compared too)
 and for each: standard output, standard error and the exit status, and for
 the externalize modes also the objects written to the store (names and
 bytes; a fresh directory store per message and build).
@@ -215,6 +220,11 @@ MODES = [
     ("inspect", "plain", ["inspect", "--json"]),
     ("externalize", "store", ["externalize", "--report"]),
     ("externalize-key", "key", ["externalize", "--filter", "--fallback", "--report"]),
+    # the message as a one-message mbox (a From_ line added when it has none,
+    # and a Content-Length field the rewrite must drop when it changes the
+    # message), rewritten in place: the file afterwards is compared
+    ("rewrite-mbox", "plain", ["rewrite", "--report", "--mbox"]),
+    ("externalize-mbox", "store", ["externalize", "--report", "--mbox"]),
 ]
 
 
@@ -254,7 +264,20 @@ class Runner:
         cmd = [self.exes[side], args[0], "-c", cpath]
         for o in opts:
             cmd += ["-o", o]
-        cmd += args[1:] + [path]
+        mbox = None
+        if args[-1] == "--mbox":
+            mbox = os.path.join(self.tmp, "run", f"{idx}-{name}-{side}.mbox")
+            os.makedirs(os.path.dirname(mbox), exist_ok=True)
+            with open(path, "rb") as fh:
+                data = fh.read()
+            with open(mbox, "wb") as fh:
+                if not data.startswith(b"From "):
+                    fh.write(b"From differential@example.invalid Thu Jan  1 00:00:00 1970\n"
+                             + b"Content-Length: %d\n" % len(data))
+                fh.write(data)
+            cmd += args[1:] + [mbox]
+        else:
+            cmd += args[1:] + [path]
         try:
             r = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, env=self.env, cwd=self.tmp, timeout=TIMEOUT)
@@ -262,6 +285,14 @@ class Runner:
         except subprocess.TimeoutExpired:
             out, err, rc = b"", b"", "timeout"
         objects = None
+        if mbox is not None:
+            out = out.replace(mbox.encode(), b"@MBOX@")
+            err = err.replace(mbox.encode(), b"@MBOX@")
+            with open(mbox, "rb") as fh:
+                out += b"\n--- the mbox afterwards ---\n" + fh.read()
+            for leftover in (mbox, mbox + ".lock"):
+                if os.path.exists(leftover):
+                    os.unlink(leftover)
         if store is not None:
             # the store directory is the one thing that differs per run
             out = out.replace(store.encode(), b"@STORE@")
