@@ -483,7 +483,7 @@ eb_externalize_plan (const char *buf0, gsize len0, const EbConfig *config, EbSto
     return plan_finish (r, flags);
   }
   r->parsed = TRUE;
-  g_autoptr (EbLeafScan) leaves = eb_message_scan_leaves (buf, len, config);
+  EbLeafScan *leaves = eb_message_get_leaves (r->message, config);
   r->scan = r->own_scan = g_new0 (EbMessageScan, 1);
   r->scan->refs = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_extref_free);
   r->scan->n_parts = leaves->n_parts;
@@ -503,6 +503,8 @@ eb_externalize_plan (const char *buf0, gsize len0, const EbConfig *config, EbSto
   }
   for (guint i = 0; i < leaves->leaves->len; i++)
     consider (&c, g_ptr_array_index (leaves->leaves, i), r);
+  /* the candidates' references are the plan's now; the rest goes */
+  g_clear_pointer (&r->message->leaves, eb_message_leaf_scan_free);
   g_hash_table_unref (c.urls);
   g_free (c.until);
 

@@ -46,6 +46,7 @@ eb_message_free (EbMessage *message)
     return;
   eb_header_block_free (message->top);
   eb_message_scan_free (message->scan);
+  eb_message_leaf_scan_free (message->leaves);
   g_free (message);
 }
 
@@ -72,6 +73,14 @@ eb_message_get_scan (EbMessage *message, const EbConfig *config)
   if (!message->scan)
     message->scan = eb_message_scan (message->buf, message->len, config);
   return message->scan;
+}
+
+EbLeafScan *
+eb_message_get_leaves (EbMessage *message, const EbConfig *config)
+{
+  if (!message->leaves)
+    message->leaves = eb_message_scan_leaves (message->buf, message->len, config);
+  return message->leaves;
 }
 
 

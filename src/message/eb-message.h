@@ -66,7 +66,7 @@ typedef struct {
   char     *cte;          /* (nullable) the Content-Transfer-Encoding, unfolded, as written */
 } EbLeaf;
 
-typedef struct {
+typedef struct _EbLeafScan {
   GPtrArray  *leaves;   /* (element-type EbLeaf) in document order */
   guint       n_parts;  /* entities walked */
   EbReason    reason;   /* RESOLVED, or why the whole message is left alone */
@@ -93,6 +93,7 @@ typedef struct {
   gsize          len;
   EbHeaderBlock *top;        /* (nullable) the message header, once read */
   EbMessageScan *scan;       /* (nullable) the references, once walked */
+  struct _EbLeafScan *leaves;  /* (nullable) the leaves, once walked */
 } EbMessage;
 
 /* The length of a leading mbox From_ line ("From sender date", as mail readers
@@ -116,5 +117,9 @@ char *eb_message_get_field_value (EbMessage *message, const char *name);
 /* The references of the message (eb_message_scan), walked at the first call
  * and kept: the message owns the scan. */
 EbMessageScan *eb_message_get_scan (EbMessage *message, const EbConfig *config);
+
+/* Every leaf of the message (eb_message_scan_leaves, externalize's walk),
+ * walked at the first call and kept: the message owns the scan. */
+struct _EbLeafScan *eb_message_get_leaves (EbMessage *message, const EbConfig *config);
 
 G_END_DECLS
