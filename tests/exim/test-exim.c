@@ -33,6 +33,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-maildir.h"
 
 #define FILTER_LIMIT 8   /* the wrapper's -t: above message_deadline (4), below transport_filter_timeout */
 
@@ -105,41 +106,29 @@ send_to (const char *rcpt, const char *msg)
   return test_sh (cmd, NULL);
 }
 
-/* How many messages in mail/@box/Maildir/new hold @needle; the last one's
- * text in @text (nullable). */
-static guint
-count_in (const char *box, const char *needle, char **text)
+/* The new/ directory of the Maildir mail/@box. */
+static char *
+box_new (const char *box)
 {
-  g_autofree char *new = g_build_filename (dir, "mail", box, "Maildir", "new", NULL);
-  g_autoptr (GDir) d = g_dir_open (new, 0, NULL);
-  const char *n;
-  guint count = 0;
-  while (d && (n = g_dir_read_name (d))) {
-    g_autofree char *p = g_build_filename (new, n, NULL);
-    char *t = NULL;
-    if (g_file_get_contents (p, &t, NULL, NULL) && strstr (t, needle)) {
-      count++;
-      if (text) {
-        g_free (*text);
-        *text = t;
-        continue;
-      }
-    }
-    g_free (t);
-  }
-  return count;
+  return g_build_filename (dir, "mail", box, "Maildir", "new", NULL);
+}
+
+/* How many messages in mail/@box/Maildir/new hold @needle. */
+static guint
+count_in (const char *box, const char *needle)
+{
+  g_autofree char *new = box_new (box);
+  return mta_maildir_copies (new, needle, NULL);
 }
 
 /* The message in @box holding @needle, waiting up to @seconds. */
 static char *
 delivered (const char *box, const char *needle, int seconds)
 {
-  for (int t = 0; t < seconds * 20; t++) {
-    char *text = NULL;
-    if (count_in (box, needle, &text) > 0)
-      return text;
-    g_usleep (50000);
-  }
+  g_autofree char *new = box_new (box);
+  char *text = mta_maildir_delivered (new, needle, seconds, NULL);
+  if (text)
+    return text;
   g_autofree char *log = read_text ("log/mainlog");
   g_autofree char *xlog = read_text ("log/extbody.log");
   g_test_message ("not delivered to %s: %s\nmainlog:\n%s\nextbody.log:\n%s", box, needle, log, xlog);
@@ -463,7 +452,7 @@ test_failure_tempfail (void)
   g_assert_nonnull (id);
   g_assert_cmpuint (mainlog_count (id, "== broken-defer@test.example R=broken_defer T=extbody_broken_defer defer (-24): "
                                        "transport filter process failed (75)"), >=, 2);
-  g_assert_cmpuint (count_in ("broken-defer", "<defer-1@test.example>", NULL), ==, 0);
+  g_assert_cmpuint (count_in ("broken-defer", "<defer-1@test.example>"), ==, 0);
   g_autofree char *bp = g_strdup_printf ("sh '%s' exim '%s' -bp", peer, dir);
   g_autofree char *queue = NULL;
   g_assert_cmpint (test_sh (bp, &queue), ==, 0);
@@ -479,7 +468,7 @@ test_failure_tempfail (void)
   g_assert_nonnull (strstr (got, "\n\nHello, Exim!\n"));
   g_autofree char *done = g_strdup_printf ("%s Completed", id);
   g_assert_true (wait_log ("log/mainlog", done, 30));
-  g_assert_cmpuint (count_in ("broken-defer", "<defer-1@test.example>", NULL), ==, 1);
+  g_assert_cmpuint (count_in ("broken-defer", "<defer-1@test.example>"), ==, 1);
 }
 
 /* extbody configured with a deadline past the wrapper's -t: the wrapper stops
@@ -523,7 +512,7 @@ test_failure_stopped (void)
   g_autofree char *note2 = g_strdup_printf ("queue_id=%s extbody rewrite failed with status 124 (stopped after %d s); "
                                             "deferring\n", id2, FILTER_LIMIT);
   g_assert_nonnull (strstr (xlog, note2));
-  g_assert_cmpuint (count_in ("broken-defer", "<stopped-2@test.example>", NULL), ==, 0);
+  g_assert_cmpuint (count_in ("broken-defer", "<stopped-2@test.example>"), ==, 0);
   g_autofree char *quick = g_strdup_printf ("[extbody]\nfetch = on\nallow_networks = 127.0.0.1/32\n"
                                             "fetch_timeout = 2\nmessage_deadline = 3\n");
   write_conf ("broken-defer", quick);
@@ -531,7 +520,7 @@ test_failure_stopped (void)
   g_assert_nonnull (got2);
   g_autofree char *want2 = test_crlf_to_lf (m2);
   g_assert_cmpstr (after_trace (got2), ==, want2);
-  g_assert_cmpuint (count_in ("broken-defer", "<stopped-2@test.example>", NULL), ==, 1);
+  g_assert_cmpuint (count_in ("broken-defer", "<stopped-2@test.example>"), ==, 1);
 }
 
 /* The lines filters/exim/README.md gives (exim4-extbody.conf) are a valid

@@ -4,8 +4,21 @@
 #include "mta-postfix.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include "test-server.h"
+
+void
+mta_postfix_require (void)
+{
+  g_autofree char *postfix = g_find_program_in_path ("postfix");
+  if (!postfix && g_file_test ("/usr/sbin/postfix", G_FILE_TEST_IS_EXECUTABLE))
+    postfix = g_strdup ("/usr/sbin/postfix");
+  if (geteuid () != 0)
+    test_skip_all ("needs root (Postfix refuses to run otherwise)");
+  if (!postfix)
+    test_skip_all ("Postfix is not installed (apt-get install postfix)");
+}
 
 char *
 mta_postfix_script (const char *name)
@@ -50,6 +63,23 @@ mta_postfix_send_file (const char *python, guint port, const char *path, char **
   return test_sh (cmd, out);
 }
 
+int
+mta_postfix_send (const char *python, const char *pfdir, guint port, const char *file, const char *msg)
+{
+  if (msg)
+    g_assert_true (g_file_set_contents (file, msg, -1, NULL));
+  if (!pfdir)
+    return mta_postfix_send_file (python, port, file, NULL);
+  g_autofree char *out = NULL;
+  int st = mta_postfix_send_file (python, port, file, &out);
+  g_test_message ("send.py to %u: %d %s", port, st, out ? out : "");
+  if (st != 0) {
+    g_autofree char *log = mta_postfix_log_tail (pfdir);
+    g_test_message ("Postfix's log:\n%s", log);
+  }
+  return st;
+}
+
 char *
 mta_postfix_log_tail (const char *pfdir)
 {
@@ -78,22 +108,12 @@ mta_postfix_wait_listening (const char *pfdir, guint port)
 }
 
 char *
-mta_postfix_delivered (const char *maildir_new, const char *needle, int seconds, char **path)
+mta_postfix_value_of (const char *out, const char *key)
 {
-  for (int t = 0; t < seconds * 20; t++) {
-    g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);
-    const char *n;
-    while (d && (n = g_dir_read_name (d))) {
-      g_autofree char *p = g_build_filename (maildir_new, n, NULL);
-      char *text = NULL;
-      if (g_file_get_contents (p, &text, NULL, NULL) && strstr (text, needle)) {
-        if (path)
-          *path = g_steal_pointer (&p);
-        return text;
-      }
-      g_free (text);
-    }
-    g_usleep (50000);
-  }
+  g_autofree char *k = g_strdup_printf ("%s=", key);
+  g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
+  for (guint i = 0; lines[i]; i++)
+    if (g_str_has_prefix (lines[i], k))
+      return g_strdup (lines[i] + strlen (k));
   return NULL;
 }

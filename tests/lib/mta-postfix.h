@@ -1,19 +1,22 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* mta-postfix.h - what the tests behind a private Postfix share: the scripts
  * of tests/postfix/, sending a message through an instance's SMTP listener,
- * its log, waiting for its master to listen again, and finding a delivered
- * message in its Maildir.
+ * its log, waiting for its master to listen again (what it delivered:
+ * mta-maildir.h).
  *
- * Every function takes the instance's directories (its pf-peer.sh directory
- * @pfdir, holding log/maillog and spool/pid/master.pid, and its Maildir's
- * new/ directory @maildir_new) so a test may run several instances. Paths and
- * texts returned are newly allocated (g_free); nothing here starts or stops
- * an instance but mta_postfix_up() and mta_postfix_down(), which run
- * tests/postfix/pf-peer.sh.
+ * Every function takes the instance's directory (its pf-peer.sh directory
+ * @pfdir, holding log/maillog and spool/pid/master.pid) so a test may run
+ * several instances. Paths and texts returned are newly allocated (g_free);
+ * nothing here starts or stops an instance but mta_postfix_up() and
+ * mta_postfix_down(), which run tests/postfix/pf-peer.sh.
  */
 #pragma once
 
 #include <glib.h>
+
+/* Skip the whole program (exit 77, test_skip_all) unless it runs as root and
+ * Postfix is installed. */
+void mta_postfix_require (void);
 
 /* The path of tests/postfix/@name (G_TEST_SRCDIR). */
 char *mta_postfix_script (const char *name);
@@ -37,6 +40,13 @@ int mta_postfix_set (const char *pfdir, const char *setting);
  * without, it is discarded. */
 int mta_postfix_send_file (const char *python, guint port, const char *path, char **out);
 
+/* Send a message to 127.0.0.1:@port through @python (mta_postfix_send_file):
+ * @msg, written to the file @file first, or with @msg NULL the file as it
+ * is. With @pfdir, send.py's output is shown (g_test_message) and, when it
+ * failed, the tail of @pfdir's log (mta_postfix_log_tail); without, the output
+ * is discarded. Returns: send.py's exit status (75: a temporary failure). */
+int mta_postfix_send (const char *python, const char *pfdir, guint port, const char *file, const char *msg);
+
 /* The last 12 lines of @pfdir's log/maillog, after waiting 0.5 s for postlogd,
  * which writes behind; never NULL. */
 char *mta_postfix_log_tail (const char *pfdir);
@@ -46,7 +56,7 @@ char *mta_postfix_log_tail (const char *pfdir);
  * the test (g_error, with what ss shows there) when it does not. */
 void mta_postfix_wait_listening (const char *pfdir, guint port);
 
-/* The first file of @maildir_new whose text holds @needle, polling every 50 ms
- * for up to @seconds: its text, and its path in @path when not NULL; NULL when
- * none appeared. */
-char *mta_postfix_delivered (const char *maildir_new, const char *needle, int seconds, char **path);
+/* The value of the line "@key=VALUE" in @out, the output of one of
+ * tests/postfix's scripts (dkim-check.py, mime-check.py); NULL when there is
+ * no such line. */
+char *mta_postfix_value_of (const char *out, const char *key);

@@ -32,10 +32,12 @@
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <pwd.h>
-#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-dkim.h"
+#include "mta-milter.h"
+#include "mta-maildir.h"
 #include "mta-postfix.h"
 
 static char *dir;          /* everything lives here */
@@ -61,17 +63,11 @@ signed_message (const char *name, const char *msg)
 }
 
 /* Send the file @path to Postfix's listener on @port; asserts it was
- * accepted (Postfix's log shown when not). */
+ * accepted (send.py's output shown, and Postfix's log when refused). */
 static void
 send_to (guint port, const char *path)
 {
-  g_autofree char *out = NULL;
-  int st = mta_postfix_send_file ("/usr/bin/python3", port, path, &out);
-  if (st != 0) {
-    g_autofree char *log = mta_postfix_log_tail (pfdir);
-    g_test_message ("send.py to %u: %d %s\nPostfix's log:\n%s", port, st, out ? out : "", log);
-  }
-  g_assert_cmpint (st, ==, 0);
+  g_assert_cmpint (mta_postfix_send ("/usr/bin/python3", pfdir, port, path, NULL), ==, 0);
 }
 
 /* The delivered file holding @needle (its text), waiting up to 30 s. */
@@ -79,7 +75,7 @@ static char *
 delivered (const char *needle)
 {
   g_autofree char *path = NULL;
-  char *text = mta_postfix_delivered (maildir_new, needle, 30, &path);
+  char *text = mta_maildir_delivered (maildir_new, needle, 30, &path);
   if (text) {
     g_autofree char *n = g_path_get_basename (path);
     g_test_message ("delivered %s:\n%s", n, text);
@@ -134,26 +130,8 @@ dkim_check (const char *text, const char *sent)
 {
   g_autofree char *file = g_build_filename (dir, "delivered.eml", NULL);
   g_assert_true (g_file_set_contents (file, text, -1, NULL));
-  g_autofree char *py = mta_postfix_script ("dkim-check.py");
-  g_autofree char *cmd = g_strdup_printf ("/usr/bin/python3 '%s' '%s' '%s/sel.txt' '%s'",
-                                          py, file, dkim_dir, sent);
-  char *out = NULL;
-  g_assert_cmpint (test_sh (cmd, &out), ==, 0);
-  g_assert_nonnull (out);
-  g_test_message ("dkim-check.py:\n%s", out);
-  return out;
-}
-
-/* The value of "KEY=" in dkim-check.py's output. */
-static char *
-value_of (const char *out, const char *key)
-{
-  g_autofree char *k = g_strdup_printf ("%s=", key);
-  g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
-  for (guint i = 0; lines[i]; i++)
-    if (g_str_has_prefix (lines[i], k))
-      return g_strdup (lines[i] + strlen (k));
-  return NULL;
+  g_autofree char *key_txt = g_build_filename (dkim_dir, "sel.txt", NULL);
+  return mta_dkim_check (file, key_txt, sent);
 }
 
 /* A message with a text part and a data: reference extbody resolves. */
@@ -197,9 +175,9 @@ test_verifier_first (void)
 
   g_autofree char *out = dkim_check (got, sent);
   g_assert_nonnull (strstr (out, "d=test.example s=sel c=relaxed/relaxed\n"));
-  g_autofree char *bh = value_of (out, "bh");
-  g_autofree char *delivered_hash = value_of (out, "body-hash");
-  g_autofree char *sent_hash = value_of (out, "body-hash-other");
+  g_autofree char *bh = mta_postfix_value_of (out, "bh");
+  g_autofree char *delivered_hash = mta_postfix_value_of (out, "body-hash");
+  g_autofree char *sent_hash = mta_postfix_value_of (out, "body-hash-other");
   g_assert_nonnull (bh);
   g_assert_cmpstr (bh, ==, sent_hash);
   g_assert_cmpstr (bh, !=, delivered_hash);
@@ -251,19 +229,6 @@ test_unchanged_either_order (void)
   }
 }
 
-/* Wait up to 5 s for the socket @path to appear; @log is shown when not. */
-static void
-wait_socket (const char *path, const char *what, const char *log)
-{
-  for (int i = 0; i < 250 && !g_file_test (path, G_FILE_TEST_EXISTS); i++)
-    g_usleep (20000);
-  if (!g_file_test (path, G_FILE_TEST_EXISTS)) {
-    g_autofree char *text = NULL;
-    g_file_get_contents (log, &text, NULL, NULL);
-    g_error ("%s did not start: %s", what, text ? text : "");
-  }
-}
-
 /* The TXT record of opendkim-genkey's SELECTOR.txt (its quoted strings
  * joined), for OpenDKIM's TestPublicKeys file. */
 static char *
@@ -280,51 +245,14 @@ txt_record (const char *zone_line)
   return g_string_free (r, FALSE);
 }
 
-/* Stop @proc (SIGTERM), wait, show @log; its exit status. */
-static int
-stop (GSubprocess *proc, guint watchdog, const char *log)
-{
-  g_subprocess_send_signal (proc, SIGTERM);
-  g_subprocess_wait (proc, NULL, NULL);
-  int status = g_subprocess_get_if_exited (proc) ? g_subprocess_get_exit_status (proc) : 128;
-  g_object_unref (proc);
-  test_watchdog_remove (watchdog);
-  g_autofree char *text = NULL;
-  g_file_get_contents (log, &text, NULL, NULL);
-  g_test_message ("%s:\n%s", log, text ? text : "");
-  return status;
-}
-
-static GSubprocess *
-spawn_logged (const char *log, guint *watchdog, const char *const *argv)
-{
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
-  g_subprocess_launcher_set_stderr_file_path (launcher, log);
-  GSubprocess *proc = g_subprocess_launcher_spawnv (launcher, argv, &error);
-  g_assert_no_error (error);
-  g_autofree char *kill = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (proc));
-  *watchdog = test_watchdog_add (kill);
-  return proc;
-}
-
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  g_autofree char *postfix = g_find_program_in_path ("postfix");
-  if (!postfix && g_file_test ("/usr/sbin/postfix", G_FILE_TEST_IS_EXECUTABLE))
-    postfix = g_strdup ("/usr/sbin/postfix");
-  if (geteuid () != 0)
-    test_skip_all ("needs root (Postfix refuses to run otherwise)");
-  if (!postfix)
-    test_skip_all ("Postfix is not installed (apt-get install postfix)");
-  if (!g_file_test ("/usr/sbin/opendkim", G_FILE_TEST_IS_EXECUTABLE)
-      || !g_file_test ("/usr/sbin/opendkim-genkey", G_FILE_TEST_IS_EXECUTABLE))
-    test_skip_all ("opendkim or opendkim-genkey is not installed (apt-get install opendkim opendkim-tools)");
-  if (!g_file_test ("/usr/bin/python3", G_FILE_TEST_IS_EXECUTABLE)
-      || test_sh ("/usr/bin/python3 -c 'import dkim'", NULL) != 0)
-    test_skip_all ("/usr/bin/python3 with python3-dkim is not installed (apt-get install python3-dkim)");
+  mta_postfix_require ();
+  const char *dkim_missing = mta_dkim_missing ();
+  if (dkim_missing)
+    test_skip_all (dkim_missing);
   if (!g_getenv ("EXTBODY_MILTER"))
     test_skip_all ("EXTBODY_MILTER is not set (run through ctest)");
   struct passwd *pw = getpwnam ("nobody");
@@ -348,10 +276,7 @@ main (int argc, char **argv)
 
   /* the sender's key; OpenDKIM gets the public half from a file instead of DNS */
   dkim_dir = g_build_filename (dir, "dkim", NULL);
-  g_assert_cmpint (g_mkdir (dkim_dir, 0700), ==, 0);
-  g_autofree char *genkey = g_strdup_printf ("opendkim-genkey -b 2048 -d test.example -s sel -D '%s'", dkim_dir);
-  g_assert_cmpint (test_sh (genkey, NULL), ==, 0);
-  g_autofree char *txt_path = g_build_filename (dkim_dir, "sel.txt", NULL);
+  g_autofree char *txt_path = mta_dkim_genkey (dkim_dir);
   g_autofree char *zone_line = NULL;
   g_assert_true (g_file_get_contents (txt_path, &zone_line, NULL, NULL));
   g_autofree char *record = txt_record (zone_line);
@@ -359,29 +284,17 @@ main (int argc, char **argv)
   g_autofree char *keys = g_build_filename (dkim_dir, "keys", NULL);
   g_autofree char *keys_text = g_strdup_printf ("sel._domainkey.test.example %s\n", record);
   g_assert_true (g_file_set_contents (keys, keys_text, -1, NULL));
-  g_autofree char *dkim_conf = g_build_filename (dkim_dir, "opendkim.conf", NULL);
-  g_autofree char *dkim_conf_text = g_strdup_printf (
-    "Syslog no\nBackground no\nMode v\nSocket local:%s/dkim.sock\nUMask 000\n"
-    "PidFile %s/opendkim.pid\nTestPublicKeys %s\nAuthservID mx.test.example\n",
-    run, dkim_dir, keys);
-  g_assert_true (g_file_set_contents (dkim_conf, dkim_conf_text, -1, NULL));
-  g_autofree char *dkim_log = g_build_filename (dkim_dir, "opendkim.log", NULL);
-  guint wd_dkim = 0;
-  GSubprocess *opendkim = spawn_logged (dkim_log, &wd_dkim, (const char *const[]) {
-    "/usr/sbin/opendkim", "-f", "-x", dkim_conf, NULL });
+  g_autofree char *dkim_conf_text = g_strdup_printf ("Mode v\nTestPublicKeys %s\nAuthservID mx.test.example\n", keys);
   g_autofree char *dkim_sock = g_build_filename (run, "dkim.sock", NULL);
-  wait_socket (dkim_sock, "opendkim", dkim_log);
+  MtaDkim *opendkim = mta_dkim_start (dkim_dir, dkim_sock, dkim_conf_text);
 
   /* extbody-milter resolving (the defaults: data: URLs, no fetching), as nobody */
   g_autofree char *milter_conf = g_build_filename (dir, "milter.conf", NULL);
   g_assert_true (g_file_set_contents (milter_conf, "milter_umask = 000\n", -1, NULL));
   g_autofree char *milter_log = g_build_filename (dir, "milter.log", NULL);
   g_autofree char *milter_sock = g_build_filename (run, "extbody.sock", NULL);
-  g_autofree char *milter_spec = g_strdup_printf ("unix:%s", milter_sock);
-  guint wd_milter = 0;
-  GSubprocess *milter = spawn_logged (milter_log, &wd_milter, (const char *const[]) {
-    g_getenv ("EXTBODY_MILTER"), "-p", milter_spec, "-c", milter_conf, "-u", "nobody", NULL });
-  wait_socket (milter_sock, "extbody-milter", milter_log);
+  MtaMilter *milter = mta_milter_start (milter_sock, milter_conf, milter_log,
+                                       (const char *const[]) { "-u", "nobody", NULL });
 
   /* one Postfix, two listeners: the verifier first, the verifier after extbody */
   verify_first_port = test_free_port ();
@@ -406,8 +319,9 @@ main (int argc, char **argv)
   int rc = g_test_run ();
 
   mta_postfix_down (pfdir, wd_pf);
-  int milter_status = stop (milter, wd_milter, milter_log);
-  stop (opendkim, wd_dkim, dkim_log);
+  int milter_status = mta_milter_stop (milter, TRUE);
+  mta_milter_free (milter);
+  mta_dkim_stop (opendkim, TRUE);
   test_sh (rm_dir, NULL);
   test_watchdog_remove (wd_dir);
   g_free (dkim_dir);

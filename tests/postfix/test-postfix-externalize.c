@@ -56,6 +56,9 @@
 #include <string.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-dkim.h"
+#include "mta-milter.h"
+#include "mta-maildir.h"
 #include "mta-postfix.h"
 
 #define ATTACHMENT_SIZE (5 * 1024 * 1024)
@@ -81,15 +84,7 @@ static int
 send_to (guint port, const char *msg)
 {
   g_autofree char *file = g_build_filename (dir, "msg.eml", NULL);
-  g_assert_true (g_file_set_contents (file, msg, -1, NULL));
-  g_autofree char *out = NULL;
-  int st = mta_postfix_send_file (NULL, port, file, &out);
-  g_test_message ("send.py to %u: %d %s", port, st, out ? out : "");
-  if (st != 0) {
-    g_autofree char *log = mta_postfix_log_tail (pfdir);
-    g_test_message ("Postfix's log:\n%s", log);
-  }
-  return st;
+  return mta_postfix_send (NULL, pfdir, port, file, msg);
 }
 
 static int
@@ -103,7 +98,7 @@ static char *
 delivered (const char *needle, int seconds)
 {
   char *path = NULL;
-  g_free (mta_postfix_delivered (maildir_new, needle, seconds, &path));
+  g_free (mta_maildir_delivered (maildir_new, needle, seconds, &path));
   return path;
 }
 
@@ -186,18 +181,6 @@ mime_check (const char *mode, const char *file)
   return out;
 }
 
-/* The value of "KEY=" in mime-check.py's output. */
-static char *
-value_of (const char *out, const char *key)
-{
-  g_autofree char *k = g_strdup_printf ("%s=", key);
-  g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
-  for (guint i = 0; lines[i]; i++)
-    if (g_str_has_prefix (lines[i], k))
-      return g_strdup (lines[i] + strlen (k));
-  return NULL;
-}
-
 /* The names of the files in the store. */
 static GPtrArray *
 store_objects (void)
@@ -234,12 +217,12 @@ test_externalized (void)
   g_assert_nonnull (strstr (got, "\n\nThe report is attached.\n"));
   g_autofree char *ref = mime_check ("reference", path);
   g_test_message ("%s", ref);
-  g_autofree char *access = value_of (ref, "access-type");
-  g_autofree char *url = value_of (ref, "url");
-  g_autofree char *size = value_of (ref, "size");
-  g_autofree char *maxword = value_of (ref, "maxword");
-  g_autofree char *type = value_of (ref, "type");
-  g_autofree char *ref_md5 = value_of (ref, "md5");
+  g_autofree char *access = mta_postfix_value_of (ref, "access-type");
+  g_autofree char *url = mta_postfix_value_of (ref, "url");
+  g_autofree char *size = mta_postfix_value_of (ref, "size");
+  g_autofree char *maxword = mta_postfix_value_of (ref, "maxword");
+  g_autofree char *type = mta_postfix_value_of (ref, "type");
+  g_autofree char *ref_md5 = mta_postfix_value_of (ref, "md5");
   g_assert_nonnull (access);
   g_assert_cmpint (g_ascii_strcasecmp (access, "url"), ==, 0);
   g_autofree char *want_url = g_strdup_printf ("http://127.0.0.1:%u/%s", nginx->port, sha);
@@ -320,7 +303,7 @@ test_slow_store (void)
   g_assert_cmpuint (got_len, <, 64 * 1024);
   g_assert_nonnull (strstr (got, "\nX-Extbody: externalized 1 of "));
   g_autofree char *ref = mime_check ("reference", path);
-  g_autofree char *url = value_of (ref, "url");
+  g_autofree char *url = mta_postfix_value_of (ref, "url");
   g_autofree char *want_url = g_strdup_printf ("http://127.0.0.1:%u/store/%s", slowdav->port, sha);
   g_assert_cmpstr (url, ==, want_url);
   /* the slow PUT was answered, once */
@@ -369,8 +352,8 @@ test_fallback_webdav (void)
   /* the link in the text part, the URL in the reference */
   g_assert_nonnull (strstr (got, want_url));
   g_autofree char *ref = mime_check ("reference", path);
-  g_autofree char *url = value_of (ref, "url");
-  g_autofree char *type = value_of (ref, "type");
+  g_autofree char *url = mta_postfix_value_of (ref, "url");
+  g_autofree char *type = mta_postfix_value_of (ref, "type");
   g_assert_cmpstr (url, ==, want_url);
   g_assert_cmpstr (type, ==, "application/octet-stream");
 
@@ -402,21 +385,6 @@ test_fallback_webdav (void)
   g_autofree char *leaf = g_strdup_printf ("application/octet-stream %s %d\n", sha, 300 * 1024);
   g_assert_nonnull (strstr (want, leaf));
   g_assert_cmpstr (back, ==, want);
-}
-
-/* dkim-check.py's output for the delivered @path (and the body of @sent
- * hashed the same way), asserting it ran. */
-static char *
-dkim_check (const char *path, const char *sent)
-{
-  g_autofree char *py = mta_postfix_script ("dkim-check.py");
-  g_autofree char *cmd = g_strdup_printf ("/usr/bin/python3 '%s' '%s' '%s' '%s'",
-                                          py, path, dkim_key_txt, sent);
-  char *out = NULL;
-  g_assert_cmpint (test_sh (cmd, &out), ==, 0);
-  g_assert_nonnull (out);
-  g_test_message ("dkim-check.py:\n%s", out);
-  return out;
 }
 
 /* A message whose body is @data alone (application/pdf in base64, no
@@ -470,7 +438,7 @@ send_signed (guint port, guint32 seed, const char *message_id, gboolean single_p
   g_assert_cmpstr (tree, ==, single_part ? "message/external-body\n"
                                          : "multipart/mixed\n  text/plain\n  message/external-body\n");
   g_assert_nonnull (strstr (got, "\nDKIM-Signature: "));
-  char *out = dkim_check (path, sent);
+  char *out = mta_dkim_check (path, dkim_key_txt, sent);
   g_assert_nonnull (strstr (out, "d=test.example s=sel c=relaxed/simple\n"));
   return out;
 }
@@ -490,10 +458,10 @@ test_dkim_after_externalize (void)
   for (int single = 0; single <= 1; single++) {
     g_autofree char *id = g_strdup_printf ("ext-5-%d@test.example", single);
     g_autofree char *out = send_signed (dkim_port, 24 + (guint32) single, id, single);
-    g_autofree char *h = value_of (out, "h");
-    g_autofree char *bh = value_of (out, "bh");
-    g_autofree char *delivered_hash = value_of (out, "body-hash");
-    g_autofree char *sent_hash = value_of (out, "body-hash-other");
+    g_autofree char *h = mta_postfix_value_of (out, "h");
+    g_autofree char *bh = mta_postfix_value_of (out, "bh");
+    g_autofree char *delivered_hash = mta_postfix_value_of (out, "body-hash");
+    g_autofree char *sent_hash = mta_postfix_value_of (out, "body-hash-other");
     g_assert_nonnull (h);
     g_assert_nonnull (strstr (h, "content-type"));
     g_assert_nonnull (strstr (h, "x-extbody"));
@@ -519,87 +487,53 @@ test_dkim_before_externalize (void)
     return;
   }
   g_autofree char *out = send_signed (dkim_wrong_port, 26, "ext-6@test.example", FALSE);
-  g_autofree char *bh = value_of (out, "bh");
-  g_autofree char *delivered_hash = value_of (out, "body-hash");
-  g_autofree char *sent_hash = value_of (out, "body-hash-other");
+  g_autofree char *bh = mta_postfix_value_of (out, "bh");
+  g_autofree char *delivered_hash = mta_postfix_value_of (out, "body-hash");
+  g_autofree char *sent_hash = mta_postfix_value_of (out, "body-hash-other");
   g_assert_nonnull (bh);
   g_assert_cmpstr (bh, ==, sent_hash);
   g_assert_cmpstr (bh, !=, delivered_hash);
   g_assert_nonnull (strstr (out, "\nverify=fail\n"));
 }
 
-typedef struct {
-  GSubprocess *proc;
-  guint        watchdog;
-  char        *log;
-} Milter;
-
-/* Start extbody-milter as nobody on the socket @sock (a unix socket in
- * @run) with the configuration @conf_text, written to a root-only file. */
-static Milter *
+/* Start extbody-milter as nobody on the socket @run/@name.sock with the
+ * configuration @conf_text, written to a root-only file. */
+static MtaMilter *
 milter_start (const char *name, const char *run, const char *conf_text)
 {
-  g_autoptr (GError) error = NULL;
   g_autofree char *sock = g_strdup_printf ("%s/%s.sock", run, name);
-  g_autofree char *spec = g_strdup_printf ("unix:%s", sock);
   g_autofree char *conf = g_strdup_printf ("%s/%s.conf", dir, name);
   g_assert_true (g_file_set_contents (conf, conf_text, -1, NULL));
   g_assert_cmpint (g_chmod (conf, 0600), ==, 0);
-  Milter *m = g_new0 (Milter, 1);
-  m->log = g_strdup_printf ("%s/%s.log", dir, name);
-  g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
-  g_subprocess_launcher_set_stderr_file_path (launcher, m->log);
-  m->proc = g_subprocess_launcher_spawn (launcher, &error, g_getenv ("EXTBODY_MILTER"),
-                                         "-p", spec, "-c", conf, "-u", "nobody", NULL);
-  g_assert_no_error (error);
-  g_autofree char *kill_milter = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (m->proc));
-  m->watchdog = test_watchdog_add (kill_milter);
-  for (int i = 0; i < 250 && !g_file_test (sock, G_FILE_TEST_EXISTS); i++)
-    g_usleep (20000);
-  g_assert_true (g_file_test (sock, G_FILE_TEST_EXISTS));
-  return m;
+  g_autofree char *log = g_strdup_printf ("%s/%s.log", dir, name);
+  return mta_milter_start (sock, conf, log, (const char *const[]) { "-u", "nobody", NULL });
 }
 
-/* Stop it (SIGTERM), show its log; its exit status. */
+/* Stop it (SIGTERM), show its log, which never holds the store's password;
+ * its exit status. */
 static int
-milter_stop (Milter *m)
+milter_stop (MtaMilter *m)
 {
-  g_subprocess_send_signal (m->proc, SIGTERM);
-  g_subprocess_wait (m->proc, NULL, NULL);
-  g_assert_true (g_subprocess_get_if_exited (m->proc));
-  int status = g_subprocess_get_exit_status (m->proc);
-  g_object_unref (m->proc);
-  test_watchdog_remove (m->watchdog);
-  g_autofree char *log = NULL;
-  g_file_get_contents (m->log, &log, NULL, NULL);
-  g_test_message ("milter log %s:\n%s", m->log, log ? log : "");
-  g_assert_null (log ? strstr (log, TEST_DAV_PASSWORD) : NULL);
-  g_free (m->log);
-  g_free (m);
+  int status = mta_milter_stop (m, TRUE);
+  g_assert_cmpint (status, >=, 0);
+  g_autofree char *log = mta_milter_log (m);
+  g_assert_null (strstr (log, TEST_DAV_PASSWORD));
+  mta_milter_free (m);
   return status;
 }
 
-
 /* A private OpenDKIM signing for test.example with a fresh key (selector
- * sel, relaxed/simple, the MIME fields and X-Extbody signed too) on the unix socket @run/dkim.sock, as root; NULL
- * (dkim_missing says why) without opendkim, opendkim-genkey or
- * python3-dkim. Sets dkim_key_txt. */
-static GSubprocess *
-dkim_start (const char *run, guint *watchdog)
+ * sel, relaxed/simple, the MIME fields and X-Extbody signed too) on the unix
+ * socket @run/dkim.sock, as root; NULL (dkim_missing says why) without
+ * opendkim, opendkim-genkey or python3-dkim. Sets dkim_key_txt. */
+static MtaDkim *
+dkim_start (const char *run)
 {
-  if (!g_file_test ("/usr/sbin/opendkim", G_FILE_TEST_IS_EXECUTABLE)
-      || !g_file_test ("/usr/sbin/opendkim-genkey", G_FILE_TEST_IS_EXECUTABLE)) {
-    dkim_missing = "opendkim or opendkim-genkey is not installed (apt-get install opendkim opendkim-tools)";
+  dkim_missing = mta_dkim_missing ();
+  if (dkim_missing)
     return NULL;
-  }
-  if (test_sh ("/usr/bin/python3 -c 'import dkim'", NULL) != 0) {
-    dkim_missing = "python3-dkim is not installed (apt-get install python3-dkim)";
-    return NULL;
-  }
   g_autofree char *dk = g_build_filename (dir, "dkim", NULL);
-  g_assert_cmpint (g_mkdir (dk, 0700), ==, 0);
-  g_autofree char *genkey = g_strdup_printf ("opendkim-genkey -b 2048 -d test.example -s sel -D '%s'", dk);
-  g_assert_cmpint (test_sh (genkey, NULL), ==, 0);
+  dkim_key_txt = mta_dkim_genkey (dk);
   g_autofree char *keytable = g_build_filename (dk, "KeyTable", NULL);
   g_autofree char *kt = g_strdup_printf ("sel._domainkey.test.example test.example:sel:%s/sel.private\n", dk);
   g_assert_true (g_file_set_contents (keytable, kt, -1, NULL));
@@ -608,47 +542,21 @@ dkim_start (const char *run, guint *watchdog)
   /* RequireSafeKeys no: the key is under /tmp (world-writable), a path
    * OpenDKIM refuses to load a key from (each message a 451 at the end of
    * its header otherwise) */
-  g_autofree char *conf = g_build_filename (dk, "opendkim.conf", NULL);
   g_autofree char *conf_text = g_strdup_printf (
-    "Syslog no\nBackground no\nMode s\nSocket local:%s/dkim.sock\nUMask 000\n"
-    "PidFile %s/opendkim.pid\nKeyTable file:%s\nSigningTable refile:%s\n"
+    "Mode s\nKeyTable file:%s\nSigningTable refile:%s\n"
     "Canonicalization relaxed/simple\nInternalHosts 127.0.0.1\nRequireSafeKeys no\n"
     "SignHeaders From,To,Subject,Message-ID,MIME-Version,Content-Type,"
     "Content-Transfer-Encoding,X-Extbody\n",
-    run, dk, keytable, signingtable);
-  g_assert_true (g_file_set_contents (conf, conf_text, -1, NULL));
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
-  g_autofree char *log = g_build_filename (dk, "opendkim.log", NULL);
-  g_subprocess_launcher_set_stderr_file_path (launcher, log);
-  GSubprocess *proc = g_subprocess_launcher_spawn (launcher, &error, "/usr/sbin/opendkim",
-                                                   "-f", "-x", conf, NULL);
-  g_assert_no_error (error);
-  g_autofree char *kill_dkim = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (proc));
-  *watchdog = test_watchdog_add (kill_dkim);
+    keytable, signingtable);
   g_autofree char *sock = g_strdup_printf ("%s/dkim.sock", run);
-  for (int i = 0; i < 250 && !g_file_test (sock, G_FILE_TEST_EXISTS); i++)
-    g_usleep (20000);
-  if (!g_file_test (sock, G_FILE_TEST_EXISTS)) {
-    g_autofree char *text = NULL;
-    g_file_get_contents (log, &text, NULL, NULL);
-    g_error ("opendkim did not start: %s", text ? text : "");
-  }
-  dkim_key_txt = g_build_filename (dk, "sel.txt", NULL);
-  return proc;
+  return mta_dkim_start (dk, sock, conf_text);
 }
 
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  g_autofree char *postfix = g_find_program_in_path ("postfix");
-  if (!postfix && g_file_test ("/usr/sbin/postfix", G_FILE_TEST_IS_EXECUTABLE))
-    postfix = g_strdup ("/usr/sbin/postfix");
-  if (geteuid () != 0)
-    test_skip_all ("needs root (Postfix refuses to run otherwise)");
-  if (!postfix)
-    test_skip_all ("Postfix is not installed (apt-get install postfix)");
+  mta_postfix_require ();
   if (!g_file_test ("/usr/sbin/nginx", G_FILE_TEST_IS_EXECUTABLE))
     test_skip_all ("nginx is not installed (apt-get install nginx-light)");
   if (!g_file_test ("/usr/bin/python3", G_FILE_TEST_IS_EXECUTABLE))
@@ -698,13 +606,13 @@ main (int argc, char **argv)
   g_autofree char *conf_out = g_strdup_printf (
     "milter_umask = 000\nmilter_mode = externalize\nexternalize_store = %s\n"
     "externalize_base_url = http://127.0.0.1:%u\n", store, nginx->port);
-  Milter *m_out = milter_start ("milter-out", run, conf_out);
+  MtaMilter *m_out = milter_start ("milter-out", run, conf_out);
   g_autofree char *conf_slow = g_strdup_printf (
     "milter_umask = 000\nmilter_mode = externalize\nexternalize_min_size = 100K\n"
     "externalize_store = http://127.0.0.1:%u/store/\nexternalize_store_timeout = 30\n",
     slowdav->port);
-  Milter *m_slow = milter_start ("milter-slow", run, conf_slow);
-  Milter *m_dav = NULL;
+  MtaMilter *m_slow = milter_start ("milter-slow", run, conf_slow);
+  MtaMilter *m_dav = NULL;
   if (apache) {
     g_autofree char *dav = test_apache_dav_url (apache, "dav");
     g_autofree char *conf_dav = g_strdup_printf (
@@ -716,9 +624,8 @@ main (int argc, char **argv)
   }
   /* OpenDKIM, and an extbody-milter of its own (own store, from 100K) to
    * list before or after it */
-  guint wd_dkim = 0;
-  GSubprocess *opendkim = dkim_start (run, &wd_dkim);
-  Milter *m_dk = NULL;
+  MtaDkim *opendkim = dkim_start (run);
+  MtaMilter *m_dk = NULL;
   if (opendkim) {
     g_autofree char *store_dk = g_build_filename (dir, "store-dk", NULL);
     g_assert_cmpint (g_mkdir (store_dk, 0755), ==, 0);
@@ -786,12 +693,8 @@ main (int argc, char **argv)
     milter_status |= milter_stop (m_dav);
   if (m_dk)
     milter_status |= milter_stop (m_dk);
-  if (opendkim) {
-    g_subprocess_send_signal (opendkim, SIGTERM);
-    g_subprocess_wait (opendkim, NULL, NULL);
-    g_object_unref (opendkim);
-    test_watchdog_remove (wd_dkim);
-  }
+  if (opendkim)
+    mta_dkim_stop (opendkim, FALSE);
   g_clear_pointer (&dkim_key_txt, g_free);
   g_clear_pointer (&slowdav, test_server_stop);
   g_clear_pointer (&apache, test_apache_stop);

@@ -33,6 +33,8 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-milter.h"
+#include "mta-maildir.h"
 #include "mta-postfix.h"
 
 static char *dir;          /* everything lives here */
@@ -51,8 +53,7 @@ static int
 send_to (guint port, const char *msg)
 {
   g_autofree char *file = g_build_filename (dir, "msg.eml", NULL);
-  g_assert_true (g_file_set_contents (file, msg, -1, NULL));
-  return mta_postfix_send_file (NULL, port, file, NULL);
+  return mta_postfix_send (NULL, NULL, port, file, msg);
 }
 
 static char *
@@ -69,7 +70,7 @@ maillog (void)
 static char *
 delivered (const char *needle, int seconds)
 {
-  char *text = mta_postfix_delivered (maildir_new, needle, seconds, NULL);
+  char *text = mta_maildir_delivered (maildir_new, needle, seconds, NULL);
   if (text)
     return text;
   g_autofree char *log = maillog ();
@@ -80,16 +81,7 @@ delivered (const char *needle, int seconds)
 static guint
 copies (const char *needle)
 {
-  guint n = 0;
-  g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);
-  const char *name;
-  while (d && (name = g_dir_read_name (d))) {
-    g_autofree char *p = g_build_filename (maildir_new, name, NULL);
-    g_autofree char *text = NULL;
-    if (g_file_get_contents (p, &text, NULL, NULL) && strstr (text, needle))
-      n++;
-  }
-  return n;
+  return mta_maildir_copies (maildir_new, needle, NULL);
 }
 
 
@@ -299,13 +291,7 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  g_autofree char *postfix = g_find_program_in_path ("postfix");
-  if (!postfix && g_file_test ("/usr/sbin/postfix", G_FILE_TEST_IS_EXECUTABLE))
-    postfix = g_strdup ("/usr/sbin/postfix");
-  if (geteuid () != 0)
-    test_skip_all ("needs root (Postfix refuses to run otherwise)");
-  if (!postfix)
-    test_skip_all ("Postfix is not installed (apt-get install postfix)");
+  mta_postfix_require ();
   if (!g_getenv ("EXTBODY_MILTER") || !g_getenv ("EXTBODY"))
     test_skip_all ("EXTBODY_MILTER and EXTBODY are not set (run through ctest)");
   g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);
@@ -319,7 +305,6 @@ main (int argc, char **argv)
   guint wd_dir = test_watchdog_add (rm_dir);
   pfdir = g_build_filename (dir, "pf", NULL);
   maildir_new = g_build_filename (pfdir, "mail", "Maildir", "new", NULL);
-  g_autoptr (GError) error = NULL;
 
   /* the payload: lines a reader can check */
   GString *p = g_string_new (NULL);
@@ -335,14 +320,7 @@ main (int argc, char **argv)
   /* Postfix's smtpd (user postfix) connects to a socket made by root */
   g_assert_true (g_file_set_contents (conf, "milter_umask = 000\n", -1, NULL));
   g_autofree char *spec = g_strdup_printf ("unix:%s", sock);
-  GSubprocess *milter = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error, g_getenv ("EXTBODY_MILTER"),
-                                          "-p", spec, "-c", conf, NULL);
-  g_assert_no_error (error);
-  g_autofree char *kill_milter = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (milter));
-  guint wd_milter = test_watchdog_add (kill_milter);
-  for (int i = 0; i < 200 && !g_file_test (sock, G_FILE_TEST_EXISTS); i++)
-    g_usleep (20000);
-  g_assert_true (g_file_test (sock, G_FILE_TEST_EXISTS));
+  MtaMilter *milter = mta_milter_start (sock, conf, NULL, NULL);
 
   /* what pipe(8) runs as nobody: copies everyone can read (see test-postfix.c) */
   g_autofree char *run = g_build_filename (dir, "pipe-run", NULL);
@@ -405,7 +383,7 @@ main (int argc, char **argv)
     g_assert_nonnull (theirs);
     g_assert_cmpstr (theirs, !=, ours);
     g_autofree char *info = g_strdup_printf ("master=%d milter=%s smtp=%u", atoi (master),
-                                             g_subprocess_get_identifier (milter), port_pipe);
+                                             g_subprocess_get_identifier (milter->proc), port_pipe);
     test_abort_point ("postfix", info);
   }
 
@@ -418,10 +396,8 @@ main (int argc, char **argv)
   int rc = g_test_run ();
 
   mta_postfix_down (pfdir, wd_pf);
-  g_subprocess_send_signal (milter, SIGTERM);
-  g_subprocess_wait (milter, NULL, NULL);
-  g_object_unref (milter);
-  test_watchdog_remove (wd_milter);
+  mta_milter_stop (milter, FALSE);
+  mta_milter_free (milter);
   test_sh (rm_dir, NULL);
   test_watchdog_remove (wd_dir);
   g_free (big_payload);

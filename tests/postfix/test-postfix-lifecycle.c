@@ -32,6 +32,8 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-milter.h"
+#include "mta-maildir.h"
 #include "mta-postfix.h"
 
 static char *dir;
@@ -44,13 +46,7 @@ static guint smtp_port;
 static guint http_port;
 static TestServer *httpd;
 
-typedef struct {
-  GSubprocess *proc;
-  char        *log;        /* its standard error */
-  guint        watchdog;
-} Milter;
-
-static Milter *milter;
+static MtaMilter *milter;
 static guint n_started;
 /* every message sent, by Message-ID: how it must arrive ("2 of 2", ...) */
 static GHashTable *expected;
@@ -64,47 +60,23 @@ write_conf (const char *text)
 static char *
 milter_log (void)
 {
-  char *text = NULL;
-  g_file_get_contents (milter->log, &text, NULL, NULL);
-  return text ? text : g_strdup ("");
-}
-
-static guint
-count (const char *text, const char *needle)
-{
-  guint n = 0;
-  for (const char *p = text; (p = strstr (p, needle)); p += strlen (needle))
-    n++;
-  return n;
+  return mta_milter_log (milter);
 }
 
 /* Wait (at most 60 s) until the milter's log holds @needle @n times. */
 static gboolean
 log_wait (const char *needle, guint n)
 {
-  for (int t = 0; t < 60 * 50; t++) {
-    g_autofree char *log = milter_log ();
-    if (count (log, needle) >= n)
-      return TRUE;
-    g_usleep (20000);
-  }
-  g_autofree char *log = milter_log ();
-  g_test_message ("milter log:\n%s", log);
-  return FALSE;
+  return mta_milter_log_wait (milter, needle, n);
 }
 
 static void
 milter_start (const char *const *extra)
 {
   g_assert_null (milter);
-  milter = g_new0 (Milter, 1);
-  milter->log = g_strdup_printf ("%s/milter-%u.log", dir, ++n_started);
-  g_autoptr (GSubprocessLauncher) l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
-  g_subprocess_launcher_set_stderr_file_path (l, milter->log);
-  g_autofree char *spec = g_strdup_printf ("unix:%s", sock);
+  g_autofree char *log = g_strdup_printf ("%s/milter-%u.log", dir, ++n_started);
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  const char *base[] = { g_getenv ("EXTBODY_MILTER"), "-p", spec, "-c", conf, "-P", pidfile,
-                         "--allow-network", "127.0.0.1/32", "-o", "fetch_timeout=50",
+  const char *base[] = { "-P", pidfile, "--allow-network", "127.0.0.1/32", "-o", "fetch_timeout=50",
                          "-o", "message_deadline=55",
                          /* Postfix's smtpd (user postfix) connects to a socket
                           * made by root: every local user may */
@@ -114,35 +86,21 @@ milter_start (const char *const *extra)
   for (guint i = 0; extra && extra[i]; i++)
     g_ptr_array_add (argv, (char *) extra[i]);
   g_ptr_array_add (argv, NULL);
-  g_autoptr (GError) error = NULL;
-  milter->proc = g_subprocess_launcher_spawnv (l, (const char *const *) argv->pdata, &error);
-  g_assert_no_error (error);
-  g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (milter->proc));
-  milter->watchdog = test_watchdog_add (kill_cmd);
-  g_assert_true (log_wait ("event=start ", 1));
-  g_assert_true (g_file_test (sock, G_FILE_TEST_EXISTS));
+  milter = mta_milter_start (sock, conf, log, (const char *const *) argv->pdata);
 }
 
 static void
 milter_signal (int sig)
 {
-  g_subprocess_send_signal (milter->proc, sig);
+  mta_milter_signal (milter, sig);
 }
 
 /* Wait for the milter to end. Returns: its exit status (-1: killed). */
 static int
 milter_wait (void)
 {
-  g_autoptr (GError) error = NULL;
-  g_subprocess_wait (milter->proc, NULL, &error);
-  g_assert_no_error (error);
-  test_watchdog_remove (milter->watchdog);
-  int status = g_subprocess_get_if_exited (milter->proc) ? g_subprocess_get_exit_status (milter->proc) : -1;
-  g_autofree char *log = milter_log ();
-  g_test_message ("milter log:\n%s", log);
-  g_object_unref (milter->proc);
-  g_free (milter->log);
-  g_clear_pointer (&milter, g_free);
+  int status = mta_milter_wait (milter, TRUE);
+  g_clear_pointer (&milter, mta_milter_free);
   return status;
 }
 
@@ -208,21 +166,7 @@ delivered (const char *id, gboolean wait, guint *n)
   g_autofree char *mid = g_strdup_printf ("Message-ID: <%s@test.example>\n", id);
   for (int t = 0; t < 60 * 20; t++) {
     char *first = NULL;
-    *n = 0;
-    g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);
-    const char *name;
-    while (d && (name = g_dir_read_name (d))) {
-      g_autofree char *p = g_build_filename (maildir_new, name, NULL);
-      char *text = NULL;
-      if (g_file_get_contents (p, &text, NULL, NULL) && strstr (text, mid)) {
-        (*n)++;
-        if (!first) {
-          first = text;
-          continue;
-        }
-      }
-      g_free (text);
-    }
+    *n = mta_maildir_copies (maildir_new, mid, &first);
     if (first || !wait)
       return first;
     g_usleep (50000);
@@ -539,13 +483,7 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  g_autofree char *postfix = g_find_program_in_path ("postfix");
-  if (!postfix && g_file_test ("/usr/sbin/postfix", G_FILE_TEST_IS_EXECUTABLE))
-    postfix = g_strdup ("/usr/sbin/postfix");
-  if (geteuid () != 0)
-    test_skip_all ("needs root (Postfix refuses to run otherwise)");
-  if (!postfix)
-    test_skip_all ("Postfix is not installed (apt-get install postfix)");
+  mta_postfix_require ();
   if (!g_getenv ("EXTBODY_MILTER"))
     test_skip_all ("EXTBODY_MILTER is not set (run through ctest)");
   g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);

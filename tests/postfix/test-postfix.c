@@ -17,30 +17,30 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-milter.h"
+#include "mta-maildir.h"
 #include "mta-postfix.h"
 
 static char *dir;          /* everything lives here */
 static char *pfdir;        /* the Postfix instance */
 static char *maildir_new;
 static guint smtp_port;
-static GSubprocess *milter;
+static MtaMilter *milter;
 static TestServer *httpd;
 static guint http_port;
-static guint wd_milter;   /* the watchdog's kill of the milter */
 
 static int
 send_file (const char *msg)
 {
   g_autofree char *file = g_build_filename (dir, "msg.eml", NULL);
-  g_file_set_contents (file, msg, -1, NULL);
-  return mta_postfix_send_file (NULL, smtp_port, file, NULL);
+  return mta_postfix_send (NULL, NULL, smtp_port, file, msg);
 }
 
 /* The delivered file holding @needle, waiting up to @seconds. */
 static char *
 delivered (const char *needle, int seconds)
 {
-  return mta_postfix_delivered (maildir_new, needle, seconds, NULL);
+  return mta_maildir_delivered (maildir_new, needle, seconds, NULL);
 }
 
 
@@ -232,11 +232,8 @@ test_burst (void)
 static void
 test_milter_stopped (void)
 {
-  g_subprocess_send_signal (milter, SIGTERM);
-  g_subprocess_wait (milter, NULL, NULL);
-  g_clear_object (&milter);
-  test_watchdog_remove (wd_milter);
-  wd_milter = 0;
+  mta_milter_stop (milter, FALSE);
+  g_clear_pointer (&milter, mta_milter_free);
   g_assert_cmpint (mta_postfix_set (pfdir, "milter_default_action=accept"), ==, 0);
   g_usleep (6 * G_USEC_PER_SEC);   /* libmilter's own shutdown delay */
   const char *m =
@@ -370,13 +367,7 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  g_autofree char *postfix = g_find_program_in_path ("postfix");
-  if (!postfix && g_file_test ("/usr/sbin/postfix", G_FILE_TEST_IS_EXECUTABLE))
-    postfix = g_strdup ("/usr/sbin/postfix");
-  if (geteuid () != 0)
-    test_skip_all ("needs root (Postfix refuses to run otherwise)");
-  if (!postfix)
-    test_skip_all ("Postfix is not installed (apt-get install postfix)");
+  mta_postfix_require ();
   if (!g_getenv ("EXTBODY_MILTER") || !g_getenv ("EXTBODY"))
     test_skip_all ("EXTBODY_MILTER and EXTBODY are not set (run through ctest)");
   g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);
@@ -399,14 +390,8 @@ main (int argc, char **argv)
   g_autofree char *conf = g_build_filename (dir, "milter.conf", NULL);
   /* Postfix's smtpd (user postfix) connects to a socket made by root */
   g_file_set_contents (conf, "milter_umask = 000\n", -1, NULL);
-  milter = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error, g_getenv ("EXTBODY_MILTER"),
-                             "-p", spec, "-c", conf, "--allow-network", "127.0.0.1/32", "-o", "fetch=on",
-                             "-o", "fetch_timeout=2", "-o", "message_deadline=4", NULL);
-  g_assert_no_error (error);
-  g_autofree char *kill_milter = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (milter));
-  wd_milter = test_watchdog_add (kill_milter);
-  for (int i = 0; i < 200 && !g_file_test (sock, G_FILE_TEST_EXISTS); i++)
-    g_usleep (20000);
+  milter = mta_milter_start (sock, conf, NULL, (const char *const[]) {
+    "--allow-network", "127.0.0.1/32", "-o", "fetch=on", "-o", "fetch_timeout=2", "-o", "message_deadline=4", NULL });
 
   guint wd_pf = mta_postfix_up (pfdir, spec, "tempfail", &smtp_port);
   {
@@ -414,7 +399,7 @@ main (int argc, char **argv)
     g_autofree char *master = NULL;
     g_file_get_contents (pidfile, &master, NULL, NULL);
     g_autofree char *info = g_strdup_printf ("master=%d milter=%s httpd=%s smtp=%u http=%u",
-                                             master ? atoi (master) : 0, g_subprocess_get_identifier (milter),
+                                             master ? atoi (master) : 0, g_subprocess_get_identifier (milter->proc),
                                              g_subprocess_get_identifier (httpd->proc), smtp_port, http_port);
     test_abort_point ("postfix", info);
   }
@@ -431,11 +416,7 @@ main (int argc, char **argv)
   int rc = g_test_run ();
 
   mta_postfix_down (pfdir, wd_pf);
-  if (milter) {
-    g_subprocess_send_signal (milter, SIGTERM);
-    g_subprocess_wait (milter, NULL, NULL);
-  }
-  test_watchdog_remove (wd_milter);
+  g_clear_pointer (&milter, mta_milter_free);
   g_clear_pointer (&httpd, test_server_stop);
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
   test_sh (rm, NULL);

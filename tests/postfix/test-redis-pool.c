@@ -32,6 +32,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-milter.h"
 #include "mta-postfix.h"
 
 #define N_MILTERS 3
@@ -44,14 +45,10 @@
 #define N_THREADS 6              /* SMTP sessions at once (per instance at most) */
 
 typedef struct {
-  GSubprocess *proc;
-  char        *log;        /* its standard error */
-  char        *sock;
-  char        *pidfile;
+  MtaMilter   *milter;     /* NULL: not started, or stopped */
   char        *pfdir;      /* its Postfix */
   char        *maildir_new;
   guint        smtp_port;
-  guint        watchdog;
   guint        wd_pf;
 } Instance;
 
@@ -67,64 +64,28 @@ static guint n_reloads;
 static GHashTable *expected;
 
 static guint
-count (const char *text, const char *needle)
-{
-  guint n = 0;
-  for (const char *p = text; (p = strstr (p, needle)); p += strlen (needle))
-    n++;
-  return n;
-}
-
-static char *
-milter_log (guint k)
-{
-  char *text = NULL;
-  g_file_get_contents (inst[k].log, &text, NULL, NULL);
-  return text ? text : g_strdup ("");
-}
-
-static guint
 log_count (guint k, const char *needle)
 {
-  g_autofree char *log = milter_log (k);
-  return count (log, needle);
+  return mta_milter_log_count (inst[k].milter, needle);
 }
 
 /* Wait (at most 60 s) until instance @k's log holds @needle @n times. */
 static gboolean
 log_wait (guint k, const char *needle, guint n)
 {
-  for (int t = 0; t < 60 * 50; t++) {
-    if (log_count (k, needle) >= n)
-      return TRUE;
-    g_usleep (20000);
-  }
-  g_autofree char *log = milter_log (k);
-  g_test_message ("milter %u log:\n%s", k, log);
-  return FALSE;
+  return mta_milter_log_wait (inst[k].milter, needle, n);
 }
 
 static void
 milter_start (guint k)
 {
-  Instance *m = &inst[k];
-  m->log = g_strdup_printf ("%s/milter-%u.log", dir, k);
-  m->sock = g_strdup_printf ("%s/milter-%u.sock", dir, k);
-  m->pidfile = g_strdup_printf ("%s/milter-%u.pid", dir, k);
-  g_autoptr (GSubprocessLauncher) l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
-  g_subprocess_launcher_set_stderr_file_path (l, m->log);
-  g_autofree char *spec = g_strdup_printf ("unix:%s", m->sock);
-  g_autoptr (GError) error = NULL;
+  g_autofree char *log = g_strdup_printf ("%s/milter-%u.log", dir, k);
+  g_autofree char *sock = g_strdup_printf ("%s/milter-%u.sock", dir, k);
+  g_autofree char *pidfile = g_strdup_printf ("%s/milter-%u.pid", dir, k);
   /* Postfix's smtpd (user postfix) connects to a socket made by root: every
    * local user may */
-  m->proc = g_subprocess_launcher_spawn (l, &error, g_getenv ("EXTBODY_MILTER"), "-p", spec, "-c", conf,
-                                         "-P", m->pidfile, "--allow-network", "127.0.0.1/32",
-                                         "-o", "milter_umask=000", NULL);
-  g_assert_no_error (error);
-  g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (m->proc));
-  m->watchdog = test_watchdog_add (kill_cmd);
-  g_assert_true (log_wait (k, "event=start ", 1));
-  g_assert_true (g_file_test (m->sock, G_FILE_TEST_EXISTS));
+  inst[k].milter = mta_milter_start (sock, conf, log, (const char *const[]) {
+    "-P", pidfile, "--allow-network", "127.0.0.1/32", "-o", "milter_umask=000", NULL });
 }
 
 /* SIGTERM, and wait. Returns: whether it exited 0 (under the sanitizers, a
@@ -132,18 +93,15 @@ milter_start (guint k)
 static gboolean
 milter_stop (guint k)
 {
-  Instance *m = &inst[k];
-  if (!m->proc)
+  MtaMilter *m = inst[k].milter;
+  if (!m)
     return TRUE;
-  g_subprocess_send_signal (m->proc, SIGTERM);
-  g_subprocess_wait (m->proc, NULL, NULL);
-  test_watchdog_remove (m->watchdog);
-  gboolean ok = g_subprocess_get_if_exited (m->proc) && g_subprocess_get_exit_status (m->proc) == 0;
+  gboolean ok = mta_milter_stop (m, FALSE) == 0;
   if (!ok) {
-    g_autofree char *log = milter_log (k);
+    g_autofree char *log = mta_milter_log (m);
     g_printerr ("milter %u did not exit 0; its log:\n%s", k, log);
   }
-  g_clear_object (&m->proc);
+  g_clear_pointer (&inst[k].milter, mta_milter_free);
   return ok;
 }
 
@@ -154,7 +112,7 @@ postfix_start (guint k)
   Instance *m = &inst[k];
   m->pfdir = g_strdup_printf ("%s/pf-%u", dir, k);
   m->maildir_new = g_build_filename (m->pfdir, "mail", "Maildir", "new", NULL);
-  g_autofree char *spec = g_strdup_printf ("unix:%s", m->sock);
+  g_autofree char *spec = g_strdup_printf ("unix:%s", m->milter->sock);
   m->wd_pf = mta_postfix_up (m->pfdir, spec, "tempfail", &m->smtp_port);
   /* Postfix waits for the end of message longer than the milter's
    * message_deadline (20 s at most here): past the deadline the milter gives
@@ -187,11 +145,11 @@ configure (const char *prefix, guint rate, guint deadline)
                                            "message_deadline = %u\nfetch_timeout = %u\n",
                                            redis->port, prefix, rate, deadline, deadline);
   g_assert_true (g_file_set_contents (conf, text, -1, NULL));
-  if (!inst[0].proc)
+  if (!inst[0].milter)
     return;
   n_reloads++;
   for (guint k = 0; k < N_MILTERS; k++)
-    g_subprocess_send_signal (inst[k].proc, SIGHUP);
+    mta_milter_signal (inst[k].milter, SIGHUP);
   for (guint k = 0; k < N_MILTERS; k++)
     g_assert_true (log_wait (k, "SIGHUP: reloaded configuration from ", n_reloads));
 }
@@ -761,13 +719,7 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  g_autofree char *postfix = g_find_program_in_path ("postfix");
-  if (!postfix && g_file_test ("/usr/sbin/postfix", G_FILE_TEST_IS_EXECUTABLE))
-    postfix = g_strdup ("/usr/sbin/postfix");
-  if (geteuid () != 0)
-    test_skip_all ("needs root (Postfix refuses to run otherwise)");
-  if (!postfix)
-    test_skip_all ("Postfix is not installed (apt-get install postfix)");
+  mta_postfix_require ();
   if (!g_getenv ("EXTBODY_MILTER"))
     test_skip_all ("EXTBODY_MILTER is not set (run through ctest)");
   if (!g_file_test ("/usr/bin/redis-server", G_FILE_TEST_IS_EXECUTABLE))
@@ -806,9 +758,6 @@ main (int argc, char **argv)
   for (guint k = 0; k < N_MILTERS; k++) {
     if (!milter_stop (k))
       rc = 1;
-    g_free (inst[k].log);
-    g_free (inst[k].sock);
-    g_free (inst[k].pidfile);
     g_free (inst[k].pfdir);
     g_free (inst[k].maildir_new);
   }

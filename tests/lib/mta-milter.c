@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* mta-milter.c - a private extbody-milter for the tests behind a real MTA
+ * (mta-milter.h). */
+#include "mta-milter.h"
+
+#include <signal.h>
+#include <string.h>
+#include "test-server.h"
+
+static gboolean
+milter_ready (const MtaMilter *m)
+{
+  if (!g_file_test (m->sock, G_FILE_TEST_EXISTS))
+    return FALSE;
+  return !m->log || mta_milter_log_count (m, "event=start ") > 0;
+}
+
+MtaMilter *
+mta_milter_start (const char *sock, const char *conf, const char *log, const char *const *extra)
+{
+  const char *milter = g_getenv ("EXTBODY_MILTER");
+  g_assert_nonnull (milter);
+  MtaMilter *m = g_new0 (MtaMilter, 1);
+  m->sock = g_strdup (sock);
+  m->log = g_strdup (log);
+  g_autofree char *spec = g_strdup_printf ("unix:%s", sock);
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  const char *base[] = { milter, "-p", spec, "-c", conf };
+  for (guint i = 0; i < G_N_ELEMENTS (base); i++)
+    g_ptr_array_add (argv, (char *) base[i]);
+  for (guint i = 0; extra && extra[i]; i++)
+    g_ptr_array_add (argv, (char *) extra[i]);
+  g_ptr_array_add (argv, NULL);
+  g_autoptr (GSubprocessLauncher) l =
+    g_subprocess_launcher_new (log ? G_SUBPROCESS_FLAGS_NONE : G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+  if (log)
+    g_subprocess_launcher_set_stderr_file_path (l, log);
+  g_autoptr (GError) error = NULL;
+  m->proc = g_subprocess_launcher_spawnv (l, (const char *const *) argv->pdata, &error);
+  g_assert_no_error (error);
+  g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (m->proc));
+  m->watchdog = test_watchdog_add (kill_cmd);
+  for (int t = 0; t < 60 * 50 && !milter_ready (m); t++)
+    g_usleep (20000);
+  if (!milter_ready (m)) {
+    g_autofree char *text = mta_milter_log (m);
+    g_error ("extbody-milter did not start on %s: %s", sock, text);
+  }
+  return m;
+}
+
+void
+mta_milter_signal (MtaMilter *m, int sig)
+{
+  g_subprocess_send_signal (m->proc, sig);
+}
+
+int
+mta_milter_wait (MtaMilter *m, gboolean show_log)
+{
+  g_autoptr (GError) error = NULL;
+  g_subprocess_wait (m->proc, NULL, &error);
+  g_assert_no_error (error);
+  test_watchdog_remove (m->watchdog);
+  m->watchdog = 0;
+  int status = g_subprocess_get_if_exited (m->proc) ? g_subprocess_get_exit_status (m->proc) : -1;
+  g_clear_object (&m->proc);
+  if (show_log && m->log) {
+    g_autofree char *text = mta_milter_log (m);
+    g_test_message ("milter log %s:\n%s", m->log, text);
+  }
+  return status;
+}
+
+int
+mta_milter_stop (MtaMilter *m, gboolean show_log)
+{
+  mta_milter_signal (m, SIGTERM);
+  return mta_milter_wait (m, show_log);
+}
+
+void
+mta_milter_free (MtaMilter *m)
+{
+  if (!m)
+    return;
+  if (m->proc)
+    mta_milter_stop (m, FALSE);
+  g_free (m->sock);
+  g_free (m->log);
+  g_free (m);
+}
+
+char *
+mta_milter_log (const MtaMilter *m)
+{
+  char *text = NULL;
+  if (m->log)
+    g_file_get_contents (m->log, &text, NULL, NULL);
+  return text ? text : g_strdup ("");
+}
+
+guint
+mta_milter_log_count (const MtaMilter *m, const char *needle)
+{
+  g_autofree char *text = mta_milter_log (m);
+  guint n = 0;
+  for (const char *p = text; (p = strstr (p, needle)); p += strlen (needle))
+    n++;
+  return n;
+}
+
+gboolean
+mta_milter_log_wait (const MtaMilter *m, const char *needle, guint n)
+{
+  for (int t = 0; t < 60 * 50; t++) {
+    if (mta_milter_log_count (m, needle) >= n)
+      return TRUE;
+    g_usleep (20000);
+  }
+  g_autofree char *text = mta_milter_log (m);
+  g_test_message ("milter log %s:\n%s", m->log ? m->log : "(none)", text);
+  return FALSE;
+}

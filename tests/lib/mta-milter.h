@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* mta-milter.h - a private extbody-milter for the tests behind a real MTA:
+ * started on a unix socket of the test's own ($EXTBODY_MILTER, which ctest
+ * sets), its standard error in a log file (or discarded), registered with the
+ * watchdog (test-server.h) so that a test that dies leaves none running;
+ * signalled, waited for, its log read and searched.
+ *
+ * Texts returned are newly allocated (g_free).
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+typedef struct {
+  GSubprocess *proc;       /* NULL once it ended (mta_milter_wait) */
+  char        *sock;       /* its unix socket */
+  char        *log;        /* its standard error; NULL: discarded */
+  guint        watchdog;
+} MtaMilter;
+
+/* Start $EXTBODY_MILTER -p unix:@sock -c @conf and the further arguments
+ * @extra (NULL-terminated; NULL for none), its standard error written to
+ * @log (NULL: discarded). Waits (up to 60 s) until its socket exists and,
+ * with a log, until the log holds its start record ("event=start "); fails
+ * the test (g_error, with its log) when it does not. */
+MtaMilter *mta_milter_start (const char *sock, const char *conf, const char *log, const char *const *extra);
+
+/* Send it the signal @sig. */
+void mta_milter_signal (MtaMilter *m, int sig);
+
+/* Wait until it ends and remove its watchdog; with @show_log its log is shown
+ * (g_test_message). Returns: its exit status, -1 when a signal ended it. */
+int mta_milter_wait (MtaMilter *m, gboolean show_log);
+
+/* SIGTERM, then mta_milter_wait(). */
+int mta_milter_stop (MtaMilter *m, gboolean show_log);
+
+/* Free @m, stopping it first (SIGTERM, its log not shown) when it still runs. */
+void mta_milter_free (MtaMilter *m);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MtaMilter, mta_milter_free)
+
+/* Its log as it is now; "" when there is none. */
+char *mta_milter_log (const MtaMilter *m);
+
+/* How many times @needle occurs in its log. */
+guint mta_milter_log_count (const MtaMilter *m, const char *needle);
+
+/* Wait (at most 60 s) until its log holds @needle @n times; shows the log
+ * (g_test_message) when it does not. */
+gboolean mta_milter_log_wait (const MtaMilter *m, const char *needle, guint n);
