@@ -447,12 +447,6 @@ is_trace_field (const EbHeaderField *f, const char *buf, gconstpointer data)
   return eb_header_field_is (f, buf, EB_FILTER_FIELD) || eb_header_field_is (f, buf, EB_TRACE_FIELD);
 }
 
-static gboolean
-is_content_length (const EbHeaderField *f, const char *buf, gconstpointer data)
-{
-  return eb_header_field_is (f, buf, "Content-Length");
-}
-
 /* What the plan changes, its removals settled: a Content-Length goes only
  * from a message that changes otherwise. */
 static EbPlan *
@@ -477,7 +471,7 @@ eb_externalize_plan (const char *buf0, gsize len0, const EbConfig *config, EbSto
   if (flags & EB_EXTERNALIZE_STRIP_TRACE)
     r->n_trace = eb_plan_remove_fields (r, is_trace_field, NULL);
   if (flags & EB_EXTERNALIZE_DROP_CONTENT_LENGTH)
-    eb_plan_remove_fields (r, is_content_length, NULL);
+    eb_plan_remove_lines (r, "Content-Length");
   if (len > config->max_message_size) {
     r->reason = EB_REASON_MESSAGE_TOO_LARGE;
     return plan_finish (r, flags);

@@ -54,6 +54,15 @@ typedef gboolean (*EbPlanFieldTest) (const EbHeaderField *f, const char *buf, gc
  * (with @data) picks, kept in order; returns how many were added. */
 guint eb_plan_remove_fields (EbPlan *plan, EbPlanFieldTest is_removed, gconstpointer data);
 
+/* Add @n ranges (in order) to @plan's removals, kept in order, one per start;
+ * returns how many were new. */
+guint eb_plan_remove_ranges (EbPlan *plan, const EbRange *ranges, guint n);
+
+/* Add the lines named @name of the message header as a mailbox reader finds
+ * them (eb_header_find_lines: up to the blank line, whether or not the lines
+ * before are fields); returns how many were new. */
+guint eb_plan_remove_lines (EbPlan *plan, const char *name);
+
 /* Is the field that starts at @start one of @plan's removals? */
 gboolean eb_plan_removes (const EbPlan *plan, gsize start);
 

@@ -38,29 +38,58 @@ eb_plan_new (const char *buf, gsize len)
 }
 
 guint
+eb_plan_remove_ranges (EbPlan *plan, const EbRange *ranges, guint n)
+{
+  /* the removals so far and @ranges are both in order: merged, one range
+   * per start */
+  g_autoptr (GArray) merged = g_array_sized_new (FALSE, FALSE, sizeof (EbRange), plan->removed->len + n);
+  guint a = 0, b = 0, added = 0;
+  while (a < plan->removed->len || b < n) {
+    const EbRange *x = a < plan->removed->len ? &g_array_index (plan->removed, EbRange, a) : NULL;
+    const EbRange *y = b < n ? &ranges[b] : NULL;
+    if (x && (!y || x->start <= y->start)) {
+      if (y && y->start == x->start)
+        b++;
+      g_array_append_val (merged, *x);
+      a++;
+    } else {
+      g_array_append_val (merged, *y);
+      added++;
+      b++;
+    }
+  }
+  g_array_set_size (plan->removed, 0);
+  g_array_append_vals (plan->removed, merged->data, merged->len);
+  return added;
+}
+
+guint
 eb_plan_remove_fields (EbPlan *plan, EbPlanFieldTest is_removed, gconstpointer data)
 {
   const EbHeaderBlock *top = eb_message_get_top (plan->message);
-  guint n = 0, next = 0;
-  g_autoptr (GArray) merged = g_array_new (FALSE, FALSE, sizeof (EbRange));
+  g_autoptr (GArray) ranges = g_array_new (FALSE, FALSE, sizeof (EbRange));
   for (guint i = 0; i < top->fields->len; i++) {
     const EbHeaderField *f = &g_array_index (top->fields, EbHeaderField, i);
-    /* the removals so far and the fields are both in order: merged */
-    while (next < plan->removed->len && g_array_index (plan->removed, EbRange, next).start <= f->start)
-      g_array_append_val (merged, g_array_index (plan->removed, EbRange, next++));
-    if (merged->len && g_array_index (merged, EbRange, merged->len - 1).start == f->start)
-      continue;
     if (is_removed (f, plan->message->buf, data)) {
       EbRange rg = { f->start, f->end };
-      g_array_append_val (merged, rg);
-      n++;
+      g_array_append_val (ranges, rg);
     }
   }
-  for (; next < plan->removed->len; next++)
-    g_array_append_val (merged, g_array_index (plan->removed, EbRange, next));
-  g_array_set_size (plan->removed, 0);
-  g_array_append_vals (plan->removed, merged->data, merged->len);
-  return n;
+  return eb_plan_remove_ranges (plan, (const EbRange *) ranges->data, ranges->len);
+}
+
+guint
+eb_plan_remove_lines (EbPlan *plan, const char *name)
+{
+  g_autoptr (GArray) lines = g_array_new (FALSE, FALSE, sizeof (EbHeaderField));
+  eb_header_find_lines (plan->message->buf, plan->message->len, name, lines);
+  g_autoptr (GArray) ranges = g_array_sized_new (FALSE, FALSE, sizeof (EbRange), lines->len);
+  for (guint i = 0; i < lines->len; i++) {
+    const EbHeaderField *f = &g_array_index (lines, EbHeaderField, i);
+    EbRange rg = { f->start, f->end };
+    g_array_append_val (ranges, rg);
+  }
+  return eb_plan_remove_ranges (plan, (const EbRange *) ranges->data, ranges->len);
 }
 
 gboolean

@@ -38,22 +38,16 @@ is_trace_field (const EbHeaderField *f, const char *buf, gconstpointer data)
   return eb_header_field_is (f, buf, EB_FILTER_FIELD) || eb_header_field_is (f, buf, EB_TRACE_FIELD);
 }
 
-static gboolean
-is_content_length (const EbHeaderField *f, const char *buf, gconstpointer data)
-{
-  return eb_header_field_is (f, buf, "Content-Length");
-}
-
 /* The fields of the message header @flags removes: with
  * EB_REWRITE_STRIP_TRACE the trace fields, with EB_REWRITE_DROP_CONTENT_LENGTH
- * Content-Length (kept by eb_rewrite_plan_finish when nothing else changes). */
+ * Content-Length (dropped again by plan_finish when nothing else changes). */
 static void
 plan_removals (EbPlan *r, EbRewriteFlags flags)
 {
   if (flags & EB_REWRITE_STRIP_TRACE)
     r->n_trace = eb_plan_remove_fields (r, is_trace_field, NULL);
   if (flags & EB_REWRITE_DROP_CONTENT_LENGTH)
-    eb_plan_remove_fields (r, is_content_length, NULL);
+    eb_plan_remove_lines (r, "Content-Length");
 }
 
 /* What the plan changes, its removals settled: a Content-Length goes only

@@ -198,3 +198,26 @@ eb_header_field_append (GString *out, const char *buf, const EbHeaderField *f, c
   if (f->value_end == f->start)
     g_string_append (out, eol);
 }
+
+void
+eb_header_find_lines (const char *buf, gsize len, const char *name, GArray *out)
+{
+  gsize nl_len = strlen (name);
+  gsize p = 0;
+  while (p < len) {
+    const char *nl = memchr (buf + p, '\n', len - p);
+    gsize e = nl ? (gsize) (nl - buf) + 1 : len;
+    if (e - p <= 2 && (buf[p] == '\n' || (buf[p] == '\r' && e - p == 2)))
+      break;   /* the end of the header */
+    if (e - p > nl_len && g_ascii_strncasecmp (buf + p, name, nl_len) == 0 && buf[p + nl_len] == ':') {
+      while (e < len && (buf[e] == ' ' || buf[e] == '\t')) {   /* and its continuation lines */
+        const char *n2 = memchr (buf + e, '\n', len - e);
+        e = n2 ? (gsize) (n2 - buf) + 1 : len;
+      }
+      EbHeaderField f = { .start = p, .name_len = nl_len, .value = p + nl_len + 1, .value_end = e,
+                          .end = e };
+      g_array_append_val (out, f);
+    }
+    p = e;
+  }
+}

@@ -42,6 +42,16 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbHeaderBlock, eb_header_block_free)
 void eb_header_block_watch (const char *at);
 guint eb_header_block_watched_scans (void);
 
+/* The fields named @name (ASCII case-insensitive, the colon right after it)
+ * of the header of @buf as a line-based mailbox reader finds them: every line
+ * up to the first empty line that starts with "@name:", with its continuation
+ * lines, appended to @out (element-type EbHeaderField: start and end set),
+ * whether or not the lines before it are fields. RFC 5322 ends a header at
+ * its first line that is not a field (eb_header_block_scan); a mail reader
+ * that trusts Content-Length reads on to the blank line, and so must whoever
+ * takes such a field away. */
+void eb_header_find_lines (const char *buf, gsize len, const char *name, GArray *out);
+
 /* Index of the first field named @name (ASCII case-insensitive), or -1. */
 gint eb_header_block_find (const EbHeaderBlock *block, const char *buf, const char *name);
 

@@ -10,6 +10,10 @@
  *                              command, a mailbox)
  *   /plan/content-length       a mailbox's pass: Content-Length goes with a
  *                              change, as a plan range, and only then
+ *   /plan/content-length/broken-header
+ *                              past a line that is no field (where RFC 5322
+ *                              ends the header) a mail reader still takes
+ *                              Content-Length as the header's: it goes too
  *   /plan/trace-only           the trace fields removed from a message with
  *                              nothing to resolve: the plan changes it alone
  *   /plan/borrowed             the plan keeps no copy of the message: its
@@ -129,6 +133,22 @@ test_content_length (void)
 }
 
 static void
+test_content_length_broken (void)
+{
+  g_autoptr (EbConfig) config = eb_config_new ();
+  g_autofree char *m = g_strdup (msg_tmpl);
+  /* a line with no colon before the Content-Length field */
+  char *at = strstr (m, "Message-ID:");
+  memcpy (at, "Message-ID ", 11);
+  g_autoptr (EbPlan) plan = eb_rewrite_plan (m, strlen (m), config, NULL, EB_REWRITE_DROP_CONTENT_LENGTH);
+  g_assert_cmpuint (eb_plan_get_n_resolved (plan), ==, 1);
+  g_autoptr (GBytes) out = written (plan, FALSE);
+  g_autofree char *text = g_strndup (g_bytes_get_data (out, NULL), g_bytes_get_size (out));
+  g_assert_null (strstr (text, "Content-Length"));
+  g_assert_nonnull (strstr (text, "Message-ID  <one@example.org>\r\nSubject: one plan\r\n"));
+}
+
+static void
 test_trace_only (void)
 {
   static const char m[] = "From: a@example.org\n"
@@ -173,6 +193,7 @@ main (int argc, char **argv)
   g_test_add_data_func ("/plan/read-once/milter", GINT_TO_POINTER (TRUE), test_read_once);
   g_test_add_data_func ("/plan/read-once/write", GINT_TO_POINTER (FALSE), test_read_once);
   g_test_add_func ("/plan/content-length", test_content_length);
+  g_test_add_func ("/plan/content-length/broken-header", test_content_length_broken);
   g_test_add_func ("/plan/trace-only", test_trace_only);
   g_test_add_func ("/plan/borrowed", test_borrowed);
   int rc = g_test_run ();
