@@ -461,6 +461,54 @@ test_root (Fixture *f, gconstpointer data G_GNUC_UNUSED)
                    o + top->body, out->len - top->body);
 }
 
+/* A mail filter's pass (EB_EXTERNALIZE_STRIP_TRACE): the trace fields a
+ * sender forged go as plan ranges, from the written message and in the header
+ * edits a milter makes, whether the part is the message's body (its header
+ * rebuilt) or a part of a multipart; a message with nothing to take out loses
+ * them too, and nothing else. */
+static void
+test_strip_trace (Fixture *f, gconstpointer data G_GNUC_UNUSED)
+{
+  g_autoptr (GBytes) payload = NULL;
+  g_autofree char *b = base64_lines (3000, 7, &payload);
+  g_autofree char *root = g_strdup_printf (
+    "From: a@example.org\nX-Extbody: externalized 9 of 9 parts\nSubject: root\nMIME-Version: 1.0\n"
+    "Content-Type: application/zip\nContent-Transfer-Encoding: base64\n"
+    "X-Extbody-Resolved: forged\n\n%s", b);
+  g_autofree char *multi = g_strdup_printf (
+    "From: a@example.org\nX-Extbody: externalized 9 of 9 parts\nSubject: multi\nMIME-Version: 1.0\n"
+    "Content-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: text/plain\n\nhi\n--b\n"
+    "Content-Type: application/zip\nContent-Transfer-Encoding: base64\n\n%s--b--\n", b);
+  const char *msgs[] = { root, multi };
+  for (guint m = 0; m < G_N_ELEMENTS (msgs); m++) {
+    gsize len = strlen (msgs[m]);
+    g_autoptr (EbPlan) r = eb_externalize_plan (msgs[m], len, f->config, f->store,
+                                                EB_EXTERNALIZE_STRIP_TRACE | EB_EXTERNALIZE_FILTER_FIELD);
+    g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, 1);
+    g_autoptr (GByteArray) out = write_plan (r, msgs[m], len);
+    g_autofree char *o = g_strndup ((const char *) out->data, out->len);
+    g_assert_null (strstr (o, "9 of 9"));
+    g_assert_null (strstr (o, "forged"));
+    g_assert_nonnull (strstr (o, "\nX-Extbody: externalized 1 of "));
+    g_autoptr (GPtrArray) edits = eb_plan_header_edits (r);
+    guint deleted = 0;
+    for (guint i = 0; i < edits->len; i++)
+      if (eb_header_edit_get_kind (edits->pdata[i]) == EB_HEADER_DELETE
+          && !g_ascii_strncasecmp (eb_header_edit_get_name (edits->pdata[i]), "X-Extbody", 9))
+        deleted++;
+    g_assert_cmpuint (deleted, ==, m == 0 ? 2 : 1);
+  }
+  /* nothing to take out: the trace field alone goes */
+  static const char small[] = "From: a@example.org\nX-Extbody: forged\nSubject: s\n\nhi\n";
+  static const char want[] = "From: a@example.org\nSubject: s\n\nhi\n";
+  g_autoptr (EbPlan) r = eb_externalize_plan (small, strlen (small), f->config, f->store,
+                                              EB_EXTERNALIZE_STRIP_TRACE);
+  g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, 0);
+  g_assert_true (eb_plan_get_changed (r));
+  g_autoptr (GByteArray) out = write_plan (r, small, strlen (small));
+  g_assert_cmpmem (out->data, out->len, want, strlen (want));
+}
+
 /* The fallback: a multipart/alternative with a text part naming the file and
  * the link, then the reference; GMime reads it so. */
 static void
@@ -1000,6 +1048,7 @@ main (int argc, char **argv)
   ADD ("/externalize/reference-lf", test_reference_lf);
   ADD ("/externalize/reference-crlf", test_reference_crlf);
   ADD ("/externalize/root", test_root);
+  ADD ("/externalize/strip-trace", test_strip_trace);
   ADD ("/externalize/fallback", test_fallback);
   ADD ("/externalize/dedup", test_dedup);
   ADD ("/externalize/store-failure", test_store_failure);
