@@ -7,7 +7,7 @@
  * Reads the message FILE, resolves its message/external-body references with
  * the default configuration (data: URLs only: fetching is off), writes the
  * message to standard output and one line per reference to standard error.
- * Build it with the Makefile here (pkg-config extbody-1).
+ * Build it with the Makefile here (pkg-config extbody-2).
  */
 #include <extbody/extbody.h>
 #include <stdio.h>

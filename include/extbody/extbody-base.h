@@ -40,7 +40,7 @@ G_BEGIN_DECLS
  * to eb_rewrite() or to eb_rewrite_plan() and one of the writers. An #EbFetcher
  * is needed only to fetch; without one only data: URLs are resolved.
  *
- * Compile with `pkg-config --cflags --libs extbody-1`.
+ * Compile with `pkg-config --cflags --libs extbody-2`.
  */
 
 /* ---- version and library init ------------------------------------------- */

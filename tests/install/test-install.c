@@ -2,11 +2,11 @@
 /* test-install.c - the public API is usable from outside: the build installed
  * into a temporary DESTDIR (cmake --install BUILD --prefix /usr/local), the
  * installed example (share/doc/extbody/examples) built there by the system
- * compiler with its Makefile and `pkg-config --cflags --libs extbody-1`
+ * compiler with its Makefile and `pkg-config --cflags --libs extbody-2`
  * (PKG_CONFIG_PATH pointing into the DESTDIR), and run against the installed
  * library (LD_LIBRARY_PATH) on a message with data: URLs.
  *
- *   /install/files     the library (SONAME), headers and extbody-1.pc are
+ *   /install/files     the library (SONAME), headers and extbody-2.pc are
  *                      installed, and pkg-config reads the installed file
  *   /install/example   resolve-one built from the installed files resolves the
  *                      sample's data: URLs, runs on the installed library, and
@@ -103,7 +103,7 @@ test_files (void)
 {
   const char *must[] = {
     "lib/libextbody.so.2", "lib/libextbody.so", "include/extbody/extbody.h",
-    "include/extbody/extbody-version.h", "lib/pkgconfig/extbody-1.pc",
+    "include/extbody/extbody-version.h", "lib/pkgconfig/extbody-2.pc",
     "share/doc/extbody/examples/resolve-one.c", "share/doc/extbody/examples/Makefile",
   };
   for (guint i = 0; i < G_N_ELEMENTS (must); i++) {
@@ -120,17 +120,17 @@ test_files (void)
   g_auto (GStrv) env = example_env ();
   g_autofree char *err = NULL;
   g_autoptr (GBytes) out = NULL;
-  const char *argv[] = { "pkg-config", "--modversion", "extbody-1", NULL };
+  const char *argv[] = { "pkg-config", "--modversion", "extbody-2", NULL };
   g_assert_cmpint (run (NULL, env, argv, &out, &err), ==, 0);
   g_autofree char *version = g_strstrip (g_strndup (g_bytes_get_data (out, NULL), g_bytes_get_size (out)));
   g_assert_cmpstr (version, ==, EXTBODY_VERSION_FOR_TESTS);
   g_autoptr (GBytes) cflags = NULL;
-  const char *argv2[] = { "pkg-config", "--cflags", "extbody-1", NULL };
+  const char *argv2[] = { "pkg-config", "--cflags", "extbody-2", NULL };
   g_assert_cmpint (run (NULL, env, argv2, &cflags, NULL), ==, 0);
   g_autofree char *cf = g_strndup (g_bytes_get_data (cflags, NULL), g_bytes_get_size (cflags));
   g_autofree char *inc = g_build_filename (prefix, "lib", "pkgconfig", "..", "..", "include", NULL);
   if (!strstr (cf, inc))
-    g_error ("pkg-config --cflags extbody-1 does not name the installed headers (%s): %s", inc, cf);
+    g_error ("pkg-config --cflags extbody-2 does not name the installed headers (%s): %s", inc, cf);
 }
 
 static void

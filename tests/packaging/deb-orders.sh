@@ -56,7 +56,7 @@ inst() {
     || { tail -n 30 /tmp/apt.log >&2; fail "apt-get install $* (offline, from the prepared cache)"; }
   grep -i 'extbody-milter:' /tmp/apt.log || true
 }
-ours="/debs/libextbody1_*.deb /debs/extbody_*.deb /debs/extbody-milter_*.deb"
+ours="/debs/libextbody2_*.deb /debs/extbody_*.deb /debs/extbody-milter_*.deb"
 case $order in
   # shellcheck disable=SC2086
   A) inst $ours; inst postfix ;;

@@ -179,9 +179,9 @@ zgrep -q /var/lib/prometheus/node-exporter /usr/share/man/man8/extbody-milter.8.
   || fail "extbody-milter(8) does not name /var/lib/prometheus/node-exporter"
 
 if [ -f "$top/examples/resolve-one.c" ]; then
-  echo "==> examples/resolve-one.c against the installed libextbody-dev (pkg-config extbody-1)"
+  echo "==> examples/resolve-one.c against the installed libextbody-dev (pkg-config extbody-2)"
   # shellcheck disable=SC2046
-  cc -o "$work/resolve-one" "$top/examples/resolve-one.c" $(pkg-config --cflags --libs extbody-1) \
+  cc -o "$work/resolve-one" "$top/examples/resolve-one.c" $(pkg-config --cflags --libs extbody-2) \
     || fail "the example does not build against the installed package"
   "$work/resolve-one" "$top/data/samples/references.eml" >"$work/ex.eml" || fail "the example failed"
   cmp -s "$work/out.eml" "$work/ex.eml" || fail "the example's output differs from the command's"
