@@ -656,6 +656,37 @@ parse_options (int argc, char **argv, Options *o)
   return 0;
 }
 
+/* One message read whole: through the daemon, or the fallback. */
+static int
+filter (const Options *o, const Buf *msg, int64_t start)
+{
+  Exchange x = { { NULL, 0, 0 }, 0, 0, NULL, 0 };
+  EbcHttpAnswer a = { .status = -1, .changed = -1 };
+  const char *out = NULL;
+  size_t out_len = 0;
+  char why[1024];
+  int r = EX_OK;
+  if (ask_daemon (o, msg, &x, &a, &out, &out_len, why, sizeof why) < 0) {
+    r = fall_back (o, msg, why, a.status >= 400 && a.status < 500 && x.why == NULL);
+    free (x.answer.data);
+    return r;
+  }
+  /* unchanged: the bytes that came in, whatever the body says */
+  if (o->mode != MODE_INSPECT && a.changed == 0) {
+    out = msg->data;
+    out_len = msg->len;
+  }
+  if (write_all (STDOUT_FILENO, out, out_len) < 0) {
+    say ("cannot write standard output: %s", strerror (errno));
+    r = EX_IOERR;
+  } else if (o->verbose)
+    say ("%s: %zu bytes in, %zu out, changed %s, references %lld, resolved %lld, %lld ms",
+         mode_names[o->mode], msg->len, out_len, a.changed == 1 ? "yes" : a.changed == 0 ? "no" : "-",
+         a.references, a.resolved, (long long) (now_ms () - start));
+  free (x.answer.data);
+  return r;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -674,34 +705,14 @@ main (int argc, char **argv)
   r = read_message (&msg, o.max_size);
   if (r < 0) {
     say ("cannot read standard input: %s", strerror (errno));
-    return o.tempfail || o.mode == MODE_INSPECT ? EX_TEMPFAIL : EX_IOERR;
-  }
-  if (r == 0)
-    return pass_oversize (&o, &msg);
-  if (msg.len == 0 && o.mode != MODE_INSPECT)
-    return EX_OK;   /* nothing to filter */
-
-  Exchange x = { { NULL, 0, 0 }, 0, 0, NULL, 0 };
-  EbcHttpAnswer a = { .status = -1, .changed = -1 };
-  const char *out = NULL;
-  size_t out_len = 0;
-  char why[1024];
-  if (ask_daemon (&o, &msg, &x, &a, &out, &out_len, why, sizeof why) < 0)
-    return fall_back (&o, &msg, why, a.status >= 400 && a.status < 500 && x.why == NULL);
-  /* unchanged: the bytes that came in, whatever the body says */
-  if (o.mode != MODE_INSPECT && a.changed == 0) {
-    out = msg.data;
-    out_len = msg.len;
-  }
-  if (write_all (STDOUT_FILENO, out, out_len) < 0) {
-    say ("cannot write standard output: %s", strerror (errno));
-    return EX_IOERR;
-  }
-  if (o.verbose)
-    say ("%s: %zu bytes in, %zu out, changed %s, references %lld, resolved %lld, %lld ms",
-         mode_names[o.mode], msg.len, out_len, a.changed == 1 ? "yes" : a.changed == 0 ? "no" : "-",
-         a.references, a.resolved, (long long) (now_ms () - start));
+    r = o.tempfail || o.mode == MODE_INSPECT ? EX_TEMPFAIL : EX_IOERR;
+  } else if (r == 0)
+    r = pass_oversize (&o, &msg);
+  else if (msg.len == 0 && o.mode != MODE_INSPECT)
+    r = EX_OK;   /* nothing to filter */
+  else
+    r = filter (&o, &msg, start);
+  /* freed, though the process ends: a sanitizer build checks for leaks */
   free (msg.data);
-  free (x.answer.data);
-  return EX_OK;
+  return r;
 }
