@@ -510,7 +510,7 @@ fall_back (const Options *o, const Buf *msg, const char *why, int refused)
 
 /* A message over -x: not sent; what was read, then the rest, unchanged. */
 static int
-pass_oversize (const Options *o, Buf *msg)
+pass_oversize (const Options *o, const Buf *msg)
 {
   if (o->mode == MODE_INSPECT) {
     say ("message over %llu bytes (-x): not inspected (exit %d)", o->max_size, EX_UNAVAILABLE);
@@ -521,7 +521,9 @@ pass_oversize (const Options *o, Buf *msg)
     say ("cannot write standard output: %s", strerror (errno));
     return EX_IOERR;
   }
-  int r = copy_rest (msg->data, msg->cap);
+  /* not the message's buffer: -x may have made it a few bytes long */
+  static char scratch[EBC_IO_CHUNK];
+  int r = copy_rest (scratch, sizeof scratch);
   if (r == -1) {
     say ("cannot write standard output: %s", strerror (errno));
     return EX_IOERR;
