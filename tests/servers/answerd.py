@@ -126,7 +126,7 @@ def serve(mode, conn, log, lock):
             conn.sendall(answer(b"503 Service Unavailable", b"busy\n"))
             conn.close()
             return
-        req = conn and read_request(conn)
+        req = read_request(conn)
         if req is None:
             return
         with lock, open(log, "a") as f:
