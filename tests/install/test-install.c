@@ -105,6 +105,7 @@ test_files (void)
     "lib/libextbody.so.2", "lib/libextbody.so", "include/extbody/extbody.h",
     "include/extbody/extbody-version.h", "lib/pkgconfig/extbody-2.pc",
     "share/doc/extbody/examples/resolve-one.c", "share/doc/extbody/examples/Makefile",
+    "bin/extbodyc", "share/man/man1/extbodyc.1",
   };
   for (guint i = 0; i < G_N_ELEMENTS (must); i++) {
     g_autofree char *p = g_build_filename (prefix, must[i], NULL);

@@ -19,7 +19,9 @@ Holds the code to the shape its design promises (src/README.md):
      name of its file: the name read without its underscores begins with
      the file's stem read without its dashes (eb-fetch.c: eb_fetch_...,
      eb_fetcher_...; eb-dataurl.c: eb_data_url_...), except those in
-     PREFIX_ALLOWED.
+     PREFIX_ALLOWED;
+  5. a folder of LIBC_ONLY includes nothing but its own headers and the C
+     library's: no header of src/ or include/, none of GLib, GMime, curl.
 
 With --report it prints the modules by layer, the edges that go up and
 the longest functions, and exits 0 whatever it finds.
@@ -48,6 +50,15 @@ PREFIX_ALLOWED = {
     "eb_get_version_string": "version (eb-version.c)",
     "eb_get_library_versions": "version (eb-version.c)",
 }
+
+# Folders whose programs use the C library alone, each with its reason.
+LIBC_ONLY = {
+    "filters/client": "extbodyc starts in about a millisecond: libc only (issue 28)",
+}
+# <...> headers of the libraries the rest of the project uses.
+NOT_LIBC = ("extbody/", "glib", "gio/", "gmime/", "curl/", "json-glib/", "hiredis/", "libmilter/",
+            "openssl/")
+SYSTEM_INCLUDE_RE = re.compile(r'^\s*#\s*include\s+<([^>]+)>', re.M)
 
 DEF_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*) \(")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -209,6 +220,20 @@ def main():
         if not name.replace("_", "").startswith(prefix) and name != "main" and name not in PREFIX_ALLOWED:
             problems.append("%s: %s does not begin with the name of its file"
                             % (os.path.relpath(p, top), name))
+    # 5. libc-only folders
+    for folder, why in sorted(LIBC_ONLY.items()):
+        base = os.path.join(top, folder)
+        for p in files:
+            if os.path.dirname(p) != base:
+                continue
+            raw = open(p, encoding="utf-8", errors="replace").read()
+            for inc in INCLUDE_RE.findall(raw):
+                if not os.path.exists(os.path.join(base, inc)):
+                    problems.append("%s includes \"%s\", not a header of its folder (%s)"
+                                    % (os.path.relpath(p, top), inc, why))
+            for inc in SYSTEM_INCLUDE_RE.findall(raw):
+                if inc.startswith(NOT_LIBC):
+                    problems.append("%s includes <%s> (%s)" % (os.path.relpath(p, top), inc, why))
     if report:
         for lay in LAYERS:
             ms = sorted(m for m in layer if layer[m] == lay)

@@ -1,0 +1,720 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* extbodyc.c - the client of the resident daemon's HTTP listener, as spamc
+ * is to spamd: the message on standard input goes to the daemon, the
+ * daemon's answer to standard output. libc only (no GLib, GMime, curl), so
+ * that it starts in about a millisecond where `extbody rewrite --filter`
+ * loads 49 shared libraries per message: Exim's transport_filter, Postfix's
+ * pipe(8), procmail, maildrop, scripts.
+ *
+ * Whatever goes wrong between the two (no daemon, an error status, garbage,
+ * a timeout, a connection broken mid-answer), the message comes out exactly
+ * as it came in (or, with --on-error tempfail, nothing comes out and the exit
+ * status is 75), with one line on standard error: the answer is received
+ * whole and checked (extbodyc-http.c) before its first byte is written, so
+ * half a message is never written. Every wait is a poll () against one
+ * deadline (-t), the connect included; no alarm, no signal handler. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "extbodyc-http.h"
+
+#ifndef EXTBODY_VERSION
+#define EXTBODY_VERSION "unknown"
+#endif
+
+/* The daemon's listener as the Debian package sets it up. */
+#define EBC_DEFAULT_SOCKET "unix:/run/extbody/http.sock"
+/* The whole exchange, the connect included (spamc's default too). */
+#define EBC_DEFAULT_TIMEOUT 120.0
+/* The daemon's own max_message_size default (src/base/eb-config.c, "64M"):
+ * a larger message would be refused there, so it is not sent. */
+#define EBC_DEFAULT_MAX_SIZE (64ULL * 1024 * 1024)
+/* An answer may be larger than the message (fetched parts inlined, base64
+ * on top): it is refused past EBC_ANSWER_FACTOR times -x plus
+ * EBC_ANSWER_SLACK, the header's EBC_HTTP_MAX_HEADER included. */
+#define EBC_ANSWER_FACTOR 4
+#define EBC_ANSWER_SLACK (1024 * 1024)
+/* After an answer complete by its framing, how long the daemon has to close
+ * the connection (Connection: close) before the answer is taken as it is:
+ * a byte arriving meanwhile makes it invalid (longer than its framing). */
+#define EBC_CLOSE_GRACE_MS 200
+/* The first reads and the buffer's growth: doubling from here. */
+#define EBC_IO_CHUNK (64 * 1024)
+/* An error answer's text shown on standard error, at most. */
+#define EBC_MAX_ERROR_TEXT 200
+/* -t's ceiling: a day; 0 means no deadline, as spamc's -t 0. */
+#define EBC_MAX_TIMEOUT 86400.0
+
+typedef enum { MODE_REWRITE, MODE_EXTERNALIZE, MODE_INSPECT } Mode;
+
+typedef struct {
+  const char        *socket;
+  double             timeout;
+  unsigned long long max_size;
+  Mode               mode;
+  int                tempfail;  /* --on-error tempfail */
+  int                verbose;
+} Options;
+
+/* A growing byte buffer. */
+typedef struct {
+  char  *data;
+  size_t len, cap;
+} Buf;
+
+static const char *const mode_names[] = { "rewrite", "externalize", "inspect" };
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static void
+say (const char *fmt, ...)
+{
+  char line[1024];
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (line, sizeof line, fmt, ap);
+  va_end (ap);
+  /* one write: the line is not interleaved with another filter's */
+  size_t n = strlen (line);
+  char out[1100];
+  int m = snprintf (out, sizeof out, "extbodyc: %.*s\n", (int) n, line);
+  if (m > 0 && write (STDERR_FILENO, out, (size_t) m) < 0)
+    return;
+}
+
+static int64_t
+now_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Milliseconds left before @deadline (-1: none) for poll (); 0 when past. */
+static int
+left_ms (int64_t deadline)
+{
+  if (deadline < 0)
+    return -1;
+  int64_t l = deadline - now_ms ();
+  return l <= 0 ? 0 : l > INT32_MAX ? INT32_MAX : (int) l;
+}
+
+static int
+buf_reserve (Buf *b, size_t more, size_t cap_limit)
+{
+  if (b->cap - b->len >= more)
+    return 0;
+  size_t want = b->cap ? b->cap : EBC_IO_CHUNK;
+  while (want - b->len < more) {
+    if (want > SIZE_MAX / 2)
+      return -1;
+    want *= 2;
+  }
+  if (want > cap_limit && cap_limit - b->len >= more)
+    want = cap_limit;
+  char *d = realloc (b->data, want);
+  if (!d)
+    return -1;
+  b->data = d;
+  b->cap = want;
+  return 0;
+}
+
+/* Write all of @buf to @fd (standard output): 0, or -1 with errno. */
+static int
+write_all (int fd, const char *buf, size_t len)
+{
+  while (len > 0) {
+    ssize_t w = write (fd, buf, len);
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    buf += w;
+    len -= (size_t) w;
+  }
+  return 0;
+}
+
+/* ---- standard input and output ------------------------------------------ */
+
+/* Read standard input into @in, at most @max bytes. 1: all of it; 0: more
+ * than @max (the first max + 1 bytes are in @in); -1 a read error. */
+static int
+read_message (Buf *in, unsigned long long max)
+{
+  size_t limit = max >= SIZE_MAX - 1 ? SIZE_MAX - 1 : (size_t) max + 1;
+  for (;;) {
+    if (in->len >= limit)
+      return 0;
+    size_t want = limit - in->len < EBC_IO_CHUNK ? limit - in->len : EBC_IO_CHUNK;
+    if (buf_reserve (in, want, limit) < 0)
+      return -1;
+    ssize_t r = read (STDIN_FILENO, in->data + in->len, in->cap - in->len < limit - in->len
+                                                        ? in->cap - in->len : limit - in->len);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return -1;
+    if (r == 0)
+      return 1;
+    in->len += (size_t) r;
+  }
+}
+
+/* The rest of standard input to standard output, unchanged. */
+static int
+copy_rest (char *scratch, size_t size)
+{
+  for (;;) {
+    ssize_t r = read (STDIN_FILENO, scratch, size);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return -2;
+    if (r == 0)
+      return 0;
+    if (write_all (STDOUT_FILENO, scratch, (size_t) r) < 0)
+      return -1;
+  }
+}
+
+/* ---- the connection ----------------------------------------------------- */
+
+/* Parse -s: unix:PATH, inet:PORT@HOST (a numeric IPv4 or IPv6 address, or
+ * localhost: no name lookup, which could wait past the deadline and load NSS
+ * modules), inet:PORT (127.0.0.1), or a plain path. 0, or -1 with @why. */
+static int
+parse_socket (const char *spec, struct sockaddr_storage *ss, socklen_t *sl, const char **why)
+{
+  memset (ss, 0, sizeof *ss);
+  if (strncmp (spec, "inet:", 5) != 0 && strncmp (spec, "inet6:", 6) != 0) {
+    const char *path = strncmp (spec, "unix:", 5) == 0 ? spec + 5 : strncmp (spec, "local:", 6) == 0 ? spec + 6 : spec;
+    struct sockaddr_un *un = (struct sockaddr_un *) ss;
+    if (!*path || strlen (path) >= sizeof un->sun_path) {
+      *why = "empty or too long a socket path";
+      return -1;
+    }
+    un->sun_family = AF_UNIX;
+    memcpy (un->sun_path, path, strlen (path) + 1);
+    *sl = (socklen_t) sizeof *un;
+    return 0;
+  }
+  const char *p = strchr (spec, ':') + 1;
+  char *end;
+  errno = 0;
+  unsigned long port = strtoul (p, &end, 10);
+  if (end == p || port == 0 || port > 65535 || errno || (*end && *end != '@')) {
+    *why = "no port in inet:PORT@HOST";
+    return -1;
+  }
+  const char *host = *end == '@' ? end + 1 : "127.0.0.1";
+  if (!strcmp (host, "localhost"))
+    host = "127.0.0.1";
+  struct sockaddr_in *in4 = (struct sockaddr_in *) ss;
+  struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) ss;
+  if (inet_pton (AF_INET, host, &in4->sin_addr) == 1) {
+    in4->sin_family = AF_INET;
+    in4->sin_port = htons ((uint16_t) port);
+    *sl = (socklen_t) sizeof *in4;
+    return 0;
+  }
+  if (inet_pton (AF_INET6, host, &in6->sin6_addr) == 1) {
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons ((uint16_t) port);
+    *sl = (socklen_t) sizeof *in6;
+    return 0;
+  }
+  *why = "the host of inet:PORT@HOST is not a numeric address (or localhost)";
+  return -1;
+}
+
+/* A non-blocking connected socket, or -1 with @why (errno kept). */
+static int
+connect_daemon (const char *spec, int64_t deadline, const char **why)
+{
+  struct sockaddr_storage ss;
+  socklen_t sl;
+  if (parse_socket (spec, &ss, &sl, why) < 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  int fd = socket (ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *why = "socket";
+    return -1;
+  }
+  if (connect (fd, (struct sockaddr *) &ss, sl) == 0)
+    return fd;
+  if (errno != EINPROGRESS && errno != EINTR) {
+    /* a unix socket's full backlog is EAGAIN: a busy daemon, a fallback */
+    *why = "cannot connect";
+    int e = errno;
+    close (fd);
+    errno = e;
+    return -1;
+  }
+  struct pollfd p = { fd, POLLOUT, 0 };
+  int r;
+  while ((r = poll (&p, 1, left_ms (deadline))) < 0 && errno == EINTR)
+    ;
+  int err = 0;
+  socklen_t el = sizeof err;
+  if (r == 0)
+    err = ETIMEDOUT;
+  else if (r < 0 || getsockopt (fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+    err = errno;
+  if (err) {
+    *why = r == 0 ? "timed out connecting" : "cannot connect";
+    close (fd);
+    errno = err;
+    return -1;
+  }
+  return fd;
+}
+
+/* What one exchange came to. */
+typedef struct {
+  Buf         answer;
+  int         sent_all;    /* the whole request went out */
+  int         eof;         /* the daemon closed */
+  const char *why;         /* a failure: what happened */
+  int         error;       /* and its errno, 0 when none applies */
+} Exchange;
+
+/* Receive what is there into @x->answer: 1 progress, 0 EOF, -1 error. */
+static int
+receive (int fd, Exchange *x, size_t max_answer)
+{
+  if (x->answer.len >= max_answer) {
+    x->why = "an answer over the limit (4 times -x plus 1 MiB)";
+    return -1;
+  }
+  size_t room = max_answer - x->answer.len;
+  if (buf_reserve (&x->answer, room < EBC_IO_CHUNK ? room : EBC_IO_CHUNK, max_answer) < 0) {
+    x->why = "out of memory";
+    return -1;
+  }
+  size_t n = x->answer.cap - x->answer.len;
+  ssize_t r = recv (fd, x->answer.data + x->answer.len, n < room ? n : room, 0);
+  if (r < 0) {
+    if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+      return 1;
+    x->why = "the connection broke while receiving";
+    x->error = errno;
+    return -1;
+  }
+  if (r == 0) {
+    x->eof = 1;
+    return 0;
+  }
+  x->answer.len += (size_t) r;
+  return 1;
+}
+
+/* Is the answer complete yet (by its framing)? The parser is run on every
+ * read while the header is incomplete or the body has a length; a chunked
+ * body is walked again only when a quarter more has come, so that a body of
+ * tiny chunks costs no quadratic time (the close ends it anyway). */
+static EbcHttpState
+check_answer (Exchange *x, size_t max_body, size_t *parsed_at, EbcHttpAnswer *a)
+{
+  size_t len = x->answer.len;
+  if (!x->eof && *parsed_at && len < *parsed_at + *parsed_at / 4)
+    return EBC_HTTP_INCOMPLETE;
+  EbcHttpState s = ebc_http_parse (x->answer.data, len, x->eof, max_body, a);
+  if (s == EBC_HTTP_INCOMPLETE && a->frame == EBC_HTTP_FRAME_CHUNKED && a->header_len)
+    *parsed_at = len;
+  return s;
+}
+
+/* Send the request and receive the answer, together (a daemon may answer
+ * while it reads, or refuse early), until the answer is complete, the
+ * deadline passes or the connection fails. COMPLETE with @a filled, or
+ * INVALID with x->why. */
+static EbcHttpState
+exchange (int fd, const char *req, size_t req_len, const Buf *msg, int64_t deadline,
+          size_t max_answer, Exchange *x, EbcHttpAnswer *a)
+{
+  size_t sent = 0, total = req_len + msg->len, parsed_at = 0;
+  int64_t grace_end = -1;
+  EbcHttpState s = EBC_HTTP_INCOMPLETE;
+  for (;;) {
+    struct pollfd p = { fd, POLLIN | (sent < total ? POLLOUT : 0), 0 };
+    int64_t until = grace_end >= 0 && (deadline < 0 || grace_end < deadline) ? grace_end : deadline;
+    int r = poll (&p, 1, left_ms (until));
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      x->why = "poll";
+      x->error = errno;
+      return EBC_HTTP_INVALID;
+    }
+    if (r == 0) {
+      if (s == EBC_HTTP_COMPLETE)
+        return s;   /* complete, nothing more came: the daemon kept the connection */
+      x->why = "timed out (-t) waiting for the daemon";
+      return EBC_HTTP_INVALID;
+    }
+    if ((p.revents & POLLOUT) && sent < total) {
+      const char *from = sent < req_len ? req + sent : msg->data + (sent - req_len);
+      size_t n = sent < req_len ? req_len - sent : total - sent;
+      ssize_t w = send (fd, from, n, MSG_NOSIGNAL);
+      if (w > 0)
+        sent += (size_t) w;
+      else if (w < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+        /* the daemon stopped reading: what it said (an error status) may be there */
+        x->error = errno;
+        total = sent;
+      }
+      x->sent_all = sent == req_len + msg->len;
+      continue;
+    }
+    if (!(p.revents & (POLLIN | POLLHUP | POLLERR)))
+      continue;
+    if (receive (fd, x, max_answer) < 0)
+      return EBC_HTTP_INVALID;
+    s = check_answer (x, max_answer, &parsed_at, a);
+    if (s == EBC_HTTP_INVALID) {
+      x->why = a->reason;
+      return s;
+    }
+    if (x->eof && s == EBC_HTTP_COMPLETE)
+      return s;
+    if (s == EBC_HTTP_COMPLETE && grace_end < 0)
+      grace_end = now_ms () + EBC_CLOSE_GRACE_MS;
+  }
+}
+
+/* ---- one message -------------------------------------------------------- */
+
+/* Why the daemon's answer cannot be used, or NULL; @text gets an error
+ * answer's one line. */
+static const char *
+refuse_answer (const Options *o, const EbcHttpAnswer *a, const Exchange *x, char *text, size_t size)
+{
+  text[0] = '\0';
+  if (a->status != 200) {
+    size_t n = a->body_len < size - 1 ? a->body_len : size - 1;
+    size_t k = 0;
+    for (size_t i = 0; i < n && x->answer.data[a->header_len + i] != '\n'; i++) {
+      unsigned char c = (unsigned char) x->answer.data[a->header_len + i];
+      if (c >= 0x20 && c != 0x7f)
+        text[k++] = (char) c;
+    }
+    text[k] = '\0';
+    return "the daemon answered an error";
+  }
+  if (!x->sent_all)
+    return "the daemon answered before it had the whole message";
+  if (o->mode != MODE_INSPECT && a->changed < 0)
+    return "an answer with no Extbody-Changed field (not the extbody daemon?)";
+  return NULL;
+}
+
+static char *
+request_head (const Options *o, size_t len, size_t *head_len)
+{
+  static char head[256];
+  int n = snprintf (head, sizeof head,
+                    "POST /%s HTTP/1.1\r\n"
+                    "Host: localhost\r\n"
+                    "Content-Length: %zu\r\n"
+                    "Content-Type: message/rfc822\r\n"
+                    "Connection: close\r\n"
+                    "\r\n", mode_names[o->mode], len);
+  *head_len = (size_t) n;
+  return head;
+}
+
+/* The daemon's answer to @msg, whole and checked: 0 with @out pointing into
+ * x->answer, or -1 with what went wrong in @why (one line). */
+static int
+ask_daemon (const Options *o, const Buf *msg, Exchange *x, EbcHttpAnswer *a, const char **out,
+            size_t *out_len, char *why, size_t why_size)
+{
+  int64_t deadline = o->timeout > 0 ? now_ms () + (int64_t) (o->timeout * 1000) : -1;
+  unsigned long long cap = o->max_size * EBC_ANSWER_FACTOR + EBC_ANSWER_SLACK;
+  size_t max_answer = cap > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t) cap;
+  const char *what = NULL;
+  int fd = connect_daemon (o->socket, deadline, &what);
+  if (fd < 0) {
+    snprintf (why, why_size, "%s %s: %s", what, o->socket, strerror (errno));
+    return -1;
+  }
+  size_t head_len;
+  const char *head = request_head (o, msg->len, &head_len);
+  EbcHttpState s = exchange (fd, head, head_len, msg, deadline, max_answer, x, a);
+  close (fd);
+  if (s != EBC_HTTP_COMPLETE) {
+    if (x->error)
+      snprintf (why, why_size, "%s: %s: %s (%s)", o->socket, x->why, strerror (x->error),
+                x->sent_all ? "the whole message was sent" : "the message was not all sent");
+    else
+      snprintf (why, why_size, "%s: %s", o->socket, x->why);
+    return -1;
+  }
+  char text[EBC_MAX_ERROR_TEXT + 1];
+  what = refuse_answer (o, a, x, text, sizeof text);
+  if (what) {
+    if (a->status != 200)
+      snprintf (why, why_size, "%s: %s: %d %s", o->socket, what, a->status, text);
+    else
+      snprintf (why, why_size, "%s: %s", o->socket, what);
+    return -1;
+  }
+  /* decoded in place: chunks only ever move back */
+  *out_len = ebc_http_body (x->answer.data, a, x->answer.data);
+  *out = x->answer.data;
+  return 0;
+}
+
+/* The message as it came, after one line saying why; or, with --on-error
+ * tempfail (and always in inspect mode: there is no message to write),
+ * nothing and a failure status. */
+static int
+fall_back (const Options *o, const Buf *msg, const char *why, int refused)
+{
+  if (o->mode == MODE_INSPECT) {
+    say ("%s; nothing inspected (exit %d)", why, refused ? EX_UNAVAILABLE : EX_TEMPFAIL);
+    return refused ? EX_UNAVAILABLE : EX_TEMPFAIL;
+  }
+  if (o->tempfail) {
+    say ("%s; message not written, exit %d (--on-error tempfail)", why, EX_TEMPFAIL);
+    return EX_TEMPFAIL;
+  }
+  say ("%s; message passed through unchanged", why);
+  if (write_all (STDOUT_FILENO, msg->data, msg->len) < 0) {
+    say ("cannot write standard output: %s", strerror (errno));
+    return EX_IOERR;
+  }
+  return EX_OK;
+}
+
+/* A message over -x: not sent; what was read, then the rest, unchanged. */
+static int
+pass_oversize (const Options *o, const Buf *msg)
+{
+  if (o->mode == MODE_INSPECT) {
+    say ("message over %llu bytes (-x): not inspected (exit %d)", o->max_size, EX_UNAVAILABLE);
+    return EX_UNAVAILABLE;
+  }
+  say ("message over %llu bytes (-x): not sent, passed through unchanged", o->max_size);
+  if (write_all (STDOUT_FILENO, msg->data, msg->len) < 0) {
+    say ("cannot write standard output: %s", strerror (errno));
+    return EX_IOERR;
+  }
+  /* not the message's buffer: -x may have made it a few bytes long */
+  static char scratch[EBC_IO_CHUNK];
+  int r = copy_rest (scratch, sizeof scratch);
+  if (r == -1) {
+    say ("cannot write standard output: %s", strerror (errno));
+    return EX_IOERR;
+  }
+  if (r == -2) {
+    /* the start is out already: nothing better can be done than to say so */
+    say ("cannot read standard input: %s", strerror (errno));
+    return EX_IOERR;
+  }
+  return EX_OK;
+}
+
+/* ---- options ------------------------------------------------------------ */
+
+static void
+usage (FILE *to)
+{
+  fprintf (to,
+    "Usage: extbodyc [-s SOCKET] [-t SECONDS] [-x BYTES] [-m rewrite|externalize|inspect]\n"
+    "                [--on-error accept|tempfail] [-v] [-h] [--version]\n"
+    "The message on standard input through the extbody daemon's HTTP listener,\n"
+    "the result on standard output; the message unchanged when the daemon fails.\n"
+    "  -s, --socket SOCKET    unix:PATH, inet:PORT@HOST or PATH (" EBC_DEFAULT_SOCKET ")\n"
+    "  -t, --timeout SECONDS  the whole exchange, connect included (120; 0: none)\n"
+    "  -x, --max-size BYTES   larger messages are not sent (64M; K, M, G suffixes)\n"
+    "  -m, --mode MODE        rewrite (default), externalize or inspect (JSON out)\n"
+    "      --on-error ACTION  accept: pass the message through (default);\n"
+    "                         tempfail: write nothing, exit 75\n"
+    "  -v, --verbose          one line on standard error about each message\n"
+    "  -h, --help             this text\n"
+    "      --version          the version\n"
+    "Exit status: 0 done (or passed through); 64 usage; 69 inspect refused;\n"
+    "74 I/O error; 75 temporary failure (--on-error tempfail, inspect).\n");
+}
+
+/* BYTES with an optional K, M or G (binary) suffix; 0 when malformed. */
+static unsigned long long
+parse_size (const char *s)
+{
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull (s, &end, 10);
+  if (end == s || errno || *s == '-')
+    return 0;
+  unsigned shift = 0;
+  if (*end == 'k' || *end == 'K')
+    shift = 10;
+  else if (*end == 'm' || *end == 'M')
+    shift = 20;
+  else if (*end == 'g' || *end == 'G')
+    shift = 30;
+  if (shift)
+    end++;
+  if (*end || v > (1ULL << 40) >> shift)
+    return 0;
+  return v << shift;
+}
+
+/* 0 to go on, or the exit status. */
+static int
+parse_options (int argc, char **argv, Options *o)
+{
+  enum { OPT_ON_ERROR = 256, OPT_VERSION };
+  static const struct option longs[] = {
+    { "socket", required_argument, NULL, 's' },
+    { "timeout", required_argument, NULL, 't' },
+    { "max-size", required_argument, NULL, 'x' },
+    { "mode", required_argument, NULL, 'm' },
+    { "on-error", required_argument, NULL, OPT_ON_ERROR },
+    { "verbose", no_argument, NULL, 'v' },
+    { "help", no_argument, NULL, 'h' },
+    { "version", no_argument, NULL, OPT_VERSION },
+    { NULL, 0, NULL, 0 }
+  };
+  int c;
+  char *end;
+  while ((c = getopt_long (argc, argv, "s:t:x:m:vh", longs, NULL)) != -1) {
+    switch (c) {
+    case 's':
+      o->socket = optarg;
+      break;
+    case 't':
+      errno = 0;
+      o->timeout = strtod (optarg, &end);
+      if (end == optarg || *end || errno || !(o->timeout >= 0 && o->timeout <= EBC_MAX_TIMEOUT)) {
+        say ("-t wants seconds from 0 (no limit) to %.0f, not \"%s\"", EBC_MAX_TIMEOUT, optarg);
+        return EX_USAGE;
+      }
+      break;
+    case 'x':
+      o->max_size = parse_size (optarg);
+      if (!o->max_size) {
+        say ("-x wants a size in bytes (K, M, G suffixes), from 1 to 1T, not \"%s\"", optarg);
+        return EX_USAGE;
+      }
+      break;
+    case 'm':
+      for (o->mode = MODE_REWRITE; o->mode <= MODE_INSPECT; o->mode++)
+        if (!strcmp (optarg, mode_names[o->mode]))
+          break;
+      if (o->mode > MODE_INSPECT) {
+        say ("-m wants rewrite, externalize or inspect, not \"%s\"", optarg);
+        return EX_USAGE;
+      }
+      break;
+    case OPT_ON_ERROR:
+      if (strcmp (optarg, "accept") && strcmp (optarg, "tempfail")) {
+        say ("--on-error wants accept or tempfail, not \"%s\"", optarg);
+        return EX_USAGE;
+      }
+      o->tempfail = !strcmp (optarg, "tempfail");
+      break;
+    case 'v':
+      o->verbose = 1;
+      break;
+    case 'h':
+      usage (stdout);
+      return -EX_OK - 1;
+    case OPT_VERSION:
+      printf ("extbodyc %s\n", EXTBODY_VERSION);
+      return -EX_OK - 1;
+    default:
+      usage (stderr);
+      return EX_USAGE;
+    }
+  }
+  if (optind < argc) {
+    say ("no arguments: the message comes on standard input");
+    usage (stderr);
+    return EX_USAGE;
+  }
+  return 0;
+}
+
+/* One message read whole: through the daemon, or the fallback. */
+static int
+filter (const Options *o, const Buf *msg, int64_t start)
+{
+  Exchange x = { { NULL, 0, 0 }, 0, 0, NULL, 0 };
+  EbcHttpAnswer a = { .status = -1, .changed = -1 };
+  const char *out = NULL;
+  size_t out_len = 0;
+  char why[1024];
+  int r = EX_OK;
+  if (ask_daemon (o, msg, &x, &a, &out, &out_len, why, sizeof why) < 0) {
+    r = fall_back (o, msg, why, a.status >= 400 && a.status < 500 && x.why == NULL);
+    free (x.answer.data);
+    return r;
+  }
+  /* unchanged: the bytes that came in, whatever the body says */
+  if (o->mode != MODE_INSPECT && a.changed == 0) {
+    out = msg->data;
+    out_len = msg->len;
+  }
+  if (write_all (STDOUT_FILENO, out, out_len) < 0) {
+    say ("cannot write standard output: %s", strerror (errno));
+    r = EX_IOERR;
+  } else if (o->verbose)
+    say ("%s: %zu bytes in, %zu out, changed %s, references %lld, resolved %lld, %lld ms",
+         mode_names[o->mode], msg->len, out_len, a.changed == 1 ? "yes" : a.changed == 0 ? "no" : "-",
+         a.references, a.resolved, (long long) (now_ms () - start));
+  free (x.answer.data);
+  return r;
+}
+
+int
+main (int argc, char **argv)
+{
+  Options o = { EBC_DEFAULT_SOCKET, EBC_DEFAULT_TIMEOUT, EBC_DEFAULT_MAX_SIZE, MODE_REWRITE, 0, 0 };
+  int r = parse_options (argc, argv, &o);
+  if (r < 0)
+    return EX_OK;
+  if (r > 0)
+    return r;
+  /* a daemon gone mid-send and a reader gone from standard output are
+   * errors to report (EPIPE), never a silent death */
+  signal (SIGPIPE, SIG_IGN);
+  int64_t start = now_ms ();
+
+  Buf msg = { NULL, 0, 0 };
+  r = read_message (&msg, o.max_size);
+  if (r < 0) {
+    say ("cannot read standard input: %s", strerror (errno));
+    r = o.tempfail || o.mode == MODE_INSPECT ? EX_TEMPFAIL : EX_IOERR;
+  } else if (r == 0)
+    r = pass_oversize (&o, &msg);
+  else if (msg.len == 0 && o.mode != MODE_INSPECT)
+    r = EX_OK;   /* nothing to filter */
+  else
+    r = filter (&o, &msg, start);
+  /* freed, though the process ends: a sanitizer build checks for leaks */
+  free (msg.data);
+  return r;
+}
