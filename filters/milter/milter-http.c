@@ -423,7 +423,8 @@ http_mhd_log (void *cls, const char *format, va_list ap)
 {
   g_autofree char *line = g_strdup_vprintf (format, ap);
   g_strchomp (line);
-  log_line (LOG_WARNING, "http: %s", line);
+  /* mostly about one connection (a client gone away): not a warning */
+  log_line (LOG_INFO, "http: %s", line);
 }
 
 /* ---- lifecycle ---------------------------------------------------------------- */
