@@ -5,6 +5,7 @@
  * the limits (max_message_size, http_timeout, http_max_connections) and the
  * errors; and one listener on TCP loopback. Requests are written by hand. */
 #include <errno.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -423,6 +424,67 @@ test_tcp (void)
   g_assert_cmpint (mta_milter_stop (m, TRUE), ==, 0);
 }
 
+/* SIGHUP: a request that begins afterwards takes the new configuration. */
+static void
+test_reload (void)
+{
+  g_autofree char *forged = g_build_filename (dir, "forged.eml", NULL);
+  g_autoptr (GMappedFile) mf = g_mapped_file_new (forged, FALSE, NULL);
+  g_autoptr (GBytes) msg = g_mapped_file_get_bytes (mf);
+  g_autofree char *text = NULL;
+  g_assert_true (g_file_get_contents (conf, &text, NULL, NULL));
+  g_autofree char *off = g_strconcat (text, "strip_trace_fields = off\n", NULL);
+  g_assert_true (g_file_set_contents (conf, off, -1, NULL));
+  g_autoptr (GBytes) want = run_command (NULL, (const char *[]) { "rewrite", "--filter", "-c", conf, forged, NULL });
+  mta_milter_signal (milter, SIGHUP);
+  g_assert_true (mta_milter_log_wait (milter, "SIGHUP: reloaded configuration", 1));
+  g_autoptr (Response) r = request ("POST", "/rewrite", msg);
+  n_rewrites++;
+  g_assert_cmpuint (r->status, ==, 200);
+  g_assert_true (g_bytes_equal (r->body, want));
+  g_assert_nonnull (g_strstr_len (g_bytes_get_data (r->body, NULL), (gssize) g_bytes_get_size (r->body),
+                                  "X-Extbody: forged"));
+  g_assert_true (g_file_set_contents (conf, text, -1, NULL));
+  mta_milter_signal (milter, SIGHUP);
+  g_assert_true (mta_milter_log_wait (milter, "SIGHUP: reloaded configuration", 2));
+}
+
+/* SIGTERM: the listener takes no connection any more, and a request in
+ * flight is answered in full before the daemon exits. */
+static void
+test_drain (void)
+{
+  g_autofree char *dconf = g_build_filename (dir, "drain.conf", NULL);
+  g_autofree char *dsock = g_build_filename (dir, "drain-http.sock", NULL);
+  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\nhttp_socket = unix:%s\nhttp_timeout = 30\n"
+                                           "milter_stop_timeout = 30\n", dsock);
+  g_assert_true (g_file_set_contents (dconf, text, -1, NULL));
+  g_autofree char *sock = g_build_filename (dir, "drain-milter.sock", NULL);
+  g_autofree char *log = g_build_filename (dir, "drain.log", NULL);
+  g_autoptr (MtaMilter) m = mta_milter_start (sock, dconf, log, NULL);
+  g_autofree char *sample = g_build_filename (g_getenv ("EXTBODY_DATADIR"), "samples", "references.eml", NULL);
+  g_autoptr (GMappedFile) mf = g_mapped_file_new (sample, FALSE, NULL);
+  gsize len = g_mapped_file_get_length (mf);
+  const char *data = g_mapped_file_get_contents (mf);
+  g_autoptr (GBytes) want = run_command (NULL, (const char *[]) { "rewrite", "--filter", "-c", dconf, sample, NULL });
+  g_autoptr (GSocketAddress) addr = g_unix_socket_address_new (dsock);
+  g_autoptr (GSocketConnection) c = connect_to (addr);
+  g_autofree char *head = g_strdup_printf ("POST /rewrite HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                                           "Content-Length: %" G_GSIZE_FORMAT "\r\n\r\n", len);
+  send_bytes (c, head, strlen (head));
+  send_bytes (c, data, len / 2);
+  g_usleep (300000);
+  mta_milter_signal (m, SIGTERM);
+  g_assert_true (mta_milter_log_wait (m, "1 HTTP request in flight", 1));
+  g_assert_false (g_file_test (dsock, G_FILE_TEST_EXISTS));
+  send_bytes (c, data + len / 2, len - len / 2);
+  g_autoptr (GBytes) raw = read_to_end (c);
+  g_autoptr (Response) r = parse_response (raw);
+  g_assert_cmpuint (r->status, ==, 200);
+  g_assert_true (g_bytes_equal (r->body, want));
+  g_assert_cmpint (mta_milter_wait (m, TRUE), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -448,6 +510,8 @@ main (int argc, char **argv)
   g_test_add_func ("/http/max-connections", test_max_connections);
   g_test_add_func ("/http/check-address", test_check_address);
   g_test_add_func ("/http/tcp", test_tcp);
+  g_test_add_func ("/http/reload", test_reload);
+  g_test_add_func ("/http/drain", test_drain);
   int rc = g_test_run ();
   g_assert_cmpint (mta_milter_stop (milter, TRUE), ==, 0);
   g_assert_false (g_file_test (http_sock, G_FILE_TEST_EXISTS));   /* removed at the stop */
