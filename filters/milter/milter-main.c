@@ -314,8 +314,11 @@ stop (Life *life, const char *signame)
   g_atomic_int_set (&milter_session_stopping, 1);
   guint n = (guint) g_atomic_int_get (&milter_session_in_flight);
   guint nh = milter_http_in_flight ();
-  log_line (LOG_INFO, "%s: stopping: %u message%s and %u HTTP request%s in flight", signame, n, plural (n),
-            nh, plural (nh));
+  if (nh)
+    log_line (LOG_INFO, "%s: stopping: %u message%s in flight, %u HTTP request%s in flight", signame, n,
+              plural (n), nh, plural (nh));
+  else
+    log_line (LOG_INFO, "%s: stopping: %u message%s in flight", signame, n, plural (n));
   listener_retire (life);
   milter_http_quiesce ();
   gboolean milter_ended = FALSE, hurry = FALSE;
@@ -694,6 +697,8 @@ int
 main (int argc, char **argv)
 {
   int status = run (argc, argv);
+  /* a start that failed past milter_http_open leaves no socket behind */
+  milter_http_stop ();
   /* a message cut off at the stop may still hold the configuration */
   if (g_atomic_int_get (&milter_session_in_flight) == 0)
     milter_generation_install (NULL);
