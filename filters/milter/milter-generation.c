@@ -113,6 +113,12 @@ milter_generation_reload (Life *life, const char *signame)
   if (strcmp (eb_config_get_string (old->config, "milter_socket"), eb_config_get_string (g->config, "milter_socket")) != 0)
     log_line (LOG_WARNING, "%s: milter_socket is now %s: the daemon listens on %s until it is restarted",
               signame, eb_config_get_string (g->config, "milter_socket"), eb_config_get_string (old->config, "milter_socket"));
+  /* the HTTP listener's socket and limits are the daemon's, set at start */
+  if (strcmp (eb_config_get_string (old->config, "http_socket"), eb_config_get_string (g->config, "http_socket")) != 0
+      || eb_config_get_uint64 (old->config, "http_max_connections") != eb_config_get_uint64 (g->config, "http_max_connections")
+      || eb_config_get_uint64 (old->config, "http_timeout") != eb_config_get_uint64 (g->config, "http_timeout"))
+    log_line (LOG_WARNING, "%s: http_socket, http_max_connections and http_timeout stay as they were at start "
+              "until the daemon is restarted", signame);
   milter_generation_install (g);
   log_line (LOG_INFO, "%s: reloaded configuration from %s%s", signame, path,
             g->store ? " (milter_mode = externalize)"

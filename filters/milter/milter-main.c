@@ -313,10 +313,17 @@ stop (Life *life, const char *signame)
   gint64 deadline = t0 + (gint64) eb_config_get_uint64 (gen->config, "milter_stop_timeout") * G_USEC_PER_SEC;
   g_atomic_int_set (&milter_session_stopping, 1);
   guint n = (guint) g_atomic_int_get (&milter_session_in_flight);
-  log_line (LOG_INFO, "%s: stopping: %u message%s in flight", signame, n, plural (n));
+  guint nh = milter_http_in_flight ();
+  if (nh)
+    log_line (LOG_INFO, "%s: stopping: %u message%s in flight, %u HTTP request%s in flight", signame, n,
+              plural (n), nh, plural (nh));
+  else
+    log_line (LOG_INFO, "%s: stopping: %u message%s in flight", signame, n, plural (n));
   listener_retire (life);
+  milter_http_quiesce ();
   gboolean milter_ended = FALSE, hurry = FALSE;
-  while (!milter_ended && !hurry && g_atomic_int_get (&milter_session_in_flight) > 0) {
+  while (!milter_ended && !hurry
+         && (g_atomic_int_get (&milter_session_in_flight) > 0 || milter_http_in_flight () > 0)) {
     gint64 left = (deadline - g_get_monotonic_time ()) / 1000;
     if (left <= 0)
       break;
@@ -335,6 +342,11 @@ stop (Life *life, const char *signame)
   if (n && !hurry && !milter_ended)
     log_line (LOG_WARNING, "stopping: %u message%s still in flight after milter_stop_timeout (%u s) cut off",
               n, plural (n), (guint) eb_config_get_uint64 (gen->config, "milter_stop_timeout"));
+  nh = milter_http_in_flight ();
+  if (nh && !hurry && !milter_ended)
+    log_line (LOG_WARNING, "stopping: %u HTTP request%s still in flight after milter_stop_timeout (%u s) cut off",
+              nh, plural (nh), (guint) eb_config_get_uint64 (gen->config, "milter_stop_timeout"));
+  milter_http_stop ();
   if (!milter_ended) {
     /* libmilter's listener notices the stop when its wait for a connection
      * ends: a kick ends it */
@@ -520,6 +532,11 @@ run_open_socket (Life *life, Opts *o, const EbConfig *config)
   life->lfd = find_listener ();
   if (life->lfd >= 0)
     milter_worker_kick_set_address (life->lfd);
+  g_autoptr (GError) error = NULL;
+  if (!milter_http_open (config, o->user, &error)) {
+    fprintf (stderr, "extbody-milter: %s\n", error->message);
+    return EX_UNAVAILABLE;
+  }
   if (o->user) {
     struct passwd *pw = getpwnam (o->user);
     if (pw && upath && chown (upath, pw->pw_uid, pw->pw_gid) != 0)
@@ -601,15 +618,22 @@ run_serve (Life *life, const Gen *first)
   /* from here on, only this thread takes SIGHUP, SIGTERM and SIGINT */
   sigset_t unblocked;
   signals_block (&unblocked);
+  milter_main_stats = eb_stats_new ();
+  g_autoptr (GError) error = NULL;
+  if (!milter_http_start (first->config, &error)) {
+    pthread_sigmask (SIG_SETMASK, &unblocked, NULL);
+    log_line (LOG_ERR, "%s", error->message);
+    return EX_UNAVAILABLE;
+  }
   if (milter_worker_kick_addr_len)
     milter_worker_kick_thread = g_thread_new ("kick", milter_worker_kick_run, NULL);
   else
     log_line (LOG_WARNING, "cannot find the listening socket: a fetch that waits may hold up other sessions");
-  milter_main_stats = eb_stats_new ();
   GThread *milter = g_thread_new ("milter", milter_run, NULL);
   pthread_sigmask (SIG_SETMASK, &unblocked, NULL);
 
   int exit_status = run_wait (life);
+  milter_http_stop ();   /* already stopped, unless libmilter ended on its own */
   g_thread_join (milter);
   metrics_write ();
   g_clear_pointer (&metrics_failure, g_free);
@@ -673,6 +697,8 @@ int
 main (int argc, char **argv)
 {
   int status = run (argc, argv);
+  /* a start that failed past milter_http_open leaves no socket behind */
+  milter_http_stop ();
   /* a message cut off at the stop may still hold the configuration */
   if (g_atomic_int_get (&milter_session_in_flight) == 0)
     milter_generation_install (NULL);

@@ -42,6 +42,8 @@
  *                        and rewrite (milter_worker_rewrite) while the kick
  *                        thread keeps libmilter's worker pool serving others
  *   milter-check.c       --check-mta
+ *   milter-http.c        the HTTP listener (http_socket): the same plans for
+ *                        extbodyc, Exim and scripts, one request per thread
  *
  * A message flows through them thus: milter-main.c registers the callbacks
  * (milter_session_desc) and serves; at MAIL FROM milter-session.c counts the
@@ -158,6 +160,19 @@ void milter_worker_kick_set_address (int fd);
 gboolean milter_worker_rewrite (SMFICTX *ctx, const Gen *gen, const Msg *m, const char *buf, gsize len,
                                 GOutputStream **out, int *out_fd, EbPlan **result,
                                 GError **error);
+
+/* ---- milter-http.c ------------------------------------------------------- */
+
+/* The HTTP listener (http_socket; nothing when it is empty): bound at start
+ * (milter_http_open, before privileges go), served once the daemon has
+ * detached (milter_http_start, signals blocked), and at the stop closed to
+ * new connections (milter_http_quiesce) while milter_http_in_flight requests
+ * finish, then ended (milter_http_stop). */
+gboolean milter_http_open (const EbConfig *config, const char *user, GError **error);
+gboolean milter_http_start (const EbConfig *config, GError **error);
+void milter_http_quiesce (void);
+guint milter_http_in_flight (void);
+void milter_http_stop (void);
 
 /* ---- milter-main.c ------------------------------------------------------- */
 

@@ -177,6 +177,38 @@ check_socket (const char *value, GError **error)
   return FALSE;
 }
 
+/* extbody-milter's HTTP listener: empty (none), unix:PATH (absolute), or
+ * inet:PORT@127.0.0.1 / inet6:PORT@[::1]: the listener takes unauthenticated
+ * requests that may make the daemon fetch, so it answers on loopback only. */
+static gboolean
+check_http_socket (const char *value, GError **error)
+{
+  if (!*value)
+    return TRUE;
+  if (g_str_has_prefix (value, "unix:")) {
+    if (g_path_is_absolute (value + 5))
+      return TRUE;
+    g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\": the socket path must be absolute", value);
+    return FALSE;
+  }
+  gboolean v6 = g_str_has_prefix (value, "inet6:");
+  if (!v6 && !g_str_has_prefix (value, "inet:")) {
+    g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
+                 "\"%s\" is not unix:PATH, inet:PORT@127.0.0.1 or inet6:PORT@[::1]", value);
+    return FALSE;
+  }
+  if (!check_socket (value, error))
+    return FALSE;
+  const char *at = strchr (value, '@');
+  const char *want = v6 ? "[::1]" : "127.0.0.1";
+  if (at && strcmp (at + 1, want) == 0)
+    return TRUE;
+  g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
+               "\"%s\": the HTTP listener takes loopback only: write %s:PORT@%s", value,
+               v6 ? "inet6" : "inet", want);
+  return FALSE;
+}
+
 /* A file named by its absolute path, or empty (none): the milter changes to
  * / when it detaches. */
 static gboolean
@@ -437,6 +469,12 @@ static const EbConfigKey keys[] = {
        "Message bytes extbody-milter keeps in memory; a larger message is spooled to a temporary file, and so is the new body of a message that is, or whose resolved data is, larger."),
   KEY (milter_stop_timeout, EB_CONFIG_UINT, "60", 0, 3600,
        "Seconds extbody-milter lets the messages in flight finish once told to stop (SIGTERM, SIGINT); meanwhile it accepts no connection and tempfails new messages; a message still unfinished then is cut off, and the MTA's milter_default_action applies to it."),
+  LIST (http_socket, "",
+       "extbody-milter's HTTP listener, for extbodyc, Exim and scripts (POST /rewrite, /inspect, /externalize; GET /metrics): unix:PATH (made with the mode milter_umask gives), inet:PORT@127.0.0.1 or inet6:PORT@[::1] (loopback only: it takes requests from anyone who can connect); empty: none.", check_http_socket, "socket"),
+  KEY (http_max_connections, EB_CONFIG_UINT, "16", 1, 1000,
+       "Connections extbody-milter's HTTP listener serves at once; past it a new one is answered 503."),
+  KEY (http_timeout, EB_CONFIG_UINT, "30", 1, 3600,
+       "Seconds an HTTP client of extbody-milter may stay idle, or take between two pieces of its request, before it is cut off."),
   LIST (externalize_store, "",
        "Where extbody externalize stores the parts it takes out of messages: an absolute directory (served by a web server under externalize_base_url), or the http or https URL of a WebDAV collection (an S3 bucket with externalize_store_auth = aws-sigv4), written with HTTP PUT. Each object is named by the SHA-256 of its bytes (their HMAC-SHA256 with externalize_key), so a part sent to many recipients is stored once, and is read back and checked before any message refers to it. Empty: externalize refuses to run.", check_store, "directory or URL"),
   LIST (externalize_base_url, "",

@@ -72,6 +72,10 @@ struct _EbConfig {
   gboolean strip_trace_fields; /* remove incoming X-Extbody, X-Extbody-Resolved */
   guint64  milter_spill_size;  /* message bytes kept in memory before spilling to a file */
   guint    milter_stop_timeout;  /* seconds messages in flight get to finish at SIGTERM */
+  char    *http_socket;        /* the milter's HTTP listener: unix:PATH, inet:PORT@127.0.0.1,
+                                  inet6:PORT@[::1]; empty: none */
+  guint    http_max_connections; /* HTTP connections served at once; past it 503 */
+  guint    http_timeout;       /* seconds an HTTP client may be idle or slow */
   /* externalize: where stored parts go (eb-store.h) */
   char    *externalize_store;          /* absolute directory or WebDAV http(s) URL; empty: none */
   char    *externalize_base_url;       /* URL the objects are served under */

@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* test-http.c - extbody-milter's HTTP listener (http_socket), against the real
+ * daemon: each answer of POST /rewrite and /inspect is what the command
+ * writes for the same message and configuration; GET /metrics counts them;
+ * the limits (max_message_size, http_timeout, http_max_connections) and the
+ * errors; and one listener on TCP loopback. Requests are written by hand. */
+#include <errno.h>
+#include <signal.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gio/gio.h>
+#include <gio/gunixsocketaddress.h>
+#include <glib/gstdio.h>
+
+#include "mta-milter.h"
+#include "test-server.h"
+
+/* the test configuration's limits */
+#define TEST_MAX_MESSAGE_SIZE 200000
+#define TEST_HTTP_TIMEOUT     2
+#define TEST_HTTP_MAX_CONNS   2
+
+static char      *dir;      /* the test's directory */
+static char      *conf;     /* its configuration, the daemon's and the command's */
+static char      *http_sock;
+static MtaMilter *milter;
+static guint      n_rewrites;   /* messages the daemon planned: its extbody_messages_total */
+
+typedef struct {
+  guint       status;
+  GHashTable *fields;   /* lower-case name -> value */
+  GBytes     *body;
+} Response;
+
+static void
+response_free (Response *r)
+{
+  g_hash_table_unref (r->fields);
+  g_bytes_unref (r->body);
+  g_free (r);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Response, response_free)
+
+static GSocketConnection *
+connect_to (GSocketAddress *addr)
+{
+  g_autoptr (GSocketClient) client = g_socket_client_new ();
+  g_socket_client_set_timeout (client, 30);
+  g_autoptr (GError) error = NULL;
+  GSocketConnection *c = g_socket_client_connect (client, G_SOCKET_CONNECTABLE (addr), NULL, &error);
+  g_assert_no_error (error);
+  return c;
+}
+
+static GSocketConnection *
+connect_unix (void)
+{
+  g_autoptr (GSocketAddress) addr = g_unix_socket_address_new (http_sock);
+  return connect_to (addr);
+}
+
+static void
+send_bytes (GSocketConnection *c, const void *data, gsize len)
+{
+  g_autoptr (GError) error = NULL;
+  GOutputStream *out = g_io_stream_get_output_stream (G_IO_STREAM (c));
+  g_output_stream_write_all (out, data, len, NULL, NULL, &error);
+  g_assert_no_error (error);
+}
+
+/* Everything until the server closes the connection (the requests say
+ * Connection: close). */
+static GBytes *
+read_to_end (GSocketConnection *c)
+{
+  GInputStream *in = g_io_stream_get_input_stream (G_IO_STREAM (c));
+  GByteArray *all = g_byte_array_new ();
+  char buf[65536];
+  for (;;) {
+    g_autoptr (GError) error = NULL;
+    gssize n = g_input_stream_read (in, buf, sizeof buf, NULL, &error);
+    if (n < 0 && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CONNECTION_CLOSED))
+      break;
+    g_assert_no_error (error);
+    if (n == 0)
+      break;
+    g_byte_array_append (all, (guint8 *) buf, (guint) n);
+  }
+  return g_byte_array_free_to_bytes (all);
+}
+
+static Response *
+parse_response (GBytes *raw)
+{
+  gsize len = 0;
+  const char *data = g_bytes_get_data (raw, &len);
+  const char *end = data ? g_strstr_len (data, (gssize) len, "\r\n\r\n") : NULL;
+  g_assert_nonnull (end);
+  g_autofree char *head = g_strndup (data, (gsize) (end - data));
+  g_auto (GStrv) lines = g_strsplit (head, "\r\n", -1);
+  Response *r = g_new0 (Response, 1);
+  g_assert_true (g_str_has_prefix (lines[0], "HTTP/1.1 "));
+  r->status = (guint) g_ascii_strtoull (lines[0] + 9, NULL, 10);
+  r->fields = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  for (guint i = 1; lines[i]; i++) {
+    const char *colon = strchr (lines[i], ':');
+    g_assert_nonnull (colon);
+    g_hash_table_insert (r->fields, g_ascii_strdown (lines[i], colon - lines[i]),
+                         g_strstrip (g_strdup (colon + 1)));
+  }
+  gsize off = (gsize) (end + 4 - data);
+  r->body = g_bytes_new_from_bytes (raw, off, len - off);
+  const char *cl = g_hash_table_lookup (r->fields, "content-length");
+  if (cl)
+    g_assert_cmpuint (g_ascii_strtoull (cl, NULL, 10), ==, len - off);
+  return r;
+}
+
+/* @method @path with @body (NULL: none, and no Content-Length) over @c. */
+static Response *
+request_on (GSocketConnection *c, const char *method, const char *path, GBytes *body)
+{
+  g_autofree char *head = body
+    ? g_strdup_printf ("%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                       "Content-Type: message/rfc822\r\nContent-Length: %" G_GSIZE_FORMAT "\r\n\r\n",
+                       method, path, g_bytes_get_size (body))
+    : g_strdup_printf ("%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", method, path);
+  send_bytes (c, head, strlen (head));
+  if (body && g_bytes_get_size (body)) {
+    /* an answer given at once (404, 413, 503) ends the connection before the
+     * body is taken: the answer is read all the same */
+    GOutputStream *out = g_io_stream_get_output_stream (G_IO_STREAM (c));
+    g_output_stream_write_all (out, g_bytes_get_data (body, NULL), g_bytes_get_size (body), NULL, NULL, NULL);
+  }
+  g_autoptr (GBytes) raw = read_to_end (c);
+  return parse_response (raw);
+}
+
+static Response *
+request (const char *method, const char *path, GBytes *body)
+{
+  g_autoptr (GSocketConnection) c = connect_unix ();
+  return request_on (c, method, path, body);
+}
+
+/* What `extbody ARGS...` writes, with @input (a file) as its standard input
+ * when given. */
+static GBytes *
+run_command (const char *input, const char *const *args)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_ptr_array_add (argv, (char *) g_getenv ("EXTBODY"));
+  for (guint i = 0; args[i]; i++)
+    g_ptr_array_add (argv, (char *) args[i]);
+  g_ptr_array_add (argv, NULL);
+  g_autoptr (GSubprocessLauncher) l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE
+                                                                 | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+  if (input)
+    g_subprocess_launcher_set_stdin_file_path (l, input);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) p = g_subprocess_launcher_spawnv (l, (const char *const *) argv->pdata, &error);
+  g_assert_no_error (error);
+  GBytes *out = NULL;
+  g_subprocess_communicate (p, NULL, NULL, &out, NULL, &error);
+  g_assert_no_error (error);
+  return out;
+}
+
+/* The messages: data/samples/ and the corpus of tests/, and one written
+ * here whose header carries trace fields a sender forged. */
+static GPtrArray *
+message_files (void)
+{
+  GPtrArray *files = g_ptr_array_new_with_free_func (g_free);
+  const char *dirs[] = { g_getenv ("EXTBODY_DATADIR"), NULL };
+  g_autofree char *samples = g_build_filename (dirs[0], "samples", NULL);
+  g_autofree char *corpus = g_test_build_filename (G_TEST_DIST, "corpus", NULL);
+  const char *where[] = { samples, corpus };
+  for (guint d = 0; d < G_N_ELEMENTS (where); d++) {
+    g_autoptr (GDir) gd = g_dir_open (where[d], 0, NULL);
+    g_assert_nonnull (gd);
+    const char *name;
+    while ((name = g_dir_read_name (gd)))
+      if (g_str_has_suffix (name, ".eml"))
+        g_ptr_array_add (files, g_build_filename (where[d], name, NULL));
+  }
+  g_autofree char *forged = g_build_filename (dir, "forged.eml", NULL);
+  const char *text =
+    "From: a@example.org\r\nTo: b@example.net\r\nSubject: forged\r\n"
+    "X-Extbody-Resolved: 1 reference (forged)\r\nX-Extbody: forged\r\n"
+    "MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"b\"\r\n\r\n"
+    "--b\r\nContent-Type: text/plain\r\n\r\nhello\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n"
+    " URL=\"data:text/plain;base64,aGVsbG8gd29ybGQK\"\r\n\r\n"
+    "Content-Type: text/plain\r\n\r\n\r\n--b--\r\n";
+  g_assert_true (g_file_set_contents (forged, text, -1, NULL));
+  g_ptr_array_add (files, g_steal_pointer (&forged));
+  g_assert_cmpuint (files->len, >=, 10);
+  return files;
+}
+
+static guint
+count_lines (GBytes *b)
+{
+  gsize len = 0;
+  const char *d = g_bytes_get_data (b, &len);
+  guint n = 0;
+  for (gsize i = 0; i < len; i++)
+    n += d[i] == '\n';
+  return n;
+}
+
+/* POST /rewrite answers the bytes of `extbody rewrite --filter`, with the
+ * Extbody-* fields; POST /inspect the lines of `extbody inspect --json -`. */
+static void
+test_rewrite_and_inspect (void)
+{
+  g_autoptr (GPtrArray) files = message_files ();
+  guint changed = 0;
+  for (guint i = 0; i < files->len; i++) {
+    const char *file = files->pdata[i];
+    g_test_message ("%s", file);
+    g_autoptr (GMappedFile) mf = g_mapped_file_new (file, FALSE, NULL);
+    g_assert_nonnull (mf);
+    g_autoptr (GBytes) msg = g_mapped_file_get_bytes (mf);
+    g_autoptr (GBytes) want = run_command (NULL, (const char *[]) { "rewrite", "--filter", "-c", conf, file, NULL });
+    g_autoptr (Response) r = request ("POST", "/rewrite", msg);
+    n_rewrites++;
+    g_assert_cmpuint (r->status, ==, 200);
+    g_assert_cmpstr (g_hash_table_lookup (r->fields, "content-type"), ==, "message/rfc822");
+    g_assert_true (g_bytes_equal (r->body, want));
+    gboolean differs = !g_bytes_equal (want, msg);
+    changed += differs;
+    g_assert_cmpstr (g_hash_table_lookup (r->fields, "extbody-changed"), ==, differs ? "yes" : "no");
+
+    g_autoptr (GBytes) json = run_command (file, (const char *[]) { "inspect", "--json", "-c", conf, "-", NULL });
+    g_autoptr (Response) ri = request ("POST", "/inspect", msg);
+    g_assert_cmpuint (ri->status, ==, 200);
+    g_assert_cmpstr (g_hash_table_lookup (ri->fields, "content-type"), ==, "application/json");
+    g_assert_true (g_bytes_equal (ri->body, json));
+
+    /* every reference inspect lists is one rewrite counts; fetch = off, so
+     * only data: URLs resolve, and a resolved one changes the message */
+    guint refs = (guint) g_ascii_strtoull (g_hash_table_lookup (r->fields, "extbody-references"), NULL, 10);
+    guint resolved = (guint) g_ascii_strtoull (g_hash_table_lookup (r->fields, "extbody-resolved"), NULL, 10);
+    g_assert_cmpuint (refs, ==, count_lines (json));
+    g_assert_cmpuint (resolved, <=, refs);
+    if (resolved)
+      g_assert_true (differs);
+  }
+  g_assert_cmpuint (changed, >=, 2);   /* the samples' data: references and the forged fields */
+  g_assert_cmpuint (mta_milter_log_count (milter, "http: POST /rewrite 200"), ==, files->len);
+}
+
+static guint64
+metric (GBytes *text, const char *name)
+{
+  g_autofree char *s = g_strndup (g_bytes_get_data (text, NULL), g_bytes_get_size (text));
+  g_autofree char *needle = g_strdup_printf ("\n%s ", name);
+  const char *at = strstr (s, needle);
+  g_assert_nonnull (at);
+  return g_ascii_strtoull (at + strlen (needle), NULL, 10);
+}
+
+/* GET /metrics: the daemon's counters, the HTTP messages among them. */
+static void
+test_metrics (void)
+{
+  g_autoptr (Response) r = request ("GET", "/metrics", NULL);
+  g_assert_cmpuint (r->status, ==, 200);
+  g_assert_cmpstr (g_hash_table_lookup (r->fields, "content-type"), ==, "text/plain; version=0.0.4");
+  g_assert_cmpuint (metric (r->body, "extbody_messages_total"), ==, n_rewrites);
+}
+
+static void
+assert_error (Response *r, guint status)
+{
+  g_assert_cmpuint (r->status, ==, status);
+  g_assert_cmpstr (g_hash_table_lookup (r->fields, "content-type"), ==, "text/plain");
+  gsize len = 0;
+  const char *d = g_bytes_get_data (r->body, &len);
+  g_assert_cmpuint (len, >, 1);
+  g_assert_true (d[len - 1] == '\n' && !memchr (d, '\n', len - 1));
+}
+
+/* 404, 405, 411, and /externalize without a store: 503. */
+static void
+test_errors (void)
+{
+  g_autoptr (GBytes) msg = g_bytes_new_static ("Subject: x\r\n\r\nbody\r\n", 20);
+  g_autoptr (Response) r404 = request ("GET", "/nothing", NULL);
+  assert_error (r404, 404);
+  g_autoptr (Response) r404p = request ("POST", "/nothing", msg);
+  assert_error (r404p, 404);
+  g_autoptr (Response) r405 = request ("GET", "/rewrite", NULL);
+  assert_error (r405, 405);
+  g_autoptr (Response) r405m = request ("POST", "/metrics", msg);
+  assert_error (r405m, 405);
+  g_autoptr (Response) r411 = request ("POST", "/rewrite", NULL);
+  assert_error (r411, 411);
+  g_autoptr (Response) r503 = request ("POST", "/externalize", msg);
+  assert_error (r503, 503);
+  g_autofree char *line = g_strndup (g_bytes_get_data (r503->body, NULL), g_bytes_get_size (r503->body));
+  g_assert_cmpstr (line, ==, "no externalize_store configured\n");
+}
+
+/* A Content-Length above max_message_size is answered 413 at once: the
+ * body is never sent. */
+static void
+test_too_large (void)
+{
+  g_autoptr (GSocketConnection) c = connect_unix ();
+  g_autofree char *head = g_strdup_printf ("POST /rewrite HTTP/1.1\r\nHost: localhost\r\n"
+                                           "Content-Length: %d\r\n\r\n", TEST_MAX_MESSAGE_SIZE + 1);
+  send_bytes (c, head, strlen (head));
+  g_autoptr (GBytes) raw = read_to_end (c);
+  g_autoptr (Response) r = parse_response (raw);
+  assert_error (r, 413);
+}
+
+/* A client that sends half its body and stops is cut off after
+ * http_timeout; the daemon answers the next request. */
+static void
+test_slow_client (void)
+{
+  g_autoptr (GSocketConnection) c = connect_unix ();
+  const char *head = "POST /rewrite HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\nSubject: half\r\n";
+  send_bytes (c, head, strlen (head));
+  gint64 t0 = g_get_monotonic_time ();
+  g_autoptr (GBytes) raw = read_to_end (c);
+  double waited = (double) (g_get_monotonic_time () - t0) / G_USEC_PER_SEC;
+  g_assert_cmpuint (g_bytes_get_size (raw), ==, 0);   /* closed, unanswered */
+  g_assert_cmpfloat (waited, >=, TEST_HTTP_TIMEOUT - 0.5);
+  g_assert_cmpfloat (waited, <, TEST_HTTP_TIMEOUT + 5);
+  g_assert_true (mta_milter_log_wait (milter, "cut off after http_timeout", 1));
+  g_autoptr (Response) r = request ("GET", "/metrics", NULL);
+  g_assert_cmpuint (r->status, ==, 200);
+}
+
+/* Past http_max_connections a new connection's request is answered 503;
+ * once they close, requests are served again. */
+static void
+test_max_connections (void)
+{
+  GSocketConnection *held[TEST_HTTP_MAX_CONNS];
+  const char *half = "POST /rewrite HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\nSubject: held\r\n";
+  for (guint i = 0; i < TEST_HTTP_MAX_CONNS; i++) {
+    held[i] = connect_unix ();
+    send_bytes (held[i], half, strlen (half));
+  }
+  g_usleep (300000);   /* the daemon has taken them */
+  g_autoptr (Response) r = request ("GET", "/metrics", NULL);
+  assert_error (r, 503);
+  for (guint i = 0; i < TEST_HTTP_MAX_CONNS; i++) {
+    g_io_stream_close (G_IO_STREAM (held[i]), NULL, NULL);
+    g_object_unref (held[i]);
+  }
+  Response *again = NULL;
+  for (int t = 0; t < 50; t++) {
+    again = request ("GET", "/metrics", NULL);
+    if (again->status == 200)
+      break;
+    g_clear_pointer (&again, response_free);
+    g_usleep (100000);
+  }
+  g_assert_nonnull (again);
+  response_free (again);
+}
+
+/* http_socket takes loopback only: another address is a configuration
+ * error, with the key named. */
+static void
+test_check_address (void)
+{
+  const char *argv[] = { g_getenv ("EXTBODY_MILTER"), "-n", "-c", conf, "-o", "http_socket=inet:8080@0.0.0.0", NULL };
+  g_autoptr (GSubprocess) p = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDERR_PIPE, NULL);
+  g_assert_nonnull (p);
+  g_autofree char *err = NULL;
+  g_subprocess_communicate_utf8 (p, NULL, NULL, NULL, &err, NULL);
+  g_assert_cmpint (g_subprocess_get_exit_status (p), ==, 78);
+  g_assert_nonnull (strstr (err, "http_socket"));
+  g_assert_nonnull (strstr (err, "loopback"));
+}
+
+static guint16
+free_port (void)
+{
+  int fd = socket (AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  socklen_t l = sizeof a;
+  g_assert_cmpint (bind (fd, (struct sockaddr *) &a, sizeof a), ==, 0);
+  g_assert_cmpint (getsockname (fd, (struct sockaddr *) &a, &l), ==, 0);
+  close (fd);
+  return ntohs (a.sin_port);
+}
+
+/* The listener on inet:PORT@127.0.0.1. */
+static void
+test_tcp (void)
+{
+  guint16 port = free_port ();
+  g_autofree char *tconf = g_build_filename (dir, "tcp.conf", NULL);
+  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\nhttp_socket = inet:%u@127.0.0.1\n", port);
+  g_assert_true (g_file_set_contents (tconf, text, -1, NULL));
+  g_autofree char *sock = g_build_filename (dir, "tcp-milter.sock", NULL);
+  g_autofree char *log = g_build_filename (dir, "tcp.log", NULL);
+  g_autoptr (MtaMilter) m = mta_milter_start (sock, tconf, log, NULL);
+  g_autoptr (GInetAddress) lo = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr (GSocketAddress) addr = g_inet_socket_address_new (lo, port);
+  g_autofree char *sample = g_build_filename (g_getenv ("EXTBODY_DATADIR"), "samples", "references.eml", NULL);
+  g_autoptr (GMappedFile) mf = g_mapped_file_new (sample, FALSE, NULL);
+  g_autoptr (GBytes) msg = g_mapped_file_get_bytes (mf);
+  g_autoptr (GBytes) want = run_command (NULL, (const char *[]) { "rewrite", "--filter", "-c", tconf, sample, NULL });
+  g_autoptr (GSocketConnection) c = connect_to (addr);
+  g_autoptr (Response) r = request_on (c, "POST", "/rewrite", msg);
+  g_assert_cmpuint (r->status, ==, 200);
+  g_assert_true (g_bytes_equal (r->body, want));
+  g_autoptr (GSocketConnection) c2 = connect_to (addr);
+  g_autoptr (Response) rm = request_on (c2, "GET", "/metrics", NULL);
+  g_assert_cmpuint (metric (rm->body, "extbody_messages_total"), ==, 1);
+  g_assert_cmpint (mta_milter_stop (m, TRUE), ==, 0);
+}
+
+/* SIGHUP: a request that begins afterwards takes the new configuration. */
+static void
+test_reload (void)
+{
+  g_autofree char *forged = g_build_filename (dir, "forged.eml", NULL);
+  g_autoptr (GMappedFile) mf = g_mapped_file_new (forged, FALSE, NULL);
+  g_autoptr (GBytes) msg = g_mapped_file_get_bytes (mf);
+  g_autofree char *text = NULL;
+  g_assert_true (g_file_get_contents (conf, &text, NULL, NULL));
+  g_autofree char *off = g_strconcat (text, "strip_trace_fields = off\n", NULL);
+  g_assert_true (g_file_set_contents (conf, off, -1, NULL));
+  g_autoptr (GBytes) want = run_command (NULL, (const char *[]) { "rewrite", "--filter", "-c", conf, forged, NULL });
+  mta_milter_signal (milter, SIGHUP);
+  g_assert_true (mta_milter_log_wait (milter, "SIGHUP: reloaded configuration", 1));
+  g_autoptr (Response) r = request ("POST", "/rewrite", msg);
+  n_rewrites++;
+  g_assert_cmpuint (r->status, ==, 200);
+  g_assert_true (g_bytes_equal (r->body, want));
+  g_assert_nonnull (g_strstr_len (g_bytes_get_data (r->body, NULL), (gssize) g_bytes_get_size (r->body),
+                                  "X-Extbody: forged"));
+  g_assert_true (g_file_set_contents (conf, text, -1, NULL));
+  mta_milter_signal (milter, SIGHUP);
+  g_assert_true (mta_milter_log_wait (milter, "SIGHUP: reloaded configuration", 2));
+}
+
+/* SIGTERM: the listener takes no connection any more, and a request in
+ * flight is answered in full before the daemon exits. */
+static void
+test_drain (void)
+{
+  g_autofree char *dconf = g_build_filename (dir, "drain.conf", NULL);
+  g_autofree char *dsock = g_build_filename (dir, "drain-http.sock", NULL);
+  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\nhttp_socket = unix:%s\nhttp_timeout = 30\n"
+                                           "milter_stop_timeout = 30\n", dsock);
+  g_assert_true (g_file_set_contents (dconf, text, -1, NULL));
+  g_autofree char *sock = g_build_filename (dir, "drain-milter.sock", NULL);
+  g_autofree char *log = g_build_filename (dir, "drain.log", NULL);
+  g_autoptr (MtaMilter) m = mta_milter_start (sock, dconf, log, NULL);
+  g_autofree char *sample = g_build_filename (g_getenv ("EXTBODY_DATADIR"), "samples", "references.eml", NULL);
+  g_autoptr (GMappedFile) mf = g_mapped_file_new (sample, FALSE, NULL);
+  gsize len = g_mapped_file_get_length (mf);
+  const char *data = g_mapped_file_get_contents (mf);
+  g_autoptr (GBytes) want = run_command (NULL, (const char *[]) { "rewrite", "--filter", "-c", dconf, sample, NULL });
+  g_autoptr (GSocketAddress) addr = g_unix_socket_address_new (dsock);
+  g_autoptr (GSocketConnection) c = connect_to (addr);
+  g_autofree char *head = g_strdup_printf ("POST /rewrite HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                                           "Content-Length: %" G_GSIZE_FORMAT "\r\n\r\n", len);
+  send_bytes (c, head, strlen (head));
+  send_bytes (c, data, len / 2);
+  g_usleep (300000);
+  mta_milter_signal (m, SIGTERM);
+  g_assert_true (mta_milter_log_wait (m, "1 HTTP request in flight", 1));
+  g_assert_false (g_file_test (dsock, G_FILE_TEST_EXISTS));
+  send_bytes (c, data + len / 2, len - len / 2);
+  g_autoptr (GBytes) raw = read_to_end (c);
+  g_autoptr (Response) r = parse_response (raw);
+  g_assert_cmpuint (r->status, ==, 200);
+  g_assert_true (g_bytes_equal (r->body, want));
+  g_assert_cmpint (mta_milter_wait (m, TRUE), ==, 0);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  if (!g_getenv ("EXTBODY_MILTER") || !g_getenv ("EXTBODY"))
+    test_skip_all ("EXTBODY_MILTER or EXTBODY is not set (run through ctest)");
+  dir = g_dir_make_tmp ("extbody-http-XXXXXX", NULL);
+  g_assert_nonnull (dir);
+  conf = g_build_filename (dir, "extbody.conf", NULL);
+  http_sock = g_build_filename (dir, "http.sock", NULL);
+  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\nhttp_socket = unix:%s\n"
+                                           "max_message_size = %d\nhttp_timeout = %d\nhttp_max_connections = %d\n",
+                                           http_sock, TEST_MAX_MESSAGE_SIZE, TEST_HTTP_TIMEOUT, TEST_HTTP_MAX_CONNS);
+  g_assert_true (g_file_set_contents (conf, text, -1, NULL));
+  g_autofree char *sock = g_build_filename (dir, "milter.sock", NULL);
+  g_autofree char *log = g_build_filename (dir, "milter.log", NULL);
+  milter = mta_milter_start (sock, conf, log, NULL);
+  g_test_add_func ("/http/rewrite-and-inspect", test_rewrite_and_inspect);
+  g_test_add_func ("/http/metrics", test_metrics);
+  g_test_add_func ("/http/errors", test_errors);
+  g_test_add_func ("/http/too-large", test_too_large);
+  g_test_add_func ("/http/slow-client", test_slow_client);
+  g_test_add_func ("/http/max-connections", test_max_connections);
+  g_test_add_func ("/http/check-address", test_check_address);
+  g_test_add_func ("/http/tcp", test_tcp);
+  g_test_add_func ("/http/reload", test_reload);
+  g_test_add_func ("/http/drain", test_drain);
+  int rc = g_test_run ();
+  g_assert_cmpint (mta_milter_stop (milter, TRUE), ==, 0);
+  g_assert_false (g_file_test (http_sock, G_FILE_TEST_EXISTS));   /* removed at the stop */
+  mta_milter_free (milter);
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
+  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL);
+  return rc;
+}
