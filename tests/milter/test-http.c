@@ -485,6 +485,46 @@ test_drain (void)
   g_assert_cmpint (mta_milter_wait (m, TRUE), ==, 0);
 }
 
+/* extbodyc, the client the other front ends run, against this daemon: it
+ * writes what `extbody rewrite --filter` writes, and the message as it came
+ * when the daemon cannot be reached (a socket nobody listens on). */
+static void
+test_client (void)
+{
+  const char *client = g_getenv ("EXTBODYC");
+  g_assert_nonnull (client);
+  g_autofree char *spec = g_strdup_printf ("unix:%s", http_sock);
+  g_autofree char *nobody = g_strdup_printf ("unix:%s/nobody.sock", dir);
+  g_autoptr (GPtrArray) files = message_files ();
+  for (guint i = 0; i < files->len; i++) {
+    const char *file = files->pdata[i];
+    g_test_message ("%s", file);
+    g_autoptr (GBytes) want = run_command (NULL, (const char *[]) { "rewrite", "--filter", "-c", conf, file, NULL });
+    for (int down = 0; down < 2; down++) {
+      g_autoptr (GSubprocessLauncher) l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE
+                                                                     | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+      g_subprocess_launcher_set_stdin_file_path (l, file);
+      g_autoptr (GError) error = NULL;
+      g_autoptr (GSubprocess) p = g_subprocess_launcher_spawn (l, &error, client, "-s", down ? nobody : spec,
+                                                               "-t", "30", NULL);
+      g_assert_no_error (error);
+      g_autoptr (GBytes) out = NULL;
+      g_subprocess_communicate (p, NULL, NULL, &out, NULL, &error);
+      g_assert_no_error (error);
+      g_assert_true (g_subprocess_get_if_exited (p));
+      g_assert_cmpint (g_subprocess_get_exit_status (p), ==, 0);
+      if (!down) {
+        g_assert_true (g_bytes_equal (out, want));
+      } else {
+        g_autoptr (GMappedFile) mf = g_mapped_file_new (file, FALSE, NULL);
+        g_autoptr (GBytes) msg = g_mapped_file_get_bytes (mf);
+        g_assert_true (g_bytes_equal (out, msg));
+      }
+    }
+    n_rewrites++;
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -503,6 +543,7 @@ main (int argc, char **argv)
   g_autofree char *log = g_build_filename (dir, "milter.log", NULL);
   milter = mta_milter_start (sock, conf, log, NULL);
   g_test_add_func ("/http/rewrite-and-inspect", test_rewrite_and_inspect);
+  g_test_add_func ("/http/client", test_client);
   g_test_add_func ("/http/metrics", test_metrics);
   g_test_add_func ("/http/errors", test_errors);
   g_test_add_func ("/http/too-large", test_too_large);
