@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <syslog.h>
 #include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
@@ -79,6 +80,13 @@ typedef struct {
 
 static const char *const mode_names[] = { "rewrite", "externalize", "inspect" };
 
+/* Where say () writes (-l): standard error (default), syslog, or a file
+ * opened for appending. Exim's transport_filter puts a filter's standard
+ * error into the message it delivers: there -l syslog or -l FILE. */
+enum { LOG_TO_STDERR, LOG_TO_SYSLOG, LOG_TO_FILE };
+static int log_to = LOG_TO_STDERR;
+static int log_fd = STDERR_FILENO;
+
 /* ---- small helpers ------------------------------------------------------ */
 
 static void
@@ -91,10 +99,42 @@ say (const char *fmt, ...)
   va_end (ap);
   /* one write: the line is not interleaved with another filter's */
   size_t n = strlen (line);
-  char out[1100];
-  int m = snprintf (out, sizeof out, "extbodyc: %.*s\n", (int) n, line);
-  if (m > 0 && write (STDERR_FILENO, out, (size_t) m) < 0)
+  if (log_to == LOG_TO_SYSLOG) {
+    syslog (LOG_MAIL | LOG_WARNING, "%s", line);
     return;
+  }
+  char out[1100];
+  int m = log_to == LOG_TO_FILE
+          ? snprintf (out, sizeof out, "extbodyc[%ld]: %.*s\n", (long) getpid (), (int) n, line)
+          : snprintf (out, sizeof out, "extbodyc: %.*s\n", (int) n, line);
+  if (m > 0 && write (log_fd, out, (size_t) m) < 0)
+    return;
+}
+
+/* -l: stderr, syslog or an absolute file name; 0, or -1 when it cannot be. */
+static int
+set_log (const char *to)
+{
+  if (!strcmp (to, "stderr"))
+    return 0;
+  if (!strcmp (to, "syslog")) {
+    openlog ("extbodyc", LOG_PID, LOG_MAIL);
+    log_to = LOG_TO_SYSLOG;
+    return 0;
+  }
+  if (to[0] != '/')
+    return -1;
+  int fd = open (to, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    /* the line still goes somewhere: syslog, never the message */
+    openlog ("extbodyc", LOG_PID, LOG_MAIL);
+    log_to = LOG_TO_SYSLOG;
+    say ("cannot open the log file %s: %s", to, strerror (errno));
+    return 0;
+  }
+  log_fd = fd;
+  log_to = LOG_TO_FILE;
+  return 0;
 }
 
 static int64_t
@@ -543,7 +583,8 @@ usage (FILE *to)
 {
   fprintf (to,
     "Usage: extbodyc [-s SOCKET] [-t SECONDS] [-x BYTES] [-m rewrite|externalize|inspect]\n"
-    "                [--on-error accept|tempfail] [-v] [-h] [--version]\n"
+    "                [--on-error accept|tempfail] [-l stderr|syslog|FILE] [-v]\n"
+    "                [-h] [--version]\n"
     "The message on standard input through the extbody daemon's HTTP listener,\n"
     "the result on standard output; the message unchanged when the daemon fails.\n"
     "  -s, --socket SOCKET    unix:PATH, inet:PORT@HOST or PATH (" EBC_DEFAULT_SOCKET ")\n"
@@ -552,6 +593,8 @@ usage (FILE *to)
     "  -m, --mode MODE        rewrite (default), externalize or inspect (JSON out)\n"
     "      --on-error ACTION  accept: pass the message through (default);\n"
     "                         tempfail: write nothing, exit 75\n"
+    "  -l, --log WHERE        where its lines go: stderr (default), syslog\n"
+    "                         (facility mail) or FILE (an absolute path, appended)\n"
     "  -v, --verbose          one line on standard error about each message\n"
     "  -h, --help             this text\n"
     "      --version          the version\n"
@@ -593,6 +636,7 @@ parse_options (int argc, char **argv, Options *o)
     { "max-size", required_argument, NULL, 'x' },
     { "mode", required_argument, NULL, 'm' },
     { "on-error", required_argument, NULL, OPT_ON_ERROR },
+    { "log", required_argument, NULL, 'l' },
     { "verbose", no_argument, NULL, 'v' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, OPT_VERSION },
@@ -600,7 +644,7 @@ parse_options (int argc, char **argv, Options *o)
   };
   int c;
   char *end;
-  while ((c = getopt_long (argc, argv, "s:t:x:m:vh", longs, NULL)) != -1) {
+  while ((c = getopt_long (argc, argv, "s:t:x:m:l:vh", longs, NULL)) != -1) {
     switch (c) {
     case 's':
       o->socket = optarg;
@@ -635,6 +679,12 @@ parse_options (int argc, char **argv, Options *o)
         return EX_USAGE;
       }
       o->tempfail = !strcmp (optarg, "tempfail");
+      break;
+    case 'l':
+      if (set_log (optarg) < 0) {
+        say ("-l wants stderr, syslog or an absolute file name, not \"%s\"", optarg);
+        return EX_USAGE;
+      }
       break;
     case 'v':
       o->verbose = 1;
