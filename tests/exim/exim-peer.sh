@@ -37,6 +37,10 @@
 #   mbox@          mail/mbox/mbox, an mbox file, with the filter as below
 #   broken@        the filter with DIR/broken.conf, --on-error accept (the default)
 #   broken-defer@  the filter with DIR/broken-defer.conf, --on-error tempfail
+#   client@        mail/client: transport_filter = $EXTBODYC (when the
+#                  environment names it: extbodyc, readable by Debian-exim)
+#                  -s unix:DIR/http.sock -l DIR/log/extbodyc.log -t 30, the
+#                  daemon's listener (the test starts the daemon)
 #   anyone else    mail/extbody: the filter with DIR/extbody.conf, the lines of
 #                  filters/exim/README.md (transport extbody_maildir)
 #
@@ -82,12 +86,16 @@ up)
   chmod 644 "$DIR/etc/passwd" "$DIR/etc/group"
   chown "$uid:$gid" "$DIR/spool" "$DIR/log" "$DIR/mail"
   chmod 750 "$DIR/spool"
-  touch "$DIR/log/extbody.log"; chown "$uid:$gid" "$DIR/log/extbody.log"
+  touch "$DIR/log/extbody.log" "$DIR/log/extbodyc.log"
+  chown "$uid:$gid" "$DIR/log/extbody.log" "$DIR/log/extbodyc.log"
   for f in extbody broken broken-defer; do
     [ -e "$DIR/$f.conf" ] || : > "$DIR/$f.conf"
     chmod 644 "$DIR/$f.conf"
   done
   filter="$FILTER -e $EXTBODY -l $DIR/log/extbody.log${LIMIT:+ -t $LIMIT}"
+  # the daemon's client (filters/exim/README.md); without EXTBODYC, /bin/false
+  # (a client@ message then stays deferred: nobody sends one)
+  client="${EXTBODYC:-/bin/false} -s unix:$DIR/http.sock -l $DIR/log/extbodyc.log -t 30"
   cat > "$C" <<EOF
 # written by tests/exim/exim-peer.sh for one test run
 primary_hostname = exim.test.example
@@ -134,6 +142,11 @@ mbox:
   domains = +local_domains
   local_parts = mbox
   transport = mbox_extbody
+client:
+  driver = accept
+  domains = +local_domains
+  local_parts = client
+  transport = extbody_client
 broken:
   driver = accept
   domains = +local_domains
@@ -198,6 +211,19 @@ mbox_extbody:
   group = Debian-exim
   mode = 0644
   transport_filter = $filter -c $DIR/extbody.conf -q \$message_exim_id
+  transport_filter_timeout = 300s
+extbody_client:
+  driver = appendfile
+  directory = $DIR/mail/client/Maildir
+  maildir_format
+  create_directory
+  delivery_date_add
+  envelope_to_add
+  return_path_add
+  user = Debian-exim
+  group = Debian-exim
+  mode = 0644
+  transport_filter = $client
   transport_filter_timeout = 300s
 extbody_broken:
   driver = appendfile

@@ -18,7 +18,13 @@
  *   (--on-error accept) it is delivered as it came, with --on-error tempfail
  *   Exim defers it, keeps it in its queue and delivers it (resolved) once
  *   extbody works again; both for a configuration error and for an extbody
- *   stopped after the wrapper's -t seconds.
+ *   stopped after the wrapper's -t seconds;
+ * - the daemon's door (issue 28): transport_filter = extbodyc against a
+ *   private extbody-milter's http_socket (tests/lib/mta-milter.h): a data:
+ *   reference arrives as `extbody rewrite --filter` writes it, 200 messages
+ *   from 10 sessions each once and resolved, and with the daemon stopped the
+ *   message arrives as it came (extbodyc's fallback, its line in its -l file
+ *   and not in the message).
  *
  * Needs root (the private mount namespace with Exim's user, and Exim's own
  * privilege handling) and the unpacked Exim ($EXTBODY_TEST_EXIM, default
@@ -34,6 +40,7 @@
 #include <unistd.h>
 #include "test-server.h"
 #include "mta-maildir.h"
+#include "mta-milter.h"
 
 #define FILTER_LIMIT 8   /* the wrapper's -t: above message_deadline (4), below transport_filter_timeout */
 
@@ -42,6 +49,8 @@ static char *peer;         /* tests/exim/exim-peer.sh */
 static guint smtp_port;
 static TestServer *httpd;
 static guint http_port;
+static MtaMilter *daemon_;  /* the daemon extbodyc talks to (NULL: none) */
+static char *daemon_conf;
 
 static char *
 script (const char *name)
@@ -306,16 +315,18 @@ test_stalled (void)
   g_assert_null (strstr (xlog, "stopped after"));
 }
 
+/* 200 messages from 10 concurrent SMTP sessions to @rcpt arrive in mail/@box,
+ * each exactly once, each resolved; Exim's queue is empty after. */
 static void
-test_burst (void)
+burst_to (const char *rcpt, const char *box)
 {
   g_autofree char *send = script ("send.py");
-  g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u --burst 200 10", send, smtp_port);
+  g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u --burst 200 10 '%s'", send, smtp_port, rcpt);
   g_autofree char *out = NULL;
   g_assert_cmpint (test_sh (cmd, &out), ==, 0);
   g_assert_cmpint (atoi (out), ==, 200);
   /* every one delivered, each exactly once, each resolved */
-  g_autofree char *new = g_build_filename (dir, "mail", "extbody", "Maildir", "new", NULL);
+  g_autofree char *new = g_build_filename (dir, "mail", box, "Maildir", "new", NULL);
   guint seen[200] = { 0 };
   guint total = 0;
   for (int t = 0; t < 120 * 20 && total < 200; t++) {
@@ -351,6 +362,12 @@ test_burst (void)
   g_autofree char *queued = NULL;
   g_assert_cmpint (test_sh (bp, &queued), ==, 0);
   g_assert_cmpint (atoi (queued), ==, 0);
+}
+
+static void
+test_burst (void)
+{
+  burst_to ("b@test.example", "extbody");
 }
 
 /* Exim's mbox delivery (appendfile file =, Debian's mail_spool transport):
@@ -544,6 +561,96 @@ test_config_lines (void)
   g_assert_nonnull (strstr (out, "check_local_user\n"));
 }
 
+/* ---- the daemon's door: transport_filter = extbodyc ---------------------- */
+
+/* What `extbody rewrite --filter` writes for @msg (LF line ends, as Exim
+ * hands it to a filter), with the daemon's configuration. */
+static char *
+rewrite_filter (const char *msg)
+{
+  g_autofree char *file = g_build_filename (dir, "want.eml", NULL);
+  g_assert_true (g_file_set_contents (file, msg, -1, NULL));
+  g_autofree char *cmd = g_strdup_printf ("'%s' rewrite --filter -c '%s' < '%s'", g_getenv ("EXTBODY"), daemon_conf, file);
+  char *out = NULL;
+  g_assert_cmpint (test_sh (cmd, &out), ==, 0);
+  return out;
+}
+
+static gboolean
+have_client (void)
+{
+  if (daemon_conf)
+    return TRUE;
+  g_test_skip ("EXTBODYC or EXTBODY_MILTER is not set");
+  return FALSE;
+}
+
+static void
+test_client_data_reference (void)
+{
+  if (!have_client ())
+    return;
+  g_assert_nonnull (daemon_);
+  g_autofree char *m = data_message ("client-1");
+  g_assert_cmpint (send_to ("client@test.example", m), ==, 0);
+  g_autofree char *got = delivered ("client", "<client-1@test.example>", 30);
+  g_assert_nonnull (got);
+  g_test_message ("%s", got);
+  g_assert_nonnull (strstr (got, "\n\nHello, Exim!\n"));
+  g_assert_nonnull (strstr (got, "\nX-Extbody: resolved 1 of 1 external-body reference\n"));
+  /* exactly what extbody rewrite --filter makes of the message as sent:
+   * header and body, under the fields Exim puts on top */
+  g_autofree char *lf = test_crlf_to_lf (m);
+  g_autofree char *want = rewrite_filter (lf);
+  g_assert_cmpstr (after_trace (got), ==, want);
+  g_assert_cmpstr (strstr (after_trace (got), "\n\n"), ==, strstr (want, "\n\n"));
+  /* the daemon did it: its count of rewrites (GET /metrics is not needed:
+   * the client's log holds no fallback line) */
+  g_autofree char *clog = read_text ("log/extbodyc.log");
+  g_assert_cmpstr (clog, ==, "");
+  /* and a message with nothing to resolve arrives byte for byte */
+  const char *plain = "From: a@test.example\r\nTo: b@test.example\r\nSubject: plain through the client\r\n"
+                      "Message-ID: <client-plain-1@test.example>\r\nContent-Type: text/plain\r\n\r\n"
+                      "caf\xc3\xa9   \r\n.leading dot\r\n";
+  g_assert_cmpint (send_to ("client@test.example", plain), ==, 0);
+  g_autofree char *got2 = delivered ("client", "<client-plain-1@test.example>", 30);
+  g_assert_nonnull (got2);
+  g_autofree char *want2 = test_crlf_to_lf (plain);
+  g_assert_cmpstr (after_trace (got2), ==, want2);
+}
+
+static void
+test_client_burst (void)
+{
+  if (!have_client ())
+    return;
+  burst_to ("client@test.example", "client");
+  g_autofree char *clog = read_text ("log/extbodyc.log");
+  g_assert_cmpstr (clog, ==, "");
+}
+
+/* The daemon stopped: extbodyc cannot connect and the message is delivered
+ * as it came, its one line in its log file (never in the message). */
+static void
+test_client_daemon_down (void)
+{
+  if (!have_client ())
+    return;
+  g_assert_cmpint (mta_milter_stop (daemon_, FALSE), ==, 0);
+  g_clear_pointer (&daemon_, mta_milter_free);
+  g_autofree char *m = data_message ("client-down-1");
+  g_assert_cmpint (send_to ("client@test.example", m), ==, 0);
+  g_autofree char *got = delivered ("client", "<client-down-1@test.example>", 30);
+  g_assert_nonnull (got);
+  g_autofree char *want = test_crlf_to_lf (m);
+  g_assert_cmpstr (after_trace (got), ==, want);
+  g_assert_null (strstr (got, "extbodyc"));
+  g_autofree char *clog = read_text ("log/extbodyc.log");
+  g_test_message ("%s", clog);
+  g_assert_nonnull (strstr (clog, "; message passed through unchanged\n"));
+  g_autofree char *sock = g_build_filename (dir, "http.sock", NULL);
+  g_assert_nonnull (strstr (clog, sock));
+}
 
 int
 main (int argc, char **argv)
@@ -595,6 +702,24 @@ main (int argc, char **argv)
                                            "fetch_timeout = 2\nmessage_deadline = 4\n");
   write_conf ("extbody", conf);
 
+  /* the daemon's door: extbodyc, copied for Exim's user, against a private
+   * daemon whose http_socket is in this directory (mode 0777: milter_umask
+   * 000, since Exim's user is in none of root's groups) */
+  if (g_getenv ("EXTBODYC") && g_getenv ("EXTBODY_MILTER")) {
+    g_autofree char *client = test_copy_for_everyone (g_getenv ("EXTBODYC"), run, NULL, 0755);
+    g_setenv ("EXTBODYC", client, TRUE);
+    daemon_conf = g_build_filename (dir, "daemon.conf", NULL);
+    g_autofree char *dtext = g_strdup_printf ("[extbody]\nfetch = off\nmilter_umask = 000\nhttp_socket = unix:%s/http.sock\n",
+                                              dir);
+    g_assert_true (g_file_set_contents (daemon_conf, dtext, -1, NULL));
+    g_autofree char *msock = g_build_filename (dir, "milter.sock", NULL);
+    g_autofree char *mlog = g_build_filename (dir, "log", "daemon.log", NULL);
+    g_autofree char *logdir = g_build_filename (dir, "log", NULL);
+    g_mkdir_with_parents (logdir, 0755);
+    daemon_ = mta_milter_start (msock, daemon_conf, mlog, NULL);
+  } else
+    g_unsetenv ("EXTBODYC");
+
   g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' {PORT} '%s' '%s' %d", peer, dir, wrapper, extbody,
                                          FILTER_LIMIT);
   g_autofree char *down = g_strdup_printf ("sh '%s' down '%s'", peer, dir);
@@ -619,10 +744,15 @@ main (int argc, char **argv)
   g_test_add_func ("/exim/6-failure-delivered-as-it-came", test_failure_accept);
   g_test_add_func ("/exim/7-failure-deferred", test_failure_tempfail);
   g_test_add_func ("/exim/8-stopped-after-limit", test_failure_stopped);
+  g_test_add_func ("/exim/9-client-data-reference", test_client_data_reference);
+  g_test_add_func ("/exim/9b-client-200-messages-10-sessions", test_client_burst);
+  g_test_add_func ("/exim/9c-client-daemon-down", test_client_daemon_down);
   int rc = g_test_run ();
 
   test_sh (down, NULL);
   test_watchdog_remove (wd_exim);
+  g_clear_pointer (&daemon_, mta_milter_free);
+  g_free (daemon_conf);
   g_clear_pointer (&httpd, test_server_stop);
   test_sh (rm_dir, NULL);
   test_watchdog_remove (wd_dir);
