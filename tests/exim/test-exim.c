@@ -553,7 +553,7 @@ test_config_lines (void)
   g_test_message ("%s", out);
   g_assert_cmpint (rc, ==, 0);
   /* twice: both transports */
-  const char *filter = "transport_filter = /usr/libexec/extbody/extbody-exim -q $message_exim_id\n"
+  const char *filter = "transport_filter = /usr/bin/extbodyc -s unix:/run/extbody/http.sock -l syslog -t 150\n"
                        "transport_filter_timeout = 5m\n";
   const char *p = must_find (out, filter);
   g_assert_nonnull (strstr (p + 1, filter));
