@@ -106,6 +106,7 @@ test_files (void)
     "include/extbody/extbody-version.h", "lib/pkgconfig/extbody-2.pc",
     "share/doc/extbody/examples/resolve-one.c", "share/doc/extbody/examples/Makefile",
     "bin/extbodyc", "share/man/man1/extbodyc.1",
+    "libexec/extbody-pipe", "libexec/extbody-pipe-client",
   };
   for (guint i = 0; i < G_N_ELEMENTS (must); i++) {
     g_autofree char *p = g_build_filename (prefix, must[i], NULL);
