@@ -5,7 +5,11 @@
  * references arrives byte for byte as sent, a reference that never answers
  * still arrives (unchanged) within the MTA's timeouts, 200 messages from 10
  * concurrent SMTP sessions each arrive exactly once, and with the milter
- * stopped milter_default_action applies. Needs root (Postfix refuses
+ * stopped milter_default_action applies. The after-queue filter through
+ * pipe(8): extbody-pipe, and extbody-pipe-client (extbodyc against a private
+ * daemon's http_socket: a data: reference arrives as `extbody rewrite
+ * --filter` writes it, 200 messages from 10 sessions each once, and with the
+ * daemon stopped the message arrives as it came). Needs root (Postfix refuses
  * otherwise): skipped (exit 77) when not root or when Postfix is not
  * installed. Every server and Postfix instance it starts is registered with
  * the watchdog (test-server.h), so a failed assertion leaves none running. */
@@ -189,6 +193,8 @@ test_stalled (void)
   g_assert_cmpstr (test_after_received (got), ==, want);
 }
 
+static int burst_wait = 60;   /* seconds for the 200 to arrive */
+
 static void
 test_burst (void)
 {
@@ -200,7 +206,7 @@ test_burst (void)
   /* every one delivered, each exactly once, each resolved */
   guint seen[200] = { 0 };
   guint total = 0;
-  for (int t = 0; t < 60 * 20 && total < 200; t++) {
+  for (int t = 0; t < burst_wait * 20 && total < 200; t++) {
     memset (seen, 0, sizeof seen);
     total = 0;
     g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);
@@ -362,6 +368,137 @@ test_pipe (void)
   mta_postfix_down (pf2, wd);
 }
 
+/* The body of @msg: what follows its header's blank line. */
+static const char *
+body_of (const char *msg)
+{
+  const char *p = strstr (msg, "\n\n");
+  g_assert_nonnull (p);
+  return p + 2;
+}
+
+/* extbody-pipe-client: a second instance whose smtpd has
+ * content_filter=extbody:dummy and a pipe(8) service running the script as
+ * nobody, extbodyc reaching a private daemon whose http_socket is in the
+ * test's directory (mode 0777: milter_umask 000), re-injection through
+ * sendmail -G -i and pickup. */
+static void
+test_pipe_client (void)
+{
+  if (!g_getenv ("EXTBODYC")) {
+    g_test_skip ("EXTBODYC is not set");
+    return;
+  }
+  g_autofree char *run = g_build_filename (dir, "pipe-client-run", NULL);
+  g_assert_cmpint (g_mkdir (run, 0755), ==, 0);
+  g_chmod (run, 0755);
+  g_autofree char *script_src = g_test_build_filename (G_TEST_DIST, "..", "filters", "pipe", "extbody-pipe-client", NULL);
+  g_autofree char *script = test_copy_for_everyone (script_src, run, NULL, 0755);
+  g_autofree char *client = test_copy_for_everyone (g_getenv ("EXTBODYC"), run, NULL, 0755);
+  g_autofree char *clog = g_build_filename (run, "extbodyc.log", NULL);
+  g_assert_true (g_file_set_contents (clog, "", 0, NULL));
+  g_chmod (clog, 0666);
+
+  /* the daemon */
+  g_autofree char *dconf = g_build_filename (dir, "pipe-client.conf", NULL);
+  g_autofree char *hsock = g_build_filename (dir, "pipe-client-http.sock", NULL);
+  g_autofree char *dtext = g_strdup_printf ("[extbody]\nfetch = off\nmilter_umask = 000\nhttp_socket = unix:%s\n", hsock);
+  g_assert_true (g_file_set_contents (dconf, dtext, -1, NULL));
+  g_autofree char *msock = g_build_filename (dir, "pipe-client-milter.sock", NULL);
+  g_autofree char *dlog = g_build_filename (dir, "pipe-client-daemon.log", NULL);
+  g_autoptr (MtaMilter) daemon = mta_milter_start (msock, dconf, dlog, NULL);
+
+  /* the instance */
+  g_autofree char *pf3 = g_build_filename (dir, "pf3", NULL);
+  guint port3 = 0;
+  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
+  guint wd = mta_postfix_up (pf3, "", "accept", &port3);
+  g_autofree char *svc = g_strdup_printf (
+    "sh '%s' service '%s' 'pickup unix n - n 1 1 pickup' "
+    "'extbody unix - n n - 10 pipe flags=Rq user=nobody null_sender= "
+    "argv=%s -C %s -s unix:%s -l %s -t 30 -f ${sender} -- ${recipient}'",
+    peer, pf3, script, client, hsock, clog);
+  g_assert_cmpint (test_sh (svc, NULL), ==, 0);
+  /* postdrop trusts this instance's MAIL_CONFIG: as in test_pipe */
+  g_autofree char *cmds = g_strdup_printf (
+    "mkdir -p '%s/bin' && for f in /usr/sbin/post*; do ln -sf \"$f\" '%s/bin/'; done && "
+    "rm -f '%s/bin/postdrop' && cp /usr/sbin/postdrop '%s/bin/postdrop' && chmod 755 '%s/bin/postdrop' && "
+    "chmod 1733 '%s/spool/maildrop' && sh '%s' set '%s' command_directory='%s/bin'",
+    pf3, pf3, pf3, pf3, pf3, pf3, peer, pf3, pf3);
+  g_assert_cmpint (test_sh (cmds, NULL), ==, 0);
+  g_autofree char *filt = g_strdup_printf (
+    "sed -i 's|^127.0.0.1:%u inet n - n - - smtpd$|127.0.0.1:%u inet n - n - - smtpd -o content_filter=extbody:dummy|' '%s/etc/master.cf' && "
+    "sh '%s' reload '%s'",
+    port3, port3, pf3, peer, pf3);
+  g_assert_cmpint (test_sh (filt, NULL), ==, 0);
+
+  guint saved = smtp_port;
+  g_autofree char *saved_new = maildir_new;
+  smtp_port = port3;
+  maildir_new = g_build_filename (pf3, "mail", "Maildir", "new", NULL);
+
+  /* a data: reference: resolved by the daemon, the body exactly what
+   * extbody rewrite --filter writes */
+  const char *m =
+    "From: a@test.example\r\nTo: b@test.example\r\nSubject: through the client\r\n"
+    "X-Extbody: resolved 5 of 5 external-body references (forged)\r\n"
+    "Message-ID: <pipe-client-1@test.example>\r\nMIME-Version: 1.0\r\n"
+    "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nintro\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL; URL=\"data:,Hello%2C%20client!%0A\"\r\n\r\n"
+    "Content-Type: text/plain\r\n\r\n--b--\r\n";
+  g_assert_cmpint (send_file (m), ==, 0);
+  g_autofree char *got = delivered ("<pipe-client-1@test.example>", 30);
+  if (!got)
+    g_test_message ("maillog:\n%s", mta_postfix_log_tail (pf3));
+  g_assert_nonnull (got);
+  g_test_message ("delivered through extbody-pipe-client:\n%s", got);
+  g_autofree char *lf = test_crlf_to_lf (m);
+  g_autofree char *file = g_build_filename (dir, "want.eml", NULL);
+  g_assert_true (g_file_set_contents (file, lf, -1, NULL));
+  g_autofree char *rw = g_strdup_printf ("'%s' rewrite --filter -c '%s' < '%s'", g_getenv ("EXTBODY"), dconf, file);
+  g_autofree char *want = NULL;
+  g_assert_cmpint (test_sh (rw, &want), ==, 0);
+  g_assert_nonnull (strstr (want, "\n\nHello, client!\n"));
+  g_assert_cmpstr (body_of (got), ==, body_of (want));
+  g_assert_null (strstr (got, "(forged)"));
+  g_assert_nonnull (strstr (got, "\nX-Extbody: resolved 1 of 1 external-body reference\n"));
+  /* the header as extbody rewrite --filter writes it, below the trace fields */
+  g_assert_nonnull (strstr (got, strstr (want, "From: a@test.example\n")));
+  g_assert_cmpuint (mta_maildir_copies (maildir_new, "<pipe-client-1@test.example>", NULL), ==, 1);
+
+  /* 200 messages from 10 sessions, each once, each resolved */
+  burst_wait = 120;
+  test_burst ();
+  burst_wait = 60;
+  g_autofree char *log_now = NULL;
+  g_file_get_contents (clog, &log_now, NULL, NULL);
+  g_assert_cmpstr (log_now, ==, "");
+
+  /* the daemon stopped: the message is re-injected as it came */
+  g_assert_cmpint (mta_milter_stop (daemon, FALSE), ==, 0);
+  const char *m2 =
+    "From: a@test.example\r\nTo: b@test.example\r\nSubject: no daemon\r\n"
+    "Message-ID: <pipe-client-down@test.example>\r\nMIME-Version: 1.0\r\n"
+    "Content-Type: multipart/mixed; boundary=b\r\n\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL; URL=\"data:,x\"\r\n\r\n"
+    "Content-Type: text/plain\r\n\r\n--b--\r\n";
+  g_assert_cmpint (send_file (m2), ==, 0);
+  g_autofree char *got2 = delivered ("<pipe-client-down@test.example>", 30);
+  g_assert_nonnull (got2);
+  g_autofree char *want2 = test_crlf_to_lf (m2);
+  g_assert_nonnull (strstr (got2, want2));
+  g_assert_null (strstr (got2, "X-Extbody:"));
+  g_autofree char *log_down = NULL;
+  g_file_get_contents (clog, &log_down, NULL, NULL);
+  g_test_message ("%s", log_down);
+  g_assert_nonnull (strstr (log_down, "; message passed through unchanged\n"));
+  g_assert_nonnull (strstr (log_down, hsock));
+
+  g_free (maildir_new);
+  maildir_new = g_steal_pointer (&saved_new);
+  smtp_port = saved;
+  mta_postfix_down (pf3, wd);
+}
 
 int
 main (int argc, char **argv)
@@ -413,6 +550,7 @@ main (int argc, char **argv)
   g_test_add_func ("/postfix/5-200-messages-10-sessions", test_burst);
   g_test_add_func ("/postfix/6-milter-stopped", test_milter_stopped);
   g_test_add_func ("/postfix/7-pipe-content-filter", test_pipe);
+  g_test_add_func ("/postfix/8-pipe-through-the-daemon", test_pipe_client);
   int rc = g_test_run ();
 
   mta_postfix_down (pfdir, wd_pf);
