@@ -8,8 +8,10 @@ SMTP sessions to one private Exim 4 (Debian's exim4-daemon-light unpacked under
 run and on the same instance, messages per second delivered to the Maildir
 (from the first message sent to the last one delivered) through a transport
 with no filter, with transport_filter = /bin/cat (the floor a transport filter
-costs: a pipe and two more processes a delivery), and with extbody's
-filters/exim/extbody-exim; for mail without references and for mail where one
+costs: a pipe and two more processes a delivery), with extbody's
+filters/exim/extbody-exim (extbody started per delivery) and with extbodyc
+against a private extbody-milter's http_socket (the daemon's door, as
+filters/exim/exim4-extbody.conf ships it); for mail without references and for mail where one
 message in ten carries a data: reference. Each row is the median of --repeat
 runs, the rows of a run taken in turn. Not a test: nothing asserts a speed.
 
@@ -18,6 +20,7 @@ runs, the rows of a run taken in turn. Not a test: nothing asserts a speed.
 import argparse
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -91,6 +94,9 @@ def main():
         sys.exit("no Exim at %s: run sh tests/quickstart.sh test (it unpacks Debian's exim4-daemon-light), "
                  "or set EXIM" % exim)
     extbody_src = os.path.join(os.path.abspath(a.build), "src", "extbody")
+    client_src = os.path.join(os.path.abspath(a.build), "filters", "client", "extbodyc")
+    milter = os.path.join(os.path.abspath(a.build), "filters", "milter", "extbody-milter")
+    daemon = None
     work = tempfile.mkdtemp(prefix="extbody-bench-exim-")
     os.chmod(work, 0o755)
     port = free_port()
@@ -101,16 +107,31 @@ def main():
         os.chmod(run_dir, 0o755)
         wrapper = shutil.copy(WRAPPER, run_dir)
         extbody = shutil.copy(extbody_src, run_dir)
+        client = shutil.copy(client_src, run_dir)
         os.chmod(wrapper, 0o755)
         os.chmod(extbody, 0o755)
+        os.chmod(client, 0o755)
         with open(os.path.join(work, "extbody.conf"), "w") as f:
             f.write("[extbody]\nfetch = off\n")
+        # the daemon extbodyc talks to: its socket open to Exim's user
+        http_sock = os.path.join(work, "http.sock")
+        with open(os.path.join(work, "daemon.conf"), "w") as f:
+            f.write("[extbody]\nfetch = off\nmilter_umask = 000\nhttp_socket = unix:%s\n" % http_sock)
+        daemon = subprocess.Popen([milter, "-p", "unix:" + os.path.join(work, "milter.sock"),
+                                   "-c", os.path.join(work, "daemon.conf")], stderr=subprocess.DEVNULL)
+        for _ in range(600):
+            if os.path.exists(http_sock) or daemon.poll() is not None:
+                break
+            time.sleep(0.05)
+        if not os.path.exists(http_sock):
+            raise RuntimeError("the daemon did not open %s" % http_sock)
         refs_message(os.path.join(work, "refs.eml"))
-        env = dict(os.environ, EXIM=exim)
+        env = dict(os.environ, EXIM=exim, EXTBODYC=client)
         subprocess.run(["sh", PEER, "up", work, str(port), wrapper, extbody], check=True, env=env)
         rows = [("no filter", "plain@test.example", "plain"),
                 ("transport_filter = /bin/cat", "cat@test.example", "cat"),
-                ("extbody-exim", "b@test.example", "extbody")]
+                ("extbody-exim", "b@test.example", "extbody"),
+                ("extbodyc (daemon)", "client@test.example", "client")]
         # one message to each first: the Maildirs exist, the caches are warm
         for _, rcpt, box in rows:
             run(work, port, 1, rcpt, os.path.join(work, "mail", box, "Maildir", "new"), False)
@@ -130,8 +151,23 @@ def main():
             print("  ratio extbody-exim/no filter: %.2f (slowdown %.0f%%)" %
                   (got["extbody-exim"] / got["no filter"], 100 * (1 - got["extbody-exim"] / got["no filter"])))
             print("  ratio extbody-exim/cat filter: %.2f" % (got["extbody-exim"] / got["transport_filter = /bin/cat"]))
+            print("  ratio extbodyc/no filter: %.2f (slowdown %.0f%%)" %
+                  (got["extbodyc (daemon)"] / got["no filter"], 100 * (1 - got["extbodyc (daemon)"] / got["no filter"])))
+            print("  ratio extbodyc/cat filter: %.2f" % (got["extbodyc (daemon)"] / got["transport_filter = /bin/cat"]))
+            print("  ratio extbodyc/extbody-exim: %.2f" % (got["extbodyc (daemon)"] / got["extbody-exim"]))
+        # the extbodyc rows were the daemon's work, not its fallback
+        with open(os.path.join(work, "log", "extbodyc.log")) as f:
+            fallbacks = sum(1 for _ in f)
+        print("extbodyc fallbacks (messages passed through without the daemon): %d" % fallbacks)
     finally:
         subprocess.run(["sh", PEER, "down", work], env=dict(os.environ, EXIM=exim))
+        if daemon is not None and daemon.poll() is None:
+            daemon.send_signal(signal.SIGTERM)
+            try:
+                daemon.wait(30)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()
         shutil.rmtree(work, ignore_errors=True)
 
 
