@@ -264,6 +264,34 @@ test_unreachable (void)
   check_fallback (closed, "30", odd, "Connection refused");
 }
 
+/* -l FILE: the line goes to the file (appended), nothing to standard error,
+ * the message still passed through whole; -l with a relative name is a usage
+ * error. */
+static void
+test_log_file (void)
+{
+  g_autoptr (GBytes) odd = odd_message ();
+  g_autofree char *nosock = g_build_filename (dir, "nobody-listens.sock", NULL);
+  g_autofree char *log = g_build_filename (dir, "extbodyc.log", NULL);
+  g_assert_true (g_file_set_contents (log, "before\n", -1, NULL));
+  const char *args[] = { "-s", nosock, "-t", "30", "-l", log, NULL };
+  Run r = run (args, odd);
+  g_assert_cmpint (r.status, ==, 0);
+  assert_bytes_equal (r.out, odd);
+  g_assert_cmpstr (r.err, ==, "");
+  run_clear (&r);
+  g_autofree char *text = NULL;
+  g_assert_true (g_file_get_contents (log, &text, NULL, NULL));
+  g_assert_true (g_str_has_prefix (text, "before\nextbodyc["));
+  g_assert_nonnull (strstr (text, "]: cannot connect "));
+  g_assert_true (g_str_has_suffix (text, "; message passed through unchanged\n"));
+  const char *relative[] = { "-s", nosock, "-l", "extbodyc.log", NULL };
+  r = run (relative, odd);
+  g_assert_cmpint (r.status, ==, 64);
+  g_assert_nonnull (strstr (r.err, "-l wants stderr, syslog or an absolute file name"));
+  run_clear (&r);
+}
+
 /* -x: not sent (the server sees no request), passed through whole, the part
  * past the limit copied without being held. */
 static void
@@ -411,6 +439,7 @@ main (int argc, char **argv)
   g_test_add_func ("/extbodyc/fallbacks", test_fallbacks);
   g_test_add_func ("/extbodyc/slow", test_slow);
   g_test_add_func ("/extbodyc/unreachable", test_unreachable);
+  g_test_add_func ("/extbodyc/log-file", test_log_file);
   g_test_add_func ("/extbodyc/max-size", test_max_size);
   g_test_add_func ("/extbodyc/inspect", test_inspect);
   g_test_add_func ("/extbodyc/usage-and-output", test_usage_and_output);
