@@ -147,7 +147,7 @@ static void
 test_daemon_stopped (void)
 {
   g_assert_cmpint (mta_milter_stop (milter, TRUE), ==, 0);
-  g_autofree char *sock = g_build_filename (server.work, "run", "extbody-filter", "extbody", NULL);
+  g_autofree char *sock = g_build_filename (server.work, "extbody-run", "extbody", NULL);
   g_assert_false (g_file_test (sock, G_FILE_TEST_EXISTS));
   DtMsg *m = deliver ("stopped", REF_MSG);
   g_autofree char *want = g_strconcat (RETURN_PATH, REF_MSG, NULL);
@@ -180,8 +180,9 @@ dovecot_config (const char *script)
     "  sieve = file:~/sieve;active=~/.dovecot.sieve\n"
     "  sieve_plugins = sieve_extprograms\n"
     "  sieve_global_extensions = +vnd.dovecot.filter\n"
-    /* relative to base_dir: WORK/run/extbody-filter/extbody */
-    "  sieve_filter_socket_dir = extbody-filter\n"
+    /* relative to base_dir (WORK/run), as /run/dovecot/../extbody in
+     * filters/dovecot/90-extbody.conf: WORK/extbody-run/extbody */
+    "  sieve_filter_socket_dir = ../extbody-run\n"
     "}\n", passwd);
 }
 
@@ -211,9 +212,9 @@ main (int argc, char **argv)
   }
   g_autofree char *compile = g_strdup_printf ("sievec -c '%s' '%s'", server.conf, script);
   g_assert_cmpint (dt_sh (compile, NULL), ==, 0);
-  /* the daemon's socket where Pigeonhole looks: BASE_DIR/extbody-filter/extbody,
+  /* the daemon's socket where Pigeonhole looks, BASE_DIR/../extbody-run/extbody,
    * mode 0777 (milter_umask 000): the LMTP process runs as the user, nobody */
-  g_autofree char *sockdir = g_build_filename (server.work, "run", "extbody-filter", NULL);
+  g_autofree char *sockdir = g_build_filename (server.work, "extbody-run", NULL);
   g_assert_cmpint (g_mkdir_with_parents (sockdir, 0755), ==, 0);
   conf = g_build_filename (server.work, "extbody.conf", NULL);
   g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\nmilter_umask = 000\n"
