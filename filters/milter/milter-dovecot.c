@@ -21,8 +21,8 @@
  *
  * The message is planned as `extbody rewrite --filter` plans it, with the
  * configuration generation in force when its header came; a failure of any
- * kind (a message past max_message_size, a plan that fails, the daemon
- * stopping) is answered "-\n" alone. The arguments and the environment are
+ * kind (a message past max_message_size, a plan that fails, a message that
+ * begins once the daemon is stopping) is answered "-\n" alone. The arguments and the environment are
  * read and left unused: the daemon's configuration applies.
  *
  * One thread per connection, at most dovecot_max_connections at once: past
@@ -286,14 +286,17 @@ dc_serve (DcConn *c)
   setsockopt (c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt (c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   gboolean ok = dc_read_header (c);
+  /* a message whose header came before the stop is finished, as the
+   * milter's; one that begins once stopping is set is not */
+  if (ok && g_atomic_int_get (&dc_stopping)) {
+    c->why = "stopping";
+    ok = FALSE;
+  }
   if (ok) {
     c->gen = milter_generation_get ();
     ok = dc_read_message (c);
   }
-  if (ok && g_atomic_int_get (&dc_stopping)) {
-    c->why = "stopping";
-    ok = FALSE;
-  } else if (ok && c->too_large) {
+  if (ok && c->too_large) {
     c->why = "larger than max_message_size";
     ok = FALSE;
   } else if (ok && c->in->len == 0) {

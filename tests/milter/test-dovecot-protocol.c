@@ -6,8 +6,10 @@
  * answer is what `extbody rewrite --filter` writes and "+\n"; a message past
  * max_message_size, another protocol and an idle client (dovecot_timeout)
  * get "-\n" alone; past dovecot_max_connections a connection waits for one
- * to end; the socket goes at the stop. */
+ * to end; at the stop the socket goes at once and a message in flight is
+ * finished. */
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -175,6 +177,29 @@ test_max_connections (void)
   g_assert_cmpstr (a, ==, b);
 }
 
+/* SIGTERM while a message is on its way: the socket goes at once, the
+ * message in flight is finished ("+"), and the daemon exits 0. */
+static void
+test_drain (void)
+{
+  int fd = dc_connect ();
+  dc_send (fd, HEADER "From: a@example.org" CRLF, strlen (HEADER) + 21);
+  g_usleep (200000);
+  mta_milter_signal (milter, SIGTERM);
+  g_assert_true (mta_milter_log_wait (milter, "1 Dovecot filter connection in flight", 1));
+  for (int i = 0; i < 100 && g_file_test (dsock, G_FILE_TEST_EXISTS); i++)
+    g_usleep (20000);
+  g_assert_false (g_file_test (dsock, G_FILE_TEST_EXISTS));
+  const char *rest = REF_MSG + 21;
+  dc_send (fd, rest, strlen (rest));
+  shutdown (fd, SHUT_WR);
+  g_autofree char *got = dc_read_all (fd);
+  g_autofree char *want = rewrite_filter (REF_MSG);
+  g_autofree char *want_plus = g_strconcat (want, "+\n", NULL);
+  g_assert_cmpstr (got, ==, want_plus);
+  g_assert_cmpint (mta_milter_wait (milter, TRUE), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -197,8 +222,10 @@ main (int argc, char **argv)
   g_test_add_func ("/dovecot-protocol/failures", test_failures);
   g_test_add_func ("/dovecot-protocol/idle", test_idle);
   g_test_add_func ("/dovecot-protocol/max-connections", test_max_connections);
+  g_test_add_func ("/dovecot-protocol/drain", test_drain);   /* the last: it stops the daemon */
   int rc = g_test_run ();
-  g_assert_cmpint (mta_milter_stop (milter, TRUE), ==, 0);
+  if (milter->proc)
+    g_assert_cmpint (mta_milter_stop (milter, TRUE), ==, 0);
   g_assert_false (g_file_test (dsock, G_FILE_TEST_EXISTS));   /* removed at the stop */
   mta_milter_free (milter);
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
