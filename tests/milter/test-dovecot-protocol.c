@@ -109,7 +109,7 @@ test_filtered (void)
   int fd = dc_connect ();
   dc_send (fd, HEADER, 10);
   g_usleep (100000);
-  dc_send (fd, HEADER + 10, strlen (HEADER) - 10);
+  dc_send (fd, &HEADER[10], strlen (HEADER) - 10);
   g_usleep (100000);
   dc_send (fd, REF_MSG, strlen (REF_MSG));
   shutdown (fd, SHUT_WR);
@@ -125,7 +125,9 @@ test_failures (void)
     g_string_append (large, "a line to pass max_message_size" CRLF);
   g_autofree char *a = exchange (HEADER, large->str);
   g_assert_cmpstr (a, ==, "-\n");
-  g_autofree char *b = exchange ("VERSION\tscript\t3\t0\n-\n\n", REF_MSG);
+  /* (another version: answered at its header, the rest unread, so nothing
+   * follows it here) */
+  g_autofree char *b = exchange ("VERSION\tscript\t3\t0\n-\n\n", "");
   g_assert_cmpstr (b, ==, "-\n");
   g_autofree char *c = exchange (HEADER, "");
   g_assert_cmpstr (c, ==, "-\n");
@@ -190,7 +192,7 @@ test_drain (void)
   for (int i = 0; i < 100 && g_file_test (dsock, G_FILE_TEST_EXISTS); i++)
     g_usleep (20000);
   g_assert_false (g_file_test (dsock, G_FILE_TEST_EXISTS));
-  const char *rest = REF_MSG + 21;
+  const char *rest = &REF_MSG[21];
   dc_send (fd, rest, strlen (rest));
   shutdown (fd, SHUT_WR);
   g_autofree char *got = dc_read_all (fd);
