@@ -12,7 +12,8 @@
  *     answers "-");
  *   - 50 messages from 5 LMTP sessions at once are each stored once, resolved;
  *   - with the daemon stopped (its socket gone) a message is stored exactly
- *     as sent.
+ *     as sent, and so it is with the daemon killed (its socket left behind,
+ *     nobody answering).
  * "Exactly as sent" means byte for byte after Return-Path, in IMAP's CRLF
  * form (lmtp_add_received_header = no, lmtp_hdr_delivery_address = none).
  *
@@ -155,6 +156,26 @@ test_daemon_stopped (void)
   dt_msg_free (m);
 }
 
+/* The daemon killed (SIGKILL): its socket stays with nobody behind it,
+ * Pigeonhole cannot connect, the script fails and its implicit keep stores
+ * the message as it came. */
+static void
+test_daemon_killed (void)
+{
+  g_autofree char *msock = g_build_filename (server.work, "milter.sock", NULL);
+  g_autofree char *mlog = g_build_filename (server.work, "milter-2.log", NULL);
+  mta_milter_free (milter);
+  milter = mta_milter_start (msock, conf, mlog, NULL);
+  mta_milter_signal (milter, SIGKILL);
+  mta_milter_wait (milter, FALSE);
+  g_autofree char *sock = g_build_filename (server.work, "extbody-run", "extbody", NULL);
+  g_assert_true (g_file_test (sock, G_FILE_TEST_EXISTS));
+  DtMsg *m = deliver ("killed", REF_MSG);
+  g_autofree char *want = g_strconcat (RETURN_PATH, REF_MSG, NULL);
+  assert_bytes (m, want);
+  dt_msg_free (m);
+}
+
 /* The users (each its home, mdbox under it, and the one sieve_before) and
  * Dovecot's configuration: the filter through the socket directory only. */
 static char *
@@ -162,7 +183,7 @@ dovecot_config (const char *script)
 {
   g_autofree char *passwd = g_build_filename (server.work, "users", NULL);
   g_autoptr (GString) users = g_string_new (NULL);
-  const char *us[] = { "resolver", "large", "many", "stopped" };
+  const char *us[] = { "resolver", "large", "many", "stopped", "killed" };
   for (guint i = 0; i < G_N_ELEMENTS (us); i++)
     g_string_append_printf (users, "%s::65534:65534::%s/home/%s::userdb_sieve_before=%s\n", us[i],
                             server.work, us[i], script);
@@ -228,6 +249,7 @@ main (int argc, char **argv)
   g_test_add_func ("/dovecot-socket/too-large-stored-as-sent", test_too_large);
   g_test_add_func ("/dovecot-socket/many-sessions", test_many);
   g_test_add_func ("/dovecot-socket/daemon-stopped-stored-as-sent", test_daemon_stopped);
+  g_test_add_func ("/dovecot-socket/daemon-killed-stored-as-sent", test_daemon_killed);
   ret = g_test_run ();
   if (ret != 0) {
     dt_print_log (&server);
