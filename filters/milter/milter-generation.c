@@ -119,6 +119,11 @@ milter_generation_reload (Life *life, const char *signame)
       || eb_config_get_uint64 (old->config, "http_timeout") != eb_config_get_uint64 (g->config, "http_timeout"))
     log_line (LOG_WARNING, "%s: http_socket, http_max_connections and http_timeout stay as they were at start "
               "until the daemon is restarted", signame);
+  if (strcmp (eb_config_get_string (old->config, "dovecot_filter_socket"), eb_config_get_string (g->config, "dovecot_filter_socket")) != 0
+      || eb_config_get_uint64 (old->config, "dovecot_max_connections") != eb_config_get_uint64 (g->config, "dovecot_max_connections")
+      || eb_config_get_uint64 (old->config, "dovecot_timeout") != eb_config_get_uint64 (g->config, "dovecot_timeout"))
+    log_line (LOG_WARNING, "%s: dovecot_filter_socket, dovecot_max_connections and dovecot_timeout stay as they were "
+              "at start until the daemon is restarted", signame);
   milter_generation_install (g);
   log_line (LOG_INFO, "%s: reloaded configuration from %s%s", signame, path,
             g->store ? " (milter_mode = externalize)"

@@ -313,17 +313,21 @@ stop (Life *life, const char *signame)
   gint64 deadline = t0 + (gint64) eb_config_get_uint64 (gen->config, "milter_stop_timeout") * G_USEC_PER_SEC;
   g_atomic_int_set (&milter_session_stopping, 1);
   guint n = (guint) g_atomic_int_get (&milter_session_in_flight);
-  guint nh = milter_http_in_flight ();
+  guint nh = milter_http_in_flight (), nd = milter_dovecot_in_flight ();
   if (nh)
     log_line (LOG_INFO, "%s: stopping: %u message%s in flight, %u HTTP request%s in flight", signame, n,
               plural (n), nh, plural (nh));
   else
     log_line (LOG_INFO, "%s: stopping: %u message%s in flight", signame, n, plural (n));
+  if (nd)
+    log_line (LOG_INFO, "%s: stopping: %u Dovecot filter connection%s in flight", signame, nd, plural (nd));
   listener_retire (life);
   milter_http_quiesce ();
+  milter_dovecot_quiesce ();
   gboolean milter_ended = FALSE, hurry = FALSE;
   while (!milter_ended && !hurry
-         && (g_atomic_int_get (&milter_session_in_flight) > 0 || milter_http_in_flight () > 0)) {
+         && (g_atomic_int_get (&milter_session_in_flight) > 0 || milter_http_in_flight () > 0
+             || milter_dovecot_in_flight () > 0)) {
     gint64 left = (deadline - g_get_monotonic_time ()) / 1000;
     if (left <= 0)
       break;
@@ -346,7 +350,12 @@ stop (Life *life, const char *signame)
   if (nh && !hurry && !milter_ended)
     log_line (LOG_WARNING, "stopping: %u HTTP request%s still in flight after milter_stop_timeout (%u s) cut off",
               nh, plural (nh), (guint) eb_config_get_uint64 (gen->config, "milter_stop_timeout"));
+  nd = milter_dovecot_in_flight ();
+  if (nd && !hurry && !milter_ended)
+    log_line (LOG_WARNING, "stopping: %u Dovecot filter connection%s still in flight after milter_stop_timeout (%u s) "
+              "cut off", nd, plural (nd), (guint) eb_config_get_uint64 (gen->config, "milter_stop_timeout"));
   milter_http_stop ();
+  milter_dovecot_stop ();
   if (!milter_ended) {
     /* libmilter's listener notices the stop when its wait for a connection
      * ends: a kick ends it */
@@ -533,7 +542,7 @@ run_open_socket (Life *life, Opts *o, const EbConfig *config)
   if (life->lfd >= 0)
     milter_worker_kick_set_address (life->lfd);
   g_autoptr (GError) error = NULL;
-  if (!milter_http_open (config, o->user, &error)) {
+  if (!milter_http_open (config, o->user, &error) || !milter_dovecot_open (config, o->user, &error)) {
     fprintf (stderr, "extbody-milter: %s\n", error->message);
     return EX_UNAVAILABLE;
   }
@@ -620,7 +629,7 @@ run_serve (Life *life, const Gen *first)
   signals_block (&unblocked);
   milter_main_stats = eb_stats_new ();
   g_autoptr (GError) error = NULL;
-  if (!milter_http_start (first->config, &error)) {
+  if (!milter_http_start (first->config, &error) || !milter_dovecot_start (first->config, &error)) {
     pthread_sigmask (SIG_SETMASK, &unblocked, NULL);
     log_line (LOG_ERR, "%s", error->message);
     return EX_UNAVAILABLE;
@@ -634,6 +643,7 @@ run_serve (Life *life, const Gen *first)
 
   int exit_status = run_wait (life);
   milter_http_stop ();   /* already stopped, unless libmilter ended on its own */
+  milter_dovecot_stop ();
   g_thread_join (milter);
   metrics_write ();
   g_clear_pointer (&metrics_failure, g_free);
@@ -699,6 +709,7 @@ main (int argc, char **argv)
   int status = run (argc, argv);
   /* a start that failed past milter_http_open leaves no socket behind */
   milter_http_stop ();
+  milter_dovecot_stop ();
   /* a message cut off at the stop may still hold the configuration */
   if (g_atomic_int_get (&milter_session_in_flight) == 0)
     milter_generation_install (NULL);

@@ -44,6 +44,10 @@
  *   milter-check.c       --check-mta
  *   milter-http.c        the HTTP listener (http_socket): the same plans for
  *                        extbodyc, Exim and scripts, one request per thread
+ *   milter-dovecot.c     the listener for Dovecot's program-client protocol
+ *                        (dovecot_filter_socket): Pigeonhole's filter command
+ *                        without a process per message, one thread per
+ *                        connection
  *
  * A message flows through them thus: milter-main.c registers the callbacks
  * (milter_session_desc) and serves; at MAIL FROM milter-session.c counts the
@@ -173,6 +177,20 @@ gboolean milter_http_start (const EbConfig *config, GError **error);
 void milter_http_quiesce (void);
 guint milter_http_in_flight (void);
 void milter_http_stop (void);
+
+/* ---- milter-dovecot.c ---------------------------------------------------- */
+
+/* The listener for Dovecot's program-client protocol (dovecot_filter_socket;
+ * nothing when it is empty), with the HTTP listener's lifecycle: bound at
+ * start (milter_dovecot_open), served once detached (milter_dovecot_start),
+ * closed to new connections at the stop (milter_dovecot_quiesce) while
+ * milter_dovecot_in_flight connections finish, then ended
+ * (milter_dovecot_stop). */
+gboolean milter_dovecot_open (const EbConfig *config, const char *user, GError **error);
+gboolean milter_dovecot_start (const EbConfig *config, GError **error);
+void milter_dovecot_quiesce (void);
+guint milter_dovecot_in_flight (void);
+void milter_dovecot_stop (void);
 
 /* ---- milter-main.c ------------------------------------------------------- */
 

@@ -209,6 +209,17 @@ check_http_socket (const char *value, GError **error)
   return FALSE;
 }
 
+/* extbody-milter's listener for Dovecot: empty (none) or the absolute path
+ * of a unix socket (the milter changes to / when it detaches). */
+static gboolean
+check_dovecot_socket (const char *value, GError **error)
+{
+  if (!*value || g_path_is_absolute (value))
+    return TRUE;
+  g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\": the socket path must be absolute", value);
+  return FALSE;
+}
+
 /* A file named by its absolute path, or empty (none): the milter changes to
  * / when it detaches. */
 static gboolean
@@ -475,6 +486,12 @@ static const EbConfigKey keys[] = {
        "Connections extbody-milter's HTTP listener serves at once; past it a new one is answered 503."),
   KEY (http_timeout, EB_CONFIG_UINT, "30", 1, 3600,
        "Seconds an HTTP client of extbody-milter may stay idle, or take between two pieces of its request, before it is cut off."),
+  LIST (dovecot_filter_socket, "",
+       "extbody-milter's listener for Dovecot's program-client protocol: the absolute path of a unix socket (made with the mode milter_umask gives), where Pigeonhole's Sieve filter command connects instead of running a program when sieve_filter_socket_dir names its directory (relative to Dovecot's base_dir) and the socket is named as the program the script calls; each message is filtered as extbody rewrite --filter does, and on any failure Dovecot keeps the message as it came; empty: none.", check_dovecot_socket, "socket path"),
+  KEY (dovecot_max_connections, EB_CONFIG_UINT, "16", 1, 1000,
+       "Connections extbody-milter's Dovecot listener serves at once; past it a new one waits in the socket's backlog until one ends."),
+  KEY (dovecot_timeout, EB_CONFIG_UINT, "30", 1, 3600,
+       "Seconds a Dovecot client of extbody-milter may stay idle before it is cut off (its message stays as it came)."),
   LIST (externalize_store, "",
        "Where extbody externalize stores the parts it takes out of messages: an absolute directory (served by a web server under externalize_base_url), or the http or https URL of a WebDAV collection (an S3 bucket with externalize_store_auth = aws-sigv4), written with HTTP PUT. Each object is named by the SHA-256 of its bytes (their HMAC-SHA256 with externalize_key), so a part sent to many recipients is stored once, and is read back and checked before any message refers to it. Empty: externalize refuses to run.", check_store, "directory or URL"),
   LIST (externalize_base_url, "",

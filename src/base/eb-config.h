@@ -76,6 +76,10 @@ struct _EbConfig {
                                   inet6:PORT@[::1]; empty: none */
   guint    http_max_connections; /* HTTP connections served at once; past it 503 */
   guint    http_timeout;       /* seconds an HTTP client may be idle or slow */
+  char    *dovecot_filter_socket; /* the milter's listener for Dovecot's program-client
+                                     protocol: an absolute unix socket path; empty: none */
+  guint    dovecot_max_connections; /* Dovecot connections served at once */
+  guint    dovecot_timeout;    /* seconds a Dovecot client may be idle */
   /* externalize: where stored parts go (eb-store.h) */
   char    *externalize_store;          /* absolute directory or WebDAV http(s) URL; empty: none */
   char    *externalize_base_url;       /* URL the objects are served under */

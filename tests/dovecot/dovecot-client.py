@@ -4,6 +4,11 @@
 Python standard library.
 
   dovecot-client.py lmtp PORT SENDER RECIPIENT FILE     deliver FILE over LMTP
+  dovecot-client.py lmtp-many PORT SENDER RECIPIENT S N  S LMTP sessions at once, N
+                                                         messages each, message K of
+                                                         session J with the Message-ID
+                                                         <J.K@test.example> and a data:
+                                                         reference to "message J.K"
   dovecot-client.py load DOVECOT_CONF USER DIR           APPEND every *.eml of DIR
                                                          to INBOX, message N with
                                                          flags and a date from N
@@ -41,8 +46,41 @@ def date_for(n):
         10 + n % 15, n % 24, (7 * n) % 60, (13 * n) % 60, ["+0000", "+0200", "-0500"][n % 3])
 
 
+def lmtp_many(port, sender, rcpt, sessions, per):
+    import threading
+    failed = []
+
+    def session(j):
+        try:
+            c = smtplib.LMTP("127.0.0.1", port)
+            for k in range(per):
+                msg = ("From: a@example.org\r\nTo: %s\r\nSubject: %d.%d\r\n"
+                       "Message-ID: <%d.%d@test.example>\r\nMIME-Version: 1.0\r\n"
+                       "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n"
+                       "Content-Type: message/external-body; access-type=URL; "
+                       "URL=\"data:,message%%20%d.%d\"\r\n\r\nContent-Type: text/plain\r\n\r\n"
+                       "--b--\r\n" % (rcpt, j, k, j, k, j, k)).encode()
+                if c.sendmail(sender, [rcpt], msg):
+                    failed.append((j, k))
+            c.quit()
+        except Exception as e:  # noqa: BLE001 - any failure fails the run
+            failed.append((j, str(e)))
+
+    threads = [threading.Thread(target=session, args=(j,)) for j in range(sessions)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failed:
+        print("failed: %s" % failed, file=sys.stderr)
+    return 1 if failed else 0
+
+
 def main():
     cmd = sys.argv[1]
+    if cmd == "lmtp-many":
+        port, sender, rcpt, sessions, per = sys.argv[2:7]
+        return lmtp_many(int(port), sender, rcpt, int(sessions), int(per))
     if cmd == "lmtp":
         port, sender, rcpt, path = sys.argv[2:6]
         with open(path, "rb") as f:

@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* test-dovecot-socket.c - extbody at delivery in a real Dovecot through the
+ * daemon: Pigeonhole's filter command with sieve_filter_socket_dir connects
+ * to extbody-milter's dovecot_filter_socket (no process per message) in a
+ * private Dovecot (LMTP on a loopback port, mdbox, a passwd-file userdb whose
+ * users each get a sieve_before script), and the messages are read back over
+ * IMAP:
+ *   - a message with a data: reference is stored resolved, byte for byte what
+ *     `extbody rewrite --filter` writes for the message Sieve is given (the
+ *     message with the Return-Path field LMTP adds);
+ *   - a message past max_message_size is stored exactly as sent (the daemon
+ *     answers "-");
+ *   - 50 messages from 5 LMTP sessions at once are each stored once, resolved;
+ *   - with the daemon stopped (its socket gone) a message is stored exactly
+ *     as sent, and so it is with the daemon killed (its socket left behind,
+ *     nobody answering).
+ * "Exactly as sent" means byte for byte after Return-Path, in IMAP's CRLF
+ * form (lmtp_add_received_header = no, lmtp_hdr_delivery_address = none).
+ *
+ * Needs root and the Debian packages dovecot-core, dovecot-imapd,
+ * dovecot-lmtpd and dovecot-sieve; otherwise exits 77 (skipped). */
+#include "dovecot-test.h"
+#include "mta-milter.h"
+#include "test-server.h"
+
+#define SIEVE_EXTPROGRAMS "/usr/lib/dovecot/modules/sieve/lib90_sieve_extprograms_plugin.so"
+#define LMTP "/usr/lib/dovecot/lmtp"
+/* the daemon's max_message_size here: LARGE_MSG passes it */
+#define TEST_MAX_MESSAGE_SIZE 4000
+#define N_SESSIONS 5
+#define N_PER_SESSION 10
+
+static DtServer server;
+static guint lmtp_port;
+static char *conf;       /* the daemon's configuration, and the command's */
+static MtaMilter *milter;
+
+#define CRLF "\r\n"
+#define RETURN_PATH "Return-Path: <sender@example.org>" CRLF
+#define REF_MSG                                                                                   \
+  "From: a@example.org" CRLF "To: tester@example.org" CRLF "Subject: the reference" CRLF          \
+  "Message-ID: <ref@test.example>" CRLF "MIME-Version: 1.0" CRLF "X-Extbody: forged" CRLF         \
+  "Content-Type: multipart/mixed; boundary=b" CRLF CRLF "--b" CRLF                                \
+  "Content-Type: message/external-body; access-type=URL; URL=\"data:,resolved%20at%20delivery\"" \
+  CRLF CRLF "Content-Type: text/plain" CRLF CRLF "--b--" CRLF
+
+static void
+deliver_to (const char *user, const char *msg)
+{
+  g_autofree char *file = g_build_filename (server.work, "msg.eml", NULL);
+  dt_put (file, msg, 0644);
+  g_autofree char *port = g_strdup_printf ("%u", lmtp_port);
+  G_GNUC_UNUSED g_autofree char *out = dt_client ((const char *const[]) { "lmtp", port, "sender@example.org", user, file, NULL });
+}
+
+/* Delivers @msg to @user over LMTP and returns @user's only message. */
+static DtMsg *
+deliver (const char *user, const char *msg)
+{
+  deliver_to (user, msg);
+  g_autoptr (GPtrArray) msgs = dt_dump (&server, user);
+  g_assert_cmpuint (msgs->len, ==, 1);
+  return g_ptr_array_steal_index (msgs, 0);
+}
+
+static void
+assert_bytes (const DtMsg *m, const char *want)
+{
+  gsize n = 0;
+  const char *data = g_bytes_get_data (m->body, &n);
+  g_autofree char *got = g_strndup (data, n);
+  g_assert_cmpstr (got, ==, want);
+}
+
+/* What `extbody rewrite --filter -c CONF` writes for @msg. */
+static char *
+rewrite_filter (const char *msg)
+{
+  g_autofree char *file = g_build_filename (server.work, "cmd.eml", NULL);
+  dt_put (file, msg, 0644);
+  g_autoptr (GSubprocessLauncher) l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+  g_subprocess_launcher_set_stdin_file_path (l, file);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) p = g_subprocess_launcher_spawn (l, &error, g_getenv ("EXTBODY"), "rewrite", "--filter",
+                                                           "-c", conf, NULL);
+  g_assert_no_error (error);
+  char *out = NULL;
+  g_subprocess_communicate_utf8 (p, NULL, NULL, &out, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_subprocess_get_successful (p));
+  return out;
+}
+
+static void
+test_resolved (void)
+{
+  guint before = mta_milter_log_count (milter, "dovecot: filter +");
+  DtMsg *m = deliver ("resolver", REF_MSG);
+  g_autofree char *want = rewrite_filter (RETURN_PATH REF_MSG);
+  g_assert_nonnull (strstr (want, "resolved at delivery"));
+  assert_bytes (m, want);
+  g_assert_cmpuint (mta_milter_log_count (milter, "dovecot: filter +"), ==, before + 1);
+  dt_msg_free (m);
+}
+
+static void
+test_too_large (void)
+{
+  g_autoptr (GString) msg = g_string_new (REF_MSG);
+  g_string_append (msg, "--b" CRLF "Content-Type: text/plain" CRLF CRLF);
+  while (msg->len <= TEST_MAX_MESSAGE_SIZE)
+    g_string_append (msg, "A line of text to make the message larger than max_message_size." CRLF);
+  g_string_append (msg, "--b--" CRLF);
+  /* its last part after the closing delimiter: still one message */
+  DtMsg *m = deliver ("large", msg->str);
+  g_autofree char *want = g_strconcat (RETURN_PATH, msg->str, NULL);
+  assert_bytes (m, want);
+  g_assert_true (mta_milter_log_wait (milter, "larger than max_message_size", 1));
+  dt_msg_free (m);
+}
+
+/* 50 messages from 5 LMTP sessions at once: each stored once, resolved. */
+static void
+test_many (void)
+{
+  g_autofree char *port = g_strdup_printf ("%u", lmtp_port);
+  g_autofree char *s = g_strdup_printf ("%d", N_SESSIONS);
+  g_autofree char *n = g_strdup_printf ("%d", N_PER_SESSION);
+  G_GNUC_UNUSED g_autofree char *out = dt_client ((const char *const[]) { "lmtp-many", port, "sender@example.org", "many", s, n, NULL });
+  g_autoptr (GPtrArray) msgs = dt_dump (&server, "many");
+  g_assert_cmpuint (msgs->len, ==, N_SESSIONS * N_PER_SESSION);
+  g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+  for (guint i = 0; i < msgs->len; i++) {
+    DtMsg *m = msgs->pdata[i];
+    g_assert_false (g_hash_table_contains (seen, m->msgid));
+    g_hash_table_add (seen, m->msgid);
+    guint j = 0, k = 0;
+    g_assert_cmpint (sscanf (m->msgid, "<%u.%u@", &j, &k), ==, 2);
+    g_autofree char *text = g_strdup_printf (CRLF CRLF "message %u.%u", j, k);
+    g_assert_true (dt_contains (m->body, text));
+    g_assert_false (dt_contains (m->body, "message/external-body"));
+  }
+}
+
+/* The daemon stopped: its socket is gone, Pigeonhole finds no program, the
+ * script fails and its implicit keep stores the message as it came. */
+static void
+test_daemon_stopped (void)
+{
+  g_assert_cmpint (mta_milter_stop (milter, TRUE), ==, 0);
+  g_autofree char *sock = g_build_filename (server.work, "extbody-run", "extbody", NULL);
+  g_assert_false (g_file_test (sock, G_FILE_TEST_EXISTS));
+  DtMsg *m = deliver ("stopped", REF_MSG);
+  g_autofree char *want = g_strconcat (RETURN_PATH, REF_MSG, NULL);
+  assert_bytes (m, want);
+  dt_msg_free (m);
+}
+
+/* The daemon killed (SIGKILL): its socket stays with nobody behind it,
+ * Pigeonhole cannot connect, the script fails and its implicit keep stores
+ * the message as it came. */
+static void
+test_daemon_killed (void)
+{
+  g_autofree char *msock = g_build_filename (server.work, "milter.sock", NULL);
+  g_autofree char *mlog = g_build_filename (server.work, "milter-2.log", NULL);
+  mta_milter_free (milter);
+  milter = mta_milter_start (msock, conf, mlog, NULL);
+  mta_milter_signal (milter, SIGKILL);
+  mta_milter_wait (milter, FALSE);
+  g_autofree char *sock = g_build_filename (server.work, "extbody-run", "extbody", NULL);
+  g_assert_true (g_file_test (sock, G_FILE_TEST_EXISTS));
+  DtMsg *m = deliver ("killed", REF_MSG);
+  g_autofree char *want = g_strconcat (RETURN_PATH, REF_MSG, NULL);
+  assert_bytes (m, want);
+  dt_msg_free (m);
+}
+
+/* The users (each its home, mdbox under it, and the one sieve_before) and
+ * Dovecot's configuration: the filter through the socket directory only. */
+static char *
+dovecot_config (const char *script)
+{
+  g_autofree char *passwd = g_build_filename (server.work, "users", NULL);
+  g_autoptr (GString) users = g_string_new (NULL);
+  const char *us[] = { "resolver", "large", "many", "stopped", "killed" };
+  for (guint i = 0; i < G_N_ELEMENTS (us); i++)
+    g_string_append_printf (users, "%s::65534:65534::%s/home/%s::userdb_sieve_before=%s\n", us[i],
+                            server.work, us[i], script);
+  dt_put (passwd, users->str, 0644);
+  g_autofree char *homes = g_strdup_printf ("mkdir -p '%s/home' && chown nobody:nogroup '%s/home'", server.work, server.work);
+  g_assert_cmpint (dt_sh (homes, NULL), ==, 0);
+  return g_strdup_printf (
+    "mail_location = mdbox:~/mail\n"
+    "passdb {\n  driver = static\n  args = nopassword=y\n}\n"
+    "userdb {\n  driver = passwd-file\n  args = %s\n}\n"
+    "lmtp_add_received_header = no\n"
+    "lmtp_hdr_delivery_address = none\n"
+    "protocol lmtp {\n  mail_plugins = sieve\n}\n"
+    "plugin {\n"
+    "  sieve = file:~/sieve;active=~/.dovecot.sieve\n"
+    "  sieve_plugins = sieve_extprograms\n"
+    "  sieve_global_extensions = +vnd.dovecot.filter\n"
+    /* relative to base_dir (WORK/run), as /run/dovecot/../extbody in
+     * filters/dovecot/90-extbody.conf: WORK/extbody-run/extbody */
+    "  sieve_filter_socket_dir = ../extbody-run\n"
+    "}\n", passwd);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  dt_require ((const char *const[]) { SIEVE_EXTPROGRAMS, LMTP, "/usr/bin/sievec", NULL });
+  if (!g_getenv ("EXTBODY_MILTER") || !g_getenv ("EXTBODY")) {
+    g_printerr ("skipped: EXTBODY_MILTER or EXTBODY is not set (run through ctest)\n");
+    return 77;
+  }
+  server.work = g_dir_make_tmp ("extbody-dovecot-socket-XXXXXX", NULL);
+  g_assert_nonnull (server.work);
+  g_chmod (server.work, 0755);
+  g_autofree char *sdir = g_build_filename (server.work, "sieve", NULL);
+  g_mkdir (sdir, 0755);
+  g_autofree char *script = g_build_filename (sdir, "extbody.sieve", NULL);
+  dt_put (script, "require \"vnd.dovecot.filter\";\nfilter \"extbody\";\nkeep;\n", 0644);
+  g_autofree char *extra = dovecot_config (script);
+  int ret = 77;
+  if (!dt_start_free_port (&server, &lmtp_port, extra)) {
+    g_printerr ("skipped: dovecot did not start with LMTP on 127.0.0.1:%u\n", lmtp_port);
+    dt_print_log (&server);
+    dt_stop (&server, FALSE);
+    return ret;
+  }
+  g_autofree char *compile = g_strdup_printf ("sievec -c '%s' '%s'", server.conf, script);
+  g_assert_cmpint (dt_sh (compile, NULL), ==, 0);
+  /* the daemon's socket where Pigeonhole looks, BASE_DIR/../extbody-run/extbody,
+   * mode 0777 (milter_umask 000): the LMTP process runs as the user, nobody */
+  g_autofree char *sockdir = g_build_filename (server.work, "extbody-run", NULL);
+  g_assert_cmpint (g_mkdir_with_parents (sockdir, 0755), ==, 0);
+  conf = g_build_filename (server.work, "extbody.conf", NULL);
+  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\nmilter_umask = 000\n"
+                                           "dovecot_filter_socket = %s/extbody\nmax_message_size = %d\n",
+                                           sockdir, TEST_MAX_MESSAGE_SIZE);
+  dt_put (conf, text, 0644);
+  g_autofree char *msock = g_build_filename (server.work, "milter.sock", NULL);
+  g_autofree char *mlog = g_build_filename (server.work, "milter.log", NULL);
+  milter = mta_milter_start (msock, conf, mlog, NULL);
+  g_test_add_func ("/dovecot-socket/resolved-as-the-command-writes", test_resolved);
+  g_test_add_func ("/dovecot-socket/too-large-stored-as-sent", test_too_large);
+  g_test_add_func ("/dovecot-socket/many-sessions", test_many);
+  g_test_add_func ("/dovecot-socket/daemon-stopped-stored-as-sent", test_daemon_stopped);
+  g_test_add_func ("/dovecot-socket/daemon-killed-stored-as-sent", test_daemon_killed);
+  ret = g_test_run ();
+  if (ret != 0) {
+    dt_print_log (&server);
+    g_autofree char *l = mta_milter_log (milter);
+    g_printerr ("extbody-milter log:\n%s\n", l ? l : "");
+  }
+  if (milter->proc)
+    mta_milter_stop (milter, FALSE);
+  mta_milter_free (milter);
+  dt_stop (&server, ret == 1);
+  return ret;
+}
