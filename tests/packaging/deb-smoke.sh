@@ -130,7 +130,10 @@ for f in $(sed -n 's|^ *transport_filter = \([^ ]*\) .*|\1|p' "$doc/exim/exim4-e
   "$f" --help >/dev/null || fail "$f --help"
 done
 [ "$(sed -n 's|^ *transport_filter = \([^ ]*\) .*|\1|p' "$doc/exim/exim4-extbody.conf" | sort -u)" \
-  = /usr/libexec/extbody/extbody-exim ] || fail "exim4-extbody.conf does not name /usr/libexec/extbody/extbody-exim"
+  = /usr/bin/extbodyc ] || fail "exim4-extbody.conf does not name /usr/bin/extbodyc"
+# the way without the daemon, which the snippet gives in a comment
+grep -q '^#   transport_filter = /usr/libexec/extbody/extbody-exim -q \$message_exim_id$' "$doc/exim/exim4-extbody.conf" \
+  || fail "exim4-extbody.conf does not give the per-message /usr/libexec/extbody/extbody-exim"
 bindir=$(sed -n 's|^ *sieve_filter_bin_dir = ||p' "$doc/dovecot/90-extbody.conf")
 echo "    $bindir/extbody"
 [ "$bindir" = /usr/libexec/extbody/sieve-filter ] && [ -x "$bindir/extbody" ] \
@@ -166,7 +169,7 @@ if [ -x "$exim" ]; then
     echo "Debian-exim:x:64990:" >>"$work/exim/etc/group"; }
   EXIM=$exim sh "$top/tests/exim/exim-peer.sh" check "$work/exim" "$doc/exim/exim4-extbody.conf" >"$work/exim.out" 2>&1 \
     || { cat "$work/exim.out" >&2; fail "Exim refuses the installed exim4-extbody.conf"; }
-  grep -q 'transport_filter = /usr/libexec/extbody/extbody-exim -q $message_exim_id' "$work/exim.out" \
+  grep -q 'transport_filter = /usr/bin/extbodyc -s unix:/run/extbody/http.sock ' "$work/exim.out" \
     || fail "Exim does not read the installed transport_filter"
 fi
 
