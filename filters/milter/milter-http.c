@@ -13,6 +13,13 @@
  * any more and the requests in flight get milter_stop_timeout to finish, as
  * the milter's messages do; a request that begins meanwhile on a connection
  * already open is answered 503.
+ *
+ * http_max_connections bounds the requests being worked on: from a request's
+ * header to the moment its answer is queued. The count drops before the
+ * client can read a byte of the answer, so a client that sends its requests
+ * one after the other never meets its own previous connection still counted
+ * (libmicrohttpd tells of a closed connection later, from its polling thread).
+ * Idle connections are bounded by libmicrohttpd itself, at twice as many.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -42,6 +49,7 @@ typedef struct {
   guint64     in;         /* body bytes that came */
   guint       status;     /* 0: not answered yet */
   gsize       out;        /* response body bytes */
+  gboolean    busy;       /* counted in http_busy: begun, not yet answered */
 } Req;
 
 static struct MHD_Daemon *http_daemon;
@@ -49,7 +57,7 @@ static int    http_fd = -1;        /* the listening socket until it is handed ov
 static char  *http_upath;          /* a unix socket's file, removed at stop */
 static struct stat http_sock_st;   /* what it was once bound, to remove only ours */
 static guint  http_max;            /* http_max_connections at start */
-static gint   http_conns;          /* connections open */
+static gint   http_busy;           /* requests begun and not answered yet */
 static gint   http_in_flight;      /* requests between their header and their end */
 static gint   http_stopping;       /* set at the stop: new requests get 503 */
 static gint   http_cancel;         /* set when the drain is over: fetches in flight stop */
@@ -176,6 +184,16 @@ req_free (Req *r)
   g_free (r);
 }
 
+/* @r is no longer worked on: answered, or ended unanswered. */
+static void
+req_idle (Req *r)
+{
+  if (r->busy) {
+    r->busy = FALSE;
+    g_atomic_int_add (&http_busy, -1);
+  }
+}
+
 /* Queue @body (transfer full, g_malloc'd; NULL when @len is 0) with the
  * status @status and the type @type; @close ends the connection after it
  * (an answer given before the body was read). */
@@ -195,6 +213,7 @@ reply (struct MHD_Connection *conn, Req *r, guint status, const char *type, char
     MHD_add_response_header (resp, MHD_HTTP_HEADER_CONNECTION, "close");
   r->status = status;
   r->out = len;
+  req_idle (r);
   enum MHD_Result ok = MHD_queue_response (conn, status, resp);
   MHD_destroy_response (resp);
   return ok;
@@ -318,10 +337,10 @@ endpoint_of (const char *path, const char *method, gboolean *method_ok)
 static enum MHD_Result
 answer_header (struct MHD_Connection *conn, Req *r)
 {
-  const union MHD_ConnectionInfo *ci = MHD_get_connection_info (conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   if (g_atomic_int_get (&http_stopping))
     return reply_error (conn, r, MHD_HTTP_SERVICE_UNAVAILABLE, "stopping: try again later");
-  if (ci && ci->socket_context)
+  r->busy = TRUE;
+  if ((guint) g_atomic_int_add (&http_busy, 1) + 1 > http_max)
     return reply_error (conn, r, MHD_HTTP_SERVICE_UNAVAILABLE, "too many connections (http_max_connections = %u)", http_max);
   gboolean method_ok = FALSE;
   r->ep = endpoint_of (r->path, r->method, &method_ok);
@@ -401,21 +420,9 @@ http_completed (void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD
               toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? "cut off after http_timeout"
               : toe == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN ? "cut off at the stop"
               : "ended by the client", r->in);
+  req_idle (r);
   req_free (r);
   g_atomic_int_add (&http_in_flight, -1);
-}
-
-/* A connection past http_max_connections is marked (its socket context) and
- * its request answered 503. */
-static void
-http_notify (void *cls, struct MHD_Connection *conn, void **socket_context, enum MHD_ConnectionNotificationCode toe)
-{
-  if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-    guint n = (guint) g_atomic_int_add (&http_conns, 1) + 1;
-    *socket_context = n > http_max ? GINT_TO_POINTER (1) : NULL;
-  } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
-    g_atomic_int_add (&http_conns, -1);
-  }
 }
 
 static void
@@ -436,8 +443,9 @@ milter_http_start (const EbConfig *config, GError **error)
 {
   if (http_fd < 0)
     return TRUE;
-  /* past http_max_connections as many connections again are let in only to
-   * be told 503 (libmicrohttpd itself closes one past its limit unanswered) */
+  /* past http_max_connections as many connections again are let in, to be
+   * told 503 or to wait idle (libmicrohttpd itself closes one past its limit
+   * unanswered) */
   unsigned int limit = http_max * 2;
   unsigned int timeout = (unsigned int) eb_config_get_uint64 (config, "http_timeout");
   http_daemon = MHD_start_daemon (MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION
@@ -448,7 +456,6 @@ milter_http_start (const EbConfig *config, GError **error)
                                   MHD_OPTION_CONNECTION_LIMIT, limit,
                                   MHD_OPTION_CONNECTION_TIMEOUT, timeout,
                                   MHD_OPTION_NOTIFY_COMPLETED, http_completed, NULL,
-                                  MHD_OPTION_NOTIFY_CONNECTION, http_notify, NULL,
                                   MHD_OPTION_END);
   if (!http_daemon) {
     g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "cannot start the HTTP listener on %s",

@@ -483,7 +483,7 @@ static const EbConfigKey keys[] = {
   LIST (http_socket, "",
        "extbody-milter's HTTP listener, for extbodyc, Exim and scripts (POST /rewrite, /inspect, /externalize; GET /metrics): unix:PATH (made with the mode milter_umask gives), inet:PORT@127.0.0.1 or inet6:PORT@[::1] (loopback only: it takes requests from anyone who can connect); empty: none.", check_http_socket, "socket"),
   KEY (http_max_connections, EB_CONFIG_UINT, "16", 1, 1000,
-       "Connections extbody-milter's HTTP listener serves at once; past it a new one is answered 503."),
+       "Requests extbody-milter's HTTP listener works on at once (from a request's header to its answer); past it a new one is answered 503. As many idle connections again may stay open; one more is closed unanswered."),
   KEY (http_timeout, EB_CONFIG_UINT, "30", 1, 3600,
        "Seconds an HTTP client of extbody-milter may stay idle, or take between two pieces of its request, before it is cut off."),
   LIST (dovecot_filter_socket, "",

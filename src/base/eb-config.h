@@ -74,7 +74,7 @@ struct _EbConfig {
   guint    milter_stop_timeout;  /* seconds messages in flight get to finish at SIGTERM */
   char    *http_socket;        /* the milter's HTTP listener: unix:PATH, inet:PORT@127.0.0.1,
                                   inet6:PORT@[::1]; empty: none */
-  guint    http_max_connections; /* HTTP connections served at once; past it 503 */
+  guint    http_max_connections; /* HTTP requests worked on at once; past it 503 */
   guint    http_timeout;       /* seconds an HTTP client may be idle or slow */
   char    *dovecot_filter_socket; /* the milter's listener for Dovecot's program-client
                                      protocol: an absolute unix socket path; empty: none */
