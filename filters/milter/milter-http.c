@@ -64,7 +64,7 @@ static gint   http_cancel;         /* set when the drain is over: fetches in fli
 
 /* ---- the socket -------------------------------------------------------------- */
 
-/* A unix socket at @path, its mode 0777 less milter_umask as the milter's;
+/* A unix socket at @path, its mode 0777 less client_umask;
  * an old socket nobody answers on is removed first, one in use is an error. */
 static int
 open_unix (const char *path, const EbConfig *config, GError **error)
@@ -94,7 +94,7 @@ open_unix (const char *path, const EbConfig *config, GError **error)
   int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return -1;
-  mode_t mask = (mode_t) g_ascii_strtoull (eb_config_get_string (config, "milter_umask"), NULL, 8);
+  mode_t mask = (mode_t) g_ascii_strtoull (eb_config_get_string (config, "client_umask"), NULL, 8);
   mode_t old = umask (mask & 0777);
   int r = bind (fd, (struct sockaddr *) &sa, sizeof sa);
   umask (old);

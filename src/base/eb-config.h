@@ -68,12 +68,13 @@ struct _EbConfig {
   /* the milter */
   char    *milter_socket;      /* libmilter socket spec */
   char    *milter_umask;       /* octal mask for the unix socket's mode */
+  char    *client_umask;       /* the same, for http_socket and dovecot_filter_socket */
   char    *on_error;           /* accept | tempfail */
   gboolean strip_trace_fields; /* remove incoming X-Extbody, X-Extbody-Resolved */
   guint64  milter_spill_size;  /* message bytes kept in memory before spilling to a file */
   guint    milter_stop_timeout;  /* seconds messages in flight get to finish at SIGTERM */
   char    *http_socket;        /* the milter's HTTP listener: unix:PATH, inet:PORT@127.0.0.1,
-                                  inet6:PORT@[::1]; empty: none */
+                                  inet6:PORT@[::1]; empty: none (default unix:/run/extbody/http.sock) */
   guint    http_max_connections; /* HTTP requests worked on at once; past it 503 */
   guint    http_timeout;       /* seconds an HTTP client may be idle or slow */
   char    *dovecot_filter_socket; /* the milter's listener for Dovecot's program-client

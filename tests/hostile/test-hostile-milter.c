@@ -151,7 +151,9 @@ milter_spawn (const char *path)
   int logfd = open (m->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   g_assert_cmpint (logfd, >=, 0);
   g_autofree char *spec = g_strdup_printf ("unix:%s", path);
-  char *argv[] = { (char *) g_getenv ("EXTBODY_MILTER"), "-p", spec, "-c", conf, NULL };
+  /* the milter alone: the other doors' defaults are the system's */
+  char *argv[] = { (char *) g_getenv ("EXTBODY_MILTER"), "-p", spec, "-c", conf,
+                   "-o", "http_socket=", "-o", "dovecot_filter_socket=", NULL };
   g_autoptr (GError) error = NULL;
   g_spawn_async_with_fds (NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, child_setup, NULL,
                           &m->pid, -1, logfd, logfd, &error);

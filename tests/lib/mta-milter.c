@@ -30,6 +30,24 @@ mta_milter_start (const char *sock, const char *conf, const char *log, const cha
     g_ptr_array_add (argv, (char *) base[i]);
   for (guint i = 0; extra && extra[i]; i++)
     g_ptr_array_add (argv, (char *) extra[i]);
+  /* the doors a test names are opened where it says; the others not at all
+   * (their defaults are the system's, under /run/extbody) */
+  g_autofree char *text = NULL;
+  g_assert_true (g_file_get_contents (conf, &text, NULL, NULL));
+  g_autofree char *joined = extra ? g_strjoinv (" ", (char **) extra) : g_strdup ("");
+  g_autoptr (GPtrArray) owned = g_ptr_array_new_with_free_func (g_free);
+  const char *doors[] = { "http_socket", "dovecot_filter_socket" };
+  for (guint i = 0; i < G_N_ELEMENTS (doors); i++) {
+    g_autofree char *set = g_strdup_printf ("%s=", doors[i]);
+    g_autofree char *set_sp = g_strdup_printf ("\n%s ", doors[i]);
+    g_autofree char *set_eq = g_strdup_printf ("\n%s=", doors[i]);
+    g_autofree char *in_text = g_strconcat ("\n", text, NULL);
+    if (!strstr (in_text, set_sp) && !strstr (in_text, set_eq) && !strstr (joined, set)) {
+      g_ptr_array_add (argv, "-o");
+      g_ptr_array_add (argv, set);
+      g_ptr_array_add (owned, g_steal_pointer (&set));
+    }
+  }
   g_ptr_array_add (argv, NULL);
   g_autoptr (GSubprocessLauncher) l =
     g_subprocess_launcher_new (log ? G_SUBPROCESS_FLAGS_NONE : G_SUBPROCESS_FLAGS_STDERR_SILENCE);

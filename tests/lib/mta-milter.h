@@ -3,7 +3,9 @@
  * started on a unix socket of the test's own ($EXTBODY_MILTER, which ctest
  * sets), its standard error in a log file (or discarded), registered with the
  * watchdog (test-server.h) so that a test that dies leaves none running;
- * signalled, waited for, its log read and searched.
+ * signalled, waited for, its log read and searched. The doors the
+ * configuration (or @extra) does not name, http_socket and
+ * dovecot_filter_socket, are not opened (their defaults are the system's).
  *
  * Texts returned are newly allocated (g_free).
  */

@@ -27,6 +27,10 @@ typedef struct {
 
 /* The daemon with @extra options and, if @tmpdir is set, TMPDIR=@tmpdir (where
  * it spools a large message). */
+/* The daemons here are the milter alone: the doors whose defaults are the
+ * system's (under /run/extbody) stay shut. */
+#define DOORS_OFF "http_socket =\ndovecot_filter_socket =\n"
+
 static Milter *
 milter_start_in (const char *const *extra, const char *tmpdir)
 {
@@ -35,7 +39,7 @@ milter_start_in (const char *const *extra, const char *tmpdir)
   g_autofree char *path = g_build_filename (m->dir, "milter.sock", NULL);
   m->sock = g_strdup_printf ("unix:%s", path);
   g_autofree char *conf = g_build_filename (m->dir, "empty.conf", NULL);
-  g_file_set_contents (conf, "", 0, NULL);
+  g_file_set_contents (conf, DOORS_OFF, -1, NULL);
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   g_ptr_array_add (argv, (gpointer) g_getenv ("EXTBODY_MILTER"));
   g_ptr_array_add (argv, "-p");
@@ -255,7 +259,7 @@ test_daemon (void)
   g_autofree char *path = g_build_filename (d, "milter.sock", NULL);
   g_autofree char *spec = g_strdup_printf ("unix:%s", path);
   g_autofree char *conf = g_build_filename (d, "empty.conf", NULL);
-  g_file_set_contents (conf, "", 0, NULL);
+  g_file_set_contents (conf, DOORS_OFF, -1, NULL);
   int status = 0;
   g_autoptr (GError) error = NULL;
   g_spawn_sync (NULL, (char *[]) { (char *) g_getenv ("EXTBODY_MILTER"), "-d", "-P", pidfile, "-p", spec,
@@ -395,7 +399,8 @@ daemon_log_of (const char *dir, const char *conf_text, const char *const *extra,
 {
   g_autofree char *path = g_build_filename (dir, "milter.sock", NULL);
   g_autofree char *conf = g_build_filename (dir, "milter.conf", NULL);
-  g_assert_true (g_file_set_contents (conf, conf_text, -1, NULL));
+  g_autofree char *text = g_strconcat (DOORS_OFF, conf_text, NULL);
+  g_assert_true (g_file_set_contents (conf, text, -1, NULL));
   Milter m = { NULL, g_strdup (dir), g_strdup_printf ("unix:%s", path), 0 };
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   const char *const base[] = { g_getenv ("EXTBODY_MILTER"), "-p", m.sock, "-c", conf };

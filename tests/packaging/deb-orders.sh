@@ -76,6 +76,9 @@ else echo "metrics_file = $prom" >>$conf; fi
 adduser --quiet --disabled-password --gecos '' alice
 
 echo "==> order $order: the packaged daemon, as extbody, under the unit's umask"
+# what the unit's RuntimeDirectory= makes (no systemd in this root): the
+# HTTP and Dovecot doors' sockets go there by default
+install -d -o extbody -g extbody -m 0755 /run/extbody
 setpriv --reuid=extbody --regid=extbody --init-groups --inh-caps=-all \
   sh -c 'umask 007; exec /usr/sbin/extbody-milter' >/tmp/milter.log 2>&1 &
 echo "==> order $order: before the snippet: extbody-milter --check-mta postfix"
@@ -123,6 +126,17 @@ grep -q '^X-Extbody: resolved' /var/mail/alice || {
   cat /tmp/milter.log >&2; ls -l /var/mail >&2; postqueue -p >&2 || true
   fail "the message did not arrive through the milter (no X-Extbody field in /var/mail/alice)"; }
 echo "==> order $order: $(grep '^X-Extbody:' /var/mail/alice)"
+
+echo "==> order $order: alice, as Exim's local deliveries run, through the HTTP door with the shipped defaults"
+i=0
+while [ $i -lt 100 ] && [ ! -S /run/extbody/http.sock ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(stat -c %a /run/extbody/http.sock)" = 777 ] || fail "/run/extbody/http.sock is mode $(stat -c %a /run/extbody/http.sock), not 777"
+[ -S /run/extbody/extbody ] || fail "no Dovecot socket /run/extbody/extbody with the shipped defaults"
+rc=0
+setpriv --reuid=alice --regid=alice --init-groups /usr/bin/extbodyc --on-error tempfail \
+  </tmp/references.eml >/tmp/alice.http 2>/tmp/alice.http.err || rc=$?
+[ "$rc" -eq 0 ] || fail "alice's extbodyc exits $rc: $(cat /tmp/alice.http.err)"
+grep -q '^X-Extbody: resolved' /tmp/alice.http || fail "alice's extbodyc: the message came back unresolved"
 
 echo "==> order $order: the postfix user out of the group: the check names it"
 gpasswd -d postfix extbody >/dev/null
