@@ -65,7 +65,7 @@ packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
 # Debian's self-signed snake-oil certificate, which data/store-nginx.conf.example
 # names as shipped (test-examples runs nginx -t on it)
 [ "$mode" = test ] && packages="$packages ssl-cert"
-# the DKIM signer test-postfix-externalize lists after extbody-milter: OpenDKIM
+# the DKIM signer test-postfix-externalize lists after extbodyd: OpenDKIM
 # (a private instance), opendkim-genkey for its key, dkimpy to verify the
 # signature without DNS
 [ "$mode" = test ] && packages="$packages opendkim opendkim-tools python3-dkim"

@@ -33,7 +33,7 @@ typedef enum {
 
 /**
  * eb_log_init:
- * @ident: the program name ("extbody-milter")
+ * @ident: the program name ("extbodyd")
  * @target: where records go when standard error is not the journal
  *
  * Send every log record of the process - the front end's, libextbody's and

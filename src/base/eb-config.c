@@ -177,7 +177,7 @@ check_socket (const char *value, GError **error)
   return FALSE;
 }
 
-/* extbody-milter's HTTP listener: empty (none), unix:PATH (absolute), or
+/* extbodyd's HTTP listener: empty (none), unix:PATH (absolute), or
  * inet:PORT@127.0.0.1 / inet6:PORT@[::1]: the listener takes unauthenticated
  * requests that may make the daemon fetch, so it answers on loopback only. */
 static gboolean
@@ -209,7 +209,7 @@ check_http_socket (const char *value, GError **error)
   return FALSE;
 }
 
-/* extbody-milter's listener for Dovecot: empty (none) or the absolute path
+/* extbodyd's listener for Dovecot: empty (none) or the absolute path
  * of a unix socket (the milter changes to / when it detaches). */
 static gboolean
 check_dovecot_socket (const char *value, GError **error)
@@ -463,37 +463,37 @@ static const EbConfigKey keys[] = {
   BOOL (externalize_fallback, "off",
         "extbody externalize writes each reference inside a multipart/alternative, after a short text/plain part with the link, for mail readers that do not show message/external-body (extbody rewrite restores the original part alone)."),
   LIST (metrics_file, "",
-       "When set, extbody-milter's counters since it started (messages, references, resolved, left by reason, fetches by outcome, bytes fetched, cache hits, fetch latency) are written to this file in the Prometheus text format, mode 0644 (counters are not secrets: node_exporter reads them as its own user), replaced atomically every metrics_interval seconds and when the daemon stops; only the daemon writes it. Name it NAME.prom in the directory node_exporter's textfile collector reads (Debian's prometheus-node-exporter: /var/lib/prometheus/node-exporter, which the unit may write).", check_file, "absolute path"),
+       "When set, extbodyd's counters since it started (messages, references, resolved, left by reason, fetches by outcome, bytes fetched, cache hits, fetch latency) are written to this file in the Prometheus text format, mode 0644 (counters are not secrets: node_exporter reads them as its own user), replaced atomically every metrics_interval seconds and when the daemon stops; only the daemon writes it. Name it NAME.prom in the directory node_exporter's textfile collector reads (Debian's prometheus-node-exporter: /var/lib/prometheus/node-exporter, which the unit may write).", check_file, "absolute path"),
   LIST (mailbox_metrics_file, "",
        "The same counters for extbody rewrite and extbody externalize --mbox and --maildir runs, added up over every run: each run reads this file, adds its counters and writes it back (under a lock on FILE.lock, waited for up to lock_timeout; mode 0644), so they only grow; every sample has the label writer=\"extbody\", apart from the daemon's. Empty (the default): the runs write no metrics. Name it another NAME.prom beside metrics_file, writable by the users whose runs count.", check_file, "absolute path"),
   KEY (metrics_interval, EB_CONFIG_UINT, "60", 1, 86400,
-       "Seconds between two writes of metrics_file by extbody-milter."),
+       "Seconds between two writes of metrics_file by extbodyd."),
   LIST (milter_socket, "unix:/run/extbody/milter.sock",
-       "extbody-milter's socket: unix:PATH, inet:PORT@ADDRESS or inet6:PORT@ADDRESS.", check_socket, "socket"),
+       "extbodyd's socket: unix:PATH, inet:PORT@ADDRESS or inet6:PORT@ADDRESS.", check_socket, "socket"),
   LIST (milter_umask, "007",
-       "The file mode mask, in octal, extbody-milter's unix socket is made with: 007 gives 0770, so that the daemon's user and group can connect (add the MTA's user, postfix, to that group); 000 lets every local user connect.", check_umask, "octal mask"),
+       "The file mode mask, in octal, extbodyd's unix socket is made with: 007 gives 0770, so that the daemon's user and group can connect (add the MTA's user, postfix, to that group); 000 lets every local user connect.", check_umask, "octal mask"),
   LIST (client_umask, "000",
-       "The file mode mask, in octal, the unix sockets of extbody-milter's other doors are made with (http_socket and dovecot_filter_socket): 000 gives 0777, so that every local user can connect, as Exim's local deliveries and Dovecot's LMTP run as the recipient; 007 keeps them to the daemon's user and group. Whoever can connect has messages rewritten as extbody would for them, and, when externalize_store is set, stored through POST /externalize.", check_umask, "octal mask"),
+       "The file mode mask, in octal, the unix sockets of extbodyd's other doors are made with (http_socket and dovecot_filter_socket): 000 gives 0777, so that every local user can connect, as Exim's local deliveries and Dovecot's LMTP run as the recipient; 007 keeps them to the daemon's user and group. Whoever can connect has messages rewritten as extbody would for them, and, when externalize_store is set, stored through POST /externalize.", check_umask, "octal mask"),
   STR (on_error, "accept",
-       "What extbody-milter answers when it fails inside: accept the message unchanged, or tempfail it.", "accept|tempfail"),
+       "What extbodyd answers when it fails inside: accept the message unchanged, or tempfail it.", "accept|tempfail"),
   BOOL (strip_trace_fields, "on",
-        "Remove X-Extbody and X-Extbody-Resolved fields that arrive in a message's header (extbody-milter, extbody-pipe): a sender can forge them."),
+        "Remove X-Extbody and X-Extbody-Resolved fields that arrive in a message's header (extbodyd, extbody-pipe): a sender can forge them."),
   KEY (milter_spill_size, EB_CONFIG_SIZE, "1M", 0, G_GUINT64_CONSTANT (1) << 40,
-       "Message bytes extbody-milter keeps in memory; a larger message is spooled to a temporary file, and so is the new body of a message that is, or whose resolved data is, larger."),
+       "Message bytes extbodyd keeps in memory; a larger message is spooled to a temporary file, and so is the new body of a message that is, or whose resolved data is, larger."),
   KEY (milter_stop_timeout, EB_CONFIG_UINT, "60", 0, 3600,
-       "Seconds extbody-milter lets the messages in flight finish once told to stop (SIGTERM, SIGINT); meanwhile it accepts no connection and tempfails new messages; a message still unfinished then is cut off, and the MTA's milter_default_action applies to it."),
+       "Seconds extbodyd lets the messages in flight finish once told to stop (SIGTERM, SIGINT); meanwhile it accepts no connection and tempfails new messages; a message still unfinished then is cut off, and the MTA's milter_default_action applies to it."),
   LIST (http_socket, "unix:/run/extbody/http.sock",
-       "extbody-milter's HTTP listener, for extbodyc (Exim's transport_filter, Postfix's pipe, scripts): POST /rewrite, /inspect, /externalize; GET /metrics. unix:PATH (made with the mode client_umask gives), inet:PORT@127.0.0.1 or inet6:PORT@[::1] (loopback only: it takes requests from anyone who can connect); empty: none.", check_http_socket, "socket"),
+       "extbodyd's HTTP listener, for extbodyc (Exim's transport_filter, Postfix's pipe, scripts): POST /rewrite, /inspect, /externalize; GET /metrics. unix:PATH (made with the mode client_umask gives), inet:PORT@127.0.0.1 or inet6:PORT@[::1] (loopback only: it takes requests from anyone who can connect); empty: none.", check_http_socket, "socket"),
   KEY (http_max_connections, EB_CONFIG_UINT, "16", 1, 1000,
-       "Requests extbody-milter's HTTP listener works on at once (from a request's header to its answer); past it a new one is answered 503. As many idle connections again may stay open; one more is closed unanswered."),
+       "Requests extbodyd's HTTP listener works on at once (from a request's header to its answer); past it a new one is answered 503. As many idle connections again may stay open; one more is closed unanswered."),
   KEY (http_timeout, EB_CONFIG_UINT, "30", 1, 3600,
-       "Seconds an HTTP client of extbody-milter may stay idle, or take between two pieces of its request, before it is cut off."),
+       "Seconds an HTTP client of extbodyd may stay idle, or take between two pieces of its request, before it is cut off."),
   LIST (dovecot_filter_socket, "/run/extbody/extbody",
-       "extbody-milter's listener for Dovecot's program-client protocol: the absolute path of a unix socket (made with the mode client_umask gives), where Pigeonhole's Sieve filter command connects instead of running a program when sieve_filter_socket_dir names its directory (relative to Dovecot's base_dir) and the socket is named as the program the script calls; each message is filtered as extbody rewrite --filter does, and on any failure Dovecot keeps the message as it came; empty: none.", check_dovecot_socket, "socket path"),
+       "extbodyd's listener for Dovecot's program-client protocol: the absolute path of a unix socket (made with the mode client_umask gives), where Pigeonhole's Sieve filter command connects instead of running a program when sieve_filter_socket_dir names its directory (relative to Dovecot's base_dir) and the socket is named as the program the script calls; each message is filtered as extbody rewrite --filter does, and on any failure Dovecot keeps the message as it came; empty: none.", check_dovecot_socket, "socket path"),
   KEY (dovecot_max_connections, EB_CONFIG_UINT, "16", 1, 1000,
-       "Connections extbody-milter's Dovecot listener serves at once; past it a new one waits in the socket's backlog until one ends."),
+       "Connections extbodyd's Dovecot listener serves at once; past it a new one waits in the socket's backlog until one ends."),
   KEY (dovecot_timeout, EB_CONFIG_UINT, "30", 1, 3600,
-       "Seconds a Dovecot client of extbody-milter may stay idle before it is cut off (its message stays as it came)."),
+       "Seconds a Dovecot client of extbodyd may stay idle before it is cut off (its message stays as it came)."),
   LIST (externalize_store, "",
        "Where extbody externalize stores the parts it takes out of messages: an absolute directory (served by a web server under externalize_base_url), or the http or https URL of a WebDAV collection (an S3 bucket with externalize_store_auth = aws-sigv4), written with HTTP PUT. Each object is named by the SHA-256 of its bytes (their HMAC-SHA256 with externalize_key), so a part sent to many recipients is stored once, and is read back and checked before any message refers to it. Empty: externalize refuses to run.", check_store, "directory or URL"),
   LIST (externalize_base_url, "",
@@ -503,15 +503,15 @@ static const EbConfigKey keys[] = {
   STR (externalize_store_user, "",
        "User name for HTTP basic authentication to the WebDAV store (the access key ID of an aws-sigv4 store); empty: none. Read from the configuration file only, never from -o.", NULL),
   STR (externalize_store_password, "",
-       "Password for HTTP basic authentication to the WebDAV store (the secret access key of an aws-sigv4 store). Read from the configuration file only, never from -o, and never printed by extbody config; keep the file unreadable to others (mode 0640, group extbody for extbody-milter).", NULL),
+       "Password for HTTP basic authentication to the WebDAV store (the secret access key of an aws-sigv4 store). Read from the configuration file only, never from -o, and never printed by extbody config; keep the file unreadable to others (mode 0640, group extbody for extbodyd).", NULL),
   KEY (externalize_store_timeout, EB_CONFIG_UINT, "60", 1, 86400,
-       "Seconds for each request to an http or https store (the existence check, the upload and the read-back); past it the part stays in the message. Meanwhile the milter tells the MTA about once a second that it is still working (smfi_progress), so the MTA's own milter timeout need not cover the store (see extbody-milter(8))."),
+       "Seconds for each request to an http or https store (the existence check, the upload and the read-back); past it the part stays in the message. Meanwhile the milter tells the MTA about once a second that it is still working (smfi_progress), so the MTA's own milter timeout need not cover the store (see extbodyd(8))."),
   STR (externalize_store_auth, "basic",
        "How extbody authenticates to an http or https store: basic (HTTP basic authentication with externalize_store_user and externalize_store_password, for WebDAV), or aws-sigv4 (an S3-compatible object store: externalize_store is the bucket's URL in path style, http(s)://HOST[:PORT]/BUCKET, objects are written as BUCKET/NAME with HTTP PUT signed with AWS Signature Version 4, externalize_store_user is the access key ID and externalize_store_password the secret access key). The bucket, or a web server in front of it, must serve the objects to anyone under externalize_base_url (for S3 a bucket policy allowing s3:GetObject to everyone; no ACL is sent).", "basic|aws-sigv4"),
   LIST (externalize_store_region, "us-east-1",
        "The region an aws-sigv4 store's requests are signed for (part of the signature): the bucket's region, or us-east-1 for a server that has none.", check_region, "region"),
   STR (milter_mode, "resolve",
-       "What extbody-milter does to each message: resolve its message/external-body references (resolve), or store its large attachments in externalize_store and replace them with references (externalize), for an instance on the outgoing path (the submission service); externalize needs externalize_store.", "resolve|externalize"),
+       "What extbodyd does to each message: resolve its message/external-body references (resolve), or store its large attachments in externalize_store and replace them with references (externalize), for an instance on the outgoing path (the submission service); externalize needs externalize_store.", "resolve|externalize"),
 };
 
 guint

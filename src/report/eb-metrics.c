@@ -50,7 +50,7 @@ head (GString *out, const char *name, const char *type, const char *help)
  * which goes before a sample's other labels, or none. */
 typedef struct {
   GString    *out;
-  const char *writer;   /* NULL: no writer label (extbody-milter's file) */
+  const char *writer;   /* NULL: no writer label (extbodyd's file) */
 } Fmt;
 
 /* "name{" with the writer label, ready for more labels (@more) or closed. */
@@ -109,7 +109,7 @@ eb_metrics_format_for (const EbStatsSnapshot *s, const char *writer)
            s->resolved);
 
   counter (f, "extbody_externalize_parts_total",
-           "Parts extbody externalize (or extbody-milter with milter_mode = externalize) would store.",
+           "Parts extbody externalize (or extbodyd with milter_mode = externalize) would store.",
            s->parts);
   counter (f, "extbody_externalized_parts_total",
            "Parts stored and replaced by a message/external-body reference.", s->externalized);

@@ -10,7 +10,7 @@ run and on the same instance, messages per second delivered to the Maildir
 with no filter, with transport_filter = /bin/cat (the floor a transport filter
 costs: a pipe and two more processes a delivery), with extbody's
 filters/exim/extbody-exim (extbody started per delivery) and with extbodyc
-against a private extbody-milter's http_socket (the daemon's door, as
+against a private extbodyd's http_socket (the daemon's door, as
 filters/exim/exim4-extbody.conf ships it); for mail without references and for mail where one
 message in ten carries a data: reference. Each row is the median of --repeat
 runs, the rows of a run taken in turn. Not a test: nothing asserts a speed.
@@ -95,7 +95,7 @@ def main():
                  "or set EXIM" % exim)
     extbody_src = os.path.join(os.path.abspath(a.build), "src", "extbody")
     client_src = os.path.join(os.path.abspath(a.build), "filters", "client", "extbodyc")
-    milter = os.path.join(os.path.abspath(a.build), "filters", "milter", "extbody-milter")
+    milter = os.path.join(os.path.abspath(a.build), "filters", "daemon", "extbodyd")
     daemon = None
     work = tempfile.mkdtemp(prefix="extbody-bench-exim-")
     os.chmod(work, 0o755)

@@ -8,7 +8,7 @@ rewritten by
 
   - `extbody rewrite --fetch` (peak RSS from wait4, and the same message
     without --fetch for the baseline);
-  - extbody-milter, --parallel sessions sending such a message at once
+  - extbodyd, --parallel sessions sending such a message at once
     through the milter protocol (a small client here: miltertest crashes
     receiving a replaced body over about 1 KB), each with URLs of its own
     unless --same-urls, so that none shares another's bodies through the
@@ -206,7 +206,7 @@ class AnonPeak:
 
 
 def milter_peak(milter, conf, limits, work, body_files, parallel):
-    """VmHWM and the peak RssAnon (KiB) of a fresh extbody-milter over
+    """VmHWM and the peak RssAnon (KiB) of a fresh extbodyd over
     @parallel sessions (0: none), and the parts resolved in any of them."""
     part, whole = limits
     sock = os.path.join(work, "m.sock")
@@ -230,7 +230,7 @@ def milter_peak(milter, conf, limits, work, body_files, parallel):
             replies = list(pool.map(lambda b: milter_send(sock, b), bodies))
         anon_peak = anon.end()
         if any(r != "a" and r != "c" for r in replies):
-            raise RuntimeError("extbody-milter answered %s" % replies)
+            raise RuntimeError("extbodyd answered %s" % replies)
         peak = status_kib(proc.pid, "VmHWM")
     finally:
         proc.terminate()
@@ -293,12 +293,12 @@ def main():
                                                                  ",".join(resolved)))
         if milter_ok:
             print()
-            print("extbody-milter, a fresh daemon, %d sessions at once: VmHWM (the spill files' pages"
+            print("extbodyd, a fresh daemon, %d sessions at once: VmHWM (the spill files' pages"
                   " included) and peak RssAnon (sampled), KiB" % a.parallel)
             print("%-7s %5s %10s %10s %10s %10s %9s  %s" % ("build", "refs", "VmHWM", "RssAnon", "idle HWM",
                                                             "idle anon", "requests", "resolved"))
             for name, build in builds:
-                milter = os.path.join(build, "filters", "milter", "extbody-milter")
+                milter = os.path.join(build, "filters", "daemon", "extbodyd")
                 if not os.path.exists(milter):
                     continue
                 idle, idle_anon, _ = milter_peak(milter, conf, limits, work, [os.devnull], 0)

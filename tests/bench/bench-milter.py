@@ -5,10 +5,10 @@
 Postfix's smtp-source sends 2000 messages of about 5 KB from 10 concurrent
 sessions; measured in the same run, messages per second accepted through
 Postfix with no milter, with a minimal pass-through libmilter milter (the floor
-the milter protocol costs), and with extbody-milter; over a unix socket and over
+the milter protocol costs), and with extbodyd; over a unix socket and over
 TCP on 127.0.0.1 (TCP with and without TCP_NODELAY); for mail without
 references and for mail where one message in ten carries a data: reference.
-Also extbody-milter's peak memory (VmHWM). Each row is the median of --repeat
+Also extbodyd's peak memory (VmHWM). Each row is the median of --repeat
 runs. Not a test: nothing asserts a speed.
 
     python3 tests/bench/bench-milter.py [--build build] [--count 2000] [--repeat 3]
@@ -110,7 +110,7 @@ def main():
     if os.geteuid() != 0:
         sys.exit("bench-milter.py runs a private Postfix and needs root")
     build = os.path.abspath(a.build)
-    extbody = os.path.join(build, "filters", "milter", "extbody-milter")
+    extbody = os.path.join(build, "filters", "daemon", "extbodyd")
     passthrough = os.path.join(build, "tests", "passthrough-milter")
     work = tempfile.mkdtemp(prefix="extbody-bench-milter-")
     os.chmod(work, 0o755)
@@ -128,11 +128,11 @@ def main():
             lspec = "inet:%d@127.0.0.1" % tport
             rows += [
                 ("pass-through, unix", [passthrough, "unix:" + usock], "unix:" + usock),
-                ("extbody-milter, unix", [extbody, "-c", conf, "-o", "fetch=off", "-o", "milter_umask=000", "-p", "unix:" + usock], "unix:" + usock),
+                ("extbodyd, unix", [extbody, "-c", conf, "-o", "fetch=off", "-o", "milter_umask=000", "-p", "unix:" + usock], "unix:" + usock),
                 ("pass-through, tcp", [passthrough, lspec], tspec),
                 ("pass-through, tcp, TCP_NODELAY", [passthrough, lspec, "--nodelay"], tspec),
-                ("extbody-milter, tcp (TCP_NODELAY)", [extbody, "-c", conf, "-o", "fetch=off", "-p", lspec], tspec),
-                ("extbody-milter, tcp, Nagle on", [extbody, "-c", conf, "-o", "fetch=off", "-p", lspec, "--no-nodelay"], tspec),
+                ("extbodyd, tcp (TCP_NODELAY)", [extbody, "-c", conf, "-o", "fetch=off", "-p", lspec], tspec),
+                ("extbodyd, tcp, Nagle on", [extbody, "-c", conf, "-o", "fetch=off", "-p", lspec, "--no-nodelay"], tspec),
             ]
             print("%d messages of ~5 KB from 10 sessions, %s:" % (a.count, label))
             got = {}
@@ -153,11 +153,11 @@ def main():
                 got[name] = rate
                 print("  %-36s %7.0f msg/s (runs: %s)%s" % (name, rate, " ".join("%.0f" % x for x in rates),
                                                              ("   peak RSS %d KB" % peak) if peak else ""))
-            print("  ratio extbody/pass-through, unix: %.2f" % (got["extbody-milter, unix"] / got["pass-through, unix"]))
+            print("  ratio extbody/pass-through, unix: %.2f" % (got["extbodyd, unix"] / got["pass-through, unix"]))
             print("  ratio extbody/pass-through, tcp (both TCP_NODELAY): %.2f" %
-                  (got["extbody-milter, tcp (TCP_NODELAY)"] / got["pass-through, tcp, TCP_NODELAY"]))
-            print("  TCP_NODELAY speed-up for extbody-milter: %.2f x" %
-                  (got["extbody-milter, tcp (TCP_NODELAY)"] / got["extbody-milter, tcp, Nagle on"]))
+                  (got["extbodyd, tcp (TCP_NODELAY)"] / got["pass-through, tcp, TCP_NODELAY"]))
+            print("  TCP_NODELAY speed-up for extbodyd: %.2f x" %
+                  (got["extbodyd, tcp (TCP_NODELAY)"] / got["extbodyd, tcp, Nagle on"]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -4,7 +4,7 @@
 
 A private redis-server (no persistence) on a free loopback port, the loopback
 test HTTP server (tests/servers/httpd.py, every response delayed by --delay
-ms) and, for each row, N extbody-milter instances each behind its own private
+ms) and, for each row, N extbodyd instances each behind its own private
 Postfix (tests/postfix/pf-peer.sh). --count messages, each referencing one of
 --urls distinct URLs, are sent round-robin to the Postfix instances from 8
 SMTP sessions. Measured in the same run, for one instance alone, then for a
@@ -112,7 +112,7 @@ def resolved(pfs):
 
 
 def run(a, work, instances, redis_port, http_port, tag):
-    milter = os.path.join(a.build, "filters", "milter", "extbody-milter")
+    milter = os.path.join(a.build, "filters", "daemon", "extbodyd")
     procs, pfs, smtp_ports = [], [], []
     try:
         for k in range(instances):

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* passthrough-milter.c - the floor the milter protocol itself costs: a libmilter
- * milter that asks for the same actions and steps as extbody-milter, reads every
+ * milter that asks for the same actions and steps as extbodyd, reads every
  * header and body chunk, and changes nothing. Built for tests/bench/bench-milter.py.
  *
  *   passthrough-milter SOCKET [--nodelay]

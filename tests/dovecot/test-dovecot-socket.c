@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-dovecot-socket.c - extbody at delivery in a real Dovecot through the
  * daemon: Pigeonhole's filter command with sieve_filter_socket_dir connects
- * to extbody-milter's dovecot_filter_socket (no process per message) in a
+ * to extbodyd's dovecot_filter_socket (no process per message) in a
  * private Dovecot (LMTP on a loopback port, mdbox, a passwd-file userdb whose
  * users each get a sieve_before script), and the messages are read back over
  * IMAP:
@@ -212,8 +212,8 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   dt_require ((const char *const[]) { SIEVE_EXTPROGRAMS, LMTP, "/usr/bin/sievec", NULL });
-  if (!g_getenv ("EXTBODY_MILTER") || !g_getenv ("EXTBODY")) {
-    g_printerr ("skipped: EXTBODY_MILTER or EXTBODY is not set (run through ctest)\n");
+  if (!g_getenv ("EXTBODYD") || !g_getenv ("EXTBODY")) {
+    g_printerr ("skipped: EXTBODYD or EXTBODY is not set (run through ctest)\n");
     return 77;
   }
   server.work = g_dir_make_tmp ("extbody-dovecot-socket-XXXXXX", NULL);
@@ -254,7 +254,7 @@ main (int argc, char **argv)
   if (ret != 0) {
     dt_print_log (&server);
     g_autofree char *l = mta_milter_log (milter);
-    g_printerr ("extbody-milter log:\n%s\n", l ? l : "");
+    g_printerr ("extbodyd log:\n%s\n", l ? l : "");
   }
   if (milter->proc)
     mta_milter_stop (milter, FALSE);

@@ -20,7 +20,7 @@
  *   extbody works again; both for a configuration error and for an extbody
  *   stopped after the wrapper's -t seconds;
  * - the daemon's door (issue 28): transport_filter = extbodyc against a
- *   private extbody-milter's http_socket (tests/lib/mta-milter.h): a data:
+ *   private extbodyd's http_socket (tests/lib/mta-milter.h): a data:
  *   reference arrives as `extbody rewrite --filter` writes it, 200 messages
  *   from 10 sessions each once and resolved, and with the daemon stopped the
  *   message arrives as it came (extbodyc's fallback, its line in its -l file
@@ -581,7 +581,7 @@ have_client (void)
 {
   if (daemon_conf)
     return TRUE;
-  g_test_skip ("EXTBODYC or EXTBODY_MILTER is not set");
+  g_test_skip ("EXTBODYC or EXTBODYD is not set");
   return FALSE;
 }
 
@@ -705,7 +705,7 @@ main (int argc, char **argv)
   /* the daemon's door: extbodyc, copied for Exim's user, against a private
    * daemon whose http_socket is in this directory (mode 0777: milter_umask
    * 000, since Exim's user is in none of root's groups) */
-  if (g_getenv ("EXTBODYC") && g_getenv ("EXTBODY_MILTER")) {
+  if (g_getenv ("EXTBODYC") && g_getenv ("EXTBODYD")) {
     g_autofree char *client = test_copy_for_everyone (g_getenv ("EXTBODYC"), run, NULL, 0755);
     g_setenv ("EXTBODYC", client, TRUE);
     daemon_conf = g_build_filename (dir, "daemon.conf", NULL);

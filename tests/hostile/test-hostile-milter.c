@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-hostile-milter.c - the hostile-input suite's milter faults: the real
- * extbody-milter daemon on a unix socket in a temporary directory, driven by a
+ * extbodyd daemon on a unix socket in a temporary directory, driven by a
  * small milter-protocol client written here (packets of a 4-byte big-endian
  * length, one command byte and data; every read and write bounded by poll,
  * every failure reported to the caller, so that no case can hang).
@@ -152,7 +152,7 @@ milter_spawn (const char *path)
   g_assert_cmpint (logfd, >=, 0);
   g_autofree char *spec = g_strdup_printf ("unix:%s", path);
   /* the milter alone: the other doors' defaults are the system's */
-  char *argv[] = { (char *) g_getenv ("EXTBODY_MILTER"), "-p", spec, "-c", conf,
+  char *argv[] = { (char *) g_getenv ("EXTBODYD"), "-p", spec, "-c", conf,
                    "-o", "http_socket=", "-o", "dovecot_filter_socket=", NULL };
   g_autoptr (GError) error = NULL;
   g_spawn_async_with_fds (NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, child_setup, NULL,
@@ -2002,8 +2002,8 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  if (!g_getenv ("EXTBODY_MILTER"))
-    test_skip_all ("EXTBODY_MILTER is not set");
+  if (!g_getenv ("EXTBODYD"))
+    test_skip_all ("EXTBODYD is not set");
   work = g_dir_make_tmp ("extbody-hostile-milter-XXXXXX", NULL);
   g_assert_nonnull (work);
   conf = g_build_filename (work, "extbody.conf", NULL);

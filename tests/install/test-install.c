@@ -75,7 +75,7 @@ example_env (void)
 static void
 test_programs_find_library (void)
 {
-  const char *progs[] = { "bin/extbody", "sbin/extbody-milter" };
+  const char *progs[] = { "bin/extbody", "sbin/extbodyd" };
   for (guint i = 0; i < G_N_ELEMENTS (progs); i++) {
     g_autofree char *path = g_build_filename (prefix, progs[i], NULL);
     if (!g_file_test (path, G_FILE_TEST_IS_EXECUTABLE)) {

@@ -108,7 +108,7 @@ test_mbox_run (void)
   g_autofree char *opt = g_strdup_printf ("mailbox_metrics_file=%s", prom);
   /* the daemon's file, in the same directory: the command never touches it
    * (its counters would go back) */
-  g_autofree char *daemon_prom = g_build_filename (metrics_dir, "extbody-milter.prom", NULL);
+  g_autofree char *daemon_prom = g_build_filename (metrics_dir, "extbodyd.prom", NULL);
   const char *daemon_text = "# TYPE extbody_messages_total counter\nextbody_messages_total 123456\n";
   g_assert_true (g_file_set_contents (daemon_prom, daemon_text, -1, NULL));
   g_autofree char *dopt = g_strdup_printf ("metrics_file=%s", daemon_prom);
@@ -216,7 +216,7 @@ test_mbox_run (void)
 
   /* an ordinary user's run with the daemon's metrics_file out of its reach
    * and no mailbox_metrics_file: no metrics, no line */
-  g_autofree char *unreachable = g_strdup_printf ("metrics_file=%s/missing/extbody-milter.prom", dir);
+  g_autofree char *unreachable = g_strdup_printf ("metrics_file=%s/missing/extbodyd.prom", dir);
   g_auto (CmdResult) r0 = { 0 };
   RUN (&r0, NULL, "rewrite", "-c", empty_conf, "-o", unreachable, "--mbox", box);
   g_autofree char *err0 = bytes_str (r0.err);

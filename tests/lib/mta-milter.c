@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* mta-milter.c - a private extbody-milter for the tests behind a real MTA
+/* mta-milter.c - a private extbodyd for the tests behind a real MTA
  * (mta-milter.h). */
 #include "mta-milter.h"
 
@@ -18,7 +18,7 @@ milter_ready (const MtaMilter *m)
 MtaMilter *
 mta_milter_start (const char *sock, const char *conf, const char *log, const char *const *extra)
 {
-  const char *milter = g_getenv ("EXTBODY_MILTER");
+  const char *milter = g_getenv ("EXTBODYD");
   g_assert_nonnull (milter);
   MtaMilter *m = g_new0 (MtaMilter, 1);
   m->sock = g_strdup (sock);
@@ -62,7 +62,7 @@ mta_milter_start (const char *sock, const char *conf, const char *log, const cha
     g_usleep (20000);
   if (!milter_ready (m)) {
     g_autofree char *text = mta_milter_log (m);
-    g_error ("extbody-milter did not start on %s: %s", sock, text);
+    g_error ("extbodyd did not start on %s: %s", sock, text);
   }
   return m;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* mta-milter.h - a private extbody-milter for the tests behind a real MTA:
- * started on a unix socket of the test's own ($EXTBODY_MILTER, which ctest
+/* mta-daemon.h - a private extbodyd for the tests behind a real MTA:
+ * started on a unix socket of the test's own ($EXTBODYD, which ctest
  * sets), its standard error in a log file (or discarded), registered with the
  * watchdog (test-server.h) so that a test that dies leaves none running;
  * signalled, waited for, its log read and searched. The doors the
@@ -20,7 +20,7 @@ typedef struct {
   guint        watchdog;
 } MtaMilter;
 
-/* Start $EXTBODY_MILTER -p unix:@sock -c @conf and the further arguments
+/* Start $EXTBODYD -p unix:@sock -c @conf and the further arguments
  * @extra (NULL-terminated; NULL for none), its standard error written to
  * @log (NULL: discarded). Waits (up to 60 s) until its socket exists and,
  * with a log, until the log holds its start record ("event=start "); fails

@@ -3,7 +3,7 @@
  * only (issue 16), as any program outside the project would.
  *
  *   /public-only/includes     src/cli/extbody-cli.c and the milter's sources and
- *                             milter.h (filters/milter/milter-*.c but
+ *                             daemon.h (filters/daemon/ but
  *                             milter-check.c, which uses libmilter only)
  *                             include <extbody/extbody.h>, and no internal
  *                             header ("eb-*.h", or any header in quotes) nor
@@ -21,7 +21,7 @@
  *                             function so that the archive's code is in it)
  *
  * The sources are found through G_TEST_SRCDIR (tests/), the command through
- * $EXTBODY, the milter through $EXTBODY_MILTER (unset when libmilter is
+ * $EXTBODY, the milter through $EXTBODYD (unset when libmilter is
  * missing: then only its source is checked). Skipped (77) without nm and
  * readelf (binutils). */
 #include <glib.h>
@@ -120,11 +120,11 @@ report (GPtrArray *bad)
 
 static const char *const sources[] = {
   "src/cli/extbody-cli.c",
-  "filters/milter/milter.h",
-  "filters/milter/milter-main.c",
-  "filters/milter/milter-generation.c",
-  "filters/milter/milter-session.c",
-  "filters/milter/milter-worker.c",
+  "filters/daemon/daemon.h",
+  "filters/daemon/daemon-main.c",
+  "filters/daemon/daemon-generation.c",
+  "filters/daemon/milter-session.c",
+  "filters/daemon/milter-worker.c",
 };
 
 static void
@@ -150,10 +150,10 @@ test_includes (void)
 static void
 test_linked (void)
 {
-  const char *programs[] = { g_getenv ("EXTBODY"), g_getenv ("EXTBODY_MILTER") };
+  const char *programs[] = { g_getenv ("EXTBODY"), g_getenv ("EXTBODYD") };
   g_assert_nonnull (programs[0]);
   if (!programs[1])
-    g_test_message ("EXTBODY_MILTER is not set (no libmilter): only the command is checked");
+    g_test_message ("EXTBODYD is not set (no libmilter): only the command is checked");
   for (guint i = 0; i < G_N_ELEMENTS (programs); i++) {
     if (!programs[i])
       continue;
@@ -183,9 +183,9 @@ test_self_check (void)
   g_assert_false (has_public);
   /* a header of the front end's own, beside its source, is allowed; one of
    * the library's (eb-*) never, even there */
-  g_autofree char *milter_dir = g_test_build_filename (G_TEST_DIST, "..", "filters", "milter", NULL);
+  g_autofree char *daemon_dir = g_test_build_filename (G_TEST_DIST, "..", "filters", "daemon", NULL);
   g_autoptr (GPtrArray) own = bad_includes ("#include <extbody/extbody.h>\n#include \"milter-check.h\"\n"
-                                            "#include \"no-such-header.h\"\n", milter_dir, &has_public);
+                                            "#include \"no-such-header.h\"\n", daemon_dir, &has_public);
   g_assert_cmpuint (own->len, ==, 1);
 
   /* this program links extbody-core, and its code is in it */

@@ -1,5 +1,5 @@
 -- SPDX-License-Identifier: LGPL-2.1-or-later
--- lib.lua - shared steps for extbody-milter's miltertest scripts.
+-- lib.lua - shared steps for extbodyd's miltertest scripts.
 -- miltertest -D sock=unix:PATH -D lib=DIR -s SCRIPT.lua
 local M = {}
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-dovecot-protocol.c - extbody-milter's listener for Dovecot's
+/* test-dovecot-protocol.c - extbodyd's listener for Dovecot's
  * program-client protocol (dovecot_filter_socket) against the real daemon,
  * the client's bytes written by hand as Dovecot 2.3 writes them
  * (tests/dovecot/test-dovecot-socket.c goes through a real Dovecot): the
@@ -206,8 +206,8 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  if (!g_getenv ("EXTBODY_MILTER") || !g_getenv ("EXTBODY"))
-    test_skip_all ("EXTBODY_MILTER or EXTBODY is not set (run through ctest)");
+  if (!g_getenv ("EXTBODYD") || !g_getenv ("EXTBODY"))
+    test_skip_all ("EXTBODYD or EXTBODY is not set (run through ctest)");
   dir = g_dir_make_tmp ("extbody-dovecot-protocol-XXXXXX", NULL);
   g_assert_nonnull (dir);
   conf = g_build_filename (dir, "extbody.conf", NULL);

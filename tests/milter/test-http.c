@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-http.c - extbody-milter's HTTP listener (http_socket), against the real
+/* test-http.c - extbodyd's HTTP listener (http_socket), against the real
  * daemon: each answer of POST /rewrite and /inspect is what the command
  * writes for the same message and configuration; GET /metrics counts them;
  * the limits (max_message_size, http_timeout, http_max_connections) and the
@@ -375,7 +375,7 @@ test_max_connections (void)
 static void
 test_check_address (void)
 {
-  const char *argv[] = { g_getenv ("EXTBODY_MILTER"), "-n", "-c", conf, "-o", "http_socket=inet:8080@0.0.0.0", NULL };
+  const char *argv[] = { g_getenv ("EXTBODYD"), "-n", "-c", conf, "-o", "http_socket=inet:8080@0.0.0.0", NULL };
   g_autoptr (GSubprocess) p = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDERR_PIPE, NULL);
   g_assert_nonnull (p);
   g_autofree char *err = NULL;
@@ -447,6 +447,61 @@ test_reload (void)
   g_assert_true (g_file_set_contents (conf, text, -1, NULL));
   mta_milter_signal (milter, SIGHUP);
   g_assert_true (mta_milter_log_wait (milter, "SIGHUP: reloaded configuration", 2));
+}
+
+/* A client that goes away while its message's fetches wait: they are
+ * cancelled within about a second, not left to fetch_timeout (60 s here),
+ * and the daemon serves on. The URL's server (a listening socket nobody
+ * accepts on) takes the connection and never answers. */
+static void
+test_client_gone (void)
+{
+  g_autoptr (GSocket) srv = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
+  g_autoptr (GInetAddress) lo = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr (GSocketAddress) any = g_inet_socket_address_new (lo, 0);
+  g_assert_true (g_socket_bind (srv, any, TRUE, NULL));
+  g_assert_true (g_socket_listen (srv, NULL));
+  g_autoptr (GSocketAddress) bound = g_socket_get_local_address (srv, NULL);
+  guint port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
+
+  g_autofree char *gone_conf = g_build_filename (dir, "gone.conf", NULL);
+  g_autofree char *gone_sock = g_build_filename (dir, "gone-http.sock", NULL);
+  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = on\nallow_schemes = http\nallow_ports = %u\n"
+                                           "fetch_timeout = 60\nmessage_deadline = 90\nhttp_socket = unix:%s\n",
+                                           port, gone_sock);
+  g_assert_true (g_file_set_contents (gone_conf, text, -1, NULL));
+  g_autofree char *msock = g_build_filename (dir, "gone-milter.sock", NULL);
+  g_autofree char *log = g_build_filename (dir, "gone.log", NULL);
+  const char *extra[] = { "--allow-network", "127.0.0.1/32", NULL };
+  g_autoptr (MtaMilter) d = mta_milter_start (msock, gone_conf, log, extra);
+
+  g_autofree char *msg = g_strdup_printf ("From: a@extbody-test.example\r\nSubject: gone\r\nMIME-Version: 1.0\r\n"
+                                          "Content-Type: message/external-body; access-type=URL;\r\n"
+                                          " URL=\"http://127.0.0.1:%u/x\"\r\n\r\nContent-Type: text/plain\r\n\r\n", port);
+  g_autofree char *req = g_strdup_printf ("POST /rewrite HTTP/1.1\r\nHost: localhost\r\nContent-Length: %" G_GSIZE_FORMAT
+                                          "\r\n\r\n%s", strlen (msg), msg);
+  g_autoptr (GSocketAddress) addr = g_unix_socket_address_new (gone_sock);
+  GSocketConnection *c = connect_to (addr);
+  send_bytes (c, req, strlen (req));
+  g_usleep (1500000);   /* the fetch is waiting for its answer */
+  gint64 t0 = g_get_monotonic_time ();
+  g_io_stream_close (G_IO_STREAM (c), NULL, NULL);
+  g_object_unref (c);
+  g_assert_true (mta_milter_log_wait (d, "the client closed the connection: the fetches were cancelled", 1));
+  double took = (double) (g_get_monotonic_time () - t0) / G_USEC_PER_SEC;
+  g_test_message ("cancelled %.1f s after the client went", took);
+  g_assert_cmpfloat (took, <, 15);
+  /* and it serves on */
+  GSocketConnection *c2 = connect_to (addr);
+  const char *plain = "Subject: plain\r\n\r\nbody\r\n";
+  g_autofree char *req2 = g_strdup_printf ("POST /rewrite HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                                           "Content-Length: %" G_GSIZE_FORMAT "\r\n\r\n%s", strlen (plain), plain);
+  send_bytes (c2, req2, strlen (req2));
+  g_autoptr (GBytes) raw = read_to_end (c2);
+  g_object_unref (c2);
+  g_autoptr (Response) r = parse_response (raw);
+  g_assert_cmpuint (r->status, ==, 200);
+  g_assert_cmpint (mta_milter_stop (d, FALSE), ==, 0);
 }
 
 /* SIGTERM: the listener takes no connection any more, and a request in
@@ -529,8 +584,8 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  if (!g_getenv ("EXTBODY_MILTER") || !g_getenv ("EXTBODY"))
-    test_skip_all ("EXTBODY_MILTER or EXTBODY is not set (run through ctest)");
+  if (!g_getenv ("EXTBODYD") || !g_getenv ("EXTBODY"))
+    test_skip_all ("EXTBODYD or EXTBODY is not set (run through ctest)");
   dir = g_dir_make_tmp ("extbody-http-XXXXXX", NULL);
   g_assert_nonnull (dir);
   conf = g_build_filename (dir, "extbody.conf", NULL);
@@ -552,6 +607,7 @@ main (int argc, char **argv)
   g_test_add_func ("/http/check-address", test_check_address);
   g_test_add_func ("/http/tcp", test_tcp);
   g_test_add_func ("/http/reload", test_reload);
+  g_test_add_func ("/http/client-gone", test_client_gone);
   g_test_add_func ("/http/drain", test_drain);
   int rc = g_test_run ();
   g_assert_cmpint (mta_milter_stop (milter, TRUE), ==, 0);

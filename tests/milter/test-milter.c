@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-milter.c - extbody-milter through the milter protocol, driven by
+/* test-milter.c - extbodyd through the milter protocol, driven by
  * miltertest (Debian's miltertest) with the Lua scripts beside this file. The
  * daemon is started by the test on a unix socket in a temporary directory. */
 #include <gio/gio.h>
@@ -35,13 +35,13 @@ static Milter *
 milter_start_in (const char *const *extra, const char *tmpdir)
 {
   Milter *m = g_new0 (Milter, 1);
-  m->dir = g_dir_make_tmp ("extbody-milter-XXXXXX", NULL);
+  m->dir = g_dir_make_tmp ("extbodyd-XXXXXX", NULL);
   g_autofree char *path = g_build_filename (m->dir, "milter.sock", NULL);
   m->sock = g_strdup_printf ("unix:%s", path);
   g_autofree char *conf = g_build_filename (m->dir, "empty.conf", NULL);
   g_file_set_contents (conf, DOORS_OFF, -1, NULL);
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_ptr_array_add (argv, (gpointer) g_getenv ("EXTBODY_MILTER"));
+  g_ptr_array_add (argv, (gpointer) g_getenv ("EXTBODYD"));
   g_ptr_array_add (argv, "-p");
   g_ptr_array_add (argv, m->sock);
   g_ptr_array_add (argv, "-c");
@@ -132,12 +132,12 @@ test_too_large (void)
 }
 
 /* Runs @scripts through a daemon with @extra options whose TMPDIR is a fresh
- * directory watched with inotify; how many spool files (extbody-milter-*) the
+ * directory watched with inotify; how many spool files (extbodyd-*) the
  * daemon created there. Each one must also be gone again (unlinked). */
 static guint
 spool_files_created (const char *const *extra, const char *const *scripts)
 {
-  g_autofree char *spool = g_dir_make_tmp ("extbody-milter-spool-XXXXXX", NULL);
+  g_autofree char *spool = g_dir_make_tmp ("extbodyd-spool-XXXXXX", NULL);
   g_assert_nonnull (spool);
   int in = inotify_init1 (IN_NONBLOCK | IN_CLOEXEC);
   g_assert_cmpint (in, >=, 0);
@@ -154,7 +154,7 @@ spool_files_created (const char *const *extra, const char *const *scripts)
   while ((got = read (in, buf, sizeof buf)) > 0) {
     for (char *p = buf; p < buf + got;) {
       struct inotify_event *e = (struct inotify_event *) p;
-      if (e->len && g_str_has_prefix (e->name, "extbody-milter-")) {
+      if (e->len && g_str_has_prefix (e->name, "extbodyd-")) {
         if (e->mask & IN_CREATE)
           created++;
         if (e->mask & IN_DELETE)
@@ -254,7 +254,7 @@ test_user (void)
 static void
 test_daemon (void)
 {
-  g_autofree char *d = g_dir_make_tmp ("extbody-milter-d-XXXXXX", NULL);
+  g_autofree char *d = g_dir_make_tmp ("extbodyd-d-XXXXXX", NULL);
   g_autofree char *pidfile = g_build_filename (d, "milter.pid", NULL);
   g_autofree char *path = g_build_filename (d, "milter.sock", NULL);
   g_autofree char *spec = g_strdup_printf ("unix:%s", path);
@@ -262,7 +262,7 @@ test_daemon (void)
   g_file_set_contents (conf, DOORS_OFF, -1, NULL);
   int status = 0;
   g_autoptr (GError) error = NULL;
-  g_spawn_sync (NULL, (char *[]) { (char *) g_getenv ("EXTBODY_MILTER"), "-d", "-P", pidfile, "-p", spec,
+  g_spawn_sync (NULL, (char *[]) { (char *) g_getenv ("EXTBODYD"), "-d", "-P", pidfile, "-p", spec,
                                    "-c", conf, "-o", "fetch=off", NULL },
                 NULL, 0, NULL, NULL, NULL, NULL, &status, &error);
   g_assert_no_error (error);
@@ -305,7 +305,7 @@ test_daemon (void)
 static void
 test_check (void)
 {
-  g_autofree char *dir = g_dir_make_tmp ("extbody-milter-check-XXXXXX", NULL);
+  g_autofree char *dir = g_dir_make_tmp ("extbodyd-check-XXXXXX", NULL);
   g_autofree char *conf = g_build_filename (dir, "c.conf", NULL);
   g_assert_true (g_file_set_contents (conf, "milter_socket = inet:8891@127.0.0.1\n", -1, NULL));
   g_autofree char *bad = g_build_filename (dir, "bad.conf", NULL);
@@ -325,7 +325,7 @@ test_check (void)
   g_autofree char *twice = g_build_filename (dir, "twice.conf", NULL);
   g_assert_true (g_file_set_contents (twice, "[extbody]\nfetch = on\nmilter_socket = inet:8891@127.0.0.1\n"
                                              "\n#fetch = off\nfetch = off\n", -1, NULL));
-  g_autofree char *twice_text = g_strdup_printf ("extbody-milter: %s:6: fetch is set a second time (first at %s:2)",
+  g_autofree char *twice_text = g_strdup_printf ("extbodyd: %s:6: fetch is set a second time (first at %s:2)",
                                                  twice, twice);
   struct { const char *args[4]; int status; const char *text; } cases[] = {
     { { "-c", conf, NULL }, 0, NULL },
@@ -350,7 +350,7 @@ test_check (void)
     { { "-c", ext_ok, "-o", "milter_mode=resolve" }, 0, NULL },
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
-    const char *argv[] = { g_getenv ("EXTBODY_MILTER"), "-n", cases[i].args[0], cases[i].args[1],
+    const char *argv[] = { g_getenv ("EXTBODYD"), "-n", cases[i].args[0], cases[i].args[1],
                            cases[i].args[2], cases[i].args[3], NULL };
     g_autofree char *out = NULL, *err = NULL;
     int wait = 0;
@@ -377,14 +377,16 @@ test_check (void)
   g_unlink (ext_nobase);
   g_rmdir (dir);
 
-  /* --help names both modes */
-  const char *help[] = { g_getenv ("EXTBODY_MILTER"), "--help", NULL };
+  /* --help names both modes and the three doors */
+  const char *help[] = { g_getenv ("EXTBODYD"), "--help", NULL };
   g_autofree char *hout = NULL;
   int hwait = 0;
   g_assert_true (g_spawn_sync (NULL, (char **) help, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &hout, NULL,
                                &hwait, NULL));
   g_assert_true (WIFEXITED (hwait) && WEXITSTATUS (hwait) == 0);
-  g_assert_nonnull (strstr (hout, "Resolve message/external-body references"));
+  g_assert_nonnull (strstr (hout, "resolve message/external-body references"));
+  g_assert_nonnull (strstr (hout, "http_socket"));
+  g_assert_nonnull (strstr (hout, "dovecot_filter_socket"));
   g_assert_nonnull (strstr (hout, "milter_mode = externalize"));
 }
 
@@ -403,7 +405,7 @@ daemon_log_of (const char *dir, const char *conf_text, const char *const *extra,
   g_assert_true (g_file_set_contents (conf, text, -1, NULL));
   Milter m = { NULL, g_strdup (dir), g_strdup_printf ("unix:%s", path), 0 };
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  const char *const base[] = { g_getenv ("EXTBODY_MILTER"), "-p", m.sock, "-c", conf };
+  const char *const base[] = { g_getenv ("EXTBODYD"), "-p", m.sock, "-c", conf };
   for (guint i = 0; i < G_N_ELEMENTS (base); i++)
     g_ptr_array_add (argv, (gpointer) base[i]);
   for (guint i = 0; extra && extra[i]; i++)
@@ -439,12 +441,12 @@ daemon_log_of (const char *dir, const char *conf_text, const char *const *extra,
 static void
 test_summary_at_exit (void)
 {
-  g_autofree char *dir = g_dir_make_tmp ("extbody-milter-XXXXXX", NULL);
+  g_autofree char *dir = g_dir_make_tmp ("extbodyd-XXXXXX", NULL);
   g_autofree char *prom = g_build_filename (dir, "extbody.prom", NULL);
   g_autofree char *conf_text = g_strdup_printf ("metrics_file = %s\n", prom);
   g_autofree char *err = daemon_log_of (dir, conf_text, NULL,
                                         (const char *[]) { "data-reference.lua", "data-reference.lua", NULL });
-  g_assert_nonnull (strstr (err, "extbody-milter: exiting: 2 messages scanned, 2 references, "
+  g_assert_nonnull (strstr (err, "extbodyd: exiting: 2 messages scanned, 2 references, "
                                  "2 resolved, 2 messages changed\n"));
   /* the file written at exit, parsed by the reference parser */
   g_assert_true (g_file_test (prom, G_FILE_TEST_IS_REGULAR));
@@ -474,7 +476,7 @@ test_summary_at_exit (void)
 static void
 test_log_detail (void)
 {
-  g_autofree char *dir = g_dir_make_tmp ("extbody-milter-XXXXXX", NULL);
+  g_autofree char *dir = g_dir_make_tmp ("extbodyd-XXXXXX", NULL);
   g_autofree char *err = daemon_log_of (dir, "", (const char *[]) { "-o", "fetch=on", "--allow-network",
                                                                  "127.0.0.1/32", "-o", "allow_ports=1", NULL },
                                         (const char *[]) { "fetch-failed.lua", NULL });
@@ -489,14 +491,14 @@ test_log_detail (void)
   g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL);
 }
 
-/* extbody-milter --check-mta USER as @user with @spec (and MAIL_CONFIG=@mail_config
+/* extbodyd --check-mta USER as @user with @spec (and MAIL_CONFIG=@mail_config
  * when set): the exit status, standard output in @out, standard error in @err. */
 static int
 check_mta (const char *spec, const char *user, const char *timeout, const char *mail_config,
            char **out, char **err)
 {
   g_autofree char *conf = g_build_filename (milter->dir, "empty.conf", NULL);
-  const char *argv[] = { g_getenv ("EXTBODY_MILTER"), "-c", conf, "-p", spec, "--check-mta", user,
+  const char *argv[] = { g_getenv ("EXTBODYD"), "-c", conf, "-p", spec, "--check-mta", user,
                          "--check-timeout", timeout, NULL };
   g_auto (GStrv) env = g_get_environ ();
   if (mail_config)
@@ -557,7 +559,7 @@ test_check_mta (void)
   g_autofree char *out = NULL, *err = NULL;
   /* the running daemon: OK, with what it negotiated */
   g_assert_cmpint (check_mta (milter->sock, self, "5", NULL, &out, &err), ==, 0);
-  g_autofree char *ok = g_strdup_printf ("extbody-milter: OK: %s connects to %s and negotiates milter protocol 6 "
+  g_autofree char *ok = g_strdup_printf ("extbodyd: OK: %s connects to %s and negotiates milter protocol 6 "
                                          "(the milter asks to: add headers, change headers, replace the body)\n",
                                          self, milter->sock + 5);
   g_assert_cmpstr (out, ==, ok);
@@ -571,7 +573,7 @@ test_check_mta (void)
   g_assert_cmpint (check_mta (gone, self, "1", NULL, &out, &err), ==, 69);
   /* it waited for a starting daemon's socket, up to --check-timeout */
   g_assert_cmpint (g_get_monotonic_time () - t0, >=, G_USEC_PER_SEC);
-  g_assert_nonnull (strstr (err, "none.sock: no such socket (after 1 s): extbody-milter is not running, "
+  g_assert_nonnull (strstr (err, "none.sock: no such socket (after 1 s): extbodyd is not running, "
                                  "or listens elsewhere (milter_socket)"));
   /* a socket left behind, nobody listening */
   g_autofree char *stale_path = g_build_filename (dir, "stale.sock", NULL);
@@ -580,7 +582,7 @@ test_check_mta (void)
   g_clear_pointer (&out, g_free); g_clear_pointer (&err, g_free);
   g_assert_cmpint (check_mta (stale_spec, self, "0", NULL, &out, &err), ==, 69);
   g_assert_nonnull (strstr (err, "Connection refused"));
-  g_assert_nonnull (strstr (err, "extbody-milter is not running"));
+  g_assert_nonnull (strstr (err, "extbodyd is not running"));
   close (stale);
   /* something else listens: an SMTP greeting is not a milter's answer */
   g_autofree char *smtp_path = g_build_filename (dir, "smtp.sock", NULL);
@@ -621,7 +623,7 @@ test_check_mta (void)
     g_assert_cmpint (chmod (dir, 0755), ==, 0);
     g_autofree char *lsock = g_strdup_printf ("unix:%s/milter.sock", locked);
     g_autofree char *conf = g_build_filename (milter->dir, "empty.conf", NULL);
-    g_autoptr (GSubprocess) p = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL, g_getenv ("EXTBODY_MILTER"),
+    g_autoptr (GSubprocess) p = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL, g_getenv ("EXTBODYD"),
                                                   "-c", conf, "-p", lsock, "-o", "milter_umask=000", NULL);
     g_assert_nonnull (p);
     g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (p));
@@ -637,7 +639,7 @@ test_check_mta (void)
     g_assert_cmpint (chmod (locked, 0755), ==, 0);
     g_clear_pointer (&out, g_free); g_clear_pointer (&err, g_free);
     g_assert_cmpint (check_mta (lsock, "nobody", "5", NULL, &out, &err), ==, 0);
-    g_assert_true (g_str_has_prefix (out, "extbody-milter: OK: nobody connects to "));
+    g_assert_true (g_str_has_prefix (out, "extbodyd: OK: nobody connects to "));
 
     /* Postfix: its own settings must name the socket, each resolved as its
      * service resolves it (MAIL_CONFIG: a private configuration directory) */
@@ -650,7 +652,7 @@ test_check_mta (void)
       g_assert_cmpint (g_mkdir_with_parents (sdir, 0755), ==, 0);
       g_autofree char *psock = g_strdup_printf ("unix:%s/extbody.sock", sdir);
       g_autoptr (GSubprocess) pp = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL,
-                                                     g_getenv ("EXTBODY_MILTER"), "-c", conf, "-p", psock,
+                                                     g_getenv ("EXTBODYD"), "-c", conf, "-p", psock,
                                                      "-o", "milter_umask=000", NULL);
       g_autofree char *kill_pp = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (pp));
       guint wdp = test_watchdog_add (kill_pp);
@@ -666,7 +668,7 @@ test_check_mta (void)
       g_clear_pointer (&out, g_free); g_clear_pointer (&err, g_free);
       g_assert_cmpint (check_mta (psock, "postfix", "5", cfg, &out, &err), ==, 78);
       g_autofree char *miss = g_strdup_printf ("Postfix's smtpd_milters = unix:/run/extbody/milter.sock (smtp/inet, "
-                                               "chrooted in %s) reaches %s/run/extbody/milter.sock, but extbody-milter "
+                                               "chrooted in %s) reaches %s/run/extbody/milter.sock, but extbodyd "
                                                "listens on %s/extbody.sock: mail passes unfiltered; set smtpd_milters "
                                                "= unix:extbody/extbody.sock in main.cf", spool, spool, sdir);
       g_assert_nonnull (strstr (err, miss));
@@ -719,8 +721,8 @@ main (int argc, char **argv)
   g_autofree char *mt = g_find_program_in_path ("miltertest");
   if (!mt)
     test_skip_all ("miltertest is not installed (apt-get install miltertest)");
-  if (!g_getenv ("EXTBODY_MILTER"))
-    test_skip_all ("EXTBODY_MILTER is not set (run through ctest)");
+  if (!g_getenv ("EXTBODYD"))
+    test_skip_all ("EXTBODYD is not set (run through ctest)");
   milter = milter_start ((const char *[]) { "-o", "fetch=off", NULL });
   g_test_add_data_func ("/milter/no-reference", "no-reference.lua", test_script);
   g_test_add_data_func ("/milter/data-reference", "data-reference.lua", test_script);

@@ -14,12 +14,12 @@
 # network namespaces (no network: apt installs from the cache, offline; every
 # process started there ends with the namespace):
 #
-#   A  extbody-milter first, then Postfix (the trigger on /usr/sbin/postfix
+#   A  extbodyd first, then Postfix (the trigger on /usr/sbin/postfix
 #      must put the postfix user in the extbody group);
-#   B  Postfix first, then extbody-milter (its postinst does it).
+#   B  Postfix first, then extbodyd (its postinst does it).
 #
 # In both: the postfix user is in the extbody group; the packaged daemon runs
-# as extbody; `extbody-milter --check-mta postfix` says what is missing before
+# as extbody; `extbodyd --check-mta postfix` says what is missing before
 # the snippet is appended to main.cf, and OK after it; a message submitted to
 # that Postfix arrives through the milter, resolved; and with the group
 # membership removed the check names the group and the adduser command.
@@ -34,7 +34,7 @@ skip() { echo "deb-orders: skipped: $*" >&2; exit 77; }
 [ -x "$root/usr/bin/apt-get" ] && [ -f "$root/.extbody-test-packages" ] \
   || skip "no prepared Debian root in $root (sh tests/packaging/prepare-debroot.sh, as tests/quickstart.sh test does)"
 unshare --mount --pid --net --fork true 2>/dev/null || skip "unshare --mount --pid --net does not work here"
-for p in libextbody2 extbody extbody-milter; do
+for p in libextbody2 extbody extbodyd; do
   ls "$debs/${p}_"*.deb >/dev/null 2>&1 || { echo "deb-orders: no ${p}_*.deb in $debs" >&2; exit 1; }
 done
 
@@ -54,9 +54,9 @@ inst() {
   echo "==> order $order: apt-get install $*"
   apt-get install -y -q --no-install-recommends -o Dpkg::Use-Pty=0 "$@" >/tmp/apt.log 2>&1 \
     || { tail -n 30 /tmp/apt.log >&2; fail "apt-get install $* (offline, from the prepared cache)"; }
-  grep -i 'extbody-milter:' /tmp/apt.log || true
+  grep -i 'extbodyd:' /tmp/apt.log || true
 }
-ours="/debs/libextbody2_*.deb /debs/extbody_*.deb /debs/extbody-milter_*.deb"
+ours="/debs/libextbody2_*.deb /debs/extbody_*.deb /debs/extbodyd_*.deb"
 case $order in
   # shellcheck disable=SC2086
   A) inst $ours; inst postfix ;;
@@ -68,7 +68,7 @@ echo "==> order $order: $(id postfix)"
 
 echo "==> order $order: metrics_file in Debian's node_exporter directory, as the documentation says"
 conf=/etc/extbody/extbody.conf
-prom=/var/lib/prometheus/node-exporter/extbody-milter.prom
+prom=/var/lib/prometheus/node-exporter/extbodyd.prom
 mkdir -p /var/lib/prometheus/node-exporter
 chown extbody /var/lib/prometheus/node-exporter   # (setfacl -m u:extbody:rwx, where acl is installed)
 if grep -q '^metrics_file *=' $conf; then sed -i "s|^metrics_file *=.*|metrics_file = $prom|" $conf
@@ -80,9 +80,9 @@ echo "==> order $order: the packaged daemon, as extbody, under the unit's umask"
 # HTTP and Dovecot doors' sockets go there by default
 install -d -o extbody -g extbody -m 0755 /run/extbody
 setpriv --reuid=extbody --regid=extbody --init-groups --inh-caps=-all \
-  sh -c 'umask 007; exec /usr/sbin/extbody-milter' >/tmp/milter.log 2>&1 &
-echo "==> order $order: before the snippet: extbody-milter --check-mta postfix"
-rc=0; extbody-milter --check-mta postfix >/tmp/check.out 2>&1 || rc=$?
+  sh -c 'umask 007; exec /usr/sbin/extbodyd' >/tmp/milter.log 2>&1 &
+echo "==> order $order: before the snippet: extbodyd --check-mta postfix"
+rc=0; extbodyd --check-mta postfix >/tmp/check.out 2>&1 || rc=$?
 cat /tmp/check.out
 [ "$rc" -eq 78 ] || fail "--check-mta postfix exits $rc without smtpd_milters, not 78"
 grep -q 'set smtpd_milters = unix:extbody/extbody.sock in main.cf' /tmp/check.out \
@@ -94,10 +94,10 @@ snippet=/usr/share/doc/extbody/filters/postfix-main.cf
 cat "$snippet" >>/etc/postfix/main.cf
 postconf -h smtpd_milters >/dev/null 2>/tmp/postconf.err && [ ! -s /tmp/postconf.err ] \
   || fail "postconf warns about the snippet: $(cat /tmp/postconf.err)"
-rc=0; extbody-milter --check-mta postfix >/tmp/check.out 2>&1 || rc=$?
+rc=0; extbodyd --check-mta postfix >/tmp/check.out 2>&1 || rc=$?
 cat /tmp/check.out
 [ "$rc" -eq 0 ] || fail "--check-mta postfix exits $rc with the shipped snippet"
-grep -q '^extbody-milter: OK: postfix connects to /var/spool/postfix/extbody/extbody.sock and negotiates milter protocol 6' \
+grep -q '^extbodyd: OK: postfix connects to /var/spool/postfix/extbody/extbody.sock and negotiates milter protocol 6' \
   /tmp/check.out || fail "--check-mta's OK line"
 grep -q "Postfix's smtpd_milters (smtp/inet, chrooted in /var/spool/postfix) names it as unix:extbody/extbody.sock" \
   /tmp/check.out || fail "--check-mta does not name Postfix's setting"
@@ -140,7 +140,7 @@ grep -q '^X-Extbody: resolved' /tmp/alice.http || fail "alice's extbodyc: the me
 
 echo "==> order $order: the postfix user out of the group: the check names it"
 gpasswd -d postfix extbody >/dev/null
-rc=0; extbody-milter --check-mta postfix >/tmp/check.out 2>&1 || rc=$?
+rc=0; extbodyd --check-mta postfix >/tmp/check.out 2>&1 || rc=$?
 cat /tmp/check.out
 [ "$rc" -eq 77 ] || fail "--check-mta postfix exits $rc without the group, not 77"
 grep -q 'postfix is not in the group extbody: adduser postfix extbody' /tmp/check.out \

@@ -28,7 +28,7 @@ if [ -s "$mark" ]; then
   dpkg --purge $(cat "$mark") || { echo "deb-smoke: could not purge the packages listed in $mark" >&2; exit 1; }
 fi
 rm -f "$mark"
-for p in extbody extbody-milter libextbody2 libextbody-dev; do
+for p in extbody extbodyd libextbody2 libextbody-dev; do
   if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
     skip "$p is installed on this machine already (not removing an administrator's package)"
   fi
@@ -75,15 +75,15 @@ DEBIAN_FRONTEND=noninteractive dpkg -i "$out"/*.deb
 fail() { echo "deb-smoke: FAILED: $*" >&2; exit 1; }
 echo "==> extbody --version"
 /usr/bin/extbody --version
-/usr/sbin/extbody-milter --version
-echo "==> extbody-milter -n (the packaged configuration)"
-/usr/sbin/extbody-milter -n || fail "extbody-milter -n rejects the packaged configuration"
+/usr/sbin/extbodyd --version
+echo "==> extbodyd -n (the packaged configuration)"
+/usr/sbin/extbodyd -n || fail "extbodyd -n rejects the packaged configuration"
 grep -q '^milter_socket = unix:/var/spool/postfix/extbody/extbody.sock$' /etc/extbody/extbody.conf \
   || fail "the packaged configuration does not put the socket in Postfix's chroot"
 getent passwd extbody >/dev/null || fail "postinst made no extbody user"
 [ "$(stat -c %U /var/spool/postfix/extbody)" = extbody ] || fail "/var/spool/postfix/extbody is not extbody's"
-[ -f /lib/systemd/system/extbody-milter.service ] || fail "no unit"
-grep -q '^ExecStart=/usr/sbin/extbody-milter' /lib/systemd/system/extbody-milter.service \
+[ -f /lib/systemd/system/extbodyd.service ] || fail "no unit"
+grep -q '^ExecStart=/usr/sbin/extbodyd' /lib/systemd/system/extbodyd.service \
   || fail "the unit does not name the installed daemon"
 
 echo "==> one message through the installed command"
@@ -174,12 +174,12 @@ if [ -x "$exim" ]; then
 fi
 
 echo "==> the unit as installed: --check-mta after the start, the metrics directory writable"
-unit=/lib/systemd/system/extbody-milter.service
-grep -q '^ExecStartPost=-+/usr/sbin/extbody-milter --check-mta postfix$' "$unit" || fail "the unit does not run --check-mta"
+unit=/lib/systemd/system/extbodyd.service
+grep -q '^ExecStartPost=-+/usr/sbin/extbodyd --check-mta postfix$' "$unit" || fail "the unit does not run --check-mta"
 grep -q '^ReadWritePaths=.* -/var/lib/prometheus/node-exporter' "$unit" \
   || fail "the unit does not let the daemon write /var/lib/prometheus/node-exporter"
-zgrep -q /var/lib/prometheus/node-exporter /usr/share/man/man8/extbody-milter.8.gz \
-  || fail "extbody-milter(8) does not name /var/lib/prometheus/node-exporter"
+zgrep -q /var/lib/prometheus/node-exporter /usr/share/man/man8/extbodyd.8.gz \
+  || fail "extbodyd(8) does not name /var/lib/prometheus/node-exporter"
 
 if [ -f "$top/examples/resolve-one.c" ]; then
   echo "==> examples/resolve-one.c against the installed libextbody-dev (pkg-config extbody-2)"
@@ -202,5 +202,5 @@ done
 
 # On a bare Debian 12 (the root tests/packaging/prepare-debroot.sh made), in
 # both orders, with the shipped Postfix snippet as it is
-echo "==> deb-orders.sh: extbody-milter before and after Postfix, on a bare Debian 12"
+echo "==> deb-orders.sh: extbodyd before and after Postfix, on a bare Debian 12"
 sh "$top/tests/packaging/deb-orders.sh" "$out"

@@ -6,7 +6,7 @@
 #
 # The package tests (tests/packaging/deb-orders.sh) install the .deb files built
 # from debian/ on a bare Debian 12, as a new administrator would, in both
-# orders: extbody-milter before Postfix and after it. They must not remove this
+# orders: extbodyd before Postfix and after it. They must not remove this
 # machine's own Postfix, and they may not use the network, so this script,
 # run at set-up time (it may use the network), makes a minimal Debian 12 root
 # with `debootstrap --variant=minbase bookworm` from this machine's own apt
@@ -19,7 +19,7 @@
 # downloads what a changed package list adds. Remove DIR to start afresh.
 set -eu
 root=${1:-/opt/extbody-test-debroot}
-# Postfix, and what libextbody2, extbody and extbody-milter depend on
+# Postfix, and what libextbody2, extbody and extbodyd depend on
 # (debian/control; the shared libraries dpkg-shlibdeps finds in the build)
 pkgs="postfix adduser libglib2.0-0 libgmime-3.0-0 libcurl4 libjson-glib-1.0-0
   libmilter1.0.1 libmicrohttpd12 libhiredis0.14 libssl3"

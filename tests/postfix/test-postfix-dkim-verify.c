@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-postfix-dkim-verify.c - signed incoming mail: where a DKIM verifier
- * goes in smtpd_milters next to extbody-milter resolving references, with a
+ * goes in smtpd_milters next to extbodyd resolving references, with a
  * real Postfix (a private instance on 127.0.0.1, tests/postfix/pf-peer.sh),
- * extbody-milter in resolve mode (data: references, fetching off) and
+ * extbodyd in resolve mode (data: references, fetching off) and
  * Debian's OpenDKIM in verify mode (Mode v, a private instance on a unix
  * socket, AuthservID mx.test.example, the public key given with its
  * documented test option TestPublicKeys: no DNS). The messages are signed
@@ -15,7 +15,7 @@
  *     gets the resolved message with the pass. The delivered message's own
  *     signature no longer verifies (its bh= is the hash of the body as sent,
  *     tests/postfix/dkim-check.py): a later verifier, a mail reader or a next
- *     hop, finds it broken, which extbody-milter(8) says;
+ *     hop, finds it broken, which extbodyd(8) says;
  *   - smtpd_milters = extbody, opendkim: OpenDKIM sees the body extbody
  *     resolved and reports dkim=fail for a signature that was good when the
  *     message arrived: what not to configure;
@@ -253,8 +253,8 @@ main (int argc, char **argv)
   const char *dkim_missing = mta_dkim_missing ();
   if (dkim_missing)
     test_skip_all (dkim_missing);
-  if (!g_getenv ("EXTBODY_MILTER"))
-    test_skip_all ("EXTBODY_MILTER is not set (run through ctest)");
+  if (!g_getenv ("EXTBODYD"))
+    test_skip_all ("EXTBODYD is not set (run through ctest)");
   struct passwd *pw = getpwnam ("nobody");
   if (!pw)
     test_skip_all ("no user nobody to run the milter as");
@@ -288,7 +288,7 @@ main (int argc, char **argv)
   g_autofree char *dkim_sock = g_build_filename (run, "dkim.sock", NULL);
   MtaDkim *opendkim = mta_dkim_start (dkim_dir, dkim_sock, dkim_conf_text);
 
-  /* extbody-milter resolving (the defaults: data: URLs, no fetching), as nobody */
+  /* extbodyd resolving (the defaults: data: URLs, no fetching), as nobody */
   g_autofree char *milter_conf = g_build_filename (dir, "milter.conf", NULL);
   g_assert_true (g_file_set_contents (milter_conf, "milter_umask = 000\n", -1, NULL));
   g_autofree char *milter_log = g_build_filename (dir, "milter.log", NULL);

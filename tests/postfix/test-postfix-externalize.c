@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-postfix-externalize.c - extbody-milter in externalize mode
+/* test-postfix-externalize.c - extbodyd in externalize mode
  * (milter_mode = externalize) behind a real Postfix (a private instance on
  * 127.0.0.1, tests/postfix/pf-peer.sh), with a directory store served by a
  * private nginx on 127.0.0.1 (test_nginx_start):
@@ -496,7 +496,7 @@ test_dkim_before_externalize (void)
   g_assert_nonnull (strstr (out, "\nverify=fail\n"));
 }
 
-/* Start extbody-milter as nobody on the socket @run/@name.sock with the
+/* Start extbodyd as nobody on the socket @run/@name.sock with the
  * configuration @conf_text, written to a root-only file. */
 static MtaMilter *
 milter_start (const char *name, const char *run, const char *conf_text)
@@ -561,8 +561,8 @@ main (int argc, char **argv)
     test_skip_all ("nginx is not installed (apt-get install nginx-light)");
   if (!g_file_test ("/usr/bin/python3", G_FILE_TEST_IS_EXECUTABLE))
     test_skip_all ("/usr/bin/python3 is not installed");
-  if (!g_getenv ("EXTBODY_MILTER") || !g_getenv ("EXTBODY"))
-    test_skip_all ("EXTBODY_MILTER and EXTBODY are not set (run through ctest)");
+  if (!g_getenv ("EXTBODYD") || !g_getenv ("EXTBODY"))
+    test_skip_all ("EXTBODYD and EXTBODY are not set (run through ctest)");
   struct passwd *pw = getpwnam ("nobody");
   if (!pw)
     test_skip_all ("no user nobody to run the milter as");
@@ -622,7 +622,7 @@ main (int argc, char **argv)
       dav);
     m_dav = milter_start ("milter-dav", run, conf_dav);
   }
-  /* OpenDKIM, and an extbody-milter of its own (own store, from 100K) to
+  /* OpenDKIM, and an extbodyd of its own (own store, from 100K) to
    * list before or after it */
   MtaDkim *opendkim = dkim_start (run);
   MtaMilter *m_dk = NULL;

@@ -292,8 +292,8 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   mta_postfix_require ();
-  if (!g_getenv ("EXTBODY_MILTER") || !g_getenv ("EXTBODY"))
-    test_skip_all ("EXTBODY_MILTER and EXTBODY are not set (run through ctest)");
+  if (!g_getenv ("EXTBODYD") || !g_getenv ("EXTBODY"))
+    test_skip_all ("EXTBODYD and EXTBODY are not set (run through ctest)");
   g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);
   if (test_sh ("unshare --mount --propagation private true >/dev/null 2>&1", NULL) != 0)
     test_skip_all ("unshare --mount does not work here (a private /etc/postfix is needed)");

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-postfix-lifecycle.c - extbody-milter's reload and stop behind a real
+/* test-postfix-lifecycle.c - extbodyd's reload and stop behind a real
  * Postfix (a private instance on 127.0.0.1, tests/postfix/pf-peer.sh, with
  * milter_default_action = tempfail), with mail in flight: messages whose
  * reference waits at a gate of the test's HTTP server (httpd.py /hold) are
@@ -484,8 +484,8 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   mta_postfix_require ();
-  if (!g_getenv ("EXTBODY_MILTER"))
-    test_skip_all ("EXTBODY_MILTER is not set (run through ctest)");
+  if (!g_getenv ("EXTBODYD"))
+    test_skip_all ("EXTBODYD is not set (run through ctest)");
   g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);
   dir = g_dir_make_tmp ("extbody-pflife-XXXXXX", NULL);
   g_assert_nonnull (dir);

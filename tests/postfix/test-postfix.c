@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-postfix.c - extbody-milter behind a real Postfix (a private instance on
+/* test-postfix.c - extbodyd behind a real Postfix (a private instance on
  * 127.0.0.1 under a temporary directory, tests/postfix/pf-peer.sh), delivering
  * to a Maildir: data: and http references arrive resolved, mail without
  * references arrives byte for byte as sent, a reference that never answers
@@ -505,8 +505,8 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   mta_postfix_require ();
-  if (!g_getenv ("EXTBODY_MILTER") || !g_getenv ("EXTBODY"))
-    test_skip_all ("EXTBODY_MILTER and EXTBODY are not set (run through ctest)");
+  if (!g_getenv ("EXTBODYD") || !g_getenv ("EXTBODY"))
+    test_skip_all ("EXTBODYD and EXTBODY are not set (run through ctest)");
   g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);
   dir = g_dir_make_tmp ("extbody-pf-XXXXXX", NULL);
   g_assert_nonnull (dir);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-redis-pool.c - a pool of extbody-milter instances sharing one Redis,
+/* test-redis-pool.c - a pool of extbodyd instances sharing one Redis,
  * each behind its own private Postfix on 127.0.0.1 (tests/postfix/pf-peer.sh,
  * milter_default_action = tempfail), the real parts end to end: a
  * redis-server the test starts (test_redis_*, no persistence), the loopback
@@ -720,8 +720,8 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   mta_postfix_require ();
-  if (!g_getenv ("EXTBODY_MILTER"))
-    test_skip_all ("EXTBODY_MILTER is not set (run through ctest)");
+  if (!g_getenv ("EXTBODYD"))
+    test_skip_all ("EXTBODYD is not set (run through ctest)");
   if (!g_file_test ("/usr/bin/redis-server", G_FILE_TEST_IS_EXECUTABLE))
     test_skip_all ("redis-server is not installed (apt-get install redis-server)");
   g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);

@@ -15,7 +15,7 @@
 
 #include <extbody/extbody.h>
 
-#include "milter.h"
+#include "daemon.h"
 
 /* ---- blocking callbacks and libmilter's worker pool ----------------------------
  *
@@ -182,7 +182,7 @@ body_stream (const Msg *m, const EbPlan *result, gsize len, int *out_fd)
     grows += eb_plan_get_ref_size (result, i);
   if (m->fd >= 0 || len + grows > spill) {
     g_autofree char *opath = NULL;
-    int fd = g_file_open_tmp ("extbody-milter-XXXXXX", &opath, NULL);
+    int fd = g_file_open_tmp ("extbodyd-XXXXXX", &opath, NULL);
     if (fd >= 0) {
       g_unlink (opath);
       *out_fd = fd;

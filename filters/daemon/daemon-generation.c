@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* milter-generation.c - configuration generations: load, reference, install, reload */
+/* daemon-generation.c - configuration generations: load, reference, install, reload */
 #include <string.h>
 #include <sysexits.h>
 
 #include <extbody/extbody.h>
 
-#include "milter.h"
+#include "daemon.h"
 
 static GMutex gen_lock;
 static Gen   *gen_current;
 
 void
-milter_generation_unref (Gen *g)
+daemon_generation_unref (Gen *g)
 {
   if (!g || !g_atomic_int_dec_and_test (&g->refs))
     return;
@@ -22,7 +22,7 @@ milter_generation_unref (Gen *g)
 }
 
 Gen *
-milter_generation_ref (Gen *g)
+daemon_generation_ref (Gen *g)
 {
   g_atomic_int_inc (&g->refs);
   return g;
@@ -30,23 +30,23 @@ milter_generation_ref (Gen *g)
 
 /* Returns: (transfer full): the generation in force. */
 Gen *
-milter_generation_get (void)
+daemon_generation_get (void)
 {
   g_mutex_lock (&gen_lock);
-  Gen *g = milter_generation_ref (gen_current);
+  Gen *g = daemon_generation_ref (gen_current);
   g_mutex_unlock (&gen_lock);
   return g;
 }
 
 /* Make @g (transfer full) the generation in force. */
 void
-milter_generation_install (Gen *g)
+daemon_generation_install (Gen *g)
 {
   g_mutex_lock (&gen_lock);
   Gen *old = gen_current;
   gen_current = g;
   g_mutex_unlock (&gen_lock);
-  milter_generation_unref (old);
+  daemon_generation_unref (old);
 }
   const char        *config;   /* -c, or NULL for the default path */
 /* Load the configuration as the daemon reads it: the file, every -o, every
@@ -55,7 +55,7 @@ milter_generation_install (Gen *g)
  * Returns: (transfer full) (nullable): the generation, or NULL with @error
  * and the exit status in @status. */
 Gen *
-milter_generation_load (const ConfigArgs *a, int *status, GError **error)
+daemon_generation_load (const ConfigArgs *a, int *status, GError **error)
 {
   g_autoptr (EbConfig) config = eb_config_new ();
   const char *path = a->config ? a->config : EB_CONFIG_DEFAULT_PATH;
@@ -99,17 +99,17 @@ milter_generation_load (const ConfigArgs *a, int *status, GError **error)
 }
 
 void
-milter_generation_reload (Life *life, const char *signame)
+daemon_generation_reload (Life *life, const char *signame)
 {
   g_autoptr (GError) error = NULL;
   int status = 0;
-  Gen *g = milter_generation_load (&life->args, &status, &error);
+  Gen *g = daemon_generation_load (&life->args, &status, &error);
   if (!g) {
     log_line (LOG_ERR, "%s: reload failed: %s; keeping the old configuration", signame, error->message);
     return;
   }
   const char *path = life->args.config ? life->args.config : EB_CONFIG_DEFAULT_PATH;
-  g_autoptr (Gen) old = milter_generation_get ();
+  g_autoptr (Gen) old = daemon_generation_get ();
   if (strcmp (eb_config_get_string (old->config, "milter_socket"), eb_config_get_string (g->config, "milter_socket")) != 0)
     log_line (LOG_WARNING, "%s: milter_socket is now %s: the daemon listens on %s until it is restarted",
               signame, eb_config_get_string (g->config, "milter_socket"), eb_config_get_string (old->config, "milter_socket"));
@@ -124,7 +124,7 @@ milter_generation_reload (Life *life, const char *signame)
       || eb_config_get_uint64 (old->config, "dovecot_timeout") != eb_config_get_uint64 (g->config, "dovecot_timeout"))
     log_line (LOG_WARNING, "%s: dovecot_filter_socket, dovecot_max_connections and dovecot_timeout stay as they were "
               "at start until the daemon is restarted", signame);
-  milter_generation_install (g);
+  daemon_generation_install (g);
   log_line (LOG_INFO, "%s: reloaded configuration from %s%s", signame, path,
             g->store ? " (milter_mode = externalize)"
             : eb_config_get_boolean (g->config, "fetch") ? "" : " (fetch = off)");

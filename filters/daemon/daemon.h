@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* milter.h - extbody-milter's internal header: the stages, their shared types and state.
+/* daemon.h - extbodyd's internal header: the stages, their shared types and state.
  *
- * extbody-milter - resolve message/external-body references inside the MTA
+ * extbodyd - resolve message/external-body references inside the MTA
  * (libmilter content filter for Postfix and Sendmail).
  *
  * Per connection: a Conn in the private data pointer; per message: the message
@@ -30,10 +30,10 @@
  *
  * The daemon is split by stage, each in a file of its own:
  *
- *   milter-main.c        start-up and lifecycle: the options, the socket,
+ *   daemon-main.c        start-up and lifecycle: the options, the socket,
  *                        detaching, the signals, the metrics_file, the stop
  *                        and its drain of the messages in flight
- *   milter-generation.c  configuration generations (Gen): loaded at start and
+ *   daemon-generation.c  configuration generations (Gen): loaded at start and
  *                        on SIGHUP, referenced by each message
  *   milter-session.c     libmilter's session callbacks, the per-connection
  *                        (Conn) and per-message (Msg) state, the end of
@@ -42,20 +42,20 @@
  *                        and rewrite (milter_worker_rewrite) while the kick
  *                        thread keeps libmilter's worker pool serving others
  *   milter-check.c       --check-mta
- *   milter-http.c        the HTTP listener (http_socket): the same plans for
+ *   daemon-http.c        the HTTP listener (http_socket): the same plans for
  *                        extbodyc, Exim and scripts, one request per thread
- *   milter-dovecot.c     the listener for Dovecot's program-client protocol
+ *   daemon-dovecot.c     the listener for Dovecot's program-client protocol
  *                        (dovecot_filter_socket): Pigeonhole's filter command
  *                        without a process per message, one thread per
  *                        connection
  *
- * A message flows through them thus: milter-main.c registers the callbacks
+ * A message flows through them thus: daemon-main.c registers the callbacks
  * (milter_session_desc) and serves; at MAIL FROM milter-session.c counts the
  * message in flight (milter_session_in_flight, refused once stopping is set) and takes a
- * reference to the generation in force (milter_generation_get); the headers
+ * reference to the generation in force (daemon_generation_get); the headers
  * and body are collected into the Msg; at end of message the session runs its
  * steps, the rewrite through milter_worker_rewrite, and sends the changes; the
- * message's generation is released with it. The stop (milter-main.c) sets
+ * message's generation is released with it. The stop (daemon-main.c) sets
  * stopping and waits for milter_session_in_flight to reach 0.
  */
 #ifndef MILTER_H
@@ -88,12 +88,12 @@ typedef struct {
   EbFetcher *fetcher;       /* NULL when fetch = off */
   EbStore   *store;         /* milter_mode = externalize: where parts go; else NULL */
 } Gen;
-void milter_generation_unref (Gen *g);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (Gen, milter_generation_unref)
+void daemon_generation_unref (Gen *g);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Gen, daemon_generation_unref)
 
-Gen *milter_generation_ref (Gen *g);
-Gen *milter_generation_get (void);
-void milter_generation_install (Gen *g);
+Gen *daemon_generation_ref (Gen *g);
+Gen *daemon_generation_get (void);
+void daemon_generation_install (Gen *g);
 
 typedef struct {
   Gen        *gen;          /* the configuration of this message */
@@ -131,8 +131,8 @@ typedef struct {
   const char  *pidfile;    /* written by us, or NULL */
 } Life;
 
-Gen *milter_generation_load (const ConfigArgs *a, int *status, GError **error);
-void milter_generation_reload (Life *life, const char *signame);
+Gen *daemon_generation_load (const ConfigArgs *a, int *status, GError **error);
+void daemon_generation_reload (Life *life, const char *signame);
 
 /* ---- milter-session.c ---------------------------------------------------- */
 
@@ -147,7 +147,7 @@ extern struct smfiDesc milter_session_desc;
 
 /* ---- milter-worker.c ----------------------------------------------------- */
 
-/* the kick thread and the address it connects to (milter-main.c starts and
+/* the kick thread and the address it connects to (daemon-main.c starts and
  * stops the thread, and changes the address when the daemon stops) */
 extern GMutex   milter_worker_kick_lock;
 extern GCond    milter_worker_kick_cond;
@@ -165,35 +165,35 @@ gboolean milter_worker_rewrite (SMFICTX *ctx, const Gen *gen, const Msg *m, cons
                                 GOutputStream **out, int *out_fd, EbPlan **result,
                                 GError **error);
 
-/* ---- milter-http.c ------------------------------------------------------- */
+/* ---- daemon-http.c ------------------------------------------------------- */
 
 /* The HTTP listener (http_socket; nothing when it is empty): bound at start
- * (milter_http_open, before privileges go), served once the daemon has
- * detached (milter_http_start, signals blocked), and at the stop closed to
- * new connections (milter_http_quiesce) while milter_http_in_flight requests
- * finish, then ended (milter_http_stop). */
-gboolean milter_http_open (const EbConfig *config, const char *user, GError **error);
-gboolean milter_http_start (const EbConfig *config, GError **error);
-void milter_http_quiesce (void);
-guint milter_http_in_flight (void);
-void milter_http_stop (void);
+ * (daemon_http_open, before privileges go), served once the daemon has
+ * detached (daemon_http_start, signals blocked), and at the stop closed to
+ * new connections (daemon_http_quiesce) while daemon_http_in_flight requests
+ * finish, then ended (daemon_http_stop). */
+gboolean daemon_http_open (const EbConfig *config, const char *user, GError **error);
+gboolean daemon_http_start (const EbConfig *config, GError **error);
+void daemon_http_quiesce (void);
+guint daemon_http_in_flight (void);
+void daemon_http_stop (void);
 
-/* ---- milter-dovecot.c ---------------------------------------------------- */
+/* ---- daemon-dovecot.c ---------------------------------------------------- */
 
 /* The listener for Dovecot's program-client protocol (dovecot_filter_socket;
  * nothing when it is empty), with the HTTP listener's lifecycle: bound at
- * start (milter_dovecot_open), served once detached (milter_dovecot_start),
- * closed to new connections at the stop (milter_dovecot_quiesce) while
- * milter_dovecot_in_flight connections finish, then ended
- * (milter_dovecot_stop). */
-gboolean milter_dovecot_open (const EbConfig *config, const char *user, GError **error);
-gboolean milter_dovecot_start (const EbConfig *config, GError **error);
-void milter_dovecot_quiesce (void);
-guint milter_dovecot_in_flight (void);
-void milter_dovecot_stop (void);
+ * start (daemon_dovecot_open), served once detached (daemon_dovecot_start),
+ * closed to new connections at the stop (daemon_dovecot_quiesce) while
+ * daemon_dovecot_in_flight connections finish, then ended
+ * (daemon_dovecot_stop). */
+gboolean daemon_dovecot_open (const EbConfig *config, const char *user, GError **error);
+gboolean daemon_dovecot_start (const EbConfig *config, GError **error);
+void daemon_dovecot_quiesce (void);
+guint daemon_dovecot_in_flight (void);
+void daemon_dovecot_stop (void);
 
-/* ---- milter-main.c ------------------------------------------------------- */
+/* ---- daemon-main.c ------------------------------------------------------- */
 
-extern EbStats *milter_main_stats;   /* every message planned, for the summary at exit */
+extern EbStats *daemon_main_stats;   /* every message planned, for the summary at exit */
 
 #endif /* MILTER_H */

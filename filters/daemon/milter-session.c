@@ -8,7 +8,7 @@
 
 #include <extbody/extbody.h>
 
-#include "milter.h"
+#include "daemon.h"
 
 /* Messages between MAIL FROM and their end (SIGTERM lets them finish), and
  * the stop: once set, a new message is refused with a temporary failure. */
@@ -42,7 +42,7 @@ msg_free (Msg *m)
   if (m->fd >= 0)
     close (m->fd);
   if (m->gen) {
-    milter_generation_unref (m->gen);
+    daemon_generation_unref (m->gen);
     g_atomic_int_add (&milter_session_in_flight, -1);
   }
   g_free (m);
@@ -56,7 +56,7 @@ msg_append (Msg *m, const void *p, gsize n)
     return;
   if (m->fd < 0 && m->mem->len + n > eb_config_get_uint64 (m->gen->config, "milter_spill_size")) {
     g_autofree char *path = NULL;
-    m->fd = g_file_open_tmp ("extbody-milter-XXXXXX", &path, NULL);
+    m->fd = g_file_open_tmp ("extbodyd-XXXXXX", &path, NULL);
     if (m->fd < 0) {
       m->failed = TRUE;
       return;
@@ -163,11 +163,11 @@ cb_envfrom (SMFICTX *ctx, char **argv)
   if (g_atomic_int_get (&milter_session_stopping)) {
     g_atomic_int_add (&milter_session_in_flight, -1);
     g_atomic_int_inc (&milter_session_refused);
-    smfi_setreply (ctx, "451", "4.3.2", "extbody-milter is stopping, try again later");
+    smfi_setreply (ctx, "451", "4.3.2", "extbodyd is stopping, try again later");
     return SMFIS_TEMPFAIL;
   }
   c->msg = g_new0 (Msg, 1);
-  c->msg->gen = milter_generation_get ();
+  c->msg->gen = daemon_generation_get ();
   c->msg->mem = g_byte_array_new ();
   c->msg->fd = -1;
   return SMFIS_CONTINUE;
@@ -393,7 +393,7 @@ eom_clear (Eom *e)
   g_clear_pointer (&e->out_map, g_mapped_file_unref);
   g_clear_object (&e->out);
   g_clear_pointer (&e->mapped, g_mapped_file_unref);
-  g_clear_pointer (&e->gen, milter_generation_unref);
+  g_clear_pointer (&e->gen, daemon_generation_unref);
 }
 
 /* The message is passed unchanged but for its trace fields, with @status. */
@@ -442,8 +442,8 @@ eom_rewrite (Eom *e)
     log_line (LOG_ERR, "%s: %s", queue_id (e->ctx), error->message);
     return eom_unchanged (e, on_error_status (e->m));
   }
-  eb_stats_add_result (milter_main_stats, e->result);
-  eb_stats_add_bytes (milter_main_stats, e->len);
+  eb_stats_add_result (daemon_main_stats, e->result);
+  eb_stats_add_bytes (daemon_main_stats, e->len);
   guint n = eb_plan_get_n_refs (e->result);
   EbReason reason = eb_plan_get_reason (e->result);
   if (n || reason != EB_REASON_RESOLVED) {
@@ -514,7 +514,7 @@ eom_send (Eom *e)
 {
   e->status = mods_send (e->ctx, e->mods, e->body, e->body_len, SMFIS_CONTINUE);
   if (e->status == SMFIS_CONTINUE)
-    eb_stats_add_changed (milter_main_stats, 1);
+    eb_stats_add_changed (daemon_main_stats, 1);
 }
 
 static sfsistat
@@ -525,7 +525,7 @@ cb_eom (SMFICTX *ctx)
     return SMFIS_CONTINUE;
   /* the message's configuration outlives it (msg_done) to eom_clear, where
    * the rewrite result goes */
-  Eom e = { .ctx = ctx, .m = c->msg, .gen = milter_generation_ref (c->msg->gen), .status = SMFIS_CONTINUE, .out_fd = -1 };
+  Eom e = { .ctx = ctx, .m = c->msg, .gen = daemon_generation_ref (c->msg->gen), .status = SMFIS_CONTINUE, .out_fd = -1 };
   if (eom_input (&e) && eom_rewrite (&e) && eom_new_body (&e) && eom_mods (&e))
     eom_send (&e);
   msg_done (ctx);
@@ -556,7 +556,7 @@ cb_close (SMFICTX *ctx)
 }
 
 struct smfiDesc milter_session_desc = {
-  "extbody-milter", SMFI_VERSION,
+  "extbodyd", SMFI_VERSION,
   SMFIF_CHGBODY | SMFIF_CHGHDRS | SMFIF_ADDHDRS,
   NULL,            /* connect */
   NULL,            /* helo */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* milter-http.c - the daemon's HTTP/1.1 listener (http_socket): POST /rewrite, /inspect, /externalize, GET /metrics
+/* daemon-http.c - the daemon's HTTP/1.1 listener (http_socket): POST /rewrite, /inspect, /externalize, GET /metrics
  *
  * Exim, Postfix's pipe and scripts reach the warm engine through it (extbodyc)
  * instead of starting a process per message. libmicrohttpd serves each
@@ -35,7 +35,7 @@
 
 #include <extbody/extbody.h>
 
-#include "milter.h"
+#include "daemon.h"
 
 typedef enum { EP_NONE, EP_REWRITE, EP_INSPECT, EP_EXTERNALIZE, EP_METRICS } Endpoint;
 
@@ -142,7 +142,7 @@ open_inet (const char *spec)
  * the daemon starts as root; a unix socket's file is given to @user (-u).
  * Returns: FALSE with @error when it cannot. */
 gboolean
-milter_http_open (const EbConfig *config, const char *user, GError **error)
+daemon_http_open (const EbConfig *config, const char *user, GError **error)
 {
   const char *spec = eb_config_get_string (config, "http_socket");
   if (!spec || !*spec)
@@ -176,7 +176,7 @@ milter_http_open (const EbConfig *config, const char *user, GError **error)
 static void
 req_free (Req *r)
 {
-  milter_generation_unref (r->gen);
+  daemon_generation_unref (r->gen);
   if (r->body)
     g_byte_array_unref (r->body);
   g_free (r->method);
@@ -235,6 +235,24 @@ reply_error (struct MHD_Connection *conn, Req *r, guint status, const char *form
                 status == MHD_HTTP_METHOD_NOT_ALLOWED ? allow : NULL);
 }
 
+/* While a request's fetches run: the drain's end, or the client gone (its
+ * end of the connection read as closed, as nginx takes it: 499), stops them. */
+typedef struct {
+  int  fd;          /* the connection */
+  gint cancelled;
+} Waiting;
+
+/* About once a second while fetches run (eb_fetch_set_thread_progress). */
+static void
+progress_cb (gpointer data)
+{
+  Waiting *w = data;
+  char c;
+  if (g_atomic_int_get (&http_cancel)
+      || (w->fd >= 0 && recv (w->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0))
+    g_atomic_int_set (&w->cancelled, 1);
+}
+
 /* POST /rewrite and /externalize: the bytes `extbody rewrite --filter` (or
  * `extbody externalize --filter`) writes for the message, counted and logged
  * as the milter's messages are. */
@@ -255,17 +273,27 @@ answer_rewrite (struct MHD_Connection *conn, Req *r)
     EbRewriteFlags flags = EB_REWRITE_FILTER_FIELD;
     if (eb_config_get_boolean (config, "strip_trace_fields"))
       flags |= EB_REWRITE_STRIP_TRACE;
-    /* the drain's end cuts the fetches off, as the milter's at its stop */
-    eb_fetch_set_thread_cancel (&http_cancel);
+    /* the drain's end cuts the fetches off, as the milter's at its stop;
+     * so does the client's going away */
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info (conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    Waiting w = { ci ? ci->connect_fd : -1, 0 };
+    eb_fetch_set_thread_progress (progress_cb, &w);
+    eb_fetch_set_thread_cancel (&w.cancelled);
     ok = eb_rewrite (buf, len, config, r->gen->fetcher, flags, out, &plan, &error);
     eb_fetch_set_thread_cancel (NULL);
+    eb_fetch_set_thread_progress (NULL, NULL);
+    if (ok && g_atomic_int_get (&w.cancelled) && !g_atomic_int_get (&http_cancel)) {
+      /* nobody to answer: logged, not counted as a message */
+      log_line (LOG_INFO, "http: POST %s: the client closed the connection: the fetches were cancelled", r->path);
+      return reply_error (conn, r, 499, "the client closed the connection");
+    }
   }
   if (!ok || !g_output_stream_close (out, NULL, &error))
     return reply_error (conn, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot write the message: %s", error->message);
-  eb_stats_add_result (milter_main_stats, plan);
-  eb_stats_add_bytes (milter_main_stats, len);
+  eb_stats_add_result (daemon_main_stats, plan);
+  eb_stats_add_bytes (daemon_main_stats, len);
   if (eb_plan_get_changed (plan))
-    eb_stats_add_changed (milter_main_stats, 1);
+    eb_stats_add_changed (daemon_main_stats, 1);
   if (eb_plan_get_n_refs (plan) || eb_plan_get_reason (plan) != EB_REASON_RESOLVED) {
     g_autofree char *mid = eb_plan_get_message_id (plan);
     eb_log_message (NULL, mid, plan);
@@ -350,7 +378,7 @@ answer_header (struct MHD_Connection *conn, Req *r)
     return reply_error (conn, r, MHD_HTTP_METHOD_NOT_ALLOWED, "%s takes %s only", r->path,
                         r->ep == EP_METRICS ? "GET" : "POST");
   if (r->ep == EP_METRICS) {
-    char *text = eb_metrics_format_prometheus (milter_main_stats);
+    char *text = eb_metrics_format_prometheus (daemon_main_stats);
     return reply (conn, r, MHD_HTTP_OK, "text/plain; version=0.0.4", text, strlen (text), FALSE, NULL);
   }
   const char *cl = MHD_lookup_connection_value (conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -379,7 +407,7 @@ http_answer (void *cls, struct MHD_Connection *conn, const char *url, const char
   Req *r = *con_cls;
   if (!r) {
     r = g_new0 (Req, 1);
-    r->gen = milter_generation_get ();
+    r->gen = daemon_generation_get ();
     r->method = g_strdup (method);
     r->path = g_strdup (url);
     *con_cls = r;
@@ -436,10 +464,10 @@ http_mhd_log (void *cls, const char *format, va_list ap)
 
 /* ---- lifecycle ---------------------------------------------------------------- */
 
-/* Serve the socket milter_http_open bound (nothing when none), on threads
+/* Serve the socket daemon_http_open bound (nothing when none), on threads
  * that take none of the signals (the caller blocks them). */
 gboolean
-milter_http_start (const EbConfig *config, GError **error)
+daemon_http_start (const EbConfig *config, GError **error)
 {
   if (http_fd < 0)
     return TRUE;
@@ -469,7 +497,7 @@ milter_http_start (const EbConfig *config, GError **error)
 /* Take no connection any more (a unix socket's file goes, when it is still
  * ours); requests on connections already open are answered 503. */
 void
-milter_http_quiesce (void)
+daemon_http_quiesce (void)
 {
   g_atomic_int_set (&http_stopping, 1);
   int fd = http_daemon ? MHD_quiesce_daemon (http_daemon) : http_fd;
@@ -485,7 +513,7 @@ milter_http_quiesce (void)
 
 /* HTTP requests begun and not ended. */
 guint
-milter_http_in_flight (void)
+daemon_http_in_flight (void)
 {
   return (guint) g_atomic_int_get (&http_in_flight);
 }
@@ -493,9 +521,9 @@ milter_http_in_flight (void)
 /* The end: fetches in flight are cut off, every connection closed, every
  * thread joined. Safe to call twice. */
 void
-milter_http_stop (void)
+daemon_http_stop (void)
 {
-  milter_http_quiesce ();
+  daemon_http_quiesce ();
   g_atomic_int_set (&http_cancel, 1);
   if (http_daemon)
     MHD_stop_daemon (http_daemon);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* milter-check.h - extbody-milter --check-mta USER: reach the daemon's socket
+/* milter-check.h - extbodyd --check-mta USER: reach the daemon's socket
  * as the mail server would, and say in one line what is wrong.
  *
- * `extbody-milter -n` checks the configuration; this checks the path mail
+ * `extbodyd -n` checks the configuration; this checks the path mail
  * takes: as USER (the MTA's user: postfix for Postfix, smmsp or root for
  * Sendmail), with USER's groups, connect to the socket the configuration
  * names and negotiate the milter protocol (OPTNEG) as an MTA does. For the

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* milter-dovecot.c - the daemon's listener for Dovecot's program-client protocol (dovecot_filter_socket)
+/* daemon-dovecot.c - the daemon's listener for Dovecot's program-client protocol (dovecot_filter_socket)
  *
  * Pigeonhole's Sieve filter command (vnd.dovecot.filter) with
  * sieve_filter_socket_dir connects to a unix socket named after the program
@@ -46,7 +46,7 @@
 
 #include <extbody/extbody.h>
 
-#include "milter.h"
+#include "daemon.h"
 
 /* the protocol's header (version, environment, arguments) is read up to
  * this many bytes; Pigeonhole's is far shorter */
@@ -128,7 +128,7 @@ dc_bind (const char *path, const EbConfig *config, GError **error)
  * root when the daemon starts as root; its file is given to @user (-u).
  * Returns: FALSE with @error when it cannot. */
 gboolean
-milter_dovecot_open (const EbConfig *config, const char *user, GError **error)
+daemon_dovecot_open (const EbConfig *config, const char *user, GError **error)
 {
   const char *path = eb_config_get_string (config, "dovecot_filter_socket");
   if (!path || !*path)
@@ -260,10 +260,10 @@ dc_filter (DcConn *c)
     c->why = "the plan failed";
     return FALSE;
   }
-  eb_stats_add_result (milter_main_stats, plan);
-  eb_stats_add_bytes (milter_main_stats, c->in->len);
+  eb_stats_add_result (daemon_main_stats, plan);
+  eb_stats_add_bytes (daemon_main_stats, c->in->len);
   if (eb_plan_get_changed (plan))
-    eb_stats_add_changed (milter_main_stats, 1);
+    eb_stats_add_changed (daemon_main_stats, 1);
   if (eb_plan_get_n_refs (plan) || eb_plan_get_reason (plan) != EB_REASON_RESOLVED) {
     g_autofree char *mid = eb_plan_get_message_id (plan);
     eb_log_message (NULL, mid, plan);
@@ -293,7 +293,7 @@ dc_serve (DcConn *c)
     ok = FALSE;
   }
   if (ok) {
-    c->gen = milter_generation_get ();
+    c->gen = daemon_generation_get ();
     ok = dc_read_message (c);
   }
   if (ok && c->too_large) {
@@ -328,7 +328,7 @@ dc_run (gpointer data)
   g_cond_broadcast (&dc_cond);
   g_mutex_unlock (&dc_lock);
   if (c->gen)
-    milter_generation_unref (c->gen);
+    daemon_generation_unref (c->gen);
   g_byte_array_unref (c->in);
   g_free (c);
   return NULL;
@@ -387,10 +387,10 @@ dc_accept_run (gpointer data)
   return NULL;
 }
 
-/* Serve the socket milter_dovecot_open bound (nothing when none), on threads
+/* Serve the socket daemon_dovecot_open bound (nothing when none), on threads
  * that take none of the signals (the caller blocks them). */
 gboolean
-milter_dovecot_start (const EbConfig *config, GError **error)
+daemon_dovecot_start (const EbConfig *config, GError **error)
 {
   (void) config;
   if (dc_fd < 0)
@@ -405,7 +405,7 @@ milter_dovecot_start (const EbConfig *config, GError **error)
  * goes (when it is still ours); a message on a connection already open is
  * answered "-". */
 void
-milter_dovecot_quiesce (void)
+daemon_dovecot_quiesce (void)
 {
   g_atomic_int_set (&dc_stopping, 1);
   g_mutex_lock (&dc_lock);
@@ -428,7 +428,7 @@ milter_dovecot_quiesce (void)
 
 /* Connections being served. */
 guint
-milter_dovecot_in_flight (void)
+daemon_dovecot_in_flight (void)
 {
   g_mutex_lock (&dc_lock);
   guint n = dc_conns;
@@ -439,9 +439,9 @@ milter_dovecot_in_flight (void)
 /* The end: fetches in flight are cut off, every connection shut down, and
  * their threads waited for. Safe to call twice. */
 void
-milter_dovecot_stop (void)
+daemon_dovecot_stop (void)
 {
-  milter_dovecot_quiesce ();
+  daemon_dovecot_quiesce ();
   g_atomic_int_set (&dc_cancel, 1);
   g_mutex_lock (&dc_lock);
   for (GSList *l = dc_open; l; l = l->next)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* milter-main.c - extbody-milter's start-up and lifecycle: options, socket, daemon, signals, stop */
+/* daemon-main.c - extbodyd's start-up and lifecycle: options, socket, daemon, signals, stop */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -26,9 +26,9 @@
 #include <extbody/extbody.h>
 
 #include "milter-check.h"
-#include "milter.h"
+#include "daemon.h"
 
-EbStats *milter_main_stats;   /* every message planned, for the summary at exit */
+EbStats *daemon_main_stats;   /* every message planned, for the summary at exit */
 
 /* ---- main ------------------------------------------------------------------ */
 
@@ -309,11 +309,11 @@ static int
 stop (Life *life, const char *signame)
 {
   gint64 t0 = g_get_monotonic_time ();
-  g_autoptr (Gen) gen = milter_generation_get ();
+  g_autoptr (Gen) gen = daemon_generation_get ();
   gint64 deadline = t0 + (gint64) eb_config_get_uint64 (gen->config, "milter_stop_timeout") * G_USEC_PER_SEC;
   g_atomic_int_set (&milter_session_stopping, 1);
   guint n = (guint) g_atomic_int_get (&milter_session_in_flight);
-  guint nh = milter_http_in_flight (), nd = milter_dovecot_in_flight ();
+  guint nh = daemon_http_in_flight (), nd = daemon_dovecot_in_flight ();
   if (nh)
     log_line (LOG_INFO, "%s: stopping: %u message%s in flight, %u HTTP request%s in flight", signame, n,
               plural (n), nh, plural (nh));
@@ -322,12 +322,12 @@ stop (Life *life, const char *signame)
   if (nd)
     log_line (LOG_INFO, "%s: stopping: %u Dovecot filter connection%s in flight", signame, nd, plural (nd));
   listener_retire (life);
-  milter_http_quiesce ();
-  milter_dovecot_quiesce ();
+  daemon_http_quiesce ();
+  daemon_dovecot_quiesce ();
   gboolean milter_ended = FALSE, hurry = FALSE;
   while (!milter_ended && !hurry
-         && (g_atomic_int_get (&milter_session_in_flight) > 0 || milter_http_in_flight () > 0
-             || milter_dovecot_in_flight () > 0)) {
+         && (g_atomic_int_get (&milter_session_in_flight) > 0 || daemon_http_in_flight () > 0
+             || daemon_dovecot_in_flight () > 0)) {
     gint64 left = (deadline - g_get_monotonic_time ()) / 1000;
     if (left <= 0)
       break;
@@ -346,16 +346,16 @@ stop (Life *life, const char *signame)
   if (n && !hurry && !milter_ended)
     log_line (LOG_WARNING, "stopping: %u message%s still in flight after milter_stop_timeout (%u s) cut off",
               n, plural (n), (guint) eb_config_get_uint64 (gen->config, "milter_stop_timeout"));
-  nh = milter_http_in_flight ();
+  nh = daemon_http_in_flight ();
   if (nh && !hurry && !milter_ended)
     log_line (LOG_WARNING, "stopping: %u HTTP request%s still in flight after milter_stop_timeout (%u s) cut off",
               nh, plural (nh), (guint) eb_config_get_uint64 (gen->config, "milter_stop_timeout"));
-  nd = milter_dovecot_in_flight ();
+  nd = daemon_dovecot_in_flight ();
   if (nd && !hurry && !milter_ended)
     log_line (LOG_WARNING, "stopping: %u Dovecot filter connection%s still in flight after milter_stop_timeout (%u s) "
               "cut off", nd, plural (nd), (guint) eb_config_get_uint64 (gen->config, "milter_stop_timeout"));
-  milter_http_stop ();
-  milter_dovecot_stop ();
+  daemon_http_stop ();
+  daemon_dovecot_stop ();
   if (!milter_ended) {
     /* libmilter's listener notices the stop when its wait for a connection
      * ends: a kick ends it */
@@ -390,12 +390,12 @@ static char *metrics_failure;
 static void
 metrics_write (void)
 {
-  g_autoptr (Gen) gen = milter_generation_get ();
+  g_autoptr (Gen) gen = daemon_generation_get ();
   const char *path = eb_config_get_string (gen->config, "metrics_file");
   if (!path || !*path)
     return;
   g_autoptr (GError) error = NULL;
-  if (eb_metrics_write_prometheus (milter_main_stats, path, &error)) {
+  if (eb_metrics_write_prometheus (daemon_main_stats, path, &error)) {
     if (metrics_failure)
       log_line (LOG_INFO, "metrics_file %s written again", path);
     g_clear_pointer (&metrics_failure, g_free);
@@ -412,7 +412,7 @@ metrics_write (void)
 static int
 metrics_wait (gint64 last)
 {
-  g_autoptr (Gen) gen = milter_generation_get ();
+  g_autoptr (Gen) gen = daemon_generation_get ();
   const char *path = eb_config_get_string (gen->config, "metrics_file");
   if (!path || !*path)
     return -1;
@@ -474,25 +474,27 @@ run_parse_options (Opts *o, int argc, char **argv)
     { NULL }
   };
   g_autoptr (GOptionContext) ctx = g_option_context_new ("");
-  g_option_context_set_summary (ctx, "Resolve message/external-body references in mail, as a milter for Postfix and Sendmail;\n"
+  g_option_context_set_summary (ctx, "The extbody daemon: resolve message/external-body references in mail, as a milter\n"
+                                     "for Postfix and Sendmail (milter_socket), over HTTP for extbodyc: Exim, Postfix's\n"
+                                     "pipe, scripts (http_socket), and for Dovecot's Sieve filter (dovecot_filter_socket);\n"
                                      "with milter_mode = externalize, store the large parts of outgoing mail\n"
                                      "(externalize_store) and replace them with references instead.");
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_autoptr (GError) error = NULL;
   if (!g_option_context_parse (ctx, &argc, &argv, &error)) {
-    fprintf (stderr, "extbody-milter: %s (try --help)\n", error->message);
+    fprintf (stderr, "extbodyd: %s (try --help)\n", error->message);
     return EX_USAGE;
   }
   if (o->version) {
     g_autofree char *libs = eb_get_library_versions ();
     unsigned int mmaj = 0, mmin = 0, mpl = 0;
     smfi_version (&mmaj, &mmin, &mpl);
-    printf ("extbody-milter %s (libextbody %s, %s, libmilter %u.%u.%u)\n", EXTBODY_VERSION,
+    printf ("extbodyd %s (libextbody %s, %s, libmilter %u.%u.%u)\n", EXTBODY_VERSION,
             eb_get_version_string (), libs, mmaj, mmin, mpl);
     return 0;
   }
   if (argc > 1) {
-    fprintf (stderr, "extbody-milter: unexpected argument \"%s\" (try --help)\n", argv[1]);
+    fprintf (stderr, "extbodyd: unexpected argument \"%s\" (try --help)\n", argv[1]);
     return EX_USAGE;
   }
   return -1;
@@ -506,17 +508,17 @@ run_open_socket (Life *life, Opts *o, const EbConfig *config)
 {
   const char *sock = eb_config_get_string (config, "milter_socket");
   if (smfi_setconn ((char *) sock) != MI_SUCCESS || smfi_register (milter_session_desc) != MI_SUCCESS) {
-    fprintf (stderr, "extbody-milter: cannot use socket %s\n", sock);
+    fprintf (stderr, "extbodyd: cannot use socket %s\n", sock);
     return EX_USAGE;
   }
   const char *upath = unix_socket_path (sock);
   struct stat st;
   if (upath && lstat (upath, &st) == 0 && !S_ISSOCK (st.st_mode)) {
-    fprintf (stderr, "extbody-milter: %s exists and is not a socket (left alone)\n", upath);
+    fprintf (stderr, "extbodyd: %s exists and is not a socket (left alone)\n", upath);
     return EX_UNAVAILABLE;
   }
   if (upath && unix_socket_in_use (upath)) {
-    fprintf (stderr, "extbody-milter: socket %s is in use by a running daemon\n", upath);
+    fprintf (stderr, "extbodyd: socket %s is in use by a running daemon\n", upath);
     return EX_UNAVAILABLE;
   }
   /* the socket's mode is 0777 less milter_umask: 0770 by default, for the
@@ -526,7 +528,7 @@ run_open_socket (Life *life, Opts *o, const EbConfig *config)
   int r = smfi_opensocket (TRUE);   /* removes a stale unix socket first */
   umask (old);
   if (r != MI_SUCCESS) {
-    fprintf (stderr, "extbody-milter: cannot open socket %s: %s\n", sock, g_strerror (errno));
+    fprintf (stderr, "extbodyd: cannot open socket %s: %s\n", sock, g_strerror (errno));
     return EX_UNAVAILABLE;
   }
   if (upath && lstat (upath, &life->sock_st) == 0) {
@@ -542,14 +544,14 @@ run_open_socket (Life *life, Opts *o, const EbConfig *config)
   if (life->lfd >= 0)
     milter_worker_kick_set_address (life->lfd);
   g_autoptr (GError) error = NULL;
-  if (!milter_http_open (config, o->user, &error) || !milter_dovecot_open (config, o->user, &error)) {
-    fprintf (stderr, "extbody-milter: %s\n", error->message);
+  if (!daemon_http_open (config, o->user, &error) || !daemon_dovecot_open (config, o->user, &error)) {
+    fprintf (stderr, "extbodyd: %s\n", error->message);
     return EX_UNAVAILABLE;
   }
   if (o->user) {
     struct passwd *pw = getpwnam (o->user);
     if (pw && upath && chown (upath, pw->pw_uid, pw->pw_gid) != 0)
-      fprintf (stderr, "extbody-milter: cannot chown %s: %s\n", upath, g_strerror (errno));
+      fprintf (stderr, "extbodyd: cannot chown %s: %s\n", upath, g_strerror (errno));
     return drop_privileges (o->user);
   }
   return 0;
@@ -561,10 +563,10 @@ run_detach (Life *life, Opts *o)
 {
   if (o->daemon) {
     if (daemon (0, 0) != 0) {
-      fprintf (stderr, "extbody-milter: cannot detach: %s\n", g_strerror (errno));
+      fprintf (stderr, "extbodyd: cannot detach: %s\n", g_strerror (errno));
       return EX_OSERR;
     }
-    eb_log_init ("extbody-milter", EB_LOG_SYSLOG);
+    eb_log_init ("extbodyd", EB_LOG_SYSLOG);
   }
   if (o->pidfile) {
     /* written after detaching, removed at stop (from / when detached) */
@@ -595,7 +597,7 @@ run_wait (Life *life)
         metrics_last = g_get_monotonic_time ();
       }
     } else if (sig == SIGHUP) {
-      milter_generation_reload (life, "SIGHUP");
+      daemon_generation_reload (life, "SIGHUP");
     } else if (sig == SIGTERM || sig == SIGINT) {
       exit_status = stop (life, sig == SIGTERM ? "SIGTERM" : "SIGINT");
       break;
@@ -627,9 +629,9 @@ run_serve (Life *life, const Gen *first)
   /* from here on, only this thread takes SIGHUP, SIGTERM and SIGINT */
   sigset_t unblocked;
   signals_block (&unblocked);
-  milter_main_stats = eb_stats_new ();
+  daemon_main_stats = eb_stats_new ();
   g_autoptr (GError) error = NULL;
-  if (!milter_http_start (first->config, &error) || !milter_dovecot_start (first->config, &error)) {
+  if (!daemon_http_start (first->config, &error) || !daemon_dovecot_start (first->config, &error)) {
     pthread_sigmask (SIG_SETMASK, &unblocked, NULL);
     log_line (LOG_ERR, "%s", error->message);
     return EX_UNAVAILABLE;
@@ -642,13 +644,13 @@ run_serve (Life *life, const Gen *first)
   pthread_sigmask (SIG_SETMASK, &unblocked, NULL);
 
   int exit_status = run_wait (life);
-  milter_http_stop ();   /* already stopped, unless libmilter ended on its own */
-  milter_dovecot_stop ();
+  daemon_http_stop ();   /* already stopped, unless libmilter ended on its own */
+  daemon_dovecot_stop ();
   g_thread_join (milter);
   metrics_write ();
   g_clear_pointer (&metrics_failure, g_free);
   {
-    g_autofree char *summary = eb_stats_format_summary (milter_main_stats, FALSE);
+    g_autofree char *summary = eb_stats_format_summary (daemon_main_stats, FALSE);
     log_line (LOG_INFO, "exiting: %s", summary);
   }
   if (milter_worker_kick_thread) {
@@ -676,18 +678,18 @@ run (int argc, char **argv)
     .lfd = -1,
   };
   eb_init ();   /* GMime and libcurl: before any thread */
-  eb_log_init ("extbody-milter", EB_LOG_STDERR);
+  eb_log_init ("extbodyd", EB_LOG_STDERR);
   g_autoptr (GError) error = NULL;
   status = 0;
-  Gen *first = milter_generation_load (&life.args, &status, &error);
+  Gen *first = daemon_generation_load (&life.args, &status, &error);
   if (!first) {
-    fprintf (stderr, "extbody-milter: %s\n", error->message);
+    fprintf (stderr, "extbodyd: %s\n", error->message);
     return status;
   }
-  milter_generation_install (first);
+  daemon_generation_install (first);
   if (o.check_mta) {
     if (o.check_timeout < 0 || o.check_timeout > 3600) {
-      fprintf (stderr, "extbody-milter: --check-timeout: %d is not from 0 to 3600 seconds\n", o.check_timeout);
+      fprintf (stderr, "extbodyd: --check-timeout: %d is not from 0 to 3600 seconds\n", o.check_timeout);
       return EX_USAGE;
     }
     return milter_check_mta (eb_config_get_string (first->config, "milter_socket"), o.check_mta,
@@ -707,12 +709,12 @@ int
 main (int argc, char **argv)
 {
   int status = run (argc, argv);
-  /* a start that failed past milter_http_open leaves no socket behind */
-  milter_http_stop ();
-  milter_dovecot_stop ();
+  /* a start that failed past daemon_http_open leaves no socket behind */
+  daemon_http_stop ();
+  daemon_dovecot_stop ();
   /* a message cut off at the stop may still hold the configuration */
   if (g_atomic_int_get (&milter_session_in_flight) == 0)
-    milter_generation_install (NULL);
-  g_clear_pointer (&milter_main_stats, eb_stats_free);
+    daemon_generation_install (NULL);
+  g_clear_pointer (&daemon_main_stats, eb_stats_free);
   return status;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* milter-check.c - extbody-milter --check-mta USER (see milter-check.h). */
+/* milter-check.c - extbodyd --check-mta USER (see milter-check.h). */
 #include "milter-check.h"
 
 #include <arpa/inet.h>
@@ -267,7 +267,7 @@ postfix_check (const Target *t, char **ok, char **line)
     return 0;
   g_autofree char *suggest = postfix_suggest (t, qd);
   if (first_miss)
-    *line = g_strdup_printf ("Postfix's %s, but extbody-milter listens on %s: mail passes unfiltered; "
+    *line = g_strdup_printf ("Postfix's %s, but extbodyd listens on %s: mail passes unfiltered; "
                              "set smtpd_milters = %s in main.cf", first_miss, t->display, suggest);
   else
     *line = g_strdup_printf ("no smtpd service of Postfix names %s in smtpd_milters%s: mail received over "
@@ -479,7 +479,7 @@ milter_check_mta (const char *spec, const char *user, guint timeout_s)
 {
   Target t;
   if (!target_parse (&t, spec)) {
-    fprintf (stderr, "extbody-milter: cannot check socket %s\n", spec);
+    fprintf (stderr, "extbodyd: cannot check socket %s\n", spec);
     target_clear (&t);
     return EX_USAGE;
   }
@@ -552,11 +552,11 @@ milter_check_mta (const char *spec, const char *user, guint timeout_s)
                     : g_strdup_printf ("%s may not connect to %s: %s", name, t.display, g_strerror (err));
       status = EX_NOPERM;
     } else if (err == ENOENT) {
-      line = g_strdup_printf ("%s cannot connect to %s: no such socket (after %u s): extbody-milter is not "
+      line = g_strdup_printf ("%s cannot connect to %s: no such socket (after %u s): extbodyd is not "
                               "running, or listens elsewhere (milter_socket)", name, t.display, timeout_s);
       status = EX_UNAVAILABLE;
     } else if (err == ECONNREFUSED) {
-      line = g_strdup_printf ("%s cannot connect to %s: %s (after %u s): extbody-milter is not running (a socket "
+      line = g_strdup_printf ("%s cannot connect to %s: %s (after %u s): extbodyd is not running (a socket "
                               "left from an earlier run), or listens elsewhere (milter_socket)", name, t.display,
                               g_strerror (err), timeout_s);
       status = EX_UNAVAILABLE;
@@ -573,9 +573,9 @@ milter_check_mta (const char *spec, const char *user, guint timeout_s)
 
 out:
   if (status)
-    fprintf (stderr, "extbody-milter: %s\n", line);
+    fprintf (stderr, "extbodyd: %s\n", line);
   else
-    printf ("extbody-milter: OK: %s%s%s\n", result, postfix_ok ? "; " : "", postfix_ok ? postfix_ok : "");
+    printf ("extbodyd: OK: %s%s%s\n", result, postfix_ok ? "; " : "", postfix_ok ? postfix_ok : "");
   fflush (stdout);
   target_clear (&t);
   return status;
