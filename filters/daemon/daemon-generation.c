@@ -38,6 +38,32 @@ daemon_generation_get (void)
   return g;
 }
 
+/* An inet http_socket on an address other than loopback takes anyone who
+ * reaches it, so it needs http_allow_networks to name who may connect (the
+ * listener, daemon-http.c, refuses the others). */
+static gboolean
+check_http_address (const EbConfig *config, GError **error)
+{
+  const char *spec = eb_config_get_string (config, "http_socket");
+  const char *at = spec ? strchr (spec, '@') : NULL;
+  if (!at || g_str_has_prefix (spec, "unix:"))
+    return TRUE;
+  g_autofree char *addr = g_strdup (at + 1);
+  if (addr[0] == '[') {
+    memmove (addr, addr + 1, strlen (addr));
+    addr[strlen (addr) - 1] = '\0';
+  }
+  g_autoptr (GInetAddress) a = g_inet_address_new_from_string (addr);
+  g_autofree char *allowed = g_strstrip (g_strdup (eb_config_get_string (config, "http_allow_networks")));
+  if (a && (g_inet_address_get_is_loopback (a) || *allowed))
+    return TRUE;
+  g_set_error (error, EB_ERROR, EB_ERROR_CONFIG,
+               "http_socket: \"%s\" is not a loopback address: list the networks whose clients may connect in "
+               "http_allow_networks (the listener asks no password), or write %s", spec,
+               g_str_has_prefix (spec, "inet6:") ? "inet6:PORT@[::1]" : "inet:PORT@127.0.0.1");
+  return FALSE;
+}
+
 /* Make @g (transfer full) the generation in force. */
 void
 daemon_generation_install (Gen *g)
@@ -77,6 +103,8 @@ daemon_generation_load (const ConfigArgs *a, int *status, GError **error)
     g_prefix_error (error, "-p ");
     return NULL;
   }
+  if (!check_http_address (config, error))
+    return NULL;
   g_autoptr (EbFetcher) fetcher = eb_fetcher_new (config, error);
   if (!fetcher)
     return NULL;

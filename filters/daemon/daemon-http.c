@@ -57,6 +57,7 @@ static int    http_fd = -1;        /* the listening socket until it is handed ov
 static char  *http_upath;          /* a unix socket's file, removed at stop */
 static struct stat http_sock_st;   /* what it was once bound, to remove only ours */
 static guint  http_max;            /* http_max_connections at start */
+static EbConfig *http_start_config; /* the configuration at start: http_allow_networks */
 static gint   http_busy;           /* requests begun and not answered yet */
 static gint   http_in_flight;      /* requests between their header and their end */
 static gint   http_stopping;       /* set at the stop: new requests get 503 */
@@ -108,25 +109,41 @@ open_unix (const char *path, const EbConfig *config, GError **error)
   return fd;
 }
 
-/* inet:PORT@127.0.0.1 or inet6:PORT@[::1] (the configuration allows no
- * other address). */
+/* The address of an inet: or inet6: http_socket (the configuration checked
+ * it is an IP address written out). */
+static GInetAddress *
+inet_address_of (const char *spec)
+{
+  const char *at = strchr (spec, '@');
+  g_autofree char *addr = g_strdup (at + 1);
+  if (addr[0] == '[') {
+    memmove (addr, addr + 1, strlen (addr));
+    addr[strlen (addr) - 1] = '\0';
+  }
+  return g_inet_address_new_from_string (addr);
+}
+
+/* inet:PORT@ADDRESS or inet6:PORT@[ADDRESS]. */
 static int
 open_inet (const char *spec)
 {
   gboolean v6 = g_str_has_prefix (spec, "inet6:");
   guint16 port = (guint16) g_ascii_strtoull (strchr (spec, ':') + 1, NULL, 10);
+  g_autoptr (GInetAddress) ia = inet_address_of (spec);
   int fd = socket (v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
+  if (fd < 0 || !ia)
     return -1;
   int one = 1;
   setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   int r;
   if (v6) {
     setsockopt (fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = in6addr_loopback, .sin6_port = htons (port) };
+    struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_port = htons (port) };
+    memcpy (&a.sin6_addr, g_inet_address_to_bytes (ia), sizeof a.sin6_addr);
     r = bind (fd, (struct sockaddr *) &a, sizeof a);
   } else {
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK), .sin_port = htons (port) };
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons (port) };
+    memcpy (&a.sin_addr, g_inet_address_to_bytes (ia), sizeof a.sin_addr);
     r = bind (fd, (struct sockaddr *) &a, sizeof a);
   }
   if (r != 0) {
@@ -168,7 +185,25 @@ daemon_http_open (const EbConfig *config, const char *user, GError **error)
     log_line (LOG_WARNING, "cannot chown %s: %s", http_upath, g_strerror (errno));
   http_fd = fd;
   http_max = (guint) eb_config_get_uint64 (config, "http_max_connections");
+  http_start_config = eb_config_copy (config);
   return TRUE;
+}
+
+/* A TCP client from neither loopback nor http_allow_networks is closed at
+ * once, with a line in the log (a unix socket's clients pass). */
+static enum MHD_Result
+http_accept (void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+  if (!addr || addrlen < sizeof (sa_family_t) || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
+    return MHD_YES;
+  g_autoptr (GSocketAddress) sa = g_socket_address_new_from_native ((gpointer) addr, addrlen);
+  GInetAddress *ia = sa && G_IS_INET_SOCKET_ADDRESS (sa) ? g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (sa)) : NULL;
+  if ((ia && g_inet_address_get_is_loopback (ia))
+      || eb_config_networks_contain (http_start_config, "http_allow_networks", addr))
+    return MHD_YES;
+  g_autofree char *who = ia ? g_inet_address_to_string (ia) : g_strdup ("?");
+  log_line (LOG_WARNING, "http: a client from %s refused: not loopback, not in http_allow_networks", who);
+  return MHD_NO;
 }
 
 /* ---- answers ----------------------------------------------------------------- */
@@ -478,7 +513,7 @@ daemon_http_start (const EbConfig *config, GError **error)
   unsigned int timeout = (unsigned int) eb_config_get_uint64 (config, "http_timeout");
   http_daemon = MHD_start_daemon (MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION
                                   | MHD_USE_ITC | MHD_USE_ERROR_LOG,
-                                  0, NULL, NULL, http_answer, NULL,
+                                  0, http_accept, NULL, http_answer, NULL,
                                   MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, NULL,
                                   MHD_OPTION_LISTEN_SOCKET, http_fd,
                                   MHD_OPTION_CONNECTION_LIMIT, limit,
@@ -528,4 +563,5 @@ daemon_http_stop (void)
   if (http_daemon)
     MHD_stop_daemon (http_daemon);
   http_daemon = NULL;
+  g_clear_pointer (&http_start_config, eb_config_free);
 }

@@ -4,6 +4,8 @@
  * Part of libextbody's public API; include <extbody/extbody.h>, which
  * includes every header of the API. */
 #pragma once
+#include <sys/socket.h>
+
 #include <extbody/extbody-base.h>
 
 G_BEGIN_DECLS
@@ -108,6 +110,21 @@ EXTBODY_API gboolean eb_config_set (EbConfig *config, const char *key, const cha
  *   %EB_ERROR_CONFIG for an unknown key, a bad value or a credential key.
  */
 EXTBODY_API gboolean eb_config_apply_option (EbConfig *config, const char *option, GError **error);
+
+/**
+ * eb_config_networks_contain:
+ * @config: a configuration
+ * @key: a key holding CIDR blocks: allow_networks, deny_networks or
+ *   http_allow_networks
+ * @address: an IPv4 or IPv6 socket address
+ *
+ * Whether @address is in one of the blocks of @key (the daemon asks it of
+ * a client of its HTTP listener).
+ *
+ * Returns: TRUE when it is; FALSE when not, or @key holds no CIDR blocks.
+ */
+EXTBODY_API gboolean eb_config_networks_contain (const EbConfig *config, const char *key,
+                                                 const struct sockaddr *address);
 
 /**
  * eb_config_add_networks:

@@ -3,6 +3,8 @@
 #include "eb-config.h"
 #include "eb-error.h"
 #include "eb-list.h"
+#include "eb-policy.h"
+#include <arpa/inet.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -178,8 +180,10 @@ check_socket (const char *value, GError **error)
 }
 
 /* extbodyd's HTTP listener: empty (none), unix:PATH (absolute), or
- * inet:PORT@127.0.0.1 / inet6:PORT@[::1]: the listener takes unauthenticated
- * requests that may make the daemon fetch, so it answers on loopback only. */
+ * inet:PORT@ADDRESS / inet6:PORT@[ADDRESS] with an IP address written out.
+ * The listener takes unauthenticated requests that may make the daemon
+ * fetch: the daemon refuses an address other than loopback unless
+ * http_allow_networks names who may connect. */
 static gboolean
 check_http_socket (const char *value, GError **error)
 {
@@ -199,13 +203,20 @@ check_http_socket (const char *value, GError **error)
   }
   if (!check_socket (value, error))
     return FALSE;
+  /* an IP address, written: names are not looked up (another address than
+   * loopback needs http_allow_networks, which the daemon checks) */
   const char *at = strchr (value, '@');
-  const char *want = v6 ? "[::1]" : "127.0.0.1";
-  if (at && strcmp (at + 1, want) == 0)
+  g_autofree char *addr = at ? g_strdup (at + 1) : NULL;
+  if (addr && v6 && addr[0] == '[' && addr[strlen (addr) - 1] == ']') {
+    memmove (addr, addr + 1, strlen (addr));
+    addr[strlen (addr) - 1] = '\0';
+  }
+  unsigned char buf[16];
+  if (addr && inet_pton (v6 ? AF_INET6 : AF_INET, addr, buf) == 1)
     return TRUE;
   g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
-               "\"%s\": the HTTP listener takes loopback only: write %s:PORT@%s", value,
-               v6 ? "inet6" : "inet", want);
+               "\"%s\": write an IP address: %s:PORT@%s for loopback", value,
+               v6 ? "inet6" : "inet", v6 ? "[::1]" : "127.0.0.1");
   return FALSE;
 }
 
@@ -483,7 +494,9 @@ static const EbConfigKey keys[] = {
   KEY (milter_stop_timeout, EB_CONFIG_UINT, "60", 0, 3600,
        "Seconds extbodyd lets the messages in flight finish once told to stop (SIGTERM, SIGINT); meanwhile it accepts no connection and tempfails new messages; a message still unfinished then is cut off, and the MTA's milter_default_action applies to it."),
   LIST (http_socket, "unix:/run/extbody/http.sock",
-       "extbodyd's HTTP listener, for extbodyc (Exim's transport_filter, Postfix's pipe, scripts): POST /rewrite, /inspect, /externalize; GET /metrics. unix:PATH (made with the mode client_umask gives), inet:PORT@127.0.0.1 or inet6:PORT@[::1] (loopback only: it takes requests from anyone who can connect); empty: none.", check_http_socket, "socket"),
+       "extbodyd's HTTP listener, for extbodyc (Exim's transport_filter, Postfix's pipe, scripts): POST /rewrite, /inspect, /externalize; GET /metrics. unix:PATH (made with the mode client_umask gives), inet:PORT@127.0.0.1 or inet6:PORT@[::1] (it asks no password: loopback only, unless http_allow_networks names the networks whose clients may connect, when inet:PORT@ADDRESS may name another address of the machine); empty: none.", check_http_socket, "socket"),
+  LIST (http_allow_networks, "",
+       "CIDR blocks whose clients may connect to an inet http_socket besides loopback; with it set, http_socket may name any address of this machine (inet:PORT@0.0.0.0: all). Mind that the listener asks no password: list only hosts that may have mail rewritten and make the daemon fetch. Empty (the default): loopback only.", check_cidrs, "CIDR list"),
   KEY (http_max_connections, EB_CONFIG_UINT, "16", 1, 1000,
        "Requests extbodyd's HTTP listener works on at once (from a request's header to its answer); past it a new one is answered 503. As many idle connections again may stay open; one more is closed unanswered."),
   KEY (http_timeout, EB_CONFIG_UINT, "30", 1, 3600,
@@ -674,7 +687,8 @@ parse_list (EbConfig *config, const EbConfigKey *k)
   g_ptr_array_add (items, NULL);
   g_hash_table_replace (config->lists, (gpointer) k->name, g_ptr_array_steal (items, NULL));
   GPtrArray **nets = !strcmp (k->name, "allow_networks") ? &config->allow_networks_v
-                   : !strcmp (k->name, "deny_networks") ? &config->deny_networks_v : NULL;
+                   : !strcmp (k->name, "deny_networks") ? &config->deny_networks_v
+                   : !strcmp (k->name, "http_allow_networks") ? &config->http_allow_networks_v : NULL;
   if (nets) {
     g_clear_pointer (nets, g_ptr_array_unref);
     if (!eb_list_parse_cidrs (text, nets, NULL))
@@ -696,6 +710,7 @@ free_lists (EbConfig *config)
   g_clear_pointer (&config->lists, g_hash_table_unref);
   g_clear_pointer (&config->allow_networks_v, g_ptr_array_unref);
   g_clear_pointer (&config->deny_networks_v, g_ptr_array_unref);
+  g_clear_pointer (&config->http_allow_networks_v, g_ptr_array_unref);
   g_clear_pointer (&config->allow_ports_v, g_array_unref);
   g_clear_pointer (&config->allow_domains_v, g_strfreev);
   g_clear_pointer (&config->deny_domains_v, g_strfreev);
@@ -720,7 +735,7 @@ copy_strings (EbConfig *config)
     }
   /* the parsed lists are @config's own too, parsed again from its text */
   config->lists = NULL;
-  config->allow_networks_v = config->deny_networks_v = NULL;
+  config->allow_networks_v = config->deny_networks_v = config->http_allow_networks_v = NULL;
   config->allow_ports_v = NULL;
   config->allow_domains_v = config->deny_domains_v = NULL;
   for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
@@ -1002,7 +1017,19 @@ eb_config_get_networks (const EbConfig *config, const char *key)
 {
   g_return_val_if_fail (config != NULL && key != NULL, NULL);
   return !strcmp (key, "allow_networks") ? config->allow_networks_v
-       : !strcmp (key, "deny_networks") ? config->deny_networks_v : NULL;
+       : !strcmp (key, "deny_networks") ? config->deny_networks_v
+       : !strcmp (key, "http_allow_networks") ? config->http_allow_networks_v : NULL;
+}
+
+gboolean
+eb_config_networks_contain (const EbConfig *config, const char *key, const struct sockaddr *address)
+{
+  g_return_val_if_fail (config != NULL && key != NULL && address != NULL, FALSE);
+  const GPtrArray *nets = eb_config_get_networks (config, key);
+  for (guint i = 0; nets && i < nets->len; i++)
+    if (eb_policy_cidr_contains (g_ptr_array_index (nets, i), address))
+      return TRUE;
+  return FALSE;
 }
 
 const char *const *

@@ -75,6 +75,7 @@ struct _EbConfig {
   guint    milter_stop_timeout;  /* seconds messages in flight get to finish at SIGTERM */
   char    *http_socket;        /* the milter's HTTP listener: unix:PATH, inet:PORT@127.0.0.1,
                                   inet6:PORT@[::1]; empty: none (default unix:/run/extbody/http.sock) */
+  char    *http_allow_networks; /* CIDR blocks that may connect besides loopback */
   guint    http_max_connections; /* HTTP requests worked on at once; past it 503 */
   guint    http_timeout;       /* seconds an HTTP client may be idle or slow */
   char    *dovecot_filter_socket; /* the milter's listener for Dovecot's program-client
@@ -96,6 +97,7 @@ struct _EbConfig {
    * every set; read with eb_config_get_strv, _get_networks, _get_ports */
   GHashTable *lists;           /* key name -> GStrv, of each list key */
   GPtrArray  *allow_networks_v;  /* EbCidr * */
+  GPtrArray  *http_allow_networks_v;  /* EbCidr * */
   GPtrArray  *deny_networks_v;   /* EbCidr * */
   GArray     *allow_ports_v;     /* guint16 */
   GStrv       allow_domains_v;   /* domain patterns (eb_list_domains) */
@@ -131,8 +133,8 @@ const EbConfigKey *eb_config_get_key (guint i);
  * is not a list. Owned by @config, valid until the key is set again. */
 const char *const *eb_config_get_strv (const EbConfig *config, const char *key);
 
-/* allow_networks or deny_networks parsed: EbCidr * elements (eb-policy.h);
- * NULL for another key. Owned by @config. */
+/* allow_networks, deny_networks or http_allow_networks parsed: EbCidr *
+ * elements (eb-policy.h); NULL for another key. Owned by @config. */
 const GPtrArray *eb_config_get_networks (const EbConfig *config, const char *key);
 
 /* allow_domains or deny_domains as domain patterns (eb_list_domains:

@@ -383,6 +383,60 @@ test_check_address (void)
   g_assert_cmpint (g_subprocess_get_exit_status (p), ==, 78);
   g_assert_nonnull (strstr (err, "http_socket"));
   g_assert_nonnull (strstr (err, "loopback"));
+  g_assert_nonnull (strstr (err, "http_allow_networks"));
+  /* with the networks named, the address is fine; a name is not an address */
+  const char *argv2[] = { g_getenv ("EXTBODYD"), "-n", "-c", conf, "-o", "http_socket=inet:8080@0.0.0.0",
+                          "-o", "http_allow_networks=192.0.2.0/24", NULL };
+  g_autoptr (GSubprocess) p2 = g_subprocess_newv (argv2, G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL);
+  g_assert_true (g_subprocess_wait (p2, NULL, NULL));
+  g_assert_cmpint (g_subprocess_get_exit_status (p2), ==, 0);
+  const char *argv3[] = { g_getenv ("EXTBODYD"), "-n", "-c", conf, "-o", "http_socket=inet:8080@localhost", NULL };
+  g_autoptr (GSubprocess) p3 = g_subprocess_newv (argv3, G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL);
+  g_assert_true (g_subprocess_wait (p3, NULL, NULL));
+  g_assert_cmpint (g_subprocess_get_exit_status (p3), ==, 78);
+}
+
+/* http_socket on every address with http_allow_networks: a client from a
+ * listed network is served, one from another address of the machine is
+ * refused (closed unanswered, a line in the log), loopback always served.
+ * In a network namespace of its own, where 10.9.9.9 and 10.8.8.8 are this
+ * machine's (on its loopback interface, but no loopback addresses), so the
+ * clients come from them. */
+static void
+test_allow_networks (void)
+{
+  g_autofree char *unshare = g_find_program_in_path ("unshare");
+  g_autofree char *ip = g_find_program_in_path ("ip");
+  g_autofree char *curl = g_find_program_in_path ("curl");
+  if (!unshare || !ip || !curl || geteuid () != 0) {
+    g_test_skip ("needs root, unshare, ip and curl for a private network namespace");
+    return;
+  }
+  g_autofree char *nconf = g_build_filename (dir, "nets.conf", NULL);
+  g_autofree char *nlog = g_build_filename (dir, "nets.log", NULL);
+  g_assert_true (g_file_set_contents (nconf, "[extbody]\nfetch = off\nhttp_socket = inet:8025@0.0.0.0\n"
+                                      "http_allow_networks = 10.9.9.0/24\ndovecot_filter_socket =\n", -1, NULL));
+  g_autofree char *script = g_strdup_printf (
+    "set -u; ip link set lo up && ip addr add 10.9.9.9/32 dev lo && ip addr add 10.8.8.8/32 dev lo || exit 70\n"
+    "'%s' -c '%s' -p unix:'%s'/nets-milter.sock 2>'%s' & pid=$!\n"
+    "i=0; while [ $i -lt 300 ] && ! grep -q 'event=start ' '%s'; do sleep 0.05; i=$((i+1)); done\n"
+    "get () { curl -s -o /dev/null -w '%%{http_code}' --max-time 10 --interface \"$1\" http://$1:8025/metrics; }\n"
+    "echo \"allowed $(get 10.9.9.9)\"; echo \"other $(get 10.8.8.8)\"; echo \"loopback $(get 127.0.0.1)\"\n"
+    "kill $pid; wait $pid\n",
+    g_getenv ("EXTBODYD"), nconf, dir, nlog, nlog);
+  g_autofree char *out = NULL;
+  int status = 0;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (g_spawn_sync (NULL, (char *[]) { unshare, "--net", "/bin/sh", "-c", script, NULL }, NULL, 0,
+                               NULL, NULL, &out, NULL, &status, &error));
+  g_assert_no_error (error);
+  g_autofree char *log = NULL;
+  g_file_get_contents (nlog, &log, NULL, NULL);
+  g_test_message ("%s\n%s", out, log ? log : "");
+  g_assert_nonnull (strstr (out, "allowed 200\n"));
+  g_assert_nonnull (strstr (out, "other 000\n"));   /* closed, unanswered */
+  g_assert_nonnull (strstr (out, "loopback 200\n"));
+  g_assert_nonnull (strstr (log, "http: a client from 10.8.8.8 refused: not loopback, not in http_allow_networks"));
 }
 
 static guint16
@@ -606,6 +660,7 @@ main (int argc, char **argv)
   g_test_add_func ("/http/max-connections", test_max_connections);
   g_test_add_func ("/http/check-address", test_check_address);
   g_test_add_func ("/http/tcp", test_tcp);
+  g_test_add_func ("/http/allow-networks", test_allow_networks);
   g_test_add_func ("/http/reload", test_reload);
   g_test_add_func ("/http/client-gone", test_client_gone);
   g_test_add_func ("/http/drain", test_drain);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-config.c - the configuration table, key files, and the meta-tests that
  * keep the example configuration and the man pages in step with the code. */
+#include <arpa/inet.h>
 #include <glib/gstdio.h>
 #include <string.h>
 #include "eb-config.h"
@@ -617,6 +618,39 @@ test_domains (void)
   g_assert_null (eb_config_get_domains (c, "allow_schemes"));
 }
 
+/* eb_config_networks_contain: the CIDR lists of allow_networks, deny_networks
+ * and http_allow_networks, IPv4 and IPv6; another key holds none. */
+static void
+test_networks_contain (void)
+{
+  g_autoptr (EbConfig) c = eb_config_new ();
+  g_assert_true (eb_config_set (c, "http_allow_networks", "10.9.9.0/24, 2001:db8::/32", NULL));
+  struct sockaddr_in in = { .sin_family = AF_INET };
+  struct sockaddr_in6 in6 = { .sin6_family = AF_INET6 };
+  inet_pton (AF_INET, "10.9.9.200", &in.sin_addr);
+  g_assert_true (eb_config_networks_contain (c, "http_allow_networks", (struct sockaddr *) &in));
+  g_assert_false (eb_config_networks_contain (c, "allow_networks", (struct sockaddr *) &in));
+  g_assert_false (eb_config_networks_contain (c, "http_socket", (struct sockaddr *) &in));
+  inet_pton (AF_INET, "10.9.10.1", &in.sin_addr);
+  g_assert_false (eb_config_networks_contain (c, "http_allow_networks", (struct sockaddr *) &in));
+  inet_pton (AF_INET6, "2001:db8:1::5", &in6.sin6_addr);
+  g_assert_true (eb_config_networks_contain (c, "http_allow_networks", (struct sockaddr *) &in6));
+  inet_pton (AF_INET6, "2001:db9::5", &in6.sin6_addr);
+  g_assert_false (eb_config_networks_contain (c, "http_allow_networks", (struct sockaddr *) &in6));
+  /* a copy has its own parsed lists */
+  g_autoptr (EbConfig) copy = eb_config_copy (c);
+  g_assert_true (eb_config_set (c, "http_allow_networks", "", NULL));
+  inet_pton (AF_INET, "10.9.9.1", &in.sin_addr);
+  g_assert_false (eb_config_networks_contain (c, "http_allow_networks", (struct sockaddr *) &in));
+  g_assert_true (eb_config_networks_contain (copy, "http_allow_networks", (struct sockaddr *) &in));
+  /* http_socket: IP addresses written out, any of them (the daemon asks for
+   * http_allow_networks beside one that is not loopback) */
+  g_assert_true (eb_config_set (c, "http_socket", "inet:8025@0.0.0.0", NULL));
+  g_assert_true (eb_config_set (c, "http_socket", "inet6:8025@[::]", NULL));
+  g_assert_false (eb_config_set (c, "http_socket", "inet:8025@localhost", NULL));
+  g_assert_false (eb_config_set (c, "http_socket", "inet6:8025@[::1", NULL));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -627,6 +661,7 @@ main (int argc, char **argv)
   g_test_add_func ("/config/load", test_load);
   g_test_add_func ("/config/split-list", test_split_list);
   g_test_add_func ("/config/domains", test_domains);
+  g_test_add_func ("/config/networks-contain", test_networks_contain);
   g_test_add_func ("/config/no-group-line", test_no_group_line);
   g_test_add_func ("/config/typed-keys", test_typed_keys);
   g_test_add_func ("/config/store-credentials", test_store_credentials);
