@@ -140,3 +140,34 @@ mta_milter_log_wait (const MtaMilter *m, const char *needle, guint n)
   g_test_message ("milter log %s:\n%s", m->log ? m->log : "(none)", text);
   return FALSE;
 }
+
+#define RELOADED "SIGHUP: reloaded configuration"
+
+guint
+mta_milter_reload_under (MtaMilter *m, GSubprocess *load, const char *progress, guint step, guint n)
+{
+  guint base = mta_milter_log_count (m, progress);
+  guint reloaded = mta_milter_log_count (m, RELOADED);
+  guint done = 0;
+  /* GLib's worker reaps @load: its identifier is NULL once it ended */
+  while (done < n && g_subprocess_get_identifier (load)) {
+    if (mta_milter_log_count (m, progress) >= base + step * (done + 1)) {
+      mta_milter_signal (m, SIGHUP);
+      g_assert_true (mta_milter_log_wait (m, RELOADED, reloaded + done + 1));
+      done++;
+    } else
+      g_usleep (20000);
+  }
+  return done;
+}
+
+gboolean
+mta_http_number_wait (guint port, const char *path, gint64 n)
+{
+  for (int t = 0; t < 60 * 50; t++) {
+    if (test_http_get_number (port, path) >= n)
+      return TRUE;
+    g_usleep (20000);
+  }
+  return FALSE;
+}

@@ -50,3 +50,15 @@ guint mta_milter_log_count (const MtaMilter *m, const char *needle);
 /* Wait (at most 60 s) until its log holds @needle @n times; shows the log
  * (g_test_message) when it does not. */
 gboolean mta_milter_log_wait (const MtaMilter *m, const char *needle, guint n);
+
+/* Reloads under load: while @load runs, SIGHUP @m each time its log holds
+ * @step more lines with @progress (one a message it answered) than when this
+ * was called, at most @n times, each reload awaited ("SIGHUP: reloaded
+ * configuration" once more in the log; the test fails when it does not come).
+ * Returns how many reloads were done while @load still ran. */
+guint mta_milter_reload_under (MtaMilter *m, GSubprocess *load, const char *progress, guint step, guint n);
+
+/* Wait (at most 60 s) until GET @path on the loopback HTTP test server at
+ * @port answers a number >= @n (httpd.py's /held?gate=G: a fetch of the
+ * daemon's in flight, held at the gate). */
+gboolean mta_http_number_wait (guint port, const char *path, gint64 n);
