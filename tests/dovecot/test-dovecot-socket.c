@@ -179,11 +179,8 @@ static void
 test_many_reloaded (void)
 {
   g_autoptr (GSubprocess) p = many_to ("reloaded");
-  guint done = mta_milter_reload_under (milter, p, "dovecot: filter +", N_SESSIONS * N_PER_SESSION / (N_RELOADS + 1),
-                                        N_RELOADS);
+  mta_milter_reload_under (milter, "dovecot: filter +", N_SESSIONS * N_PER_SESSION / (N_RELOADS + 1), N_RELOADS);
   g_assert_true (g_subprocess_wait_check (p, NULL, NULL));
-  g_test_message ("%u reloads while the messages came", done);
-  g_assert_cmpuint (done, ==, N_RELOADS);
   assert_many ("reloaded");
   g_assert_cmpuint (mta_milter_log_count (milter, "dovecot: filter -"), ==, 1);   /* too-large's alone */
 }

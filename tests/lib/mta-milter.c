@@ -143,22 +143,16 @@ mta_milter_log_wait (const MtaMilter *m, const char *needle, guint n)
 
 #define RELOADED "SIGHUP: reloaded configuration"
 
-guint
-mta_milter_reload_under (MtaMilter *m, GSubprocess *load, const char *progress, guint step, guint n)
+void
+mta_milter_reload_under (MtaMilter *m, const char *progress, guint step, guint n)
 {
   guint base = mta_milter_log_count (m, progress);
   guint reloaded = mta_milter_log_count (m, RELOADED);
-  guint done = 0;
-  /* GLib's worker reaps @load: its identifier is NULL once it ended */
-  while (done < n && g_subprocess_get_identifier (load)) {
-    if (mta_milter_log_count (m, progress) >= base + step * (done + 1)) {
-      mta_milter_signal (m, SIGHUP);
-      g_assert_true (mta_milter_log_wait (m, RELOADED, reloaded + done + 1));
-      done++;
-    } else
-      g_usleep (20000);
+  for (guint k = 1; k <= n; k++) {
+    g_assert_true (mta_milter_log_wait (m, progress, base + k * step));
+    mta_milter_signal (m, SIGHUP);
+    g_assert_true (mta_milter_log_wait (m, RELOADED, reloaded + k));
   }
-  return done;
 }
 
 gboolean

@@ -51,12 +51,13 @@ guint mta_milter_log_count (const MtaMilter *m, const char *needle);
  * (g_test_message) when it does not. */
 gboolean mta_milter_log_wait (const MtaMilter *m, const char *needle, guint n);
 
-/* Reloads under load: while @load runs, SIGHUP @m each time its log holds
+/* Reloads under load: @n times SIGHUP @m, the k-th once its log holds k *
  * @step more lines with @progress (one a message it answered) than when this
- * was called, at most @n times, each reload awaited ("SIGHUP: reloaded
- * configuration" once more in the log; the test fails when it does not come).
- * Returns how many reloads were done while @load still ran. */
-guint mta_milter_reload_under (MtaMilter *m, GSubprocess *load, const char *progress, guint step, guint n);
+ * was called; each reload awaited ("SIGHUP: reloaded configuration" once more
+ * in its log). With @n * @step below the messages of the load, every reload
+ * comes while messages remain. Fails the test (its log shown) when the
+ * progress or a reload does not come within 60 s. */
+void mta_milter_reload_under (MtaMilter *m, const char *progress, guint step, guint n);
 
 /* Wait (at most 60 s) until GET @path on the loopback HTTP test server at
  * @port answers a number >= @n (httpd.py's /held?gate=G: a fetch of the
