@@ -251,7 +251,7 @@ test_daemon_killed_mid_message (void)
   g_autoptr (GSubprocess) p = g_subprocess_new (G_SUBPROCESS_FLAGS_NONE, &error, "python3", client, "lmtp", port,
                                                 "sender@example.org", "midkill", file, NULL);
   g_assert_no_error (error);
-  g_assert_true (mta_http_number_wait (httpd->port, "/held?gate=dovecot-kill", 1));
+  g_assert_true (mta_milter_held_wait (httpd->port, "dovecot-kill"));
   mta_milter_signal (milter, SIGKILL);
   g_assert_cmpint (mta_milter_wait (milter, FALSE), ==, -1);
   g_assert_true (g_subprocess_wait_check (p, NULL, NULL));

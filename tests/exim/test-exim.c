@@ -746,7 +746,7 @@ test_client_killed_mid_message (void)
   g_autoptr (GSubprocess) p = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE, &error, "python3", send, port, file,
                                                 "client@test.example", NULL);
   g_assert_no_error (error);
-  g_assert_true (mta_http_number_wait (http_port, "/held?gate=exim-kill", 1));
+  g_assert_true (mta_milter_held_wait (http_port, "exim-kill"));
   mta_milter_signal (daemon_, SIGKILL);
   g_assert_cmpint (mta_milter_wait (daemon_, FALSE), ==, -1);
   g_assert_true (g_subprocess_wait_check (p, NULL, NULL));

@@ -156,10 +156,11 @@ mta_milter_reload_under (MtaMilter *m, const char *progress, guint step, guint n
 }
 
 gboolean
-mta_http_number_wait (guint port, const char *path, gint64 n)
+mta_milter_held_wait (guint port, const char *gate)
 {
+  g_autofree char *path = g_strdup_printf ("/held?gate=%s", gate);
   for (int t = 0; t < 60 * 50; t++) {
-    if (test_http_get_number (port, path) >= n)
+    if (test_http_get_number (port, path) >= 1)
       return TRUE;
     g_usleep (20000);
   }

@@ -59,7 +59,7 @@ gboolean mta_milter_log_wait (const MtaMilter *m, const char *needle, guint n);
  * progress or a reload does not come within 60 s. */
 void mta_milter_reload_under (MtaMilter *m, const char *progress, guint step, guint n);
 
-/* Wait (at most 60 s) until GET @path on the loopback HTTP test server at
- * @port answers a number >= @n (httpd.py's /held?gate=G: a fetch of the
- * daemon's in flight, held at the gate). */
-gboolean mta_http_number_wait (guint port, const char *path, gint64 n);
+/* Wait (at most 60 s) until a request waits at the gate @gate of the
+ * loopback HTTP test server (httpd.py) at @port: a fetch of the daemon's in
+ * flight, held there (/hold?gate=@gate) until the test opens the gate. */
+gboolean mta_milter_held_wait (guint port, const char *gate);

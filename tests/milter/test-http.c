@@ -822,7 +822,7 @@ test_killed_mid_message (void)
                                            "Content-Length: %" G_GSIZE_FORMAT "\r\n\r\n", g_bytes_get_size (msg));
   send_bytes (c, head, strlen (head));
   send_bytes (c, g_bytes_get_data (msg, NULL), g_bytes_get_size (msg));
-  g_assert_true (mta_http_number_wait (httpd->port, "/held?gate=http-kill", 1));
+  g_assert_true (mta_milter_held_wait (httpd->port, "http-kill"));
   mta_milter_signal (m, SIGKILL);
   g_assert_cmpint (mta_milter_wait (m, FALSE), ==, -1);
   g_autoptr (GBytes) raw = read_to_end (c);
@@ -842,7 +842,7 @@ test_killed_mid_message (void)
   g_subprocess_launcher_set_stdin_file_path (l, file);
   g_autoptr (GSubprocess) p = g_subprocess_launcher_spawn (l, &error, client, "-s", spec, "-t", "60", "-l", "stderr", NULL);
   g_assert_no_error (error);
-  g_assert_true (mta_http_number_wait (httpd->port, "/held?gate=client-kill", 1));
+  g_assert_true (mta_milter_held_wait (httpd->port, "client-kill"));
   mta_milter_signal (m2, SIGKILL);
   g_assert_cmpint (mta_milter_wait (m2, FALSE), ==, -1);
   g_autoptr (GBytes) out = NULL;

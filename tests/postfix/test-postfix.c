@@ -619,7 +619,7 @@ test_pipe_client_killed (void)
     "\tURL=\"http://127.0.0.1:%u/hold?gate=pipe-kill&n=1\"\r\n\r\nContent-Type: text/plain\r\n\r\n--b--\r\n",
     http_port);
   g_assert_cmpint (send_file (m), ==, 0);
-  g_assert_true (mta_http_number_wait (http_port, "/held?gate=pipe-kill", 1));
+  g_assert_true (mta_milter_held_wait (http_port, "pipe-kill"));
   mta_milter_signal (pc.daemon, SIGKILL);
   g_assert_cmpint (mta_milter_wait (pc.daemon, FALSE), ==, -1);
   g_clear_pointer (&pc.daemon, mta_milter_free);
