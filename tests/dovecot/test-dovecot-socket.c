@@ -145,10 +145,18 @@ assert_many (const char *user)
   }
 }
 
-/* lmtp-many to @user, not waited for. */
+/* lmtp-many to @user, not waited for. @user's INBOX is made first: ten
+ * first deliveries at once to a user who has none make Dovecot 2.3 race
+ * with itself creating it (its LMTP processes panic: "fcntl(...
+ * dovecot.list.index.log, write-lock, F_SETLKW) locking failed: Resource
+ * deadlock avoided", "Mailbox already exists"), nothing of the daemon's. */
 static GSubprocess *
 many_to (const char *user)
 {
+  g_autofree char *make = g_strdup_printf ("doveadm -c '%s' mailbox status -u '%s' messages INBOX", server.conf, user);
+  g_autofree char *status = NULL;
+  g_assert_cmpint (dt_sh (make, &status), ==, 0);
+  g_assert_cmpstr (status, ==, "INBOX messages=0\n");
   g_autofree char *client = g_test_build_filename (G_TEST_DIST, "dovecot", "dovecot-client.py", NULL);
   g_autofree char *port = g_strdup_printf ("%u", lmtp_port);
   g_autofree char *s = g_strdup_printf ("%d", N_SESSIONS);
