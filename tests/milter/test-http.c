@@ -536,6 +536,9 @@ test_drain (void)
   g_usleep (300000);
   mta_milter_signal (m, SIGTERM);
   g_assert_true (mta_milter_log_wait (m, "1 HTTP request in flight", 1));
+  /* the socket goes right after that line: awaited, not raced */
+  for (int t = 0; t < 10 * 50 && g_file_test (dsock, G_FILE_TEST_EXISTS); t++)
+    g_usleep (20000);
   g_assert_false (g_file_test (dsock, G_FILE_TEST_EXISTS));
   send_bytes (c, data + len / 2, len - len / 2);
   g_autoptr (GBytes) raw = read_to_end (c);
