@@ -435,12 +435,37 @@ answer_header (struct MHD_Connection *conn, Req *r)
   return MHD_YES;
 }
 
+/* A connection's context (libmicrohttpd's socket_context): whether a request
+ * began on it. libmicrohttpd reads what a client sent up to the end of its
+ * input before it parses a byte of it: a client that sends a header and part
+ * of a body and closes at once never becomes a request (no Req, nothing
+ * logged by http_completed), so the connection's end says so. */
+static void
+http_connection (void *cls, struct MHD_Connection *conn, void **socket_context,
+                 enum MHD_ConnectionNotificationCode toe)
+{
+  (void) cls;
+  (void) conn;
+  if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+    *socket_context = g_new0 (gboolean, 1);
+    return;
+  }
+  gboolean *requested = *socket_context;
+  if (requested && !*requested)
+    log_line (LOG_INFO, "http: connection ended by the client before a request was read");
+  g_free (requested);
+  *socket_context = NULL;
+}
+
 static enum MHD_Result
 http_answer (void *cls, struct MHD_Connection *conn, const char *url, const char *method,
              const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
   Req *r = *con_cls;
   if (!r) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info (conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (ci && ci->socket_context)
+      *(gboolean *) ci->socket_context = TRUE;
     r = g_new0 (Req, 1);
     r->gen = daemon_generation_get ();
     r->method = g_strdup (method);
@@ -519,6 +544,7 @@ daemon_http_start (const EbConfig *config, GError **error)
                                   MHD_OPTION_CONNECTION_LIMIT, limit,
                                   MHD_OPTION_CONNECTION_TIMEOUT, timeout,
                                   MHD_OPTION_NOTIFY_COMPLETED, http_completed, NULL,
+                                  MHD_OPTION_NOTIFY_CONNECTION, http_connection, NULL,
                                   MHD_OPTION_END);
   if (!http_daemon) {
     g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "cannot start the HTTP listener on %s",

@@ -24,7 +24,10 @@
  *   reference arrives as `extbody rewrite --filter` writes it, 200 messages
  *   from 10 sessions each once and resolved, and with the daemon stopped the
  *   message arrives as it came (extbodyc's fallback, its line in its -l file
- *   and not in the message).
+ *   and not in the message); 200 messages from 10 sessions with the daemon
+ *   reloaded 4 times while they come, each once and resolved; and the
+ *   daemon killed while a message's reference is being fetched: that
+ *   message arrives once, exactly as it came.
  *
  * Needs root (the private mount namespace with Exim's user, and Exim's own
  * privilege handling) and the unpacked Exim ($EXTBODY_TEST_EXIM, default
@@ -315,15 +318,28 @@ test_stalled (void)
   g_assert_null (strstr (xlog, "stopped after"));
 }
 
-/* 200 messages from 10 concurrent SMTP sessions to @rcpt arrive in mail/@box,
- * each exactly once, each resolved; Exim's queue is empty after. */
-static void
-burst_to (const char *rcpt, const char *box)
+/* send.py sending 200 messages from 10 concurrent SMTP sessions to @rcpt,
+ * not waited for. */
+static GSubprocess *
+burst_start (const char *rcpt)
 {
   g_autofree char *send = script ("send.py");
-  g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u --burst 200 10 '%s'", send, smtp_port, rcpt);
+  g_autofree char *port = g_strdup_printf ("%u", smtp_port);
+  g_autoptr (GError) error = NULL;
+  GSubprocess *p = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error, "python3", send, port, "--burst", "200",
+                                     "10", rcpt, NULL);
+  g_assert_no_error (error);
+  return p;
+}
+
+/* The 200 of burst_start @sender arrive in mail/@box, each exactly once, each
+ * resolved; Exim's queue is empty after. */
+static void
+burst_check (GSubprocess *sender, const char *box)
+{
   g_autofree char *out = NULL;
-  g_assert_cmpint (test_sh (cmd, &out), ==, 0);
+  g_assert_true (g_subprocess_communicate_utf8 (sender, NULL, NULL, &out, NULL, NULL));
+  g_assert_true (g_subprocess_get_successful (sender));
   g_assert_cmpint (atoi (out), ==, 200);
   /* every one delivered, each exactly once, each resolved */
   g_autofree char *new = g_build_filename (dir, "mail", box, "Maildir", "new", NULL);
@@ -362,6 +378,32 @@ burst_to (const char *rcpt, const char *box)
   g_autofree char *queued = NULL;
   g_assert_cmpint (test_sh (bp, &queued), ==, 0);
   g_assert_cmpint (atoi (queued), ==, 0);
+}
+
+/* 200 messages from 10 concurrent SMTP sessions to @rcpt arrive in mail/@box,
+ * each exactly once, each resolved; Exim's queue is empty after. */
+static void
+burst_to (const char *rcpt, const char *box)
+{
+  g_autoptr (GSubprocess) p = burst_start (rcpt);
+  burst_check (p, box);
+}
+
+/* Remove the burst messages burst_check counted from mail/@box, so that the
+ * next burst to it is counted alone. */
+static void
+burst_clear (const char *box)
+{
+  g_autofree char *new = box_new (box);
+  g_autoptr (GDir) d = g_dir_open (new, 0, NULL);
+  g_assert_nonnull (d);
+  const char *n;
+  while ((n = g_dir_read_name (d))) {
+    g_autofree char *path = g_build_filename (new, n, NULL);
+    g_autofree char *text = NULL;
+    if (g_file_get_contents (path, &text, NULL, NULL) && strstr (text, "<burst-"))
+      g_assert_cmpint (g_unlink (path), ==, 0);
+  }
 }
 
 static void
@@ -652,6 +694,76 @@ test_client_daemon_down (void)
   g_assert_nonnull (strstr (clog, sock));
 }
 
+/* 200 messages from 10 sessions through extbodyc with the daemon reloaded
+ * (SIGHUP) 4 times while they come, after each 40 it answered: each arrives
+ * once, resolved (none passed through as it came: extbodyc logged no
+ * fallback). */
+static void
+test_client_burst_reloaded (void)
+{
+  if (!have_client ())
+    return;
+  burst_clear ("client");
+  guint reloads = mta_milter_log_count (daemon_, "SIGHUP: reloaded configuration");
+  g_autoptr (GSubprocess) p = burst_start ("client@test.example");
+  mta_milter_reload_under (daemon_, "http: POST /rewrite 200", 40, 4);
+  burst_check (p, "client");
+  g_assert_cmpuint (mta_milter_log_count (daemon_, "SIGHUP: reloaded configuration"), ==, reloads + 4);
+  g_autofree char *clog = read_text ("log/extbodyc.log");
+  g_assert_cmpstr (clog, ==, "");
+}
+
+/* The daemon killed (SIGKILL) in the middle of a message: its reference is
+ * being fetched (held at the loopback test server's gate) when the daemon
+ * dies; extbodyc reads the end of the connection without an answer and
+ * writes the message exactly as it came (its default, --on-error accept):
+ * delivered once, never a part of an answer. */
+static void
+test_client_killed_mid_message (void)
+{
+  if (!have_client ())
+    return;
+  g_assert_null (daemon_);   /* 9c stopped it */
+  g_autofree char *kconf = g_build_filename (dir, "daemon-fetch.conf", NULL);
+  g_autofree char *ktext = g_strdup_printf ("[extbody]\nfetch = on\nallow_networks = 127.0.0.1/32\n"
+                                            "fetch_timeout = 60\nmessage_deadline = 60\nmilter_umask = 000\n"
+                                            "http_socket = unix:%s/http.sock\n", dir);
+  g_assert_true (g_file_set_contents (kconf, ktext, -1, NULL));
+  g_autofree char *msock = g_build_filename (dir, "milter-2.sock", NULL);
+  g_autofree char *mlog = g_build_filename (dir, "log", "daemon-2.log", NULL);
+  daemon_ = mta_milter_start (msock, kconf, mlog, NULL);
+  g_autofree char *m = g_strdup_printf (
+    "From: a@test.example\r\nTo: b@test.example\r\nSubject: held\r\n"
+    "Message-ID: <client-kill-1@test.example>\r\nMIME-Version: 1.0\r\n"
+    "Content-Type: multipart/mixed; boundary=b\r\n\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n"
+    "\tURL=\"http://127.0.0.1:%u/hold?gate=exim-kill&n=1\"\r\n\r\nContent-Type: text/plain\r\n\r\n--b--\r\n", http_port);
+  g_autofree char *file = g_build_filename (dir, "held.eml", NULL);
+  g_assert_true (g_file_set_contents (file, m, -1, NULL));
+  g_autofree char *send = script ("send.py");
+  g_autofree char *port = g_strdup_printf ("%u", smtp_port);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) p = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE, &error, "python3", send, port, file,
+                                                "client@test.example", NULL);
+  g_assert_no_error (error);
+  g_assert_true (mta_milter_held_wait (http_port, "exim-kill"));
+  mta_milter_signal (daemon_, SIGKILL);
+  g_assert_cmpint (mta_milter_wait (daemon_, FALSE), ==, -1);
+  g_assert_true (g_subprocess_wait_check (p, NULL, NULL));
+  g_autofree char *got = delivered ("client", "<client-kill-1@test.example>", 60);
+  g_assert_nonnull (got);
+  g_autofree char *want = test_crlf_to_lf (m);
+  g_assert_cmpstr (after_trace (got), ==, want);
+  g_autofree char *clog = read_text ("log/extbodyc.log");
+  g_test_message ("%s", clog);
+  g_assert_nonnull (strstr (clog, "the connection closed without an answer; message passed through unchanged\n"));
+  g_autofree char *id = exim_id (got);
+  g_autofree char *done = g_strdup_printf ("%s Completed", id);
+  g_assert_true (wait_log ("log/mainlog", done, 30));
+  g_assert_cmpuint (count_in ("client", "<client-kill-1@test.example>"), ==, 1);
+  g_assert_cmpint (test_http_get_number (http_port, "/open?gate=exim-kill"), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -746,7 +858,9 @@ main (int argc, char **argv)
   g_test_add_func ("/exim/8-stopped-after-limit", test_failure_stopped);
   g_test_add_func ("/exim/9-client-data-reference", test_client_data_reference);
   g_test_add_func ("/exim/9b-client-200-messages-10-sessions", test_client_burst);
+  g_test_add_func ("/exim/9b2-client-200-messages-4-reloads", test_client_burst_reloaded);
   g_test_add_func ("/exim/9c-client-daemon-down", test_client_daemon_down);
+  g_test_add_func ("/exim/9d-client-daemon-killed-mid-message", test_client_killed_mid_message);
   int rc = g_test_run ();
 
   test_sh (down, NULL);

@@ -140,3 +140,29 @@ mta_milter_log_wait (const MtaMilter *m, const char *needle, guint n)
   g_test_message ("milter log %s:\n%s", m->log ? m->log : "(none)", text);
   return FALSE;
 }
+
+#define RELOADED "SIGHUP: reloaded configuration"
+
+void
+mta_milter_reload_under (MtaMilter *m, const char *progress, guint step, guint n)
+{
+  guint base = mta_milter_log_count (m, progress);
+  guint reloaded = mta_milter_log_count (m, RELOADED);
+  for (guint k = 1; k <= n; k++) {
+    g_assert_true (mta_milter_log_wait (m, progress, base + k * step));
+    mta_milter_signal (m, SIGHUP);
+    g_assert_true (mta_milter_log_wait (m, RELOADED, reloaded + k));
+  }
+}
+
+gboolean
+mta_milter_held_wait (guint port, const char *gate)
+{
+  g_autofree char *path = g_strdup_printf ("/held?gate=%s", gate);
+  for (int t = 0; t < 60 * 50; t++) {
+    if (test_http_get_number (port, path) >= 1)
+      return TRUE;
+    g_usleep (20000);
+  }
+  return FALSE;
+}

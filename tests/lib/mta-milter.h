@@ -50,3 +50,16 @@ guint mta_milter_log_count (const MtaMilter *m, const char *needle);
 /* Wait (at most 60 s) until its log holds @needle @n times; shows the log
  * (g_test_message) when it does not. */
 gboolean mta_milter_log_wait (const MtaMilter *m, const char *needle, guint n);
+
+/* Reloads under load: @n times SIGHUP @m, the k-th once its log holds k *
+ * @step more lines with @progress (one a message it answered) than when this
+ * was called; each reload awaited ("SIGHUP: reloaded configuration" once more
+ * in its log). With @n * @step below the messages of the load, every reload
+ * comes while messages remain. Fails the test (its log shown) when the
+ * progress or a reload does not come within 60 s. */
+void mta_milter_reload_under (MtaMilter *m, const char *progress, guint step, guint n);
+
+/* Wait (at most 60 s) until a request waits at the gate @gate of the
+ * loopback HTTP test server (httpd.py) at @port: a fetch of the daemon's in
+ * flight, held there (/hold?gate=@gate) until the test opens the gate. */
+gboolean mta_milter_held_wait (guint port, const char *gate);

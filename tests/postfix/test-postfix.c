@@ -8,8 +8,10 @@
  * stopped milter_default_action applies. The after-queue filter through
  * pipe(8): extbody-pipe, and extbody-pipe-client (extbodyc against a private
  * daemon's http_socket: a data: reference arrives as `extbody rewrite
- * --filter` writes it, 200 messages from 10 sessions each once, and with the
- * daemon stopped the message arrives as it came). Needs root (Postfix refuses
+ * --filter` writes it, 200 messages from 10 sessions each once, the same
+ * with the daemon reloaded 4 times while they come, with the daemon stopped
+ * the message arrives as it came, and so it does, once, with the daemon
+ * killed while that message's reference is being fetched). Needs root (Postfix refuses
  * otherwise): skipped (exit 77) when not root or when Postfix is not
  * installed. Every server and Postfix instance it starts is registered with
  * the watchdog (test-server.h), so a failed assertion leaves none running. */
@@ -195,13 +197,28 @@ test_stalled (void)
 
 static int burst_wait = 60;   /* seconds for the 200 to arrive */
 
-static void
-test_burst (void)
+/* send.py sending 200 messages from 10 concurrent SMTP sessions, not waited
+ * for. */
+static GSubprocess *
+burst_start (void)
 {
   g_autofree char *send = mta_postfix_script ("send.py");
-  g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u --burst 200 10", send, smtp_port);
+  g_autofree char *port = g_strdup_printf ("%u", smtp_port);
+  g_autoptr (GError) error = NULL;
+  GSubprocess *p = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error, "python3", send, port, "--burst", "200",
+                                     "10", NULL);
+  g_assert_no_error (error);
+  return p;
+}
+
+/* The 200 of burst_start @sender delivered, each exactly once, each resolved
+ * (its body "burst I", the reference's data: URL decoded). */
+static void
+burst_check (GSubprocess *sender)
+{
   g_autofree char *out = NULL;
-  g_assert_cmpint (test_sh (cmd, &out), ==, 0);
+  g_assert_true (g_subprocess_communicate_utf8 (sender, NULL, NULL, &out, NULL, NULL));
+  g_assert_true (g_subprocess_get_successful (sender));
   g_assert_cmpint (atoi (out), ==, 200);
   /* every one delivered, each exactly once, each resolved */
   guint seen[200] = { 0 };
@@ -233,6 +250,29 @@ test_burst (void)
   g_assert_cmpuint (total, ==, 200);
   for (int i = 0; i < 200; i++)
     g_assert_cmpuint (seen[i], ==, 1);
+}
+
+static void
+test_burst (void)
+{
+  g_autoptr (GSubprocess) p = burst_start ();
+  burst_check (p);
+}
+
+/* Remove the burst messages burst_check counted, so that the next burst is
+ * counted alone. */
+static void
+burst_clear (void)
+{
+  g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);
+  g_assert_nonnull (d);
+  const char *n;
+  while ((n = g_dir_read_name (d))) {
+    g_autofree char *path = g_build_filename (maildir_new, n, NULL);
+    g_autofree char *text = NULL;
+    if (g_file_get_contents (path, &text, NULL, NULL) && strstr (text, "<burst-"))
+      g_assert_cmpint (g_unlink (path), ==, 0);
+  }
 }
 
 static void
@@ -381,61 +421,89 @@ body_of (const char *msg)
  * content_filter=extbody:dummy and a pipe(8) service running the script as
  * nobody, extbodyc reaching a private daemon whose http_socket is in the
  * test's directory (mode 0777: milter_umask 000), re-injection through
- * sendmail -G -i and pickup. */
+ * sendmail -G -i and pickup. The cases 8 to 8d share it: 8 sets it up, 8d
+ * takes it down. */
+static struct {
+  char      *pf3;        /* the instance */
+  guint      port3, wd;
+  char      *hsock;      /* the daemon's http_socket */
+  char      *clog;       /* extbodyc's -l file */
+  MtaMilter *daemon;
+  guint      saved_port;
+  char      *saved_new;
+} pc;
+
+static gboolean
+have_pipe_client (void)
+{
+  if (g_getenv ("EXTBODYC"))
+    return TRUE;
+  g_test_skip ("EXTBODYC is not set");
+  return FALSE;
+}
+
+static char *
+read_clog (void)
+{
+  char *text = NULL;
+  g_file_get_contents (pc.clog, &text, NULL, NULL);
+  return text ? text : g_strdup ("");
+}
+
+/* a data: reference resolved by the daemon, the body exactly what extbody
+ * rewrite --filter writes; 200 messages from 10 sessions, each once, each
+ * resolved */
 static void
 test_pipe_client (void)
 {
-  if (!g_getenv ("EXTBODYC")) {
-    g_test_skip ("EXTBODYC is not set");
+  if (!have_pipe_client ())
     return;
-  }
   g_autofree char *run = g_build_filename (dir, "pipe-client-run", NULL);
   g_assert_cmpint (g_mkdir (run, 0755), ==, 0);
   g_chmod (run, 0755);
   g_autofree char *script_src = g_test_build_filename (G_TEST_DIST, "..", "filters", "pipe", "extbody-pipe-client", NULL);
   g_autofree char *script = test_copy_for_everyone (script_src, run, NULL, 0755);
   g_autofree char *client = test_copy_for_everyone (g_getenv ("EXTBODYC"), run, NULL, 0755);
-  g_autofree char *clog = g_build_filename (run, "extbodyc.log", NULL);
-  g_assert_true (g_file_set_contents (clog, "", 0, NULL));
-  g_chmod (clog, 0666);
+  pc.clog = g_build_filename (run, "extbodyc.log", NULL);
+  g_assert_true (g_file_set_contents (pc.clog, "", 0, NULL));
+  g_chmod (pc.clog, 0666);
 
   /* the daemon */
   g_autofree char *dconf = g_build_filename (dir, "pipe-client.conf", NULL);
-  g_autofree char *hsock = g_build_filename (dir, "pipe-client-http.sock", NULL);
-  g_autofree char *dtext = g_strdup_printf ("[extbody]\nfetch = off\nmilter_umask = 000\nhttp_socket = unix:%s\n", hsock);
+  pc.hsock = g_build_filename (dir, "pipe-client-http.sock", NULL);
+  g_autofree char *dtext = g_strdup_printf ("[extbody]\nfetch = off\nmilter_umask = 000\nhttp_socket = unix:%s\n", pc.hsock);
   g_assert_true (g_file_set_contents (dconf, dtext, -1, NULL));
   g_autofree char *msock = g_build_filename (dir, "pipe-client-milter.sock", NULL);
   g_autofree char *dlog = g_build_filename (dir, "pipe-client-daemon.log", NULL);
-  g_autoptr (MtaMilter) daemon = mta_milter_start (msock, dconf, dlog, NULL);
+  pc.daemon = mta_milter_start (msock, dconf, dlog, NULL);
 
   /* the instance */
-  g_autofree char *pf3 = g_build_filename (dir, "pf3", NULL);
-  guint port3 = 0;
+  pc.pf3 = g_build_filename (dir, "pf3", NULL);
   g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
-  guint wd = mta_postfix_up (pf3, "", "accept", &port3);
+  pc.wd = mta_postfix_up (pc.pf3, "", "accept", &pc.port3);
   g_autofree char *svc = g_strdup_printf (
     "sh '%s' service '%s' 'pickup unix n - n 1 1 pickup' "
     "'extbody unix - n n - 10 pipe flags=Rq user=nobody null_sender= "
     "argv=%s -C %s -s unix:%s -l %s -t 30 -f ${sender} -- ${recipient}'",
-    peer, pf3, script, client, hsock, clog);
+    peer, pc.pf3, script, client, pc.hsock, pc.clog);
   g_assert_cmpint (test_sh (svc, NULL), ==, 0);
   /* postdrop trusts this instance's MAIL_CONFIG: as in test_pipe */
   g_autofree char *cmds = g_strdup_printf (
     "mkdir -p '%s/bin' && for f in /usr/sbin/post*; do ln -sf \"$f\" '%s/bin/'; done && "
     "rm -f '%s/bin/postdrop' && cp /usr/sbin/postdrop '%s/bin/postdrop' && chmod 755 '%s/bin/postdrop' && "
     "chmod 1733 '%s/spool/maildrop' && sh '%s' set '%s' command_directory='%s/bin'",
-    pf3, pf3, pf3, pf3, pf3, pf3, peer, pf3, pf3);
+    pc.pf3, pc.pf3, pc.pf3, pc.pf3, pc.pf3, pc.pf3, peer, pc.pf3, pc.pf3);
   g_assert_cmpint (test_sh (cmds, NULL), ==, 0);
   g_autofree char *filt = g_strdup_printf (
     "sed -i 's|^127.0.0.1:%u inet n - n - - smtpd$|127.0.0.1:%u inet n - n - - smtpd -o content_filter=extbody:dummy|' '%s/etc/master.cf' && "
     "sh '%s' reload '%s'",
-    port3, port3, pf3, peer, pf3);
+    pc.port3, pc.port3, pc.pf3, peer, pc.pf3);
   g_assert_cmpint (test_sh (filt, NULL), ==, 0);
 
-  guint saved = smtp_port;
-  g_autofree char *saved_new = maildir_new;
-  smtp_port = port3;
-  maildir_new = g_build_filename (pf3, "mail", "Maildir", "new", NULL);
+  pc.saved_port = smtp_port;
+  pc.saved_new = maildir_new;
+  smtp_port = pc.port3;
+  maildir_new = g_build_filename (pc.pf3, "mail", "Maildir", "new", NULL);
 
   /* a data: reference: resolved by the daemon, the body exactly what
    * extbody rewrite --filter writes */
@@ -449,7 +517,7 @@ test_pipe_client (void)
   g_assert_cmpint (send_file (m), ==, 0);
   g_autofree char *got = delivered ("<pipe-client-1@test.example>", 30);
   if (!got)
-    g_test_message ("maillog:\n%s", mta_postfix_log_tail (pf3));
+    g_test_message ("maillog:\n%s", mta_postfix_log_tail (pc.pf3));
   g_assert_nonnull (got);
   g_test_message ("delivered through extbody-pipe-client:\n%s", got);
   g_autofree char *lf = test_crlf_to_lf (m);
@@ -470,12 +538,40 @@ test_pipe_client (void)
   burst_wait = 120;
   test_burst ();
   burst_wait = 60;
-  g_autofree char *log_now = NULL;
-  g_file_get_contents (clog, &log_now, NULL, NULL);
+  g_autofree char *log_now = read_clog ();
   g_assert_cmpstr (log_now, ==, "");
+}
 
-  /* the daemon stopped: the message is re-injected as it came */
-  g_assert_cmpint (mta_milter_stop (daemon, FALSE), ==, 0);
+/* 200 messages from 10 sessions through the pipe with the daemon reloaded
+ * (SIGHUP) 4 times while they come, after each 40 it answered: each arrives
+ * once, resolved (none re-injected as it came: extbodyc logged no
+ * fallback). */
+static void
+test_pipe_client_reloaded (void)
+{
+  if (!have_pipe_client ())
+    return;
+  g_assert_nonnull (pc.daemon);
+  burst_clear ();
+  guint reloads = mta_milter_log_count (pc.daemon, "SIGHUP: reloaded configuration");
+  g_autoptr (GSubprocess) p = burst_start ();
+  mta_milter_reload_under (pc.daemon, "http: POST /rewrite 200", 40, 4);
+  burst_wait = 120;
+  burst_check (p);
+  burst_wait = 60;
+  g_assert_cmpuint (mta_milter_log_count (pc.daemon, "SIGHUP: reloaded configuration"), ==, reloads + 4);
+  g_autofree char *log_now = read_clog ();
+  g_assert_cmpstr (log_now, ==, "");
+}
+
+/* the daemon stopped: the message is re-injected as it came */
+static void
+test_pipe_client_down (void)
+{
+  if (!have_pipe_client ())
+    return;
+  g_assert_cmpint (mta_milter_stop (pc.daemon, FALSE), ==, 0);
+  g_clear_pointer (&pc.daemon, mta_milter_free);
   const char *m2 =
     "From: a@test.example\r\nTo: b@test.example\r\nSubject: no daemon\r\n"
     "Message-ID: <pipe-client-down@test.example>\r\nMIME-Version: 1.0\r\n"
@@ -488,16 +584,66 @@ test_pipe_client (void)
   g_autofree char *want2 = test_crlf_to_lf (m2);
   g_assert_nonnull (strstr (got2, want2));
   g_assert_null (strstr (got2, "X-Extbody:"));
-  g_autofree char *log_down = NULL;
-  g_file_get_contents (clog, &log_down, NULL, NULL);
+  g_autofree char *log_down = read_clog ();
   g_test_message ("%s", log_down);
   g_assert_nonnull (strstr (log_down, "; message passed through unchanged\n"));
-  g_assert_nonnull (strstr (log_down, hsock));
+  g_assert_nonnull (strstr (log_down, pc.hsock));
+}
+
+/* The daemon killed (SIGKILL) in the middle of a message: its reference is
+ * being fetched (held at the loopback test server's gate) when the daemon
+ * dies; extbodyc reads the end of the connection without an answer and
+ * writes the message as it came (--on-error accept, the default), which
+ * extbody-pipe-client re-injects: delivered once, never a part of an answer.
+ * Then the instance is taken down. */
+static void
+test_pipe_client_killed (void)
+{
+  if (!have_pipe_client ())
+    return;
+  g_assert_null (pc.daemon);   /* 8c stopped it */
+  g_autofree char *kconf = g_build_filename (dir, "pipe-client-fetch.conf", NULL);
+  g_autofree char *ktext = g_strdup_printf ("[extbody]\nfetch = on\nallow_networks = 127.0.0.1/32\n"
+                                            "fetch_timeout = 60\nmessage_deadline = 60\nmilter_umask = 000\n"
+                                            "http_socket = unix:%s\n", pc.hsock);
+  g_assert_true (g_file_set_contents (kconf, ktext, -1, NULL));
+  g_autofree char *msock = g_build_filename (dir, "pipe-client-milter-2.sock", NULL);
+  g_autofree char *dlog = g_build_filename (dir, "pipe-client-daemon-2.log", NULL);
+  pc.daemon = mta_milter_start (msock, kconf, dlog, NULL);
+  g_autofree char *before = read_clog ();
+  g_autofree char *m = g_strdup_printf (
+    "From: a@test.example\r\nTo: b@test.example\r\nSubject: held\r\n"
+    "Message-ID: <pipe-client-kill@test.example>\r\nMIME-Version: 1.0\r\n"
+    "Content-Type: multipart/mixed; boundary=b\r\n\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n"
+    "\tURL=\"http://127.0.0.1:%u/hold?gate=pipe-kill&n=1\"\r\n\r\nContent-Type: text/plain\r\n\r\n--b--\r\n",
+    http_port);
+  g_assert_cmpint (send_file (m), ==, 0);
+  g_assert_true (mta_milter_held_wait (http_port, "pipe-kill"));
+  mta_milter_signal (pc.daemon, SIGKILL);
+  g_assert_cmpint (mta_milter_wait (pc.daemon, FALSE), ==, -1);
+  g_clear_pointer (&pc.daemon, mta_milter_free);
+  g_autofree char *got = delivered ("<pipe-client-kill@test.example>", 60);
+  if (!got)
+    g_test_message ("maillog:\n%s", mta_postfix_log_tail (pc.pf3));
+  g_assert_nonnull (got);
+  g_autofree char *want = test_crlf_to_lf (m);
+  g_assert_nonnull (strstr (got, want));
+  g_assert_true (g_str_has_suffix (got, want));
+  g_assert_null (strstr (got, "X-Extbody:"));
+  g_autofree char *after = read_clog ();
+  g_test_message ("%s", after + strlen (before));
+  g_assert_nonnull (strstr (after + strlen (before), "the connection closed without an answer; message passed through unchanged\n"));
+  g_assert_cmpuint (mta_maildir_copies (maildir_new, "<pipe-client-kill@test.example>", NULL), ==, 1);
+  g_assert_cmpint (test_http_get_number (http_port, "/open?gate=pipe-kill"), ==, 0);
 
   g_free (maildir_new);
-  maildir_new = g_steal_pointer (&saved_new);
-  smtp_port = saved;
-  mta_postfix_down (pf3, wd);
+  maildir_new = g_steal_pointer (&pc.saved_new);
+  smtp_port = pc.saved_port;
+  mta_postfix_down (pc.pf3, pc.wd);
+  g_clear_pointer (&pc.pf3, g_free);
+  g_clear_pointer (&pc.hsock, g_free);
+  g_clear_pointer (&pc.clog, g_free);
 }
 
 int
@@ -551,6 +697,9 @@ main (int argc, char **argv)
   g_test_add_func ("/postfix/6-milter-stopped", test_milter_stopped);
   g_test_add_func ("/postfix/7-pipe-content-filter", test_pipe);
   g_test_add_func ("/postfix/8-pipe-through-the-daemon", test_pipe_client);
+  g_test_add_func ("/postfix/8b-pipe-through-the-daemon-4-reloads", test_pipe_client_reloaded);
+  g_test_add_func ("/postfix/8c-pipe-through-the-daemon-down", test_pipe_client_down);
+  g_test_add_func ("/postfix/8d-pipe-through-the-daemon-killed-mid-message", test_pipe_client_killed);
   int rc = g_test_run ();
 
   mta_postfix_down (pfdir, wd_pf);
