@@ -35,11 +35,8 @@
  */
 #include <errno.h>
 #include <poll.h>
-#include <pwd.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <glib-unix.h>
@@ -53,8 +50,7 @@
 #define DC_MAX_HEADER (64 * 1024)
 
 static int    dc_fd = -1;            /* the listening socket */
-static char  *dc_upath;              /* its file, removed at the stop */
-static struct stat dc_sock_st;       /* what it was once bound, to remove only ours */
+static DaemonSocket dc_unix;          /* its file, removed at the stop */
 static guint  dc_max;                /* dovecot_max_connections at start */
 static guint  dc_timeout;            /* dovecot_timeout at start */
 static int    dc_wake[2] = { -1, -1 };   /* ends the accept thread's wait */
@@ -80,50 +76,6 @@ typedef struct {
 
 /* ---- the socket -------------------------------------------------------------- */
 
-/* dovecot_filter_socket, its mode 0777 less client_umask: an old socket
- * nobody answers on is removed first, one in use is an error. */
-static int
-dc_bind (const char *path, const EbConfig *config, GError **error)
-{
-  struct sockaddr_un sa = { .sun_family = AF_UNIX };
-  if (strlen (path) >= sizeof sa.sun_path) {
-    g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "dovecot_filter_socket %s: the path is too long", path);
-    return -1;
-  }
-  memcpy (sa.sun_path, path, strlen (path) + 1);
-  struct stat st;
-  if (lstat (path, &st) == 0) {
-    if (!S_ISSOCK (st.st_mode)) {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_EXISTS, "dovecot_filter_socket %s exists and is not a socket (left alone)", path);
-      return -1;
-    }
-    int probe = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    gboolean live = probe >= 0 && (connect (probe, (struct sockaddr *) &sa, sizeof sa) == 0 || errno == EAGAIN);
-    if (probe >= 0)
-      close (probe);
-    if (live) {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_ADDRESS_IN_USE, "dovecot_filter_socket %s is in use by a running daemon", path);
-      return -1;
-    }
-    unlink (path);
-  }
-  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return -1;
-  mode_t mask = (mode_t) g_ascii_strtoull (eb_config_get_string (config, "client_umask"), NULL, 8);
-  mode_t old = umask (mask & 0777);
-  int r = bind (fd, (struct sockaddr *) &sa, sizeof sa);
-  umask (old);
-  if (r != 0 || lstat (path, &dc_sock_st) != 0 || listen (fd, SOMAXCONN) != 0) {
-    int e = errno;
-    close (fd);
-    errno = e;
-    return -1;
-  }
-  dc_upath = g_strdup (path);
-  return fd;
-}
-
 /* Bind and listen on dovecot_filter_socket (nothing when it is empty), as
  * root when the daemon starts as root; its file is given to @user (-u).
  * Returns: FALSE with @error when it cannot. */
@@ -133,19 +85,9 @@ daemon_dovecot_open (const EbConfig *config, const char *user, GError **error)
   const char *path = eb_config_get_string (config, "dovecot_filter_socket");
   if (!path || !*path)
     return TRUE;
-  GError *own = NULL;
-  int fd = dc_bind (path, config, &own);
-  if (fd < 0) {
-    if (own)
-      g_propagate_error (error, own);
-    else
-      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno), "cannot open dovecot_filter_socket %s: %s",
-                   path, g_strerror (errno));
+  int fd = daemon_listen_unix (&dc_unix, "dovecot_filter_socket", path, config, user, error);
+  if (fd < 0)
     return FALSE;
-  }
-  struct passwd *pw = user ? getpwnam (user) : NULL;
-  if (pw && chown (dc_upath, pw->pw_uid, pw->pw_gid) != 0)
-    log_line (LOG_WARNING, "cannot chown %s: %s", dc_upath, g_strerror (errno));
   dc_fd = fd;
   dc_max = (guint) eb_config_get_uint64 (config, "dovecot_max_connections");
   dc_timeout = (guint) eb_config_get_uint64 (config, "dovecot_timeout");
@@ -419,11 +361,7 @@ daemon_dovecot_quiesce (void)
   if (dc_fd >= 0)
     close (dc_fd);
   dc_fd = -1;
-  struct stat st;
-  if (dc_upath && lstat (dc_upath, &st) == 0 && st.st_dev == dc_sock_st.st_dev
-      && st.st_ino == dc_sock_st.st_ino && unlink (dc_upath) != 0)
-    log_line (LOG_WARNING, "cannot remove %s: %s", dc_upath, g_strerror (errno));
-  g_clear_pointer (&dc_upath, g_free);
+  daemon_listen_remove (&dc_unix);
 }
 
 /* Connections being served. */

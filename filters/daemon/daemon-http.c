@@ -23,12 +23,9 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -54,8 +51,7 @@ typedef struct {
 
 static struct MHD_Daemon *http_daemon;
 static int    http_fd = -1;        /* the listening socket until it is handed over or closed */
-static char  *http_upath;          /* a unix socket's file, removed at stop */
-static struct stat http_sock_st;   /* what it was once bound, to remove only ours */
+static DaemonSocket http_unix;     /* a unix socket's file, removed at the stop */
 static guint  http_max;            /* http_max_connections at start */
 static EbConfig *http_start_config; /* the configuration at start: http_allow_networks */
 static gint   http_busy;           /* requests begun and not answered yet */
@@ -64,50 +60,6 @@ static gint   http_stopping;       /* set at the stop: new requests get 503 */
 static gint   http_cancel;         /* set when the drain is over: fetches in flight stop */
 
 /* ---- the socket -------------------------------------------------------------- */
-
-/* A unix socket at @path, its mode 0777 less client_umask;
- * an old socket nobody answers on is removed first, one in use is an error. */
-static int
-open_unix (const char *path, const EbConfig *config, GError **error)
-{
-  struct sockaddr_un sa = { .sun_family = AF_UNIX };
-  if (strlen (path) >= sizeof sa.sun_path) {
-    g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "http_socket %s: the path is too long", path);
-    return -1;
-  }
-  memcpy (sa.sun_path, path, strlen (path) + 1);
-  struct stat st;
-  if (lstat (path, &st) == 0) {
-    if (!S_ISSOCK (st.st_mode)) {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_EXISTS, "http_socket %s exists and is not a socket (left alone)", path);
-      return -1;
-    }
-    int probe = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    gboolean live = probe >= 0 && (connect (probe, (struct sockaddr *) &sa, sizeof sa) == 0 || errno == EAGAIN);
-    if (probe >= 0)
-      close (probe);
-    if (live) {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_ADDRESS_IN_USE, "http_socket %s is in use by a running daemon", path);
-      return -1;
-    }
-    unlink (path);
-  }
-  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return -1;
-  mode_t mask = (mode_t) g_ascii_strtoull (eb_config_get_string (config, "client_umask"), NULL, 8);
-  mode_t old = umask (mask & 0777);
-  int r = bind (fd, (struct sockaddr *) &sa, sizeof sa);
-  umask (old);
-  if (r != 0 || lstat (path, &http_sock_st) != 0) {
-    int e = errno;
-    close (fd);
-    errno = e;
-    return -1;
-  }
-  http_upath = g_strdup (path);
-  return fd;
-}
 
 /* The address of an inet: or inet6: http_socket (the configuration checked
  * it is an IP address written out). */
@@ -164,25 +116,25 @@ daemon_http_open (const EbConfig *config, const char *user, GError **error)
   const char *spec = eb_config_get_string (config, "http_socket");
   if (!spec || !*spec)
     return TRUE;
-  GError *own = NULL;
-  int fd = g_str_has_prefix (spec, "unix:") ? open_unix (spec + 5, config, &own) : open_inet (spec);
-  if (fd >= 0 && listen (fd, SOMAXCONN) != 0) {
-    int e = errno;
-    close (fd);
-    errno = e;
-    fd = -1;
-  }
-  if (fd < 0) {
-    if (own)
-      g_propagate_error (error, own);
-    else
+  int fd;
+  if (g_str_has_prefix (spec, "unix:")) {
+    fd = daemon_listen_unix (&http_unix, "http_socket", spec + 5, config, user, error);
+    if (fd < 0)
+      return FALSE;
+  } else {
+    fd = open_inet (spec);
+    if (fd >= 0 && listen (fd, SOMAXCONN) != 0) {
+      int e = errno;
+      close (fd);
+      errno = e;
+      fd = -1;
+    }
+    if (fd < 0) {
       g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno), "cannot open http_socket %s: %s",
                    spec, g_strerror (errno));
-    return FALSE;
+      return FALSE;
+    }
   }
-  struct passwd *pw = user ? getpwnam (user) : NULL;
-  if (pw && http_upath && chown (http_upath, pw->pw_uid, pw->pw_gid) != 0)
-    log_line (LOG_WARNING, "cannot chown %s: %s", http_upath, g_strerror (errno));
   http_fd = fd;
   http_max = (guint) eb_config_get_uint64 (config, "http_max_connections");
   http_start_config = eb_config_copy (config);
@@ -565,11 +517,7 @@ daemon_http_quiesce (void)
   if (fd >= 0)
     close (fd);
   http_fd = -1;
-  struct stat st;
-  if (http_upath && lstat (http_upath, &st) == 0 && st.st_dev == http_sock_st.st_dev
-      && st.st_ino == http_sock_st.st_ino && unlink (http_upath) != 0)
-    log_line (LOG_WARNING, "cannot remove %s: %s", http_upath, g_strerror (errno));
-  g_clear_pointer (&http_upath, g_free);
+  daemon_listen_remove (&http_unix);
 }
 
 /* HTTP requests begun and not ended. */

@@ -48,6 +48,8 @@
  *                        (dovecot_filter_socket): Pigeonhole's filter command
  *                        without a process per message, one thread per
  *                        connection
+ *   daemon-listen.c      the unix sockets of those two doors: bound at start,
+ *                        removed at the stop while still theirs
  *
  * A message flows through them thus: daemon-main.c registers the callbacks
  * (milter_session_desc) and serves; at MAIL FROM milter-session.c counts the
@@ -164,6 +166,25 @@ void milter_worker_kick_set_address (int fd);
 gboolean milter_worker_rewrite (SMFICTX *ctx, const Gen *gen, const Msg *m, const char *buf, gsize len,
                                 GOutputStream **out, int *out_fd, EbPlan **result,
                                 GError **error);
+
+/* ---- daemon-listen.c ----------------------------------------------------- */
+
+/* A unix socket of the daemon's, as bound. */
+typedef struct {
+  char       *path;   /* NULL: none (or removed) */
+  struct stat st;     /* the file as bound: removed only while it is this one */
+} DaemonSocket;
+
+/* Bind and listen on the unix socket @path for the key @key (named in
+ * errors), its mode 0777 less client_umask, its file given to @user (-u)
+ * when set. An old socket nobody answers on is removed first; one a running
+ * daemon answers on, or a file that is no socket, is an error.
+ * Returns: the listening descriptor, or -1 with @error. */
+int daemon_listen_unix (DaemonSocket *s, const char *key, const char *path, const EbConfig *config, const char *user,
+                        GError **error);
+
+/* Remove @s's file when it is still the one bound, and forget it. */
+void daemon_listen_remove (DaemonSocket *s);
 
 /* ---- daemon-http.c ------------------------------------------------------- */
 

@@ -123,6 +123,7 @@ static const char *const sources[] = {
   "filters/daemon/daemon.h",
   "filters/daemon/daemon-main.c",
   "filters/daemon/daemon-generation.c",
+  "filters/daemon/daemon-listen.c",
   "filters/daemon/milter-session.c",
   "filters/daemon/milter-worker.c",
 };
