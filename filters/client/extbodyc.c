@@ -13,6 +13,7 @@
  * whole and checked (extbodyc-http.c) before its first byte is written, so
  * half a message is never written. Every wait is a poll () against one
  * deadline (-t), the connect included; no alarm, no signal handler. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -60,6 +61,8 @@
 #define EBC_MAX_ERROR_TEXT 200
 /* -t's ceiling: a day; 0 means no deadline, as spamc's -t 0. */
 #define EBC_MAX_TIMEOUT 86400.0
+/* -q's longest id (Exim's are 16 or 23 characters, Postfix's up to 20). */
+#define EBC_MAX_QUEUE_ID 64
 
 typedef enum { MODE_REWRITE, MODE_EXTERNALIZE, MODE_INSPECT } Mode;
 
@@ -70,6 +73,7 @@ typedef struct {
   Mode               mode;
   int                tempfail;  /* --on-error tempfail */
   int                verbose;
+  const char        *queue_id;  /* -q: the MTA's id of the message, or NULL */
 } Options;
 
 /* A growing byte buffer. */
@@ -86,6 +90,7 @@ static const char *const mode_names[] = { "rewrite", "externalize", "inspect" };
 enum { LOG_TO_STDERR, LOG_TO_SYSLOG, LOG_TO_FILE };
 static int log_to = LOG_TO_STDERR;
 static int log_fd = STDERR_FILENO;
+static const char *log_qid;   /* -q: the prefix of each line */
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -93,9 +98,11 @@ static void
 say (const char *fmt, ...)
 {
   char line[1024];
+  /* -q: the queue id first, as the MTA's own lines */
+  int at = log_qid ? snprintf (line, sizeof line, "%s: ", log_qid) : 0;
   va_list ap;
   va_start (ap, fmt);
-  vsnprintf (line, sizeof line, fmt, ap);
+  vsnprintf (line + at, sizeof line - (size_t) at, fmt, ap);
   va_end (ap);
   /* one write: the line is not interleaved with another filter's */
   size_t n = strlen (line);
@@ -472,14 +479,17 @@ refuse_answer (const Options *o, const EbcHttpAnswer *a, const Exchange *x, char
 static char *
 request_head (const Options *o, size_t len, size_t *head_len)
 {
-  static char head[256];
+  static char head[384];
   int n = snprintf (head, sizeof head,
                     "POST /%s HTTP/1.1\r\n"
                     "Host: localhost\r\n"
                     "Content-Length: %zu\r\n"
                     "Content-Type: message/rfc822\r\n"
+                    "%s%s%s"
                     "Connection: close\r\n"
-                    "\r\n", mode_names[o->mode], len);
+                    "\r\n", mode_names[o->mode], len,
+                    o->queue_id ? "Extbody-Queue-Id: " : "", o->queue_id ? o->queue_id : "",
+                    o->queue_id ? "\r\n" : "");
   *head_len = (size_t) n;
   return head;
 }
@@ -583,7 +593,7 @@ usage (FILE *to)
 {
   fprintf (to,
     "Usage: extbodyc [-s SOCKET] [-t SECONDS] [-x BYTES] [-m rewrite|externalize|inspect]\n"
-    "                [--on-error accept|tempfail] [-l stderr|syslog|FILE] [-v]\n"
+    "                [--on-error accept|tempfail] [-l stderr|syslog|FILE] [-q ID] [-v]\n"
     "                [-h] [--version]\n"
     "The message on standard input through the extbody daemon's HTTP listener,\n"
     "the result on standard output; the message unchanged when the daemon fails.\n"
@@ -595,6 +605,8 @@ usage (FILE *to)
     "                         tempfail: write nothing, exit 75\n"
     "  -l, --log WHERE        where its lines go: stderr (default), syslog\n"
     "                         (facility mail) or FILE (an absolute path, appended)\n"
+    "  -q, --queue-id ID      the MTA's id of the message, in the daemon's log line\n"
+    "                         and its own (Exim: $message_exim_id)\n"
     "  -v, --verbose          one line on standard error about each message\n"
     "  -h, --help             this text\n"
     "      --version          the version\n"
@@ -637,6 +649,7 @@ parse_options (int argc, char **argv, Options *o)
     { "mode", required_argument, NULL, 'm' },
     { "on-error", required_argument, NULL, OPT_ON_ERROR },
     { "log", required_argument, NULL, 'l' },
+    { "queue-id", required_argument, NULL, 'q' },
     { "verbose", no_argument, NULL, 'v' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, OPT_VERSION },
@@ -644,7 +657,7 @@ parse_options (int argc, char **argv, Options *o)
   };
   int c;
   char *end;
-  while ((c = getopt_long (argc, argv, "s:t:x:m:l:vh", longs, NULL)) != -1) {
+  while ((c = getopt_long (argc, argv, "s:t:x:m:l:q:vh", longs, NULL)) != -1) {
     switch (c) {
     case 's':
       o->socket = optarg;
@@ -686,6 +699,19 @@ parse_options (int argc, char **argv, Options *o)
         return EX_USAGE;
       }
       break;
+    case 'q': {
+      /* sent in a header field: 1 to 64 of letters, digits, '.', '_', '-' */
+      size_t n = strlen (optarg);
+      int ok = n >= 1 && n <= EBC_MAX_QUEUE_ID;
+      for (size_t i = 0; ok && i < n; i++)
+        ok = isalnum ((unsigned char) optarg[i]) || optarg[i] == '.' || optarg[i] == '_' || optarg[i] == '-';
+      if (!ok) {
+        say ("-q wants 1 to %d letters, digits, '.', '_' or '-', not \"%.80s\"", EBC_MAX_QUEUE_ID, optarg);
+        return EX_USAGE;
+      }
+      o->queue_id = log_qid = optarg;
+      break;
+    }
     case 'v':
       o->verbose = 1;
       break;

@@ -222,6 +222,22 @@ reply_error (struct MHD_Connection *conn, Req *r, guint status, const char *form
                 status == MHD_HTTP_METHOD_NOT_ALLOWED ? allow : NULL);
 }
 
+/* The MTA's id of the message, as extbodyc -q sends it (Extbody-Queue-Id),
+ * for the log line; NULL when absent or not 1 to 64 of letters, digits, '.',
+ * '_' and '-' (anyone who can connect may send anything). */
+static const char *
+queue_id_of (struct MHD_Connection *conn)
+{
+  const char *q = MHD_lookup_connection_value (conn, MHD_HEADER_KIND, "Extbody-Queue-Id");
+  gsize n = q ? strlen (q) : 0;
+  if (n < 1 || n > 64)
+    return NULL;
+  for (gsize i = 0; i < n; i++)
+    if (!g_ascii_isalnum (q[i]) && q[i] != '.' && q[i] != '_' && q[i] != '-')
+      return NULL;
+  return q;
+}
+
 /* While a request's fetches run: the drain's end, or the client gone (its
  * end of the connection read as closed, as nginx takes it: 499), stops them. */
 typedef struct {
@@ -283,7 +299,7 @@ answer_rewrite (struct MHD_Connection *conn, Req *r)
     eb_stats_add_changed (daemon_main_stats, 1);
   if (eb_plan_get_n_refs (plan) || eb_plan_get_reason (plan) != EB_REASON_RESOLVED) {
     g_autofree char *mid = eb_plan_get_message_id (plan);
-    eb_log_message (NULL, mid, plan);
+    eb_log_message (queue_id_of (conn), mid, plan);
   }
   g_autofree char *refs = g_strdup_printf ("%u", eb_plan_get_n_refs (plan));
   g_autofree char *resolved = g_strdup_printf ("%u", eb_plan_get_n_resolved (plan));

@@ -595,7 +595,7 @@ test_config_lines (void)
   g_test_message ("%s", out);
   g_assert_cmpint (rc, ==, 0);
   /* twice: both transports */
-  const char *filter = "transport_filter = /usr/bin/extbodyc -s unix:/run/extbody/http.sock -l syslog -t 150\n"
+  const char *filter = "transport_filter = /usr/bin/extbodyc -s unix:/run/extbody/http.sock -l syslog -t 150 -q $message_exim_id\n"
                        "transport_filter_timeout = 5m\n";
   const char *p = must_find (out, filter);
   g_assert_nonnull (strstr (p + 1, filter));

@@ -622,8 +622,10 @@ test_client (void)
                                                                      | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
       g_subprocess_launcher_set_stdin_file_path (l, file);
       g_autoptr (GError) error = NULL;
+      /* -q: the queue id in the daemon's lines about the message */
+      g_autofree char *qid = g_strdup_printf ("Q%uT", i);
       g_autoptr (GSubprocess) p = g_subprocess_launcher_spawn (l, &error, client, "-s", down ? nobody : spec,
-                                                               "-t", "30", NULL);
+                                                               "-t", "30", "-q", qid, NULL);
       g_assert_no_error (error);
       g_autoptr (GBytes) out = NULL;
       g_subprocess_communicate (p, NULL, NULL, &out, NULL, &error);
@@ -632,6 +634,11 @@ test_client (void)
       g_assert_cmpint (g_subprocess_get_exit_status (p), ==, 0);
       if (!down) {
         g_assert_true (g_bytes_equal (out, want));
+        /* the samples' references.eml has references: its lines carry the id */
+        if (g_str_has_suffix (file, "/references.eml")) {
+          g_autofree char *tagged = g_strdup_printf ("queue_id=%s ", qid);
+          g_assert_true (mta_milter_log_wait (milter, tagged, 1));
+        }
       } else {
         g_autoptr (GMappedFile) mf = g_mapped_file_new (file, FALSE, NULL);
         g_autoptr (GBytes) msg = g_mapped_file_get_bytes (mf);

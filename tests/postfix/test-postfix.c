@@ -484,7 +484,7 @@ test_pipe_client (void)
   g_autofree char *svc = g_strdup_printf (
     "sh '%s' service '%s' 'pickup unix n - n 1 1 pickup' "
     "'extbody unix - n n - 10 pipe flags=Rq user=nobody null_sender= "
-    "argv=%s -C %s -s unix:%s -l %s -t 30 -f ${sender} -- ${recipient}'",
+    "argv=%s -C %s -s unix:%s -l %s -t 30 -q ${queue_id} -f ${sender} -- ${recipient}'",
     peer, pc.pf3, script, client, pc.hsock, pc.clog);
   g_assert_cmpint (test_sh (svc, NULL), ==, 0);
   /* postdrop trusts this instance's MAIL_CONFIG: as in test_pipe */
@@ -533,6 +533,16 @@ test_pipe_client (void)
   /* the header as extbody rewrite --filter writes it, below the trace fields */
   g_assert_nonnull (strstr (got, strstr (want, "From: a@test.example\n")));
   g_assert_cmpuint (mta_maildir_copies (maildir_new, "<pipe-client-1@test.example>", NULL), ==, 1);
+  /* the daemon's line about it carries Postfix's queue id (-q ${queue_id}) */
+  g_autofree char *dlogtext = mta_milter_log (pc.daemon);
+  const char *mline = strstr (dlogtext, " msgid=<pipe-client-1@test.example> references=");
+  g_assert_nonnull (mline);
+  const char *bol = mline;
+  while (bol > dlogtext && bol[-1] != '\n')
+    bol--;
+  g_autofree char *line = g_strndup (bol, (gsize) (mline - bol));
+  g_test_message ("daemon: %s", line);
+  g_assert_true (g_regex_match_simple ("queue_id=[0-9A-Za-z]{6,}$", line, 0, 0));
 
   /* 200 messages from 10 sessions, each once, each resolved */
   burst_wait = 120;
