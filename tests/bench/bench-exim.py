@@ -107,6 +107,11 @@ def main():
         os.chmod(run_dir, 0o755)
         wrapper = shutil.copy(WRAPPER, run_dir)
         extbody = shutil.copy(extbody_src, run_dir)
+        # its shared library beside it ($ORIGIN in its run path): without it
+        # every run exits 127 and the row measures a failing filter
+        for lib in os.listdir(os.path.dirname(extbody_src)):
+            if lib.startswith("libextbody.so"):
+                shutil.copy(os.path.join(os.path.dirname(extbody_src), lib), run_dir, follow_symlinks=False)
         client = shutil.copy(client_src, run_dir)
         os.chmod(wrapper, 0o755)
         os.chmod(extbody, 0o755)
