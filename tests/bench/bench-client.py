@@ -99,7 +99,8 @@ def main():
         http_sock = os.path.join(work, "http.sock")
         dconf = os.path.join(work, "daemon.conf")
         with open(dconf, "w") as f:
-            f.write("[extbody]\nfetch = off\nhttp_socket = unix:%s\n" % http_sock)
+            # the Dovecot door's default (under /run/extbody, the system's) not opened
+            f.write("[extbody]\nfetch = off\ndovecot_filter_socket =\nhttp_socket = unix:%s\n" % http_sock)
         daemon = subprocess.Popen([daemon_bin, "-p", "unix:" + os.path.join(work, "milter.sock"), "-c", dconf],
                                   stderr=subprocess.DEVNULL)
         for _ in range(600):

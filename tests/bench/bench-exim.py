@@ -153,7 +153,7 @@ def main():
         # the daemon extbodyc talks to: its socket open to Exim's user
         http_sock = os.path.join(work, "http.sock")
         with open(os.path.join(work, "daemon.conf"), "w") as f:
-            f.write("[extbody]\nfetch = off\nmilter_umask = 000\nhttp_socket = unix:%s\n" % http_sock)
+            f.write("[extbody]\nfetch = off\nmilter_umask = 000\ndovecot_filter_socket =\nhttp_socket = unix:%s\n" % http_sock)
         daemon = subprocess.Popen([milter, "-p", "unix:" + os.path.join(work, "milter.sock"),
                                    "-c", os.path.join(work, "daemon.conf")], stderr=subprocess.DEVNULL)
         for _ in range(600):

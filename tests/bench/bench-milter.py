@@ -54,6 +54,14 @@ def find_daemon(build):
     return None
 
 
+def doors_off(daemon, conf):
+    """-o lines closing the daemon's HTTP and Dovecot doors (their defaults are
+    the system's, under /run/extbody); none for a daemon without them."""
+    off = ["-o", "http_socket=", "-o", "dovecot_filter_socket="]
+    r = subprocess.run([daemon, "-c", conf, "-n"] + off, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return off if r.returncode == 0 else []
+
+
 def wait_for(path_or_port, timeout=10):
     end = time.time() + timeout
     while time.time() < end:
@@ -149,6 +157,8 @@ def main():
     conf = os.path.join(work, "empty.conf")
     open(conf, "w").close()
     usock = os.path.join(work, "m.sock")
+    off = doors_off(extbody, conf)
+    off_other = doors_off(other, conf) if other else []
     results = []
     try:
         for mix in (False, True):
@@ -159,22 +169,22 @@ def main():
             lspec = "inet:%d@127.0.0.1" % tport
             rows += [
                 ("pass-through, unix", [passthrough, "unix:" + usock], "unix:" + usock),
-                ("extbodyd, unix", [extbody, "-c", conf, "-o", "fetch=off", "-o", "milter_umask=000", "-p", "unix:" + usock], "unix:" + usock),
+                ("extbodyd, unix", [extbody, "-c", conf, "-o", "fetch=off", "-o", "milter_umask=000", "-p", "unix:" + usock] + off, "unix:" + usock),
             ]
             if other:
                 rows.append(("other build's daemon, unix",
-                             [other, "-c", conf, "-o", "fetch=off", "-o", "milter_umask=000", "-p", "unix:" + usock],
+                             [other, "-c", conf, "-o", "fetch=off", "-o", "milter_umask=000", "-p", "unix:" + usock] + off_other,
                              "unix:" + usock))
             if not a.unix_only:
                 rows += [
                     ("pass-through, tcp", [passthrough, lspec], tspec),
                     ("pass-through, tcp, TCP_NODELAY", [passthrough, lspec, "--nodelay"], tspec),
-                    ("extbodyd, tcp (TCP_NODELAY)", [extbody, "-c", conf, "-o", "fetch=off", "-p", lspec], tspec),
-                    ("extbodyd, tcp, Nagle on", [extbody, "-c", conf, "-o", "fetch=off", "-p", lspec, "--no-nodelay"], tspec),
+                    ("extbodyd, tcp (TCP_NODELAY)", [extbody, "-c", conf, "-o", "fetch=off", "-p", lspec] + off, tspec),
+                    ("extbodyd, tcp, Nagle on", [extbody, "-c", conf, "-o", "fetch=off", "-p", lspec, "--no-nodelay"] + off, tspec),
                 ]
                 if other:
                     rows.append(("other build's daemon, tcp (TCP_NODELAY)",
-                                 [other, "-c", conf, "-o", "fetch=off", "-p", lspec], tspec))
+                                 [other, "-c", conf, "-o", "fetch=off", "-p", lspec] + off_other, tspec))
             print("%d messages of ~5 KB from 10 sessions, %s:" % (a.count, label))
             got = {}
             for name, cmd, spec in rows:

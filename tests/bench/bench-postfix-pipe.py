@@ -163,7 +163,7 @@ def main():
         put(os.path.join(work, "extbody.conf"), "[extbody]\nfetch = off\n")
         http_sock = os.path.join(work, "http.sock")
         put(os.path.join(work, "daemon.conf"),
-            "[extbody]\nfetch = off\nmilter_umask = 000\nhttp_socket = unix:%s\n" % http_sock)
+            "[extbody]\nfetch = off\nmilter_umask = 000\ndovecot_filter_socket =\nhttp_socket = unix:%s\n" % http_sock)
         daemon = subprocess.Popen([daemon_bin, "-p", "unix:" + os.path.join(work, "milter.sock"),
                                    "-c", os.path.join(work, "daemon.conf")], stderr=subprocess.DEVNULL)
         for _ in range(600):
