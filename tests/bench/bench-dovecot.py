@@ -6,8 +6,12 @@ dovecot-core, dovecot-imapd, dovecot-lmtpd and dovecot-sieve).
 At delivery: gen-corpus.py messages (one in ten with external-body parts)
 delivered over LMTP from --sessions concurrent sessions into mdbox, measured in
 the same run for a user with no Sieve script, one whose sieve_before filters
-through `cat` (the floor Pigeonhole's filter command costs) and one whose
-sieve_before filters through extbody (filters/dovecot/extbody-sieve-filter).
+through `cat` (the floor Pigeonhole's filter command costs), one whose
+sieve_before filters through extbody started per message
+(filters/dovecot/extbody-sieve-filter) and one whose sieve_before filters
+through the resident daemon: `filter "extbody"` meets the socket named extbody
+in sieve_filter_socket_dir, the daemon's dovecot_filter_socket (no process per
+message). The daemon's peak memory (VmHWM) is read at the end of the run.
 
 At rest: the same messages in an mdbox INBOX, read over IMAP (one FETCH of
 every message: the floor), passed through extbody-imap-rewrite with a
@@ -17,7 +21,11 @@ nothing to store), and rewritten by extbody-imap-rewrite with extbody.
 Messages per second, the median of --repeat runs, and the slowdown against
 the first row of each part. Not a test: nothing asserts a speed.
 
-    python3 tests/bench/bench-dovecot.py [--build build] [--count 1000] [--sessions 4] [--repeat 3]
+    python3 tests/bench/bench-dovecot.py [--build build] [--daemon PATH] [--count 1000] [--sessions 4]
+                                         [--repeat 3] [--delivery-only]
+
+--daemon names the daemon program (default: extbodyd or extbody-milter under
+the build directory); --delivery-only leaves the at-rest part out.
 """
 import argparse
 import concurrent.futures
@@ -44,6 +52,32 @@ def free_port():
     return p
 
 
+def find_daemon(build):
+    """The resident daemon under build: extbodyd (its newer name) or extbody-milter."""
+    for rel in (("filters", "daemon", "extbodyd"), ("filters", "extbodyd", "extbodyd"),
+                ("filters", "milter", "extbodyd"), ("src", "extbodyd"), ("filters", "milter", "extbody-milter")):
+        p = os.path.join(build, *rel)
+        if os.access(p, os.X_OK):
+            return p
+    for d, _, files in os.walk(build):
+        for n in ("extbodyd", "extbody-milter"):
+            if n in files and os.access(os.path.join(d, n), os.X_OK):
+                return os.path.join(d, n)
+    return None
+
+
+def vm_hwm(pid):
+    """Peak resident set of a running process in KB (VmHWM), 0 when unknown."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def put(path, text, mode=0o644):
     with open(path, "w") as f:
         f.write(text)
@@ -56,28 +90,61 @@ def main():
     ap.add_argument("--count", type=int, default=1000)
     ap.add_argument("--sessions", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--daemon", help="the daemon program (default: extbodyd or extbody-milter under --build)")
+    ap.add_argument("--delivery-only", action="store_true", help="leave out the at-rest (IMAP) part")
     args = ap.parse_args()
+    daemon_bin = args.daemon or find_daemon(os.path.abspath(args.build))
+    if not daemon_bin:
+        sys.exit("bench-dovecot.py: no extbodyd or extbody-milter under %s (give --daemon)" % args.build)
     if os.geteuid() != 0:
         sys.exit("bench-dovecot.py: needs root (it runs a private Dovecot)")
     work = tempfile.mkdtemp(prefix="extbody-bench-dovecot-")
     os.chmod(work, 0o755)
     dovecot = None
+    daemon = None
     try:
         bindir = os.path.join(work, "bin")
         os.mkdir(bindir, 0o755)
-        shutil.copy(os.path.join(TOP, "filters", "dovecot", "extbody-sieve-filter"), os.path.join(bindir, "extbody"))
+        # the per-message command under another name than the socket's: a
+        # socket named extbody in sieve_filter_socket_dir comes before the
+        # program of that name in sieve_filter_bin_dir
+        shutil.copy(os.path.join(TOP, "filters", "dovecot", "extbody-sieve-filter"), os.path.join(bindir, "extbody-exec"))
         extbody = os.path.join(bindir, "extbody-real")
         shutil.copy(os.path.join(args.build, "src", "extbody"), extbody)
+        # its shared library beside it ($ORIGIN in its run path): without it
+        # every run exits 127 and the row measures a failing filter
+        for lib in os.listdir(os.path.join(args.build, "src")):
+            if lib.startswith("libextbody.so"):
+                shutil.copy(os.path.join(args.build, "src", lib), bindir, follow_symlinks=False)
         put(os.path.join(bindir, "copy"), "#!/bin/sh\nexec cat\n", 0o755)
-        os.chmod(os.path.join(bindir, "extbody"), 0o755)
+        os.chmod(os.path.join(bindir, "extbody-exec"), 0o755)
         os.chmod(extbody, 0o755)
         econf = os.path.join(work, "extbody.conf")
         put(econf, "")
         sieve = os.path.join(work, "sieve")
         os.mkdir(sieve)
-        put(os.path.join(sieve, "extbody.sieve"), 'require "vnd.dovecot.filter";\nfilter "extbody" '
+        put(os.path.join(sieve, "extbody.sieve"), 'require "vnd.dovecot.filter";\nfilter "extbody-exec" '
             '["-c", "%s", "-e", "%s"];\nkeep;\n' % (econf, extbody))
         put(os.path.join(sieve, "cat.sieve"), 'require "vnd.dovecot.filter";\nfilter "copy";\nkeep;\n')
+        put(os.path.join(sieve, "socket.sieve"), 'require "vnd.dovecot.filter";\nfilter "extbody";\nkeep;\n')
+        # the daemon's socket where Pigeonhole looks: sieve_filter_socket_dir,
+        # relative to base_dir (WORK/run), WORK/extbody-run/extbody, mode 0777
+        # (milter_umask 000) for the LMTP process running as nobody
+        sockdir = os.path.join(work, "extbody-run")
+        os.mkdir(sockdir, 0o755)
+        dconf = os.path.join(work, "daemon.conf")
+        # the one door this run uses; the HTTP listener's default (under
+        # /run/extbody, the system's) not opened
+        put(dconf, "[extbody]\nfetch = off\nmilter_umask = 000\nhttp_socket =\n"
+            "dovecot_filter_socket = %s/extbody\n" % sockdir)
+        daemon = subprocess.Popen([daemon_bin, "-c", dconf, "-p", "unix:" + os.path.join(work, "milter.sock")],
+                                  stderr=subprocess.DEVNULL)
+        for _ in range(600):
+            if os.path.exists(os.path.join(sockdir, "extbody")) or daemon.poll() is not None:
+                break
+            time.sleep(0.05)
+        if not os.path.exists(os.path.join(sockdir, "extbody")):
+            raise RuntimeError("the daemon did not open %s/extbody" % sockdir)
         home = os.path.join(work, "home")
         os.mkdir(home)
         shutil.chown(home, "nobody", "nogroup")
@@ -87,6 +154,7 @@ def main():
             lines.append("none%d::65534:65534::%s/none%d::" % (r, home, r))
             lines.append("cat%d::65534:65534::%s/cat%d::userdb_sieve_before=%s/cat.sieve" % (r, home, r, sieve))
             lines.append("extbody%d::65534:65534::%s/extbody%d::userdb_sieve_before=%s/extbody.sieve" % (r, home, r, sieve))
+            lines.append("socket%d::65534:65534::%s/socket%d::userdb_sieve_before=%s/socket.sieve" % (r, home, r, sieve))
             for kind in ("fetch", "copy", "rest"):
                 lines.append("%s%d::65534:65534::%s/%s%d::" % (kind, r, home, kind, r))
         put(users, "\n".join(lines) + "\n")
@@ -140,6 +208,7 @@ plugin {{
   sieve_plugins = sieve_extprograms
   sieve_global_extensions = +vnd.dovecot.filter
   sieve_filter_bin_dir = {bin}
+  sieve_filter_socket_dir = ../extbody-run
   sieve_filter_exec_timeout = 130s
 }}
 """.format(w=work, users=users, port=port, bin=bindir))
@@ -151,7 +220,7 @@ plugin {{
                 break
             except OSError:
                 time.sleep(0.1)
-        for s in ("extbody.sieve", "cat.sieve"):
+        for s in ("extbody.sieve", "cat.sieve", "socket.sieve"):
             subprocess.run(["sievec", "-c", conf, os.path.join(sieve, s)], check=True)
 
         corpus = os.path.join(work, "corpus")
@@ -203,28 +272,54 @@ plugin {{
             return len(msgs) / (time.monotonic() - t)
 
         rows = {"LMTP, no Sieve script": [], "LMTP, Sieve filter through cat": [],
-                "LMTP, Sieve filter through extbody": [],
+                "LMTP, Sieve filter through extbody per message": [],
+                "LMTP, Sieve filter through the daemon's socket": [],
                 "IMAP, FETCH of every message": [], "extbody-imap-rewrite, copying stand-in": [],
                 "extbody-imap-rewrite, extbody": []}
         names = list(rows)
+        # one message to each delivery user first: its mailbox exists before
+        # the sessions deliver at once (concurrent deliveries creating the
+        # same new mdbox can deadlock on its index locks: Dovecot panics, the
+        # LMTP session drops)
+        for r in range(args.repeat):
+            for kind in ("none", "cat", "extbody", "socket"):
+                c = smtplib.LMTP("127.0.0.1", port)
+                c.sendmail("bench@example.org", ["%s%d" % (kind, r)], msgs[0])
+                c.quit()
         for r in range(args.repeat):
             rows[names[0]].append(deliver("none%d" % r))
             rows[names[1]].append(deliver("cat%d" % r))
             rows[names[2]].append(deliver("extbody%d" % r))
+            rows[names[3]].append(deliver("socket%d" % r))
+            if args.delivery_only:
+                continue
             for kind in ("fetch", "copy", "rest"):
                 load("%s%d" % (kind, r))
-            rows[names[3]].append(fetch_all("fetch%d" % r))
-            rows[names[4]].append(tool("copy%d" % r, os.path.join(bindir, "copy")))
-            rows[names[5]].append(tool("rest%d" % r, extbody))
-        for part in (names[:3], names[3:]):
+            rows[names[4]].append(fetch_all("fetch%d" % r))
+            rows[names[5]].append(tool("copy%d" % r, os.path.join(bindir, "copy")))
+            rows[names[6]].append(tool("rest%d" % r, extbody))
+        for part in (names[:4], names[4:]):
+            if not rows[part[0]]:
+                continue
             base = statistics.median(rows[part[0]])
             for n in part:
                 v = statistics.median(rows[n])
-                print("  %-42s %8.1f messages/s  x%.2f slower" % (n, v, base / v))
+                print("  %-50s %8.1f messages/s  x%.2f slower  (%.2fx of %s)" % (n, v, base / v, v / base, part[0]))
+        print("daemon %s: peak memory (VmHWM) %d KB after %d deliveries through its Dovecot socket"
+              % (daemon_bin, vm_hwm(daemon.pid), (len(msgs) + 1) * args.repeat))
+        # a failed filter is logged by Pigeonhole (and the message kept as it came)
+        with open(os.path.join(work, "dovecot.log"), errors="replace") as f:
+            bad = [line for line in f if "filter" in line and ("rror" in line or "ailed" in line)]
+            failed = len(bad)
+            sys.stdout.write("".join(bad[:5]))
+        print("Dovecot log lines about a failed filter: %d" % failed)
     finally:
         if dovecot:
             dovecot.terminate()
             dovecot.wait()
+        if daemon and daemon.poll() is None:
+            daemon.terminate()
+            daemon.wait()
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -15,7 +15,10 @@ filters/exim/exim4-extbody.conf ships it); for mail without references and for m
 message in ten carries a data: reference. Each row is the median of --repeat
 runs, the rows of a run taken in turn. Not a test: nothing asserts a speed.
 
-    python3 tests/bench/bench-exim.py [--build build] [--count 1000] [--repeat 3]
+    python3 tests/bench/bench-exim.py [--build build] [--daemon PATH] [--count 1000] [--repeat 3]
+
+--daemon names the daemon program (default: extbodyd or extbody-milter under
+the build directory); its peak memory (VmHWM) is printed at the end.
 """
 import argparse
 import os
@@ -38,6 +41,32 @@ def free_port():
     p = s.getsockname()[1]
     s.close()
     return p
+
+
+def find_daemon(build):
+    """The resident daemon under build: extbodyd (its newer name) or extbody-milter."""
+    for rel in (("filters", "daemon", "extbodyd"), ("filters", "extbodyd", "extbodyd"),
+                ("filters", "milter", "extbodyd"), ("src", "extbodyd"), ("filters", "milter", "extbody-milter")):
+        p = os.path.join(build, *rel)
+        if os.access(p, os.X_OK):
+            return p
+    for d, _, files in os.walk(build):
+        for n in ("extbodyd", "extbody-milter"):
+            if n in files and os.access(os.path.join(d, n), os.X_OK):
+                return os.path.join(d, n)
+    return None
+
+
+def vm_hwm(pid):
+    """Peak resident set of a running process in KB (VmHWM), 0 when unknown."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def refs_message(path):
@@ -86,6 +115,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(HERE, "..", "..", "build"))
     ap.add_argument("--count", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=3, help="runs per row; the median is shown")
+    ap.add_argument("--daemon", help="the daemon program (default: extbodyd or extbody-milter under --build)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench-exim.py runs a private Exim and needs root")
@@ -95,7 +125,9 @@ def main():
                  "or set EXIM" % exim)
     extbody_src = os.path.join(os.path.abspath(a.build), "src", "extbody")
     client_src = os.path.join(os.path.abspath(a.build), "filters", "client", "extbodyc")
-    milter = os.path.join(os.path.abspath(a.build), "filters", "daemon", "extbodyd")
+    milter = a.daemon or find_daemon(os.path.abspath(a.build))
+    if not milter:
+        sys.exit("bench-exim.py: no extbodyd or extbody-milter under %s (give --daemon)" % a.build)
     daemon = None
     work = tempfile.mkdtemp(prefix="extbody-bench-exim-")
     os.chmod(work, 0o755)
@@ -107,6 +139,11 @@ def main():
         os.chmod(run_dir, 0o755)
         wrapper = shutil.copy(WRAPPER, run_dir)
         extbody = shutil.copy(extbody_src, run_dir)
+        # its shared library beside it ($ORIGIN in its run path): without it
+        # every run exits 127 and the row measures a failing filter
+        for lib in os.listdir(os.path.dirname(extbody_src)):
+            if lib.startswith("libextbody.so"):
+                shutil.copy(os.path.join(os.path.dirname(extbody_src), lib), run_dir, follow_symlinks=False)
         client = shutil.copy(client_src, run_dir)
         os.chmod(wrapper, 0o755)
         os.chmod(extbody, 0o755)
@@ -116,7 +153,7 @@ def main():
         # the daemon extbodyc talks to: its socket open to Exim's user
         http_sock = os.path.join(work, "http.sock")
         with open(os.path.join(work, "daemon.conf"), "w") as f:
-            f.write("[extbody]\nfetch = off\nmilter_umask = 000\nhttp_socket = unix:%s\n" % http_sock)
+            f.write("[extbody]\nfetch = off\nmilter_umask = 000\ndovecot_filter_socket =\nhttp_socket = unix:%s\n" % http_sock)
         daemon = subprocess.Popen([milter, "-p", "unix:" + os.path.join(work, "milter.sock"),
                                    "-c", os.path.join(work, "daemon.conf")], stderr=subprocess.DEVNULL)
         for _ in range(600):
@@ -159,6 +196,8 @@ def main():
         with open(os.path.join(work, "log", "extbodyc.log")) as f:
             fallbacks = sum(1 for _ in f)
         print("extbodyc fallbacks (messages passed through without the daemon): %d" % fallbacks)
+        print("daemon %s: peak memory (VmHWM) %d KB after %d messages through its HTTP listener"
+              % (milter, vm_hwm(daemon.pid), 2 * a.count * a.repeat + 1))
     finally:
         subprocess.run(["sh", PEER, "down", work], env=dict(os.environ, EXIM=exim))
         if daemon is not None and daemon.poll() is None:

@@ -11,7 +11,13 @@ references and for mail where one message in ten carries a data: reference.
 Also extbodyd's peak memory (VmHWM). Each row is the median of --repeat
 runs. Not a test: nothing asserts a speed.
 
-    python3 tests/bench/bench-milter.py [--build build] [--count 2000] [--repeat 3]
+    python3 tests/bench/bench-milter.py [--build build] [--daemon PATH] [--vs-build DIR]
+                                        [--unix-only] [--count 2000] [--repeat 3]
+
+--daemon names the daemon program (default: extbodyd or extbody-milter under
+the build directory). --vs-build DIR measures, in the same run, the daemon of
+another build too (e.g. an older version's: a regression check) and prints
+the ratio of the two; --unix-only leaves the TCP rows out.
 """
 import argparse
 import os
@@ -32,6 +38,28 @@ def free_port():
     p = s.getsockname()[1]
     s.close()
     return p
+
+
+def find_daemon(build):
+    """The resident daemon under build: extbodyd (its newer name) or extbody-milter."""
+    for rel in (("filters", "daemon", "extbodyd"), ("filters", "extbodyd", "extbodyd"),
+                ("filters", "milter", "extbodyd"), ("src", "extbodyd"), ("filters", "milter", "extbody-milter")):
+        p = os.path.join(build, *rel)
+        if os.access(p, os.X_OK):
+            return p
+    for d, _, files in os.walk(build):
+        for n in ("extbodyd", "extbody-milter"):
+            if n in files and os.access(os.path.join(d, n), os.X_OK):
+                return os.path.join(d, n)
+    return None
+
+
+def doors_off(daemon, conf):
+    """-o lines closing the daemon's HTTP and Dovecot doors (their defaults are
+    the system's, under /run/extbody); none for a daemon without them."""
+    off = ["-o", "http_socket=", "-o", "dovecot_filter_socket="]
+    r = subprocess.run([daemon, "-c", conf, "-n"] + off, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return off if r.returncode == 0 else []
 
 
 def wait_for(path_or_port, timeout=10):
@@ -106,11 +134,22 @@ def main():
     ap.add_argument("--build", default=os.path.join(HERE, "..", "..", "build"))
     ap.add_argument("--count", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=3, help="runs per row; the median is shown")
+    ap.add_argument("--daemon", help="the daemon program (default: extbodyd or extbody-milter under --build)")
+    ap.add_argument("--vs-build", help="another build directory whose daemon is measured in the same run")
+    ap.add_argument("--unix-only", action="store_true", help="leave the TCP rows out")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench-milter.py runs a private Postfix and needs root")
     build = os.path.abspath(a.build)
-    extbody = os.path.join(build, "filters", "daemon", "extbodyd")
+    extbody = a.daemon or find_daemon(build)
+    if not extbody:
+        sys.exit("bench-milter.py: no extbodyd or extbody-milter under %s (give --daemon)" % build)
+    other = None
+    if a.vs_build:
+        other = find_daemon(os.path.abspath(a.vs_build))
+        if not other:
+            sys.exit("bench-milter.py: no extbodyd or extbody-milter under %s" % a.vs_build)
+        print("this build's daemon: %s\nthe other build's: %s" % (extbody, other))
     passthrough = os.path.join(build, "tests", "passthrough-milter")
     work = tempfile.mkdtemp(prefix="extbody-bench-milter-")
     os.chmod(work, 0o755)
@@ -118,6 +157,8 @@ def main():
     conf = os.path.join(work, "empty.conf")
     open(conf, "w").close()
     usock = os.path.join(work, "m.sock")
+    off = doors_off(extbody, conf)
+    off_other = doors_off(other, conf) if other else []
     results = []
     try:
         for mix in (False, True):
@@ -128,12 +169,22 @@ def main():
             lspec = "inet:%d@127.0.0.1" % tport
             rows += [
                 ("pass-through, unix", [passthrough, "unix:" + usock], "unix:" + usock),
-                ("extbodyd, unix", [extbody, "-c", conf, "-o", "fetch=off", "-o", "milter_umask=000", "-p", "unix:" + usock], "unix:" + usock),
-                ("pass-through, tcp", [passthrough, lspec], tspec),
-                ("pass-through, tcp, TCP_NODELAY", [passthrough, lspec, "--nodelay"], tspec),
-                ("extbodyd, tcp (TCP_NODELAY)", [extbody, "-c", conf, "-o", "fetch=off", "-p", lspec], tspec),
-                ("extbodyd, tcp, Nagle on", [extbody, "-c", conf, "-o", "fetch=off", "-p", lspec, "--no-nodelay"], tspec),
+                ("extbodyd, unix", [extbody, "-c", conf, "-o", "fetch=off", "-o", "milter_umask=000", "-p", "unix:" + usock] + off, "unix:" + usock),
             ]
+            if other:
+                rows.append(("other build's daemon, unix",
+                             [other, "-c", conf, "-o", "fetch=off", "-o", "milter_umask=000", "-p", "unix:" + usock] + off_other,
+                             "unix:" + usock))
+            if not a.unix_only:
+                rows += [
+                    ("pass-through, tcp", [passthrough, lspec], tspec),
+                    ("pass-through, tcp, TCP_NODELAY", [passthrough, lspec, "--nodelay"], tspec),
+                    ("extbodyd, tcp (TCP_NODELAY)", [extbody, "-c", conf, "-o", "fetch=off", "-p", lspec] + off, tspec),
+                    ("extbodyd, tcp, Nagle on", [extbody, "-c", conf, "-o", "fetch=off", "-p", lspec, "--no-nodelay"] + off, tspec),
+                ]
+                if other:
+                    rows.append(("other build's daemon, tcp (TCP_NODELAY)",
+                                 [other, "-c", conf, "-o", "fetch=off", "-p", lspec] + off_other, tspec))
             print("%d messages of ~5 KB from 10 sessions, %s:" % (a.count, label))
             got = {}
             for name, cmd, spec in rows:
@@ -154,10 +205,18 @@ def main():
                 print("  %-36s %7.0f msg/s (runs: %s)%s" % (name, rate, " ".join("%.0f" % x for x in rates),
                                                              ("   peak RSS %d KB" % peak) if peak else ""))
             print("  ratio extbody/pass-through, unix: %.2f" % (got["extbodyd, unix"] / got["pass-through, unix"]))
-            print("  ratio extbody/pass-through, tcp (both TCP_NODELAY): %.2f" %
-                  (got["extbodyd, tcp (TCP_NODELAY)"] / got["pass-through, tcp, TCP_NODELAY"]))
-            print("  TCP_NODELAY speed-up for extbodyd: %.2f x" %
-                  (got["extbodyd, tcp (TCP_NODELAY)"] / got["extbodyd, tcp, Nagle on"]))
+            if other:
+                print("  ratio this build/other build, unix: %.2f" %
+                      (got["extbodyd, unix"] / got["other build's daemon, unix"]))
+            if not a.unix_only:
+                print("  ratio extbody/pass-through, tcp (both TCP_NODELAY): %.2f" %
+                      (got["extbodyd, tcp (TCP_NODELAY)"] / got["pass-through, tcp, TCP_NODELAY"]))
+                print("  TCP_NODELAY speed-up for extbodyd: %.2f x" %
+                      (got["extbodyd, tcp (TCP_NODELAY)"] / got["extbodyd, tcp, Nagle on"]))
+                if other:
+                    print("  ratio this build/other build, tcp: %.2f" %
+                          (got["extbodyd, tcp (TCP_NODELAY)"] /
+                           got["other build's daemon, tcp (TCP_NODELAY)"]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
