@@ -31,34 +31,10 @@ import sys
 import tempfile
 import time
 
+from benchlib import find_daemon, vm_hwm
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
-
-
-def find_daemon(build):
-    """The resident daemon under build: extbodyd (its newer name) or extbody-milter."""
-    for rel in (("filters", "daemon", "extbodyd"), ("filters", "extbodyd", "extbodyd"),
-                ("filters", "milter", "extbodyd"), ("src", "extbodyd"), ("filters", "milter", "extbody-milter")):
-        p = os.path.join(build, *rel)
-        if os.access(p, os.X_OK):
-            return p
-    for d, _, files in os.walk(build):
-        for n in ("extbodyd", "extbody-milter"):
-            if n in files and os.access(os.path.join(d, n), os.X_OK):
-                return os.path.join(d, n)
-    return None
-
-
-def vm_hwm(pid):
-    """Peak resident set of a running process in KB (VmHWM), 0 when unknown."""
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 def timed(cmd, files):

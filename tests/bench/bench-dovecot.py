@@ -40,42 +40,10 @@ import sys
 import tempfile
 import time
 
+from benchlib import free_port, find_daemon, vm_hwm
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.join(HERE, "..", "..")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def find_daemon(build):
-    """The resident daemon under build: extbodyd (its newer name) or extbody-milter."""
-    for rel in (("filters", "daemon", "extbodyd"), ("filters", "extbodyd", "extbodyd"),
-                ("filters", "milter", "extbodyd"), ("src", "extbodyd"), ("filters", "milter", "extbody-milter")):
-        p = os.path.join(build, *rel)
-        if os.access(p, os.X_OK):
-            return p
-    for d, _, files in os.walk(build):
-        for n in ("extbodyd", "extbody-milter"):
-            if n in files and os.access(os.path.join(d, n), os.X_OK):
-                return os.path.join(d, n)
-    return None
-
-
-def vm_hwm(pid):
-    """Peak resident set of a running process in KB (VmHWM), 0 when unknown."""
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 def put(path, text, mode=0o644):

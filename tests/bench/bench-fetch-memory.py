@@ -40,15 +40,9 @@ import tempfile
 import threading
 import time
 
+from benchlib import free_port
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 class Nginx:

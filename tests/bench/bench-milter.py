@@ -28,38 +28,10 @@ import sys
 import tempfile
 import time
 
+from benchlib import free_port, find_daemon, doors_off
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEER = os.path.join(HERE, "..", "postfix", "pf-peer.sh")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def find_daemon(build):
-    """The resident daemon under build: extbodyd (its newer name) or extbody-milter."""
-    for rel in (("filters", "daemon", "extbodyd"), ("filters", "extbodyd", "extbodyd"),
-                ("filters", "milter", "extbodyd"), ("src", "extbodyd"), ("filters", "milter", "extbody-milter")):
-        p = os.path.join(build, *rel)
-        if os.access(p, os.X_OK):
-            return p
-    for d, _, files in os.walk(build):
-        for n in ("extbodyd", "extbody-milter"):
-            if n in files and os.access(os.path.join(d, n), os.X_OK):
-                return os.path.join(d, n)
-    return None
-
-
-def doors_off(daemon, conf):
-    """-o lines closing the daemon's HTTP and Dovecot doors (their defaults are
-    the system's, under /run/extbody); none for a daemon without them."""
-    off = ["-o", "http_socket=", "-o", "dovecot_filter_socket="]
-    r = subprocess.run([daemon, "-c", conf, "-n"] + off, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return off if r.returncode == 0 else []
 
 
 def wait_for(path_or_port, timeout=10):

@@ -32,16 +32,10 @@ import threading
 import time
 import urllib.request
 
+from benchlib import free_port
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEER = os.path.join(HERE, "..", "postfix", "pf-peer.sh")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def wait_port(port, timeout=10):
