@@ -11,7 +11,12 @@
  * as it came in (or, with --on-error tempfail, nothing comes out and the exit
  * status is 75), with one line on standard error: the answer is received
  * whole and checked (extbodyc-http.c) before its first byte is written, so
- * half a message is never written. Every wait is a poll () against one
+ * half a message is never written. With -e COMMAND... (spamc's -e, the last
+ * option) the result goes to COMMAND's standard input instead: it is kept in
+ * a memory file and COMMAND is executed in extbodyc's place only once the
+ * result is whole, so Postfix's pipe(8) re-injects with no shell and no
+ * temporary file; on any failure COMMAND is not run and the exit is 75.
+ * Every wait is a poll () against one
  * deadline (-t), the connect included; no alarm, no signal handler. */
 #include <ctype.h>
 #include <errno.h>
@@ -26,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <syslog.h>
@@ -74,6 +80,7 @@ typedef struct {
   int                tempfail;  /* --on-error tempfail */
   int                verbose;
   const char        *queue_id;  /* -q: the MTA's id of the message, or NULL */
+  char             **exec_argv; /* -e: the command the result goes to, or NULL */
 } Options;
 
 /* A growing byte buffer. */
@@ -594,6 +601,7 @@ usage (FILE *to)
   fprintf (to,
     "Usage: extbodyc [-s SOCKET] [-t SECONDS] [-x BYTES] [-m rewrite|externalize|inspect]\n"
     "                [--on-error accept|tempfail] [-l stderr|syslog|FILE] [-q ID] [-v]\n"
+    "                [-e COMMAND [ARG...]]\n"
     "                [-h] [--version]\n"
     "The message on standard input through the extbody daemon's HTTP listener,\n"
     "the result on standard output; the message unchanged when the daemon fails.\n"
@@ -608,6 +616,10 @@ usage (FILE *to)
     "  -q, --queue-id ID      the MTA's id of the message, in the daemon's log line\n"
     "                         and its own (Exim: $message_exim_id)\n"
     "  -v, --verbose          one line on standard error about each message\n"
+    "  -e COMMAND [ARG...]    the last option: the result on COMMAND's standard\n"
+    "                         input (run once the result is whole; not run, and\n"
+    "                         exit 75, on any failure): Postfix's pipe(8) with\n"
+    "                         -e /usr/sbin/sendmail -G -i -f ${sender} -- ${recipient}\n"
     "  -h, --help             this text\n"
     "      --version          the version\n"
     "Exit status: 0 done (or passed through); 64 usage; 69 inspect refused;\n"
@@ -657,7 +669,7 @@ parse_options (int argc, char **argv, Options *o)
   };
   int c;
   char *end;
-  while ((c = getopt_long (argc, argv, "s:t:x:m:l:q:vh", longs, NULL)) != -1) {
+  while ((c = getopt_long (argc, argv, "+s:t:x:m:l:q:veh", longs, NULL)) != -1) {
     switch (c) {
     case 's':
       o->socket = optarg;
@@ -715,6 +727,14 @@ parse_options (int argc, char **argv, Options *o)
     case 'v':
       o->verbose = 1;
       break;
+    case 'e':
+      /* the last option: the rest is the command and its arguments */
+      if (optind >= argc) {
+        say ("-e wants a command");
+        return EX_USAGE;
+      }
+      o->exec_argv = &argv[optind];
+      return 0;
     case 'h':
       usage (stdout);
       return -EX_OK - 1;
@@ -765,6 +785,29 @@ filter (const Options *o, const Buf *msg, int64_t start)
   return r;
 }
 
+/* -e: run the command in this process's place, the memory file on its
+ * standard input and the real standard output back, when the result is whole
+ * (@r, the exit status it would have, is 0); else exit 75, the command not
+ * run: the MTA tries again later. Returns only when it fails. */
+static int
+exec_with_result (const Options *o, int r, int out_saved)
+{
+  if (r != EX_OK) {
+    say ("-e %s not run (exit %d); exit %d", o->exec_argv[0], r, EX_TEMPFAIL);
+    return EX_TEMPFAIL;
+  }
+  if (lseek (STDOUT_FILENO, 0, SEEK_SET) != 0 || dup2 (STDOUT_FILENO, STDIN_FILENO) < 0
+      || dup2 (out_saved, STDOUT_FILENO) < 0) {
+    say ("-e: cannot hand the result over: %s; exit %d", strerror (errno), EX_TEMPFAIL);
+    return EX_TEMPFAIL;
+  }
+  close (out_saved);
+  signal (SIGPIPE, SIG_DFL);   /* ignored signals stay ignored across exec */
+  execvp (o->exec_argv[0], o->exec_argv);
+  say ("-e: cannot run %s: %s; exit %d", o->exec_argv[0], strerror (errno), EX_TEMPFAIL);
+  return EX_TEMPFAIL;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -774,6 +817,18 @@ main (int argc, char **argv)
     return EX_OK;
   if (r > 0)
     return r;
+  /* -e: what would go to standard output goes to a memory file, handed to
+   * the command once whole */
+  int out_saved = -1;
+  if (o.exec_argv) {
+    int mfd = memfd_create ("extbodyc", MFD_CLOEXEC);
+    out_saved = mfd >= 0 ? fcntl (STDOUT_FILENO, F_DUPFD_CLOEXEC, 3) : -1;
+    if (mfd < 0 || out_saved < 0 || dup2 (mfd, STDOUT_FILENO) < 0) {
+      say ("-e: cannot make a memory file: %s; exit %d", strerror (errno), EX_TEMPFAIL);
+      return EX_TEMPFAIL;
+    }
+    close (mfd);
+  }
   /* a daemon gone mid-send and a reader gone from standard output are
    * errors to report (EPIPE), never a silent death */
   signal (SIGPIPE, SIG_IGN);
@@ -792,5 +847,7 @@ main (int argc, char **argv)
     r = filter (&o, &msg, start);
   /* freed, though the process ends: a sanitizer build checks for leaks */
   free (msg.data);
+  if (o.exec_argv)
+    return exec_with_result (&o, r, out_saved);
   return r;
 }

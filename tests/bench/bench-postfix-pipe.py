@@ -14,6 +14,10 @@ last one written by the pipe command into a directory of its own:
   pipe through extbodyc       extbodyc against the daemon's http_socket, its
                               answer into the file (no process per message
                               besides the client);
+  re-injected, no filter      the floor of an after-queue filter: the
+                              sendmail stand-in alone (a shell and cat);
+  extbodyc -e sendmail        the shipped master.cf line: extbodyc, its
+                              answer handed to the sendmail stand-in (-e);
   extbody-pipe-client         filters/pipe/extbody-pipe-client as shipped,
                               its sendmail a stand-in writing the file;
   extbody-pipe (per message)  filters/pipe/extbody-pipe, extbody started per
@@ -150,6 +154,13 @@ def main():
              "exec cat > \"%s/cat/$1.$$\"\n" % out),
             ("pipe through extbodyc", "client",
              "exec %s -s unix:%s -t 30 -l %s/extbodyc.log > \"%s/client/$1.$$\"\n" % (client, http_sock, log, out)),
+            ("re-injected, no filter", "reinject",
+             "OUTBOX=%s/reinject QID=$1\nexport OUTBOX QID\n"
+             "exec %s -G -i -f \"$2\" -- \"$3\"\n" % (out, sendmail)),
+            ("extbodyc -e sendmail", "exec",
+             "OUTBOX=%s/exec QID=$1\nexport OUTBOX QID\n"
+             "exec %s -s unix:%s -t 30 -l %s/extbodyc.log -q \"$1\" -e %s -G -i -f \"$2\" -- \"$3\"\n"
+             % (out, client, http_sock, log, sendmail)),
             ("extbody-pipe-client", "pclient",
              "OUTBOX=%s/pclient QID=$1 SENDMAIL=%s EXTBODYC=%s\nexport OUTBOX QID SENDMAIL EXTBODYC\n"
              "exec %s -s unix:%s -t 30 -l %s/extbodyc.log -f \"$2\" -- \"$3\"\n"
@@ -191,6 +202,8 @@ def main():
                 got[name] = statistics.median(rates[name])
                 print("  %-30s %7.0f msg/s (runs: %s)  %.2fx of cat" %
                       (name, got[name], " ".join("%.0f" % x for x in rates[name]), got[name] / got["pipe through cat"]))
+            print("  ratio extbodyc -e sendmail/re-injected, no filter: %.2f" %
+                  (got["extbodyc -e sendmail"] / got["re-injected, no filter"]))
             print("  ratio extbodyc/extbody-pipe (per message): %.2f" %
                   (got["pipe through extbodyc"] / got["extbody-pipe (per message)"]))
             print("  ratio extbody-pipe-client/extbody-pipe (per message): %.2f" %
@@ -214,7 +227,7 @@ def main():
             fallbacks = 0
         print("extbodyc fallbacks (messages passed through without the daemon): %d" % fallbacks)
         print("daemon %s: peak memory (VmHWM) %d KB after %d messages through its HTTP listener"
-              % (daemon_bin, vm_hwm(daemon.pid), 2 * (2 * a.count * a.repeat + 1)))
+              % (daemon_bin, vm_hwm(daemon.pid), 3 * (2 * a.count * a.repeat + 1)))
     finally:
         if up:
             subprocess.run(["sh", PEER, "down", pf])

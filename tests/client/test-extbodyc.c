@@ -422,6 +422,61 @@ test_startup (void)
   g_assert_cmpfloat (ms, <, 5.0);
 }
 
+/* -e COMMAND: the command runs in extbodyc's place with the whole result on
+ * its standard input and extbodyc's standard output as its own: the answer,
+ * or the message as it came when the daemon failed; with --on-error tempfail
+ * and no answer, or a command that cannot be run, it is not run: exit 75. A
+ * large result (the big message) goes through the memory file whole. */
+static void
+test_exec (void)
+{
+  g_autoptr (GBytes) odd = odd_message ();
+  g_autoptr (GBytes) big = big_message ();
+  g_autofree char *good = sock ("echo");
+  g_autofree char *none = g_strdup_printf ("unix:%s/nobody-here.sock", dir);
+  /* cat, after a line of its own: proves the command wrote, not extbodyc */
+  const char *sh = "printf 'ran:%s\\n' \"$*\"; exec cat";
+  GBytes *msgs[] = { odd, big };
+  for (guint i = 0; i < G_N_ELEMENTS (msgs); i++) {
+    const char *args[] = { "-s", good, "-t", "30", "-e", "sh", "-c", sh, "sh", "-G", "-i", "--", "rcpt", NULL };
+    Run r = run (args, msgs[i]);
+    g_assert_cmpint (r.status, ==, 0);
+    g_autoptr (GBytes) answer = prefixed (msgs[i]);
+    gsize len = 0;
+    const char *d = g_bytes_get_data (r.out, &len);
+    g_assert_true (len > 0 && g_str_has_prefix (d, "ran:-G -i -- rcpt\n"));
+    g_autoptr (GBytes) rest = g_bytes_new_from_bytes (r.out, strlen ("ran:-G -i -- rcpt\n"), len - strlen ("ran:-G -i -- rcpt\n"));
+    assert_bytes_equal (rest, answer);
+    run_clear (&r);
+  }
+  /* the daemon unreachable: the message as it came */
+  const char *fb[] = { "-s", none, "-t", "5", "-e", "cat", NULL };
+  Run r = run (fb, odd);
+  g_assert_cmpint (r.status, ==, 0);
+  assert_bytes_equal (r.out, odd);
+  g_assert_nonnull (strstr (r.err, "message passed through unchanged"));
+  run_clear (&r);
+  /* --on-error tempfail: the command not run */
+  const char *tf[] = { "-s", none, "-t", "5", "--on-error", "tempfail", "-e", "sh", "-c", "echo ran", NULL };
+  r = run (tf, odd);
+  g_assert_cmpint (r.status, ==, 75);
+  g_assert_cmpuint (g_bytes_get_size (r.out), ==, 0);
+  g_assert_nonnull (strstr (r.err, "-e sh not run"));
+  run_clear (&r);
+  /* a command that cannot be run */
+  const char *bad[] = { "-s", good, "-t", "30", "-e", "/nonexistent/sendmail", NULL };
+  r = run (bad, odd);
+  g_assert_cmpint (r.status, ==, 75);
+  g_assert_cmpuint (g_bytes_get_size (r.out), ==, 0);
+  g_assert_nonnull (strstr (r.err, "cannot run /nonexistent/sendmail"));
+  run_clear (&r);
+  /* -e with nothing after it */
+  const char *empty[] = { "-e", NULL };
+  r = run (empty, odd);
+  g_assert_cmpint (r.status, ==, 64);
+  run_clear (&r);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -447,6 +502,7 @@ main (int argc, char **argv)
   g_test_add_func ("/extbodyc/log-file", test_log_file);
   g_test_add_func ("/extbodyc/max-size", test_max_size);
   g_test_add_func ("/extbodyc/inspect", test_inspect);
+  g_test_add_func ("/extbodyc/exec", test_exec);
   g_test_add_func ("/extbodyc/usage-and-output", test_usage_and_output);
   g_test_add_func ("/extbodyc/libc-only", test_libc_only);
   /* a sanitizer's run-time start-up is not the program's */

@@ -431,7 +431,19 @@ static struct {
   MtaMilter *daemon;
   guint      saved_port;
   char      *saved_new;
+  char      *script, *client;   /* extbody-pipe-client and extbodyc, as nobody reads them */
 } pc;
+
+/* The instance's pipe(8) service "extbody" running @argv, and reloaded. */
+static void
+pc_service (const char *argv)
+{
+  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
+  g_autofree char *svc = g_strdup_printf (
+    "sh '%s' service '%s' 'extbody unix - n n - 10 pipe flags=Rq user=nobody null_sender= argv=%s' && sh '%s' reload '%s'",
+    peer, pc.pf3, argv, peer, pc.pf3);
+  g_assert_cmpint (test_sh (svc, NULL), ==, 0);
+}
 
 static gboolean
 have_pipe_client (void)
@@ -462,8 +474,8 @@ test_pipe_client (void)
   g_assert_cmpint (g_mkdir (run, 0755), ==, 0);
   g_chmod (run, 0755);
   g_autofree char *script_src = g_test_build_filename (G_TEST_DIST, "..", "filters", "pipe", "extbody-pipe-client", NULL);
-  g_autofree char *script = test_copy_for_everyone (script_src, run, NULL, 0755);
-  g_autofree char *client = test_copy_for_everyone (g_getenv ("EXTBODYC"), run, NULL, 0755);
+  char *script = pc.script = test_copy_for_everyone (script_src, run, NULL, 0755);
+  char *client = pc.client = test_copy_for_everyone (g_getenv ("EXTBODYC"), run, NULL, 0755);
   pc.clog = g_build_filename (run, "extbodyc.log", NULL);
   g_assert_true (g_file_set_contents (pc.clog, "", 0, NULL));
   g_chmod (pc.clog, 0666);
@@ -550,6 +562,64 @@ test_pipe_client (void)
   burst_wait = 60;
   g_autofree char *log_now = read_clog ();
   g_assert_cmpstr (log_now, ==, "");
+}
+
+/* The shipped master.cf line without the script: extbodyc -e sendmail, the
+ * result handed to sendmail -G -i once whole (no shell, no temporary file):
+ * a data: reference resolved, the queue id in the daemon's line; 200
+ * messages from 10 sessions, each once, each resolved. Then the script again
+ * for the cases after. */
+static void
+test_pipe_client_exec (void)
+{
+  if (!have_pipe_client ())
+    return;
+  g_assert_nonnull (pc.daemon);
+  /* -v into a log of its own: a line per message proves this line ran */
+  g_autofree char *vlog = g_strconcat (pc.clog, ".exec", NULL);
+  g_assert_true (g_file_set_contents (vlog, "", 0, NULL));
+  g_chmod (vlog, 0666);
+  g_autofree char *direct = g_strdup_printf ("%s -s unix:%s -l %s -v -t 30 -q ${queue_id} "
+                                             "-e /usr/sbin/sendmail -G -i -f ${sender} -- ${recipient}",
+                                             pc.client, pc.hsock, vlog);
+  pc_service (direct);
+  const char *m =
+    "From: a@test.example\r\nTo: b@test.example\r\nSubject: through extbodyc -e\r\n"
+    "Message-ID: <pipe-client-exec@test.example>\r\nMIME-Version: 1.0\r\n"
+    "Content-Type: multipart/mixed; boundary=b\r\n\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL; URL=\"data:,Hello%2C%20exec!%0A\"\r\n\r\n"
+    "Content-Type: text/plain\r\n\r\n--b--\r\n";
+  g_assert_cmpint (send_file (m), ==, 0);
+  g_autofree char *got = delivered ("<pipe-client-exec@test.example>", 30);
+  if (!got)
+    g_test_message ("maillog:\n%s", mta_postfix_log_tail (pc.pf3));
+  g_assert_nonnull (got);
+  g_assert_nonnull (strstr (got, "\nHello, exec!\n"));
+  g_assert_nonnull (strstr (got, "\nX-Extbody: resolved 1 of 1 external-body reference\n"));
+  g_assert_cmpuint (mta_maildir_copies (maildir_new, "<pipe-client-exec@test.example>", NULL), ==, 1);
+  g_assert_true (mta_milter_log_wait (pc.daemon, " msgid=<pipe-client-exec@test.example> references=1", 1));
+  burst_clear ();
+  burst_wait = 120;
+  test_burst ();
+  burst_wait = 60;
+  g_autofree char *log_now = read_clog ();
+  g_assert_cmpstr (log_now, ==, "");
+  g_autofree char *vtext = NULL;
+  g_assert_true (g_file_get_contents (vlog, &vtext, NULL, NULL));
+  g_auto (GStrv) vlines = g_strsplit (vtext, "\n", -1);
+  guint n_lines = 0, n_changed = 0;
+  for (guint i = 0; vlines[i]; i++) {
+    if (!*vlines[i])
+      continue;
+    n_lines++;
+    g_assert_nonnull (strstr (vlines[i], ": rewrite: "));   /* no fallback line */
+    n_changed += strstr (vlines[i], "changed yes") != NULL;
+  }
+  g_assert_cmpuint (n_lines, ==, 201);
+  g_assert_cmpuint (n_changed, >=, 1);
+  g_autofree char *wrapped = g_strdup_printf ("%s -C %s -s unix:%s -l %s -t 30 -q ${queue_id} -f ${sender} -- ${recipient}",
+                                              pc.script, pc.client, pc.hsock, pc.clog);
+  pc_service (wrapped);
 }
 
 /* 200 messages from 10 sessions through the pipe with the daemon reloaded
@@ -654,6 +724,8 @@ test_pipe_client_killed (void)
   g_clear_pointer (&pc.pf3, g_free);
   g_clear_pointer (&pc.hsock, g_free);
   g_clear_pointer (&pc.clog, g_free);
+  g_clear_pointer (&pc.script, g_free);
+  g_clear_pointer (&pc.client, g_free);
 }
 
 int
@@ -707,6 +779,7 @@ main (int argc, char **argv)
   g_test_add_func ("/postfix/6-milter-stopped", test_milter_stopped);
   g_test_add_func ("/postfix/7-pipe-content-filter", test_pipe);
   g_test_add_func ("/postfix/8-pipe-through-the-daemon", test_pipe_client);
+  g_test_add_func ("/postfix/8a-pipe-extbodyc-exec-sendmail", test_pipe_client_exec);
   g_test_add_func ("/postfix/8b-pipe-through-the-daemon-4-reloads", test_pipe_client_reloaded);
   g_test_add_func ("/postfix/8c-pipe-through-the-daemon-down", test_pipe_client_down);
   g_test_add_func ("/postfix/8d-pipe-through-the-daemon-killed-mid-message", test_pipe_client_killed);
