@@ -23,11 +23,41 @@
 static gint live_lookups;
 
 
+LookupWaker *
+eb_fetch_lookup_waker_new (CURLM *multi)
+{
+  LookupWaker *w = g_new0 (LookupWaker, 1);
+  w->ref = 1;
+  g_mutex_init (&w->lock);
+  w->multi = multi;
+  return w;
+}
+
+static void
+waker_unref (LookupWaker *w)
+{
+  if (!w || !g_atomic_int_dec_and_test (&w->ref))
+    return;
+  g_mutex_clear (&w->lock);
+  g_free (w);
+}
+
+/* The loop is over (before curl_multi_cleanup): no lookup wakes it any more. */
+void
+eb_fetch_lookup_waker_close (LookupWaker *w)
+{
+  g_mutex_lock (&w->lock);
+  w->multi = NULL;
+  g_mutex_unlock (&w->lock);
+  waker_unref (w);
+}
+
 void
 eb_fetch_lookup_unref (Lookup *l)
 {
   if (!l || !g_atomic_int_dec_and_test (&l->ref))
     return;
+  waker_unref (l->waker);
   g_free (l->host);
   g_free (l->addrs);
   g_free (l->error);
@@ -68,22 +98,35 @@ lookup_thread (gpointer data)
     }
   }
   g_atomic_int_set (&l->done, 1);
+  /* the loop waiting on it moves on now, not at its next tick */
+  if (l->waker) {
+    g_mutex_lock (&l->waker->lock);
+    if (l->waker->multi)
+      curl_multi_wakeup (l->waker->multi);
+    g_mutex_unlock (&l->waker->lock);
+  }
   eb_fetch_lookup_unref (l);
   g_atomic_int_add (&live_lookups, -1);
   return NULL;
 }
 
-/* Start looking @host up; NULL when no thread could be made. */
+/* Start looking @host up, waking @waker's loop (nullable) when it ends;
+ * NULL when no thread could be made. */
 Lookup *
-eb_fetch_lookup_start (const char *host)
+eb_fetch_lookup_start (const char *host, LookupWaker *waker)
 {
   Lookup *l = g_new0 (Lookup, 1);
   l->ref = 2;       /* the thread's and the caller's */
   l->host = g_strdup (host);
+  if (waker) {
+    g_atomic_int_inc (&waker->ref);
+    l->waker = waker;
+  }
   g_atomic_int_inc (&live_lookups);
   GThread *th = g_thread_try_new ("eb-lookup", lookup_thread, l, NULL);
   if (!th) {
     g_atomic_int_add (&live_lookups, -1);
+    waker_unref (l->waker);
     g_free (l->host);
     g_free (l);
     return NULL;

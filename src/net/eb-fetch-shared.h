@@ -68,12 +68,23 @@ typedef struct {
 
 /* A name lookup under way or done, shared by its thread and the transfer
  * waiting for it (eb-fetch-lookup.c). */
+/* The fetch loop a lookup wakes when it ends (curl_multi_wakeup), so that the
+ * transfer moves on at once rather than at the loop's next tick: shared by
+ * the loop and its lookups, for the loop may end before an abandoned lookup
+ * does (then @multi is NULL). */
 typedef struct {
-  gint   ref;
-  char  *host;
-  gint   done;      /* atomic: addrs or error is set */
-  char  *addrs;     /* "a,b,[v6]" for CURLOPT_RESOLVE */
-  char  *error;
+  gint    ref;
+  GMutex  lock;
+  CURLM  *multi;   /* under @lock; NULL once the loop ended */
+} LookupWaker;
+
+typedef struct {
+  gint         ref;
+  char        *host;
+  gint         done;      /* atomic: addrs or error is set */
+  char        *addrs;     /* "a,b,[v6]" for CURLOPT_RESOLVE */
+  char        *error;
+  LookupWaker *waker;     /* a reference, or NULL */
 } Lookup;
 
 /* ---- one transfer ---------------------------------------------------------- */
@@ -196,13 +207,15 @@ void eb_fetch_transfer_setup (Transfer *t);
 void eb_fetch_transfer_queue (Transfer *t);
 Admission eb_fetch_transfer_admit (Round *round, Transfer *t, guint64 need);
 char *eb_fetch_transfer_budget_detail (const Round *round);
-void eb_fetch_transfer_advance (Transfer *t, CURLM *multi);
+void eb_fetch_transfer_advance (Transfer *t, CURLM *multi, LookupWaker *waker);
 gboolean eb_fetch_transfer_done (Transfer *t, CURLcode code);
 gboolean eb_fetch_transfer_final (const Transfer *t);
 void eb_fetch_transfer_release (Transfer *t);
 
 /* eb-fetch-lookup.c */
-Lookup *eb_fetch_lookup_start (const char *host);
+Lookup *eb_fetch_lookup_start (const char *host, LookupWaker *waker);
+LookupWaker *eb_fetch_lookup_waker_new (CURLM *multi);
+void eb_fetch_lookup_waker_close (LookupWaker *w);
 void eb_fetch_lookup_unref (Lookup *l);
 gboolean eb_fetch_lookup_needed (const char *url, char **host, long *port);
 gboolean eb_fetch_lookup_threads_full (void);

@@ -529,7 +529,7 @@ eb_fetch_transfer_end (Transfer *t, EbReason reason, char *detail)
 /* Move @t on as far as it can go now: from its rate-limit slot to its name
  * lookup, from its lookup to curl. */
 void
-eb_fetch_transfer_advance (Transfer *t, CURLM *multi)
+eb_fetch_transfer_advance (Transfer *t, CURLM *multi, LookupWaker *waker)
 {
   gint64 now = g_get_monotonic_time ();
   if (t->state == STATE_WAITING) {
@@ -554,7 +554,7 @@ eb_fetch_transfer_advance (Transfer *t, CURLM *multi)
         return;
       }
       g_clear_pointer (&t->lookup, eb_fetch_lookup_unref);
-      t->lookup = eb_fetch_lookup_start (host);
+      t->lookup = eb_fetch_lookup_start (host, waker);
       if (!t->lookup) {
         eb_fetch_transfer_end (t, EB_REASON_FETCH_FAILED, g_strdup ("no thread for the name lookup"));
         return;

@@ -332,13 +332,13 @@ round_start_next (EbFetcher *f, Round *round, guint *next, guint *running)
 /* Those started and waiting (for their slot, their address) move on; one that
  * ends there is remembered. */
 static void
-round_advance (EbFetcher *f, Round *round, guint next, CURLM *multi, guint *running)
+round_advance (EbFetcher *f, Round *round, guint next, CURLM *multi, LookupWaker *waker, guint *running)
 {
   for (guint i = 0; i < next; i++) {
     Transfer *t = g_ptr_array_index (round->order, i);
     if (t->state != STATE_WAITING && t->state != STATE_LOOKUP)
       continue;
-    eb_fetch_transfer_advance (t, multi);
+    eb_fetch_transfer_advance (t, multi, waker);
     if (t->result) {
       (*running)--;
       remember (f, t);
@@ -349,7 +349,7 @@ round_advance (EbFetcher *f, Round *round, guint next, CURLM *multi, guint *runn
 /* The transfers @multi reports done: queued again behind an earlier
  * reference, sent on to a redirect's target, or ended with their result. */
 static void
-round_collect (EbFetcher *f, CURLM *multi, guint *running)
+round_collect (EbFetcher *f, CURLM *multi, LookupWaker *waker, guint *running)
 {
   CURLMsg *msg;
   int left = 0;
@@ -373,7 +373,7 @@ round_collect (EbFetcher *f, CURLM *multi, guint *running)
       g_clear_pointer (&t->fail_detail, g_free);
       eb_fetch_transfer_setup (t);
       t->state = STATE_WAITING;
-      eb_fetch_transfer_advance (t, multi);
+      eb_fetch_transfer_advance (t, multi, waker);
       if (t->result) {
         (*running)--;
         remember (f, t);
@@ -396,16 +396,18 @@ round_drive (EbFetcher *f, Round *round, gint64 last_progress)
 {
   Progress *progress = g_private_get (&progress_key);
   CURLM *multi = curl_multi_init ();
+  /* a name lookup that ends wakes the poll below (curl_multi_wakeup) */
+  LookupWaker *waker = eb_fetch_lookup_waker_new (multi);
   guint next = 0, running = 0;
   for (;;) {
     round_restart_later (f, round, next, &running);
     round_start_next (f, round, &next, &running);
     if (running == 0 && g_queue_is_empty (round->later) && next >= round->order->len)
       break;
-    round_advance (f, round, next, multi, &running);
+    round_advance (f, round, next, multi, waker, &running);
     int still = 0;
     curl_multi_perform (multi, &still);
-    round_collect (f, multi, &running);
+    round_collect (f, multi, waker, &running);
     if (running)
       curl_multi_poll (multi, NULL, 0, 100, NULL);
     if (progress && g_get_monotonic_time () - last_progress > G_USEC_PER_SEC) {
@@ -413,6 +415,7 @@ round_drive (EbFetcher *f, Round *round, gint64 last_progress)
       last_progress = g_get_monotonic_time ();
     }
   }
+  eb_fetch_lookup_waker_close (waker);
   curl_multi_cleanup (multi);
 }
 
