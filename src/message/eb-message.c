@@ -113,10 +113,13 @@ eb_message_may_hold_external_body (const char *buf, gsize len)
  * boundaries and the offsets. So GMime parses a shadow copy in which every
  * logical line (a line and its continuation lines) keeps at most
  * EB_SHADOW_FIELD_MAX bytes: the excess is cut, whole continuation lines or the
- * end of a line before its line break. A cut never removes the start of a line,
- * so no header field, boundary or delimiter line is lost or made up; every
- * offset GMime reports is mapped back to the original bytes through the list
- * of cuts. */
+ * end of a line before its line break; and in which an external-body
+ * Content-Type field keeps only its media type (its parameters, a data: URL
+ * often the most of a message with references, are cut up to the line break
+ * that ends the field: parsing them was most of GMime's time). A cut never
+ * removes the start of a line, so no header field, boundary or delimiter line
+ * is lost or made up; every offset GMime reports is mapped back to the
+ * original bytes through the list of cuts. */
 
 typedef struct {
   gsize at;      /* shadow offset where bytes were removed */
@@ -168,16 +171,19 @@ lines_short (const char *buf, gsize len)
   return TRUE;
 }
 
-/* Returns: (transfer full): the shadow, or NULL when nothing needs cutting (then
- * GMime reads the original bytes). */
-static GByteArray *
-make_shadow (const char *buf, gsize len, GArray *cuts)
+/* A stretch [from, to) of the original bytes left out of the shadow. */
+typedef struct {
+  gsize    from, to;
+  gboolean field;   /* an external-body field's parameters (see external_body_drops) */
+} Drop;
+
+/* The drops of the EB_SHADOW_FIELD_MAX rule, in order: the excess of every
+ * logical line, whole continuation lines or the end of a line before its
+ * line break. */
+static void
+long_line_drops (const char *buf, gsize len, GArray *drops)
 {
-  if (lines_short (buf, len))
-    return NULL;
-  GByteArray *shadow = NULL;
-  gsize p = 0, kept_to = 0;   /* buf[kept_to, p) is not yet copied */
-  gsize budget = 0;
+  gsize p = 0, budget = 0;
   while (p < len) {
     const char *nl = memchr (buf + p, '\n', len - p);
     gsize e = nl ? (gsize) (nl - buf) + 1 : len;
@@ -189,28 +195,147 @@ make_shadow (const char *buf, gsize len, GArray *cuts)
     gboolean cont = p > 0 && (buf[p] == ' ' || buf[p] == '\t');
     if (!cont)
       budget = EB_SHADOW_FIELD_MAX;
-    gsize drop_from = 0, drop_to = 0;
+    Drop d = { 0, 0, FALSE };
     if (cont && budget == 0) {
-      drop_from = p;
-      drop_to = e;
+      d.from = p;
+      d.to = e;
     } else if (ce - p > budget) {
-      drop_from = p + budget;
-      drop_to = ce;
+      d.from = p + budget;
+      d.to = ce;
       budget = 0;
     } else {
       budget -= ce - p;
     }
-    if (drop_to > drop_from) {
-      if (!shadow)
-        shadow = g_byte_array_sized_new ((guint) len);
-      g_byte_array_append (shadow, (const guint8 *) buf + kept_to, (guint) (drop_from - kept_to));
-      add_cut (cuts, shadow->len, drop_to - drop_from);
-      kept_to = drop_to;
-    }
+    if (d.to > d.from)
+      g_array_append_val (drops, d);
     p = e;
   }
-  if (shadow)
-    g_byte_array_append (shadow, (const guint8 *) buf + kept_to, (guint) (len - kept_to));
+}
+
+/* Where the subtype of an external-body Content-Type field starting at @p
+ * ends ("Content-Type:", blanks, "message/external-body", then a ';', a
+ * blank, a '(' or the line break), or 0 when the line at @p is no such
+ * field. */
+static gsize
+external_body_type_end (const char *buf, gsize len, gsize p)
+{
+  static const char name[] = "content-type:", type[] = "message/external-body";
+  if (len - p < sizeof name - 1 || g_ascii_strncasecmp (buf + p, name, sizeof name - 1) != 0)
+    return 0;
+  gsize q = p + sizeof name - 1;
+  while (q < len && (buf[q] == ' ' || buf[q] == '\t'))
+    q++;
+  if (len - q < sizeof type - 1 || g_ascii_strncasecmp (buf + q, type, sizeof type - 1) != 0)
+    return 0;
+  q += sizeof type - 1;
+  if (q < len && buf[q] != ';' && buf[q] != ' ' && buf[q] != '\t' && buf[q] != '('
+      && buf[q] != '\r' && buf[q] != '\n')
+    return 0;
+  return q;
+}
+
+/* The drops of the external-body rule, in order: in every line that starts
+ * an external-body Content-Type field, everything after the subtype up to
+ * the line break that ends the field (its continuation lines included; that
+ * line break kept, so that a part ending right after the field ends at the
+ * same place). GMime takes nothing from those parameters that extbody uses
+ * (the walk asks it only for the media type of an external-body part; the
+ * reference is read from the original bytes), and a data: URL in them is
+ * most of what a message with references holds. A body line that looks like
+ * such a field loses the same: content, whose offsets map back. Found from
+ * the "external-body" in the bytes, not by reading every line. */
+static void
+external_body_drops (const char *buf, gsize len, GArray *drops)
+{
+  static const char pat[] = "message/external-body";   /* the '-' is at index 16 */
+  const gsize plen = sizeof pat - 1;
+  if (len < plen)
+    return;
+  gsize done = 0;   /* no drop may start before this */
+  const char *p = buf + 16;
+  const char *last = buf + len - (plen - 16);
+  while (p <= last) {
+    p = memchr (p, '-', (gsize) (last - p) + 1);
+    if (!p)
+      break;
+    gsize at = (gsize) (p - buf) - 16;
+    p++;
+    if (at < done || g_ascii_strncasecmp (buf + at, pat, plen) != 0)
+      continue;
+    /* the start of its line: "Content-Type:" and blanks before it */
+    gsize ls = at;
+    while (ls > 0 && (buf[ls - 1] == ' ' || buf[ls - 1] == '\t'))
+      ls--;
+    if (ls < 13 || (ls - 13 > 0 && buf[ls - 14] != '\n'))
+      continue;
+    ls -= 13;
+    gsize q = external_body_type_end (buf, len, ls);
+    if (q != at + plen)
+      continue;
+    /* the field's end: its last line's line break */
+    gsize e = q;
+    for (;;) {
+      const char *nl = memchr (buf + e, '\n', len - e);
+      if (!nl) {
+        e = len;
+        break;
+      }
+      e = (gsize) (nl - buf);
+      if (e + 1 < len && (buf[e + 1] == ' ' || buf[e + 1] == '\t')) {
+        e++;
+        continue;
+      }
+      if (e > q && buf[e - 1] == '\r')
+        e--;
+      break;
+    }
+    if (e > q) {
+      Drop d = { q, e, TRUE };
+      g_array_append_val (drops, d);
+    }
+    done = MAX (e, q);
+    p = buf + done + 16 > p ? buf + done + 16 : p;
+  }
+}
+
+static gint
+drop_cmp (gconstpointer a, gconstpointer b)
+{
+  const Drop *x = a, *y = b;
+  return x->from < y->from ? -1 : x->from > y->from;
+}
+
+/* Returns: (transfer full): the shadow, or NULL when nothing needs cutting (then
+ * GMime reads the original bytes). */
+static GByteArray *
+make_shadow (const char *buf, gsize len, gboolean cut_fields, GArray *cuts)
+{
+  g_autoptr (GArray) drops = g_array_new (FALSE, FALSE, sizeof (Drop));
+  if (cut_fields)
+    external_body_drops (buf, len, drops);
+  if (!lines_short (buf, len)) {
+    long_line_drops (buf, len, drops);
+    g_array_sort (drops, drop_cmp);
+  }
+  if (drops->len == 0)
+    return NULL;
+  GByteArray *shadow = g_byte_array_sized_new ((guint) MIN (len, G_MAXUINT));
+  gsize kept_to = 0;    /* buf[kept_to, ...) is not yet copied */
+  gsize field_to = 0;   /* the end of the last external-body field's drop */
+  for (guint i = 0; i < drops->len; i++) {
+    Drop d = g_array_index (drops, Drop, i);
+    /* a long line's drop inside an external-body field's is that field's
+     * (the line break that ends the field stays) */
+    if (d.to <= kept_to || (!d.field && d.from < field_to))
+      continue;
+    if (d.field)
+      field_to = d.to;
+    d.from = MAX (d.from, kept_to);
+    g_byte_array_append (shadow, (const guint8 *) buf + kept_to, (guint) (d.from - kept_to));
+    add_cut (cuts, shadow->len, d.to - d.from);
+    kept_to = d.to;
+  }
+  g_byte_array_append (shadow, (const guint8 *) buf + kept_to, (guint) (len - kept_to));
   return shadow;
 }
 
@@ -642,10 +767,10 @@ parsed_clear (Parsed *p)
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Parsed, parsed_clear)
 
 static void
-parse (Parsed *p, const char *buf, gsize len)
+parse (Parsed *p, const char *buf, gsize len, gboolean cut_fields)
 {
   p->cuts = g_array_new (FALSE, FALSE, sizeof (Cut));
-  GByteArray *shadow = make_shadow (buf, len, p->cuts);
+  GByteArray *shadow = make_shadow (buf, len, cut_fields, p->cuts);
   if (!shadow)
     p->borrowed = g_byte_array_new_take ((guint8 *) (gpointer) buf, len);
   p->stream = g_mime_stream_mem_new_with_byte_array (shadow ? shadow : p->borrowed);
@@ -792,6 +917,7 @@ typedef struct {
   GPtrArray *leaves;   /* (nullable) every other leaf part goes here (EbLeaf) */
   guint      n_parts;  /* entities walked */
   EbReason   reason;   /* RESOLVED, UNPARSEABLE or TOO_MANY_PARTS */
+  gboolean   whole_fields;   /* GMime is shown external-body fields whole (tests) */
 } Walk;
 
 /* The one walk of eb_message_scan() and eb_message_scan_leaves(): parse
@@ -804,7 +930,7 @@ walk (Walk *w, const char *buf, gsize len, const EbConfig *config)
 {
   w->reason = EB_REASON_RESOLVED;
   g_auto (Parsed) parsed = { 0 };
-  parse (&parsed, buf, len);
+  parse (&parsed, buf, len, !w->whole_fields);
   GArray *cuts = parsed.cuts;
   GMimeMessage *message = parsed.message;
   if (!message || !g_mime_message_get_mime_part (message)) {
@@ -850,13 +976,13 @@ walk (Walk *w, const char *buf, gsize len, const EbConfig *config)
   g_ptr_array_unref (all_bounds);
 }
 
-EbMessageScan *
-eb_message_scan (const char *buf, gsize len, const EbConfig *config)
+static EbMessageScan *
+scan_message (const char *buf, gsize len, const EbConfig *config, gboolean whole_fields)
 {
   EbMessageScan *scan = g_new0 (EbMessageScan, 1);
   scan->refs = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_extref_free);
   scan->eol = eb_header_eol_at (buf, len, 0);
-  Walk w = { scan->refs, NULL, 0, EB_REASON_RESOLVED };
+  Walk w = { scan->refs, NULL, 0, EB_REASON_RESOLVED, whole_fields };
   walk (&w, buf, len, config);
   scan->n_parts = w.n_parts;
   scan->reason = w.reason;
@@ -865,6 +991,18 @@ eb_message_scan (const char *buf, gsize len, const EbConfig *config)
     for (guint i = 0; i < scan->refs->len; i++)
       ((EbRef *) g_ptr_array_index (scan->refs, i))->walk_reason = scan->reason;
   return scan;
+}
+
+EbMessageScan *
+eb_message_scan (const char *buf, gsize len, const EbConfig *config)
+{
+  return scan_message (buf, len, config, FALSE);
+}
+
+EbMessageScan *
+eb_message_scan_whole_fields (const char *buf, gsize len, const EbConfig *config)
+{
+  return scan_message (buf, len, config, TRUE);
 }
 
 /* ---- every leaf (externalize) ---------------------------------------------- */
@@ -897,7 +1035,7 @@ eb_message_scan_leaves (const char *buf, gsize len, const EbConfig *config)
   EbLeafScan *scan = g_new0 (EbLeafScan, 1);
   scan->leaves = g_ptr_array_new_with_free_func ((GDestroyNotify) leaf_free);
   scan->eol = eb_header_eol_at (buf, len, 0);
-  Walk w = { NULL, scan->leaves, 0, EB_REASON_RESOLVED };
+  Walk w = { NULL, scan->leaves, 0, EB_REASON_RESOLVED, FALSE };
   walk (&w, buf, len, config);
   scan->n_parts = w.n_parts;
   scan->reason = w.reason;
