@@ -206,8 +206,13 @@ long_line_drops (const char *buf, gsize len, GArray *drops)
     } else {
       budget -= ce - p;
     }
-    if (d.to > d.from)
-      g_array_append_val (drops, d);
+    if (d.to > d.from) {
+      Drop *last = drops->len ? &g_array_index (drops, Drop, drops->len - 1) : NULL;
+      if (last && !last->field && last->to == d.from)
+        last->to = d.to;   /* the next continuation line of the same run */
+      else
+        g_array_append_val (drops, d);
+    }
     p = e;
   }
 }
