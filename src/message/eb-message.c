@@ -310,9 +310,26 @@ drop_cmp (gconstpointer a, gconstpointer b)
   return x->from < y->from ? -1 : x->from > y->from;
 }
 
-/* Returns: (transfer full): the shadow, or NULL when nothing needs cutting (then
- * GMime reads the original bytes). */
-static GByteArray *
+/* A stretch of the shadow: its @len bytes at shadow offset @at are the
+ * original's at @from. */
+typedef struct {
+  gsize at, from, len;
+} Seg;
+
+static void
+add_seg (GArray *segs, gsize *at, gsize from, gsize len)
+{
+  if (len == 0)
+    return;
+  Seg sg = { *at, from, len };
+  g_array_append_val (segs, sg);
+  *at += len;
+}
+
+/* Returns: (transfer full): the stretches of the shadow, or NULL when nothing
+ * needs cutting (then GMime reads the original bytes). The shadow is never
+ * copied: GMime reads it through an EbGapStream over the original bytes. */
+static GArray *
 make_shadow (const char *buf, gsize len, gboolean cut_fields, GArray *cuts)
 {
   g_autoptr (GArray) drops = g_array_new (FALSE, FALSE, sizeof (Drop));
@@ -324,8 +341,9 @@ make_shadow (const char *buf, gsize len, gboolean cut_fields, GArray *cuts)
   }
   if (drops->len == 0)
     return NULL;
-  GByteArray *shadow = g_byte_array_sized_new ((guint) MIN (len, G_MAXUINT));
-  gsize kept_to = 0;    /* buf[kept_to, ...) is not yet copied */
+  GArray *segs = g_array_new (FALSE, FALSE, sizeof (Seg));
+  gsize kept_to = 0;    /* buf[kept_to, ...) is not yet in the shadow */
+  gsize at = 0;         /* the shadow's length so far */
   gsize field_to = 0;   /* the end of the last external-body field's drop */
   for (guint i = 0; i < drops->len; i++) {
     Drop d = g_array_index (drops, Drop, i);
@@ -336,12 +354,173 @@ make_shadow (const char *buf, gsize len, gboolean cut_fields, GArray *cuts)
     if (d.field)
       field_to = d.to;
     d.from = MAX (d.from, kept_to);
-    g_byte_array_append (shadow, (const guint8 *) buf + kept_to, (guint) (d.from - kept_to));
-    add_cut (cuts, shadow->len, d.to - d.from);
+    add_seg (segs, &at, kept_to, d.from - kept_to);
+    add_cut (cuts, at, d.to - d.from);
     kept_to = d.to;
   }
-  g_byte_array_append (shadow, (const guint8 *) buf + kept_to, (guint) (len - kept_to));
-  return shadow;
+  add_seg (segs, &at, kept_to, len - kept_to);
+  return segs;
+}
+
+/* ---- EbGapStream: the shadow as GMime reads it ------------------------------
+ *
+ * A read-only, seekable GMimeStream over the original bytes that leaves the
+ * cut stretches out, so that the shadow costs no copy. Its substreams (GMime
+ * makes one per part's content) share the bytes and the stretches. */
+typedef struct {
+  GMimeStream  parent;
+  const char  *buf;    /* the original bytes, not owned */
+  GArray      *segs;   /* (element-type Seg) shared, in order */
+  gint64       total;  /* the shadow's length */
+} EbGapStream;
+
+typedef struct {
+  GMimeStreamClass parent_class;
+} EbGapStreamClass;
+
+G_DEFINE_TYPE (EbGapStream, eb_gap_stream, GMIME_TYPE_STREAM)
+
+static gint64
+gap_end (GMimeStream *stream)
+{
+  return stream->bound_end != -1 ? stream->bound_end : ((EbGapStream *) stream)->total;
+}
+
+static ssize_t
+gap_read (GMimeStream *stream, char *out, size_t len)
+{
+  EbGapStream *g = (EbGapStream *) stream;
+  gint64 end = gap_end (stream);
+  if (stream->position >= end)
+    return 0;
+  gsize want = (gsize) MIN ((gint64) len, end - stream->position), got = 0;
+  /* the stretch holding the position */
+  guint lo = 0, hi = g->segs->len;
+  while (hi - lo > 1) {
+    guint mid = (lo + hi) / 2;
+    if (g_array_index (g->segs, Seg, mid).at <= (gsize) stream->position)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  for (guint i = lo; i < g->segs->len && got < want; i++) {
+    const Seg *sg = &g_array_index (g->segs, Seg, i);
+    gsize pos = (gsize) stream->position + got;
+    if (pos < sg->at || pos >= sg->at + sg->len)
+      continue;
+    gsize n = MIN (want - got, sg->at + sg->len - pos);
+    memcpy (out + got, g->buf + sg->from + (pos - sg->at), n);
+    got += n;
+  }
+  stream->position += (gint64) got;
+  return (ssize_t) got;
+}
+
+static ssize_t
+gap_write (GMimeStream *stream, const char *in, size_t len)
+{
+  return -1;
+}
+
+static int
+gap_flush (GMimeStream *stream)
+{
+  return 0;
+}
+
+static int
+gap_close (GMimeStream *stream)
+{
+  return 0;
+}
+
+static gboolean
+gap_eos (GMimeStream *stream)
+{
+  return stream->position >= gap_end (stream);
+}
+
+static int
+gap_reset (GMimeStream *stream)
+{
+  stream->position = stream->bound_start;
+  return 0;
+}
+
+static gint64
+gap_seek (GMimeStream *stream, gint64 offset, GMimeSeekWhence whence)
+{
+  gint64 real = whence == GMIME_STREAM_SEEK_SET ? offset
+              : whence == GMIME_STREAM_SEEK_CUR ? stream->position + offset
+              : gap_end (stream) + offset;
+  if (real < stream->bound_start || real > gap_end (stream))
+    return -1;
+  stream->position = real;
+  return real;
+}
+
+static gint64
+gap_tell (GMimeStream *stream)
+{
+  return stream->position;
+}
+
+static gint64
+gap_length (GMimeStream *stream)
+{
+  return gap_end (stream) - stream->bound_start;
+}
+
+static GMimeStream *eb_gap_stream_new (const char *buf, GArray *segs, gint64 start, gint64 end);
+
+static GMimeStream *
+gap_substream (GMimeStream *stream, gint64 start, gint64 end)
+{
+  EbGapStream *g = (EbGapStream *) stream;
+  return eb_gap_stream_new (g->buf, g->segs, start, end);
+}
+
+static void
+gap_finalize (GObject *object)
+{
+  g_array_unref (((EbGapStream *) object)->segs);
+  G_OBJECT_CLASS (eb_gap_stream_parent_class)->finalize (object);
+}
+
+static void
+eb_gap_stream_class_init (EbGapStreamClass *klass)
+{
+  GMimeStreamClass *sc = GMIME_STREAM_CLASS (klass);
+  G_OBJECT_CLASS (klass)->finalize = gap_finalize;
+  sc->read = gap_read;
+  sc->write = gap_write;
+  sc->flush = gap_flush;
+  sc->close = gap_close;
+  sc->eos = gap_eos;
+  sc->reset = gap_reset;
+  sc->seek = gap_seek;
+  sc->tell = gap_tell;
+  sc->length = gap_length;
+  sc->substream = gap_substream;
+}
+
+static void
+eb_gap_stream_init (EbGapStream *g)
+{
+}
+
+/* A stream of the shadow made of @segs (referenced) over @buf, bounded
+ * [@start, @end) (@end -1: its end). */
+static GMimeStream *
+eb_gap_stream_new (const char *buf, GArray *segs, gint64 start, gint64 end)
+{
+  EbGapStream *g = g_object_new (eb_gap_stream_get_type (), NULL);
+  g->buf = buf;
+  g->segs = g_array_ref (segs);
+  const Seg *last = segs->len ? &g_array_index (segs, Seg, segs->len - 1) : NULL;
+  g->total = last ? (gint64) (last->at + last->len) : 0;
+  g_mime_stream_construct (GMIME_STREAM (g), start, end);
+  return GMIME_STREAM (g);
 }
 
 /* The original offset of shadow offset @off. */
@@ -749,7 +928,8 @@ borrowed_bytes_free (EbBorrowedBytes *a)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbBorrowedBytes, borrowed_bytes_free)
 
 /* GMime's parse of a message, kept for the walk: the cuts of its shadow (see
- * make_shadow) and what GMime made. Without a shadow GMime reads the bytes
+ * make_shadow; GMime reads it through an EbGapStream) and what GMime made.
+ * Without a shadow GMime reads the bytes
  * where they are, not a copy: a byte array around them that the stream does
  * not own, let go (not the bytes) after everything GMime made. */
 typedef struct {
@@ -775,12 +955,14 @@ static void
 parse (Parsed *p, const char *buf, gsize len, gboolean cut_fields)
 {
   p->cuts = g_array_new (FALSE, FALSE, sizeof (Cut));
-  GByteArray *shadow = make_shadow (buf, len, cut_fields, p->cuts);
-  if (!shadow)
+  g_autoptr (GArray) segs = make_shadow (buf, len, cut_fields, p->cuts);
+  if (segs) {
+    p->stream = eb_gap_stream_new (buf, segs, 0, -1);
+  } else {
     p->borrowed = g_byte_array_new_take ((guint8 *) (gpointer) buf, len);
-  p->stream = g_mime_stream_mem_new_with_byte_array (shadow ? shadow : p->borrowed);
-  if (p->borrowed)
+    p->stream = g_mime_stream_mem_new_with_byte_array (p->borrowed);
     g_mime_stream_mem_set_owner (GMIME_STREAM_MEM (p->stream), FALSE);
+  }
   p->parser = g_mime_parser_new_with_stream (p->stream);
   g_mime_parser_set_persist_stream (p->parser, TRUE);
   g_mime_parser_set_format (p->parser, GMIME_FORMAT_MESSAGE);
