@@ -2,11 +2,14 @@
 /* fuzz-inspect: what inspect prints for any message (JSON and table), with the
  * properties that make it safe to read: every JSON record parses as one JSON
  * object on one line; the --report line and every table line are valid UTF-8
- * without control characters (whatever bytes the message held). */
+ * without control characters (whatever bytes the message held). And the walk
+ * finds the same whether or not GMime is shown the parameters of external-body
+ * fields (eb-message.c's shadow): parts, offsets, references, URLs, reasons. */
 #include <gmime/gmime.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
 #include "eb-inspect.h"
+#include "eb-message.h"
 #include "eb-plan-private.h"
 
 static EbConfig *config;
@@ -30,9 +33,36 @@ check_printable (const char *s, char allow)
       __builtin_trap ();
 }
 
+static gboolean
+same (const char *a, const char *b)
+{
+  return g_strcmp0 (a, b) == 0;
+}
+
+static void
+check_shadow (const char *data, gsize size)
+{
+  EbMessageScan *a = eb_message_scan (data, size, config);
+  EbMessageScan *b = eb_message_scan_whole_fields (data, size, config);
+  if (a->reason != b->reason || a->n_parts != b->n_parts || a->refs->len != b->refs->len)
+    __builtin_trap ();
+  for (guint i = 0; i < a->refs->len; i++) {
+    const EbRef *x = g_ptr_array_index (a->refs, i), *y = g_ptr_array_index (b->refs, i);
+    if (!same (x->path, y->path) || x->located != y->located || x->block_start != y->block_start
+        || x->content_start != y->content_start || x->end != y->end
+        || x->walk_reason != y->walk_reason || x->read_reason != y->read_reason
+        || !same (x->url, y->url) || !same (x->access_type, y->access_type)
+        || x->alt != y->alt || x->alt_start != y->alt_start || x->alt_end != y->alt_end)
+      __builtin_trap ();
+  }
+  eb_message_scan_free (a);
+  eb_message_scan_free (b);
+}
+
 int
 LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
 {
+  check_shadow ((const char *) data, size);
   EbPlan *r = eb_rewrite_plan ((const char *) data, size, config, NULL, EB_REWRITE_NO_PRECHECK);
   EbTable *t = eb_table_new (TRUE);
   for (guint i = 0; r->scan && i < r->scan->refs->len; i++) {
