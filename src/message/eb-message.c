@@ -118,8 +118,10 @@ eb_message_may_hold_external_body (const char *buf, gsize len)
  * often the most of a message with references, are cut up to the line break
  * that ends the field: parsing them was most of GMime's time). A cut never
  * removes the start of a line, so no header field, boundary or delimiter line
- * is lost or made up; every offset GMime reports is mapped back to the
- * original bytes through the list of cuts. */
+ * is lost or made up, nor the byte before a line break, where GMime may end a
+ * part's content; every offset GMime reports is mapped back to the original
+ * bytes through the list of cuts. test-message-shadow and fuzz-inspect hold
+ * the walk over the shadow to the walk over the bytes themselves. */
 
 typedef struct {
   gsize at;      /* shadow offset where bytes were removed */
@@ -178,12 +180,18 @@ typedef struct {
 } Drop;
 
 /* The drops of the EB_SHADOW_FIELD_MAX rule, in order: the excess of every
- * logical line, whole continuation lines or the end of a line before its
- * line break. */
+ * logical line, one drop from where its budget runs out to the end of its
+ * last line. Every drop (of either rule) leaves the byte before a line's
+ * '\n' and the '\n': GMime ends a part's content one or two bytes before the
+ * delimiter line (two when that line ends in CRLF, whatever the line before
+ * it ends with), and that place must be a byte the shadow keeps for its
+ * offset to map back. A drop never starts a line either: a continuation line
+ * dropped whole from its start keeps its first byte, a blank. */
 static void
 long_line_drops (const char *buf, gsize len, GArray *drops)
 {
   gsize p = 0, budget = 0;
+  gint open = -1;   /* the drop of the logical line being read, if any */
   while (p < len) {
     const char *nl = memchr (buf + p, '\n', len - p);
     gsize e = nl ? (gsize) (nl - buf) + 1 : len;
@@ -192,26 +200,31 @@ long_line_drops (const char *buf, gsize len, GArray *drops)
       ce--;
     if (ce > p && buf[ce - 1] == '\r')
       ce--;
+    /* a drop in this line ends here at the latest */
+    gsize lim = nl ? MAX (p, (gsize) (nl - buf) - 1) : len;
     gboolean cont = p > 0 && (buf[p] == ' ' || buf[p] == '\t');
-    if (!cont)
+    if (!cont) {
       budget = EB_SHADOW_FIELD_MAX;
-    Drop d = { 0, 0, FALSE };
-    if (cont && budget == 0) {
-      d.from = p;
-      d.to = e;
+      open = -1;
+    }
+    if (budget == 0) {   /* a continuation line past the budget: it all goes */
+      if (open >= 0) {
+        Drop *d = &g_array_index (drops, Drop, open);
+        d->to = MAX (d->to, lim);
+      } else if (lim > p + 1) {
+        Drop d = { p + 1, lim, FALSE };
+        g_array_append_val (drops, d);
+        open = (gint) drops->len - 1;
+      }
     } else if (ce - p > budget) {
-      d.from = p + budget;
-      d.to = ce;
+      if (lim > p + budget) {
+        Drop d = { p + budget, lim, FALSE };
+        g_array_append_val (drops, d);
+        open = (gint) drops->len - 1;
+      }
       budget = 0;
     } else {
       budget -= ce - p;
-    }
-    if (d.to > d.from) {
-      Drop *last = drops->len ? &g_array_index (drops, Drop, drops->len - 1) : NULL;
-      if (last && !last->field && last->to == d.from)
-        last->to = d.to;   /* the next continuation line of the same run */
-      else
-        g_array_append_val (drops, d);
     }
     p = e;
   }
@@ -240,10 +253,9 @@ external_body_type_end (const char *buf, gsize len, gsize p)
 }
 
 /* The drops of the external-body rule, in order: in every line that starts
- * an external-body Content-Type field, everything after the subtype up to
- * the line break that ends the field (its continuation lines included; that
- * line break kept, so that a part ending right after the field ends at the
- * same place). GMime takes nothing from those parameters that extbody uses
+ * an external-body Content-Type field, everything after the subtype and the
+ * byte after it up to the end of the field (its continuation lines included)
+ * but the byte before its last '\n' and that '\n' (see long_line_drops). GMime takes nothing from those parameters that extbody uses
  * (the walk asks it only for the media type of an external-body part; the
  * reference is read from the original bytes), and a data: URL in them is
  * most of what a message with references holds. A body line that looks like
@@ -290,12 +302,19 @@ external_body_drops (const char *buf, gsize len, GArray *drops)
         e++;
         continue;
       }
-      if (e > q && buf[e - 1] == '\r')
-        e--;
+      e--;   /* the byte before the '\n' stays, see long_line_drops */
       break;
     }
-    if (e > q) {
-      Drop d = { q, e, TRUE };
+    /* the byte after the subtype stays too (a ';', a blank or a '('), so
+     * that the byte kept at the end cannot lengthen the subtype; a field
+     * whose first line ends at the subtype keeps its next line's blank */
+    gsize from = q + 1;
+    if (q < len && (buf[q] == '\r' || buf[q] == '\n')) {
+      const char *nl0 = memchr (buf + q, '\n', len - q);
+      from = nl0 ? (gsize) (nl0 - buf) + 2 : len;
+    }
+    if (q < len && e > from) {
+      Drop d = { from, e, TRUE };
       g_array_append_val (drops, d);
     }
     done = MAX (e, q);
@@ -330,11 +349,10 @@ add_seg (GArray *segs, gsize *at, gsize from, gsize len)
  * needs cutting (then GMime reads the original bytes). The shadow is never
  * copied: GMime reads it through an EbGapStream over the original bytes. */
 static GArray *
-make_shadow (const char *buf, gsize len, gboolean cut_fields, GArray *cuts)
+make_shadow (const char *buf, gsize len, GArray *cuts)
 {
   g_autoptr (GArray) drops = g_array_new (FALSE, FALSE, sizeof (Drop));
-  if (cut_fields)
-    external_body_drops (buf, len, drops);
+  external_body_drops (buf, len, drops);
   if (!lines_short (buf, len)) {
     long_line_drops (buf, len, drops);
     g_array_sort (drops, drop_cmp);
@@ -952,10 +970,10 @@ parsed_clear (Parsed *p)
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Parsed, parsed_clear)
 
 static void
-parse (Parsed *p, const char *buf, gsize len, gboolean cut_fields)
+parse (Parsed *p, const char *buf, gsize len, gboolean shadow)
 {
   p->cuts = g_array_new (FALSE, FALSE, sizeof (Cut));
-  g_autoptr (GArray) segs = make_shadow (buf, len, cut_fields, p->cuts);
+  g_autoptr (GArray) segs = shadow ? make_shadow (buf, len, p->cuts) : NULL;
   if (segs) {
     p->stream = eb_gap_stream_new (buf, segs, 0, -1);
   } else {
@@ -1104,7 +1122,7 @@ typedef struct {
   GPtrArray *leaves;   /* (nullable) every other leaf part goes here (EbLeaf) */
   guint      n_parts;  /* entities walked */
   EbReason   reason;   /* RESOLVED, UNPARSEABLE or TOO_MANY_PARTS */
-  gboolean   whole_fields;   /* GMime is shown external-body fields whole (tests) */
+  gboolean   unshadowed;   /* GMime is shown the bytes themselves (tests) */
 } Walk;
 
 /* The one walk of eb_message_scan() and eb_message_scan_leaves(): parse
@@ -1117,7 +1135,7 @@ walk (Walk *w, const char *buf, gsize len, const EbConfig *config)
 {
   w->reason = EB_REASON_RESOLVED;
   g_auto (Parsed) parsed = { 0 };
-  parse (&parsed, buf, len, !w->whole_fields);
+  parse (&parsed, buf, len, !w->unshadowed);
   GArray *cuts = parsed.cuts;
   GMimeMessage *message = parsed.message;
   if (!message || !g_mime_message_get_mime_part (message)) {
@@ -1164,12 +1182,12 @@ walk (Walk *w, const char *buf, gsize len, const EbConfig *config)
 }
 
 static EbMessageScan *
-scan_message (const char *buf, gsize len, const EbConfig *config, gboolean whole_fields)
+scan_message (const char *buf, gsize len, const EbConfig *config, gboolean unshadowed)
 {
   EbMessageScan *scan = g_new0 (EbMessageScan, 1);
   scan->refs = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_extref_free);
   scan->eol = eb_header_eol_at (buf, len, 0);
-  Walk w = { scan->refs, NULL, 0, EB_REASON_RESOLVED, whole_fields };
+  Walk w = { scan->refs, NULL, 0, EB_REASON_RESOLVED, unshadowed };
   walk (&w, buf, len, config);
   scan->n_parts = w.n_parts;
   scan->reason = w.reason;
@@ -1187,7 +1205,7 @@ eb_message_scan (const char *buf, gsize len, const EbConfig *config)
 }
 
 EbMessageScan *
-eb_message_scan_whole_fields (const char *buf, gsize len, const EbConfig *config)
+eb_message_scan_unshadowed (const char *buf, gsize len, const EbConfig *config)
 {
   return scan_message (buf, len, config, TRUE);
 }

@@ -36,10 +36,10 @@ typedef struct {
  * The offsets in the result refer to @buf, which is not modified.
  * Returns: (transfer full): never NULL. */
 EbMessageScan *eb_message_scan (const char *buf, gsize len, const EbConfig *config);
-/* The same, GMime shown the parameters of every external-body Content-Type
- * field (which eb_message_scan() leaves out of what GMime parses, see
- * eb-message.c): the same result, slower; for the tests that say so. */
-EbMessageScan *eb_message_scan_whole_fields (const char *buf, gsize len, const EbConfig *config);
+/* The same, GMime shown the bytes themselves instead of the shadow copy
+ * eb_message_scan() makes (see eb-message.c): the same result, slower, and
+ * costly on huge header fields; for the tests that say so. */
+EbMessageScan *eb_message_scan_unshadowed (const char *buf, gsize len, const EbConfig *config);
 void eb_message_scan_free (EbMessageScan *scan);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbMessageScan, eb_message_scan_free)
 

@@ -43,7 +43,7 @@ static void
 check_shadow (const char *data, gsize size)
 {
   EbMessageScan *a = eb_message_scan (data, size, config);
-  EbMessageScan *b = eb_message_scan_whole_fields (data, size, config);
+  EbMessageScan *b = eb_message_scan_unshadowed (data, size, config);
   if (a->reason != b->reason || a->n_parts != b->n_parts || a->refs->len != b->refs->len)
     __builtin_trap ();
   for (guint i = 0; i < a->refs->len; i++) {

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-message-shadow.c - GMime is not shown the parameters of an
- * external-body Content-Type field (eb-message.c, the shadow copy): the walk
- * must find exactly what it finds when GMime is shown them
- * (eb_message_scan_whole_fields): the same parts, offsets, references, URLs
- * and reasons. Over crafted messages where a cut could go wrong (a field
- * ending right at a delimiter, such a field in a body, odd case, CRLF), the
- * hostile-input suite's messages, the real corpus and generated messages. */
+/* test-message-shadow.c - GMime parses a shadow copy of a message
+ * (eb-message.c: no parameters in an external-body Content-Type field, no
+ * logical line over 64 KiB): the walk must find exactly what it finds when
+ * GMime is shown the bytes themselves (eb_message_scan_unshadowed): the same
+ * parts, offsets, references, URLs and reasons. Over crafted messages where a
+ * cut could go wrong (a field ending right at a delimiter, in LF before a
+ * CRLF delimiter, such a field in a body, odd case, CRLF), the hostile-input
+ * suite's messages, the real corpus and generated messages. */
 #include <string.h>
 #include "eb-gmime.h"
 #include "eb-message.h"
@@ -26,7 +27,7 @@ check (const char *name, const char *buf, gsize len)
 {
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (EbMessageScan) cut = eb_message_scan (buf, len, config);
-  g_autoptr (EbMessageScan) whole = eb_message_scan_whole_fields (buf, len, config);
+  g_autoptr (EbMessageScan) whole = eb_message_scan_unshadowed (buf, len, config);
   g_test_message ("%s: %u parts, %u references", name, whole->n_parts, whole->refs->len);
   g_assert_cmpint (cut->reason, ==, whole->reason);
   g_assert_cmpuint (cut->n_parts, ==, whole->n_parts);
@@ -103,6 +104,17 @@ static const char *crafted[] = {
   "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
   "Content-Type: message/external-body; boundary=c; access-type=URL; URL=\"data:,bnd\"\n\n"
   "Content-Type: text/plain\n\n--c\nnot a part\n--b--\n",
+  /* a field in a part's content ending in LF, the delimiter after it in CRLF
+   * (GMime ends that content two bytes before the delimiter) */
+  "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+  "Content-Type: message/external-body; access-type=x\n\nContent-Type: text/plain\n\n"
+  "Content-Type: message/external-body; access-type=URL;\n\tURL=\"data:,in-content\"x\n--b\r\n"
+  "Content-Type: message/external-body; access-type=URL; URL=\"data:,after\"\n\nContent-Type: text/plain\n\n--b--\n",
+  /* the last byte kept must not lengthen the subtype */
+  "MIME-Version: 1.0\nContent-Type: message/external-body; access-type=URL; URL=\"data:,a; name=\"x\n\n"
+  "Content-Type: text/plain\n\n",
+  "MIME-Version: 1.0\nContent-Type: message/external-body\n access-type=URL; URL=\"data:,next\"\n\n"
+  "Content-Type: text/plain\n\n",
   /* inside a forwarded message and an alternative, the fallback shape */
   "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: message/rfc822\n\n"
   "Subject: fwd\nMIME-Version: 1.0\nContent-Type: multipart/alternative; boundary=c\n\n--c\n"
@@ -122,7 +134,8 @@ test_crafted (void)
       check (name, m->str, m->len);
     }
   /* a field of 300 KB, folded, beside the 64 KiB cut of long lines, and a
-   * 200 KB unfolded one, each followed at once by a delimiter */
+   * 200 KB unfolded one, each followed at once by a delimiter; a long text
+   * field the same, its last line in LF before a CRLF delimiter */
   GString *s = g_string_new ("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
                              "Content-Type: message/external-body; access-type=URL;\n URL*0=\"data:,\"");
   for (guint i = 1; i < 5000; i++)
@@ -130,7 +143,10 @@ test_crafted (void)
   g_string_append (s, "\n--b\nContent-Type: message/external-body; access-type=URL; URL=\"data:,");
   for (guint i = 0; i < 5000; i++)
     g_string_append (s, "0123456789abcdefghij0123456789abcdefghij");
-  g_string_append (s, "\"\n--b\nContent-Type: text/plain\n\n    indented\n--b--\n");
+  g_string_append (s, "\"\n--b\nContent-Type: text/plain\nX-Long: x");
+  for (guint i = 0; i < 3000; i++)
+    g_string_append (s, "\n 0123456789abcdefghij0123456789abcdefghij");
+  g_string_append (s, "\n--b\r\nContent-Type: text/plain\n\n    indented\n--b--\n");
   check ("long fields", s->str, s->len);
   g_string_free (s, TRUE);
 }
