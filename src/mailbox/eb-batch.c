@@ -367,11 +367,13 @@ plan_item (Item *it, EbBatch *b)
  * and those lie inside the message. Such a message is planned as one without
  * "external-body" is (plan_unmatched): it is left as it is, counts as a
  * message scanned, and has no part to report - as eb_externalize_plan would
- * find (a message above max_message_size is left to it: that is counted). */
+ * find (a message above max_message_size is left to it: that is counted).
+ * Not with EB_REWRITE_NO_PRECHECK (--no-precheck): every message is parsed. */
 static gboolean
 small_for_store (const EbBatch *b, gsize len)
 {
-  return b->store && len < b->config->externalize_min_size && len <= b->config->max_message_size;
+  return b->store && !(b->flags & EB_REWRITE_NO_PRECHECK)
+         && len < b->config->externalize_min_size && len <= b->config->max_message_size;
 }
 
 /* The plan of a message the split found no "external-body" in: what
