@@ -11,7 +11,9 @@
  * workers) also looks for "external-body" as the pre-check does: a message
  * without it takes no worker and is never mapped, its plan made by the
  * calling thread in its turn (not with EB_REWRITE_NO_PRECHECK or
- * EB_REWRITE_STRIP_TRACE, a progress callback or a work hook).
+ * EB_REWRITE_STRIP_TRACE, a progress callback or a work hook). With a store
+ * (externalize), an mbox's message shorter than externalize_min_size is
+ * planned so too, unparsed (not with EB_REWRITE_NO_PRECHECK, eb_batch_set_flags).
  */
 #pragma once
 #include "eb-config.h"
