@@ -62,13 +62,20 @@ from benchlib import free_port
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def gen(work, count, port, fmt="mbox", name=None):
+def gen(work, count, port, fmt="mbox", name=None, serve=False):
+    """The corpus of @count messages; with @serve, the files its http URLs
+    name too, in work/serve (a corpus generated with --serve-dir replaces
+    what is there: only the one that is fetched writes it)."""
     out = os.path.join(work, name or "seed1-%d-localhost.%s" % (count, fmt))
-    if not os.path.exists(out):
+    serve_dir = os.path.join(work, "serve")
+    mark = os.path.join(serve_dir, "written-for")
+    if not os.path.exists(out) or (serve and not (os.path.exists(mark) and open(mark).read() == out)):
         subprocess.run([sys.executable, os.path.join(HERE, "gen-corpus.py"), "--seed", "1", "--count",
                         str(count), "--ext-fraction", "0.1", "--format", fmt, "--out", out,
-                        "--base-url", "http://127.0.0.1:%d/" % port, "--alt-host", "localhost",
-                        "--serve-dir", os.path.join(work, "serve"), "--force", "-q"], check=True)
+                        "--base-url", "http://127.0.0.1:%d/" % port, "--alt-host", "localhost", "--force", "-q"]
+                       + (["--serve-dir", serve_dir] if serve else []), check=True)
+        if serve:
+            open(mark, "w").write(out)
     return out
 
 
@@ -234,7 +241,7 @@ def main():
     else:
         port = free_port()
         open(portfile, "w").write(str(port))
-    box = gen(a.work, 2000, port)
+    box = gen(a.work, 2000, port, serve=True)
     box4k = gen(a.work, 4000, port)
     msgdir = gen(a.work, 2000, port, "dir", "seed1-2000-localhost-dir") if a.details else None
     srv = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
