@@ -343,10 +343,11 @@ stage sanitize build-sanitize -DEXTBODY_SANITIZE=ON --
 unset ASAN_OPTIONS UBSAN_OPTIONS
 # Everything again with clang, tests included, under the same -Werror: clang
 # warns where gcc does not. Its tests without the slow ones the gcc builds
-# already ran twice (Postfix, valgrind, the hostile suites).
+# already ran twice (Postfix, valgrind, the hostile suites, the skip path over
+# the hostile suite's messages).
 echo "==> the clang build's tests (all but Postfix, the Redis pool, Exim, Dovecot, valgrind and the hostile suites)"
 stage clang build-clang -DCMAKE_C_COMPILER=clang -- \
-  -E '^(test-postfix.*|test-redis-pool|test-teardown|test-valgrind|test-hostile.*|test-exim|test-dovecot.*)$'
+  -E '^(test-postfix.*|test-redis-pool|test-teardown|test-valgrind|test-hostile.*|test-skip-path-(hostile|heavy)|test-exim|test-dovecot.*)$'
 # Every libFuzzer target for EXTBODY_FUZZ_SECONDS (45) from the committed seeds;
 # tests/fuzz/run-fuzz.sh runs them for longer.
 echo "==> fuzzing every target (libFuzzer, ASan, UBSan) for ${EXTBODY_FUZZ_SECONDS:-45} s each"
