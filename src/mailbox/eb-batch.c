@@ -57,8 +57,9 @@ struct _EbBatch {
   char               *worst_msg;
 };
 
-/* What the workers are given: a message, or a stretch of an mbox to split. */
-typedef enum { TASK_MESSAGE, TASK_SCAN } TaskKind;
+/* What the workers are given: a message, a stretch of an mbox to split, or
+ * a stretch of an mbox to copy into the new one. */
+typedef enum { TASK_MESSAGE, TASK_SCAN, TASK_COPY } TaskKind;
 
 typedef struct {
   TaskKind         kind;
@@ -91,7 +92,10 @@ typedef struct {
 } Scan;
 
 #define SCAN_CHUNK (2 << 20)
-#define SCAN_AHEAD 2
+#define SCAN_AHEAD 8
+/* Unchanged messages are copied into the new mbox by the workers, a stretch
+ * of at least COPY_MIN bytes at a time (or up to the next changed message). */
+#define COPY_MIN (4 << 20)
 /* Messages the split found no "external-body" in take no worker: besides the
  * window of messages being planned, up to RING_SPREAD times as many such
  * messages wait for their turn, together at most SPAN_MAX bytes of the mbox. */
@@ -394,6 +398,7 @@ plan_unmatched (Item *it, EbBatch *b)
 
 typedef struct Run Run;
 static void scan_work (Scan *sc, EbBatch *b);
+static void copy_work (gpointer task, EbBatch *b);
 
 /* Wait on the calling thread until the task @task has set *@finished. */
 static void
@@ -414,6 +419,10 @@ work (gpointer data, gpointer user)
   EbBatch *b = user;
   if (it->kind == TASK_SCAN) {
     scan_work (data, b);
+    return;
+  }
+  if (it->kind == TASK_COPY) {
+    copy_work (data, b);
     return;
   }
   if (b->hook)
@@ -457,6 +466,8 @@ struct Run {
   const char  *buf;
   gsize        len;
   int          in_fd, out_fd;
+  gsize        out_pos;       /* bytes of the new mbox written or handed to a copy */
+  int          copy_errno;    /* the first error of a worker's copy (under the batch lock) */
   GArray      *msgs;          /* split beforehand (for the progress), or NULL */
   EbMboxIter   iter;          /* counts the messages of a mailbox never read */
   /* else split by the workers as the run goes: */
@@ -553,40 +564,104 @@ run_pool (Run *r)
 
 /* ---- mbox ------------------------------------------------------------------ */
 
-static gboolean
-write_all_fd (int fd, const void *p, gsize n, GError **error)
+static void
+set_write_error (GError **error, int e)
+{
+  g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot write: %s", g_strerror (e));
+}
+
+/* Write @n bytes at @p to @fd at @off; 0 or the error number. */
+static int
+pwrite_all (int fd, const void *p, gsize n, gsize off)
 {
   const char *c = p;
   while (n) {
-    ssize_t w = write (fd, c, n);
+    ssize_t w = pwrite (fd, c, n, (off_t) off);
     if (w < 0 && errno == EINTR)
       continue;
-    if (w <= 0) {
-      int e = w < 0 ? errno : ENOSPC;
-      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "cannot write: %s", g_strerror (e));
-      return FALSE;
-    }
+    if (w <= 0)
+      return w < 0 ? errno : ENOSPC;
     c += w;
     n -= (gsize) w;
+    off += (gsize) w;
   }
-  return TRUE;
+  return 0;
 }
 
-/* Copy @n bytes at @off of @in_fd to @out_fd in the kernel (copy_file_range),
- * falling back to write() from the mapping @buf. */
-static gboolean
-copy_range (int in_fd, const char *buf, gsize off, gsize n, int out_fd, GError **error)
+/* Copy @n bytes at @in_off of @in_fd to @out_fd at @out_off in the kernel
+ * (copy_file_range), falling back to pwrite() from the mapping @buf; 0 or the
+ * error number. */
+static int
+copy_at (int in_fd, const char *buf, gsize in_off, gsize n, int out_fd, gsize out_off)
 {
-  loff_t o = (loff_t) off;
+  loff_t io = (loff_t) in_off, oo = (loff_t) out_off;
   while (n > 0) {
-    ssize_t c = copy_file_range (in_fd, &o, out_fd, NULL, n, 0);
+    ssize_t c = copy_file_range (in_fd, &io, out_fd, &oo, n, 0);
     if (c < 0 && errno == EINTR)
       continue;
     if (c <= 0)
-      return write_all_fd (out_fd, buf + o, n, error);
+      return pwrite_all (out_fd, buf + io, n, (gsize) oo);
     n -= (gsize) c;
   }
+  return 0;
+}
+
+/* A stretch of the mbox for a worker to copy into the new one. */
+typedef struct {
+  TaskKind  kind;
+  Run      *run;
+  gsize     in_off, out_off, n;
+} Copy;
+
+/* Append @n bytes at @p to the new mbox (on the calling thread). */
+static gboolean
+emit (Run *r, const void *p, gsize n)
+{
+  int e = pwrite_all (r->out_fd, p, n, r->out_pos);
+  if (e) {
+    set_write_error (r->error, e);
+    return FALSE;
+  }
+  r->out_pos += n;
   return TRUE;
+}
+
+/* Append the @n bytes of the mbox at @off to the new one: by a worker while
+ * the run goes (the calling thread goes on making and writing messages
+ * meanwhile; the stretches written never overlap), here after it. */
+static gboolean
+emit_copy (Run *r, gsize off, gsize n)
+{
+  if (n == 0)
+    return TRUE;
+  if (r->pool) {
+    Copy *c = g_new (Copy, 1);
+    *c = (Copy) { TASK_COPY, r, off, r->out_pos, n };
+    g_thread_pool_push (r->pool, c, NULL);
+  } else {
+    int e = copy_at (r->in_fd, r->buf, off, n, r->out_fd, r->out_pos);
+    if (e) {
+      set_write_error (r->error, e);
+      return FALSE;
+    }
+  }
+  r->out_pos += n;
+  return TRUE;
+}
+
+static void
+copy_work (gpointer task, EbBatch *b)
+{
+  Copy *c = task;
+  Run *r = c->run;
+  int e = copy_at (r->in_fd, r->buf, c->in_off, c->n, r->out_fd, c->out_off);
+  if (e) {
+    g_mutex_lock (&b->lock);
+    if (!r->copy_errno)
+      r->copy_errno = e;
+    g_mutex_unlock (&b->lock);
+  }
+  g_free (c);
 }
 
 /* Give back the pages of [from, to) of the mapped mailbox: once a stretch is
@@ -624,14 +699,13 @@ trailing_eols (const char *d, gsize len, gboolean *crlf)
  * and a top-level body replaced by data without a final newline would glue the
  * next message onto this one. */
 static gboolean
-write_eols_after (int fd, const char *orig, gsize orig_len, const char *out, gsize out_len,
-                  GError **error)
+write_eols_after (Run *r, const char *orig, gsize orig_len, const char *out, gsize out_len)
 {
   gboolean crlf = FALSE, out_crlf = FALSE;
   guint want = MIN (trailing_eols (orig, orig_len, &crlf), 2);   /* a line end, a blank line */
   guint have = trailing_eols (out, out_len, &out_crlf);
   for (; have < want; have++)
-    if (!write_all_fd (fd, crlf ? "\r\n" : "\n", crlf ? 2 : 1, error))
+    if (!emit (r, crlf ? "\r\n" : "\n", crlf ? 2 : 1))
       return FALSE;
   return TRUE;
 }
@@ -793,13 +867,12 @@ mbox_consume (Run *r, Item *it)
     if (r->ok) {
       gsize len = 0;
       const char *d = g_bytes_get_data (it->out, &len);
-      r->ok = copy_range (r->in_fd, r->buf, r->prev, m->start - r->prev, r->out_fd, r->error)
-              && write_all_fd (r->out_fd, d, len, r->error)
-              && write_eols_after (r->out_fd, r->buf + m->start, m->end - m->start, d, len, r->error);
+      r->ok = emit_copy (r, r->prev, m->start - r->prev) && emit (r, d, len)
+              && write_eols_after (r, r->buf + m->start, m->end - m->start, d, len);
     }
     r->prev = m->end;
-  } else if (r->ok && m->end - r->prev > (8 << 20)) {
-    r->ok = copy_range (r->in_fd, r->buf, r->prev, m->end - r->prev, r->out_fd, r->error);
+  } else if (r->ok && m->end - r->prev >= COPY_MIN) {
+    r->ok = emit_copy (r, r->prev, m->end - r->prev);
     r->prev = m->end;
   }
   release_upto (r, MIN (r->prev, m->start));
@@ -814,9 +887,13 @@ mbox_stream (int fd, gpointer data, gboolean *changed, GError **error)
   r->error = error;
   r->started = TRUE;
   r->ok = TRUE;
-  run_pool (r);
+  run_pool (r);   /* the workers' copies are done when it returns */
+  if (r->copy_errno && r->ok) {
+    set_write_error (error, r->copy_errno);
+    r->ok = FALSE;
+  }
   if (r->ok && fd >= 0)
-    r->ok = copy_range (r->in_fd, r->buf, r->prev, r->len - r->prev, fd, error);
+    r->ok = emit_copy (r, r->prev, r->len - r->prev);
   *changed = r->changed > 0;
   return r->ok;
 }
