@@ -52,9 +52,10 @@ check_schemes (const char *value, GError **error)
     return FALSE;
   for (guint i = 0; i < items->len; i++) {
     const char *v = items->pdata[i];
-    if (g_ascii_strcasecmp (v, "http") && g_ascii_strcasecmp (v, "https") && g_ascii_strcasecmp (v, "ftp")) {
+    if (g_ascii_strcasecmp (v, "http") && g_ascii_strcasecmp (v, "https") && g_ascii_strcasecmp (v, "ftp")
+        && g_ascii_strcasecmp (v, "gopher") && g_ascii_strcasecmp (v, "file")) {
       g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
-                   "\"%s\" is not a scheme extbody fetches (http, https, ftp)", v);
+                   "\"%s\" is not a scheme extbody fetches (http, https, ftp, gopher, file)", v);
       return FALSE;
     }
   }
@@ -408,9 +409,9 @@ static const EbConfigKey keys[] = {
   KEY (max_message_bytes, EB_CONFIG_SIZE, "64M", 0, G_GUINT64_CONSTANT (1) << 40,
        "Decoded bytes resolved per message; references past it are left alone. The bodies a message holds while its references are fetched and read count against it too (a body as it arrives, or its whole size once the server announces it), earlier references first: a later one gives up its room to an earlier one, and a body that cannot fit beside the earlier ones is stopped, or not read. The memory a message's bodies take stays within this limit, whatever the number of references and however their fetches interleave."),
   BOOL (fetch, "off",
-        "Fetch http, https and ftp URLs (on), or resolve data: URLs only, with no network at all (off). A fetch tells the URL's owner that the mail was processed, and from where, like a remote image in a mail reader: turn it on deliberately, usually with allow_domains."),
+        "Fetch http, https, ftp and gopher URLs, as allow_schemes permits (on), or resolve data: URLs only, with no network at all (off). A fetch tells the URL's owner that the mail was processed, and from where, like a remote image in a mail reader: turn it on deliberately, usually with allow_domains."),
   LIST (allow_schemes, "http, https, ftp",
-       "URL schemes that may be fetched, for the URL and for every redirect (http, https, ftp).", check_schemes, "scheme list"),
+       "URL schemes that may be fetched, for the URL and for every redirect: http, https, ftp and gopher (gopher's port 70 must then be in allow_ports, or the server in allow_networks), and file: file:///PATH and file://localhost/PATH are read as access-type=local-file references are, inside local_file_dirs, whether fetch is on or off, and never reached by a redirect. Whatever this says, mailto, telnet and tn3270 URLs are never used (not-retrieval) and wais and prospero URLs never fetched (unsupported-scheme).", check_schemes, "scheme list"),
   KEY (max_redirects, EB_CONFIG_UINT, "3", 0, 20,
        "Redirects followed per fetch; each must pass the same checks as the URL."),
   LIST (allow_networks, "",

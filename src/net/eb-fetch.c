@@ -14,6 +14,19 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+/* Was libcurl built with @scheme (file: extbody reads those itself)? */
+static gboolean
+curl_has_protocol (const char *scheme)
+{
+  if (strcmp (scheme, "file") == 0)
+    return TRUE;
+  const curl_version_info_data *v = curl_version_info (CURLVERSION_NOW);
+  for (guint i = 0; v->protocols && v->protocols[i]; i++)
+    if (g_ascii_strcasecmp (v->protocols[i], scheme) == 0)
+      return TRUE;
+  return FALSE;
+}
+
 EbFetcher *
 eb_fetcher_new (const EbConfig *config, GError **error)
 {
@@ -32,14 +45,29 @@ eb_fetcher_new (const EbConfig *config, GError **error)
     g_clear_error (&local);   /* no interface list: loopback and private are refused anyway */
 
   /* parsed and checked when the configuration was loaded */
-  g_auto (GStrv) schemes = eb_list_domains (eb_config_get_strv (config, "allow_schemes"));
-  for (guint i = 0; schemes[i]; i++) {
-    if (strcmp (schemes[i], "http") && strcmp (schemes[i], "https") && strcmp (schemes[i], "ftp")) {
+  g_auto (GStrv) named = eb_list_domains (eb_config_get_strv (config, "allow_schemes"));
+  g_autoptr (GPtrArray) fetched = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; named[i]; i++) {
+    if (strcmp (named[i], "http") && strcmp (named[i], "https") && strcmp (named[i], "ftp")
+        && strcmp (named[i], "gopher") && strcmp (named[i], "file")) {
       g_set_error (error, EB_ERROR, EB_ERROR_CONFIG,
-                   "allow_schemes: \"%s\" cannot be fetched (http, https and ftp can)", schemes[i]);
+                   "allow_schemes: \"%s\" cannot be fetched (http, https, ftp, gopher and file can)",
+                   named[i]);
       return NULL;
     }
+    if (!curl_has_protocol (named[i])) {
+      g_set_error (error, EB_ERROR, EB_ERROR_CONFIG,
+                   "allow_schemes: \"%s\" cannot be fetched: libcurl %s was built without it",
+                   named[i], curl_version_info (CURLVERSION_NOW)->version);
+      return NULL;
+    }
+    /* file: URLs are read by extbody itself (eb_fetch_local_file), never by
+     * libcurl, and never reached by a redirect */
+    if (strcmp (named[i], "file") != 0)
+      g_ptr_array_add (fetched, g_strdup (named[i]));
   }
+  g_ptr_array_add (fetched, NULL);
+  g_auto (GStrv) schemes = (GStrv) g_ptr_array_steal (fetched, NULL);
   EbFetcher *f = g_new0 (EbFetcher, 1);
   f->config = eb_config_copy (config);
   f->policy = g_steal_pointer (&policy);
@@ -516,6 +544,87 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
   for (guint i = 0; i < transfers->len; i++)
     transfer_free (f, g_ptr_array_index (transfers, i));
   return results;
+}
+
+static int
+hex_value (char c)
+{
+  return g_ascii_isxdigit (c) ? g_ascii_xdigit_value (c) : -1;
+}
+
+/* One segment of a file URL's path, @n bytes at @s, percent-decoded onto
+ * @out; FALSE with *@detail when it is no name a file may have here: a bad
+ * escape, a NUL or a '/' once decoded (a %2F is one name's byte in RFC 1738,
+ * never a separator), "." or "..". */
+static gboolean
+file_segment (const char *s, gsize n, GString *out, char **detail)
+{
+  gsize start = out->len;
+  for (gsize i = 0; i < n; i++) {
+    char c = s[i];
+    if (c == '%') {
+      int hi = i + 2 < n ? hex_value (s[i + 1]) : -1;
+      int lo = hi >= 0 ? hex_value (s[i + 2]) : -1;
+      if (hi < 0 || lo < 0) {
+        *detail = g_strdup ("a bad %-escape in the path");
+        return FALSE;
+      }
+      c = (char) (hi * 16 + lo);
+      i += 2;
+      if (c == '\0' || c == '/') {
+        *detail = g_strdup_printf ("the path holds an escaped %s", c ? "'/' (%2F)" : "NUL (%00)");
+        return FALSE;
+      }
+    }
+    g_string_append_c (out, c);
+  }
+  const char *seg = out->str + start;
+  gsize sl = out->len - start;
+  if ((sl == 1 && seg[0] == '.') || (sl == 2 && seg[0] == '.' && seg[1] == '.')) {
+    *detail = g_strdup ("the path holds a \".\" or \"..\" segment");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+EbReason
+eb_fetch_file_url_path (const char *url, char **path, char **detail)
+{
+  *path = NULL;
+  if (g_ascii_strncasecmp (url, "file://", 7) != 0) {
+    *detail = g_strdup ("a file URL must be file:///PATH or file://localhost/PATH");
+    return EB_REASON_REFUSED_PATH;
+  }
+  const char *host = url + 7;
+  const char *slash = strchr (host, '/');
+  gsize hl = slash ? (gsize) (slash - host) : strlen (host);
+  if (hl != 0 && !(hl == 9 && g_ascii_strncasecmp (host, "localhost", 9) == 0)) {
+    *detail = g_strdup_printf ("host \"%.*s\"", (int) MIN (hl, 100), host);
+    return EB_REASON_FILE_REMOTE_HOST;
+  }
+  if (!slash || !slash[1]) {
+    *detail = g_strdup ("a file URL without a path");
+    return EB_REASON_REFUSED_PATH;
+  }
+  if (strpbrk (slash, "?#")) {
+    *detail = g_strdup ("a file URL with a query or a fragment");
+    return EB_REASON_REFUSED_PATH;
+  }
+  g_autoptr (GString) out = g_string_new (NULL);
+  for (const char *p = slash; *p == '/';) {
+    const char *seg = p + 1;
+    gsize n = strcspn (seg, "/");
+    g_string_append_c (out, '/');
+    if (!file_segment (seg, n, out, detail))
+      return EB_REASON_REFUSED_PATH;
+    if (out->len >= PATH_MAX) {
+      *detail = g_strdup_printf ("a path of more than %d bytes", PATH_MAX - 1);
+      return EB_REASON_REFUSED_PATH;
+    }
+    p = seg + n;
+  }
+  *path = g_string_free (g_steal_pointer (&out), FALSE);
+  return EB_REASON_RESOLVED;
 }
 
 EbFetchResult *

@@ -445,9 +445,21 @@ test_ftp (void)
   /* ;type=d is a listing, not a body: never fetched */
   g_autofree char *d = g_strdup_printf ("ftp://127.0.0.1:%u/pub;type=d", f->port);
   g_autoptr (GBytes) md = message (d, NULL, "Content-Type: text/plain\r\n");
-  G_GNUC_UNUSED g_autofree char *od = rewrite (md, "left: fetch-failed: fetch failed (an ftp directory listing", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *od = rewrite (md, "left: not-document: the URL names a listing, menu or search, not a document (an ftp directory listing (;type=d)", (const char *[]) { ALLOW, NULL });
   g_autofree char *td = ftp_trace (f);
   g_assert_cmpstr (td, ==, "");
+  /* a path ending in '/' names a directory: never fetched either */
+  g_autofree char *dir = g_strdup_printf ("ftp://127.0.0.1:%u/pub/", f->port);
+  g_autoptr (GBytes) mdir = message (dir, NULL, "Content-Type: text/plain\r\n");
+  G_GNUC_UNUSED g_autofree char *odir = rewrite (mdir, "left: not-document: the URL names a listing, menu or search, not a document (an ftp URL naming a directory", (const char *[]) { ALLOW, NULL });
+  g_autofree char *tdir = ftp_trace (f);
+  g_assert_cmpstr (tdir, ==, "");
+  /* ;type=A (any case) and an announced size: the ASCII transfer's bytes are used */
+  g_autofree char *up = g_strdup_printf ("ftp://127.0.0.1:%u/pub/text.txt;TYPE=A", f->port);
+  g_autoptr (GBytes) mup = message (up, NULL, "Content-Type: text/plain\r\n");
+  G_GNUC_UNUSED g_autofree char *oup = rewrite (mup, "resolved (text/plain, 18 bytes, 7bit)", (const char *[]) { ALLOW, NULL });
+  g_autofree char *tup = ftp_trace (f);
+  g_assert_nonnull (strstr (tup, "TYPE A\n"));
   /* not allowed: refused at connect, nothing reaches the server */
   G_GNUC_UNUSED g_autofree char *o5 = rewrite (ma, "left: refused-address", NULL);
   g_autofree char *t5 = ftp_trace (f);
