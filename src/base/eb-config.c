@@ -463,7 +463,7 @@ static const EbConfigKey keys[] = {
   BOOL (allow_credentials, "off",
         "Fetch URLs that carry a user name or password."),
   LIST (local_file_dirs, "",
-       "Directories whose files access-type=local-file references may be read from; empty reads none.", check_dirs, "directory list"),
+       "Directories whose files access-type=local-file references, and file URLs when allow_schemes names file, may be read from; empty reads none.", check_dirs, "directory list"),
   KEY (lock_timeout, EB_CONFIG_UINT, "60", 0, 3600,
        "Seconds to wait for an mbox that another program has locked (dot-lock or fcntl); then the run ends with a temporary failure, the mailbox unchanged."),
   KEY (externalize_min_size, EB_CONFIG_SIZE, "1M", 1, G_GUINT64_CONSTANT (1) << 40,

@@ -4,6 +4,10 @@
  * the new header's fields, and a table that produces every reason token. */
 #include <string.h>
 #include <glib/gstdio.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include "eb-gmime.h"
 #include "eb-resolve.h"
 #include "eb-plan-private.h"
@@ -1081,6 +1085,123 @@ test_every_reason (void)
     g_assert_true (seen[r]);
 }
 
+/* ---- file URLs, against real files ---------------------------------------- */
+
+/* The reason of the one reference of a message whose URL is @u, planned with
+ * allow_schemes = file and local_file_dirs = @dirs (and @extra); *@detail and
+ * *@trace (nullable) get the detail and the new part's header. */
+static EbReason
+file_url (const char *u, const char *dirs, const char *extra, char **detail, char **head)
+{
+  g_autofree char *ls = g_strdup_printf ("local_file_dirs=%s", dirs);
+  const char *opts[] = { "allow_schemes=file", ls, extra, NULL };
+  g_autoptr (EbConfig) config = config_with (opts);
+  g_autofree char *msg = g_strdup_printf (
+    "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+    "Content-Type: message/external-body; access-type=URL;\n URL=\"%s\"\n\n"
+    "Content-Type: application/octet-stream\n\n\n--b--\n", u);
+  g_autoptr (EbPlan) r = eb_rewrite_plan (msg, strlen (msg), config, NULL, EB_REWRITE_NO_PRECHECK);
+  g_assert_nonnull (r->scan);
+  g_assert_cmpuint (r->resolutions->len, ==, 1);
+  const EbResolution *res = g_ptr_array_index (r->resolutions, 0);
+  g_test_message ("%s: %s (%s)", u, eb_reason_token (res->reason), res->detail ? res->detail : "");
+  *detail = g_strdup (res->detail);
+  if (head)
+    *head = res->reason == EB_REASON_RESOLVED ? g_strdup (eb_resolution_header ((EbResolution *) res)->str) : NULL;
+  return res->reason;
+}
+
+static void
+test_file_url (void)
+{
+  g_autofree char *top = g_dir_make_tmp ("eb-file-url-XXXXXX", NULL);
+  g_autofree char *dir = g_build_filename (top, "in", NULL);
+  g_autofree char *out = g_build_filename (top, "out", NULL);
+  g_assert_cmpint (g_mkdir (dir, 0700), ==, 0);
+  g_assert_cmpint (g_mkdir (out, 0700), ==, 0);
+  g_autofree char *secret = g_build_filename (out, "secret", NULL);
+  g_assert_true (g_file_set_contents (secret, "secret", -1, NULL));
+  g_autofree char *ok = g_build_filename (dir, "a b.txt", NULL);
+  g_assert_true (g_file_set_contents (ok, "Hello", -1, NULL));
+  g_autofree char *sub = g_build_filename (dir, "sub", NULL);
+  g_assert_cmpint (g_mkdir (sub, 0700), ==, 0);
+  g_autofree char *link = g_build_filename (dir, "link", NULL);
+  g_assert_cmpint (symlink (secret, link), ==, 0);
+  g_autofree char *dlink = g_build_filename (dir, "dlink", NULL);
+  g_assert_cmpint (symlink (out, dlink), ==, 0);
+  g_autofree char *fifo = g_build_filename (dir, "fifo", NULL);
+  g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
+  g_autofree char *huge = g_build_filename (dir, "huge", NULL);
+  int fd = open (huge, O_WRONLY | O_CREAT, 0600);
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_cmpint (ftruncate (fd, (off_t) 1 << 40), ==, 0);   /* sparse: a terabyte of nothing */
+  close (fd);
+  /* a name with a literal "%2F" and one with a '/'-free escape */
+  g_autofree char *pct = g_build_filename (dir, "x%2Fy", NULL);
+  g_assert_true (g_file_set_contents (pct, "pct", -1, NULL));
+
+  struct {
+    const char *path;     /* after file:// */
+    EbReason    reason;
+    const char *detail;   /* a piece of it, or NULL */
+  } cases[] = {
+    { "/in/a%20b.txt", EB_REASON_RESOLVED, NULL },
+    { "/in/sub/../a%20b.txt", EB_REASON_REFUSED_PATH, "\"..\" segment" },
+    { "/in/%2e%2e/out/secret", EB_REASON_REFUSED_PATH, "\"..\" segment" },
+    { "/in/%2E/a%20b.txt", EB_REASON_REFUSED_PATH, "\"..\" segment" },
+    { "/in/sub%2F..%2F..%2Fout/secret", EB_REASON_REFUSED_PATH, "escaped '/'" },
+    { "/in/x%252Fy", EB_REASON_RESOLVED, NULL },
+    { "/in/link", EB_REASON_REFUSED_PATH, "not inside local_file_dirs" },
+    { "/in/dlink/secret", EB_REASON_REFUSED_PATH, "not inside local_file_dirs" },
+    { "/in/fifo", EB_REASON_REFUSED_PATH, "not a regular file" },
+    { "/in/sub", EB_REASON_REFUSED_PATH, "not a regular file" },
+    { "/in/sub/", EB_REASON_REFUSED_PATH, "not a regular file" },
+    { "/in/none", EB_REASON_REFUSED_PATH, "No such file" },
+    { "/in/a%20b.txt%00.jpg", EB_REASON_REFUSED_PATH, "NUL" },
+    { "/out/secret", EB_REASON_REFUSED_PATH, "not inside local_file_dirs" },
+    { "/in/huge", EB_REASON_PART_TOO_LARGE, NULL },
+    { "/in/a%zzb", EB_REASON_REFUSED_PATH, "bad %-escape" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autofree char *u = g_strdup_printf ("file://%s%s", top, cases[i].path);
+    g_autofree char *detail = NULL;
+    g_autofree char *head = NULL;
+    EbReason r = file_url (u, dir, NULL, &detail, &head);
+    g_assert_cmpstr (eb_reason_token (r), ==, eb_reason_token (cases[i].reason));
+    if (cases[i].detail)
+      g_assert_nonnull (strstr (detail, cases[i].detail));
+    if (r == EB_REASON_RESOLVED) {
+      /* the trace names the URL, not the path read */
+      g_assert_nonnull (strstr (head, "X-Extbody-Resolved: access-type=URL;\n\tURL=\"file:"));
+    }
+  }
+  /* the host: empty or localhost in any case; anything else, even with the
+   * same path, is another machine's file */
+  const char *hosts[] = { "localhost", "LOCALHOST", "LocalHost" };
+  for (guint i = 0; i < G_N_ELEMENTS (hosts); i++) {
+    g_autofree char *u = g_strdup_printf ("file://%s%s/in/a%%20b.txt", hosts[i], top);
+    g_autofree char *detail = NULL;
+    g_assert_cmpint (file_url (u, dir, NULL, &detail, NULL), ==, EB_REASON_RESOLVED);
+  }
+  const char *remote[] = { "evil", "evil.example", "127.0.0.1", "localhost.", "localhost:0", "%6cocalhost",
+                           "user@localhost" };
+  for (guint i = 0; i < G_N_ELEMENTS (remote); i++) {
+    g_autofree char *u = g_strdup_printf ("file://%s%s/in/a%%20b.txt", remote[i], top);
+    g_autofree char *detail = NULL;
+    g_assert_cmpint (file_url (u, dir, NULL, &detail, NULL), ==, EB_REASON_FILE_REMOTE_HOST);
+  }
+  /* the limits: max_part_bytes and the message's max_message_bytes */
+  g_autofree char *u = g_strdup_printf ("file://%s/in/a%%20b.txt", top);
+  g_autofree char *d1 = NULL, *d2 = NULL, *d3 = NULL;
+  g_assert_cmpint (file_url (u, dir, "max_part_bytes=4", &d1, NULL), ==, EB_REASON_PART_TOO_LARGE);
+  g_assert_cmpint (file_url (u, dir, "max_message_bytes=4", &d2, NULL), ==, EB_REASON_MESSAGE_BUDGET);
+  /* the whole file system is not a directory list away: "/" must be named */
+  g_assert_cmpint (file_url (u, out, NULL, &d3, NULL), ==, EB_REASON_REFUSED_PATH);
+
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", top);
+  g_assert_cmpint (system (rm), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1110,5 +1231,6 @@ main (int argc, char **argv)
   g_test_add_func ("/resolve/header/root-crlf", test_header_root_crlf);
   g_test_add_func ("/resolve/header/trace", test_header_trace);
   g_test_add_func ("/resolve/every-reason", test_every_reason);
+  g_test_add_func ("/resolve/file-url", test_file_url);
   return g_test_run ();
 }
