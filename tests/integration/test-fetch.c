@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-fetch.c - fetching through real servers that the test starts on
- * loopback (tests/servers/httpd.py; https with a certificate made for the test):
+ * loopback (tests/servers/httpd.py; https with a certificate made for the test;
+ * ftpd.py; gopherd.py, gophernicus):
  * normal files, types, statuses, redirects, limits, time-outs, refused addresses
  * in every textual form, a redirect from an allowed address to a refused one,
  * credentials, domains, rate limits, de-duplication, expiration, size and
@@ -8,6 +9,7 @@
 #include <json-glib/json-glib.h>
 #include <glib/gstdio.h>
 #include <unistd.h>
+#include <stdlib.h>
 #include "run-command.h"
 #include "test-server.h"
 #include "eb-config.h"
@@ -471,6 +473,105 @@ test_ftp (void)
   ftp_stop (f);
 }
 
+/* ---- gopher ----------------------------------------------------------------- */
+
+/* Debian's gophernicus through tests/servers/gopherd.py, one process per
+ * connection as inetd runs it; and the script's own misbehaving answers. */
+static void
+test_gopher (void)
+{
+  g_autofree char *root = g_dir_make_tmp ("extbody-gopher-XXXXXX", NULL);
+  g_assert_cmpint (g_chmod (root, 0755), ==, 0);   /* gophernicus runs as nobody under root */
+  g_autofree char *text = g_build_filename (root, "text.txt", NULL);
+  g_assert_true (g_file_set_contents (text, "line one\n.dot line\nlast\n", -1, NULL));
+  g_autofree char *bin = g_build_filename (root, "bin.dat", NULL);
+  g_assert_true (g_file_set_contents (bin, "\x00\x01\x02\xff", 4, NULL));
+  g_autofree char *gif = g_build_filename (root, "pic.gif", NULL);
+  g_assert_true (g_file_set_contents (gif, "GIF89a\x01\x00\x01\x00", 10, NULL));
+  for (const char *const *f = (const char *[]) { text, bin, gif, NULL }; *f; f++)
+    g_assert_cmpint (g_chmod (*f, 0644), ==, 0);
+  g_autoptr (GError) error = NULL;
+  TestServer *g = test_server_start ("gopherd.py", (const char *[]) { root, NULL },
+                                     (const char *[]) { "GOPHER ", "RAW ", NULL }, FALSE, &error);
+  g_assert_no_error (error);
+  guint gp = g->ports[0], raw = g->ports[1];
+  if (!gp) {
+    test_server_stop (g);
+    g_test_skip ("gophernicus not installed");
+    return;
+  }
+#define GOPHER ALLOW, "-o", "allow_schemes=gopher"
+  /* type 0: text, as the server sends it (gophernicus: CR LF line ends) */
+  g_autofree char *u0 = g_strdup_printf ("gopher://127.0.0.1:%u/0/text.txt", gp);
+  g_autoptr (GBytes) m0 = message (u0, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *o0 = rewrite (m0, "resolved (text/plain, 27 bytes, 7bit)", (const char *[]) { GOPHER, NULL });
+  g_assert_nonnull (strstr (o0, "\r\n\r\nline one\r\n.dot line\r\nlast\r\n\r\n--b--"));
+  g_autofree char *trace = g_strdup_printf ("X-Extbody-Resolved: access-type=URL;\r\n\tURL=\"gopher://127.0.0.1:%u/0/text.txt\";", gp);
+  g_assert_nonnull (strstr (o0, trace));
+  /* type 9: binary; I: an image; gopher names no type: the inner header governs */
+  g_autofree char *u9 = g_strdup_printf ("gopher://127.0.0.1:%u/9/bin.dat", gp);
+  g_autoptr (GBytes) m9 = message (u9, NULL, "Content-Type: application/x-thing\r\n");
+  g_autofree char *o9 = rewrite (m9, "resolved (application/x-thing, 4 bytes, base64)", (const char *[]) { GOPHER, NULL });
+  g_assert_nonnull (strstr (o9, "AAEC/w=="));
+  g_autofree char *ui = g_strdup_printf ("gopher://127.0.0.1:%u/I/pic.gif", gp);
+  g_autoptr (GBytes) mi = message (ui, NULL, "Content-Type: image/gif\r\n");
+  G_GNUC_UNUSED g_autofree char *oi = rewrite (mi, "resolved (image/gif, 10 bytes, base64)", (const char *[]) { GOPHER, NULL });
+  /* with no inner type: application/octet-stream */
+  g_autoptr (GBytes) mn = message (u9, NULL, "Content-ID: <g@x>\r\n");
+  G_GNUC_UNUSED g_autofree char *on = rewrite (mn, "resolved (application/octet-stream, 4 bytes", (const char *[]) { GOPHER, NULL });
+  /* the policy: off by default, not in allow_schemes, the connected address */
+  G_GNUC_UNUSED g_autofree char *off = rewrite (m0, "left: fetch-off", (const char *[]) { "-o", "fetch=off", "-o", "allow_schemes=gopher", NULL });
+  G_GNUC_UNUSED g_autofree char *dis = rewrite (m0, "left: scheme-disabled", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *adr = rewrite (m0, "left: refused-address", (const char *[]) { "--fetch", "-o", "allow_schemes=gopher", NULL });
+  /* port 70 is not in the default allow_ports: outside allow_networks a
+   * gopher server must have its port named */
+  G_GNUC_UNUSED g_autofree char *pt = rewrite (m0, "left: refused-address", (const char *[]) { "--fetch", "-o", "allow_schemes=gopher", "-o", "allow_ports=70", NULL });
+  /* menus, searches, telnet items: never fetched */
+  struct { const char *path; const char *want; } left[] = {
+    { "", "left: not-document: the URL names a listing, menu or search, not a document (gopher item type 1 is a menu)" },
+    { "/", "left: not-document" },
+    { "/1/", "left: not-document" },
+    { "/7/search%09x", "left: not-document: the URL names a listing, menu or search, not a document (gopher item type 7 is a search)" },
+    { "/8/host", "left: not-retrieval: the URL retrieves nothing (RFC 2017 section 3) (gopher item type 8 is a telnet session)" },
+    { "/T/host", "left: not-retrieval" },
+    { "/h/URL:http://example.org/", "left: not-document" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (left); i++) {
+    g_autofree char *u = g_strdup_printf ("gopher://127.0.0.1:%u%s", raw, left[i].path);
+    g_autoptr (GBytes) m = message (u, NULL, "Content-Type: text/plain\r\n");
+    G_GNUC_UNUSED g_autofree char *o = rewrite (m, left[i].want, (const char *[]) { GOPHER, NULL });
+  }
+  /* RFC 1436's "." line ends a text item: removed; lines are not un-stuffed */
+  g_autofree char *ud = g_strdup_printf ("gopher://127.0.0.1:%u/0/dot", raw);
+  g_autoptr (GBytes) md = message (ud, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *od = rewrite (md, "resolved (text/plain, 34 bytes, 7bit)", (const char *[]) { GOPHER, NULL });
+  g_assert_nonnull (strstr (od, "\r\n\r\nfirst line\r\n..stuffed\r\nlast line\r\n\r\n--b--"));
+  /* a binary item keeps a final "." line: it is data */
+  g_autofree char *ud9 = g_strdup_printf ("gopher://127.0.0.1:%u/9/dot", raw);
+  g_autoptr (GBytes) md9 = message (ud9, NULL, "Content-Type: application/octet-stream\r\n");
+  G_GNUC_UNUSED g_autofree char *od9 = rewrite (md9, "resolved (application/octet-stream, 37 bytes", (const char *[]) { GOPHER, NULL });
+  /* an error item instead of the document */
+  g_autofree char *ue = g_strdup_printf ("gopher://127.0.0.1:%u/9/error", raw);
+  g_autoptr (GBytes) me = message (ue, NULL, "Content-Type: application/octet-stream\r\n");
+  G_GNUC_UNUSED g_autofree char *oe = rewrite (me, "left: fetch-failed: fetch failed (the gopher server answered with an error item: '/error' does not exist (no handler found))", (const char *[]) { GOPHER, NULL });
+  /* bytes: no size is ever announced, the limit holds as they arrive */
+  g_autofree char *ub = g_strdup_printf ("gopher://127.0.0.1:%u/9/big?3000000", raw);
+  g_autoptr (GBytes) mb = message (ub, NULL, "Content-Type: application/octet-stream\r\n");
+  G_GNUC_UNUSED g_autofree char *ob = rewrite (mb, "left: part-too-large: data larger than max_part_bytes (more than 1048576 bytes)", (const char *[]) { GOPHER, "-o", "max_part_bytes=1M", NULL });
+  G_GNUC_UNUSED g_autofree char *ob2 = rewrite (mb, "left: message-budget", (const char *[]) { GOPHER, "-o", "max_message_bytes=1M", NULL });
+  G_GNUC_UNUSED g_autofree char *ob3 = rewrite (mb, "resolved (application/octet-stream, 3000000 bytes", (const char *[]) { GOPHER, NULL });
+  /* time: a server that trickles is cut at the deadline */
+  g_autofree char *us = g_strdup_printf ("gopher://127.0.0.1:%u/9/slow", raw);
+  g_autoptr (GBytes) ms = message (us, NULL, "Content-Type: application/octet-stream\r\n");
+  gint64 t0 = g_get_monotonic_time ();
+  G_GNUC_UNUSED g_autofree char *os = rewrite (ms, "left: timed-out", (const char *[]) { GOPHER, "-o", "message_deadline=2", NULL });
+  g_assert_cmpint (g_get_monotonic_time () - t0, <, 10 * G_USEC_PER_SEC);
+#undef GOPHER
+  test_server_stop (g);
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", root);
+  g_assert_cmpint (system (rm), ==, 0);
+}
+
 /* access-type=anon-ftp becomes ftp://site/directory/name;type=...; it has no
  * port, so the server must be on 21 (tests run as root in CI; skipped else). */
 static void
@@ -650,6 +751,7 @@ main (int argc, char **argv)
   g_test_add_func ("/fetch/https", test_https);
   g_test_add_func ("/fetch/ftp/typecodes-and-paths", test_ftp);
   g_test_add_func ("/fetch/ftp/anon-ftp", test_anon_ftp);
+  g_test_add_func ("/fetch/gopher", test_gopher);
   g_test_add_func ("/fetch/local-file", test_local_file);
   g_test_add_func ("/fetch/cache", test_cache);
   g_test_add_func ("/fetch/environment-proxy-ignored", test_env_proxy_ignored);
