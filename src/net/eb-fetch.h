@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* eb-fetch.h - fetching http, https and ftp URLs through libcurl, under the
- * fetch policy.
+/* eb-fetch.h - fetching http, https, ftp and gopher URLs through libcurl,
+ * under the fetch policy; reading the local files of local-file references
+ * and file URLs.
  *
  * Every URL in incoming mail was chosen by a stranger. All fetches of one message
  * run concurrently through one libcurl multi handle (at most
