@@ -6,6 +6,7 @@
 #include "eb-urlparam.h"
 #include "eb-gmime.h"
 #include "eb-error.h"
+#include "eb-nntp.h"
 #include <string.h>
 
 static EbResolution *
@@ -187,6 +188,10 @@ decide_fetch (const EbRef *ref, const EbConfig *config, char *url /* (transfer f
     g_free (url);
     return decide_leave (EB_REASON_SCHEME_DISABLED, g_strdup (what));
   }
+  if (!strcmp (scheme, "news") && !(config->nntp_server && *config->nntp_server)) {
+    g_free (url);
+    return decide_leave (EB_REASON_SCHEME_DISABLED, g_strdup_printf ("%s: nntp_server is empty", what));
+  }
   if (ref->size) {
     guint64 sz = g_ascii_strtoull (ref->size, NULL, 10);
     if (sz > config->max_part_bytes) {
@@ -301,6 +306,8 @@ eb_resolve_decide (const EbRef *ref, const EbConfig *config)
     /* what the URL itself says comes first, whatever the configuration */
     char *why = NULL;
     EbReason kind = sl ? eb_fetch_url_classify (ref->url, &why) : EB_REASON_RESOLVED;
+    if (kind == EB_REASON_RESOLVED && sl)
+      kind = eb_nntp_classify (ref->url, &why);
     if (kind != EB_REASON_RESOLVED)
       return decide_leave (kind, why);
     if (sl && !strcmp (scheme, "file"))
@@ -369,7 +376,8 @@ gboolean
 eb_resolve_scheme_fetchable (const char *scheme)
 {
   return !g_ascii_strcasecmp (scheme, "http") || !g_ascii_strcasecmp (scheme, "https")
-         || !g_ascii_strcasecmp (scheme, "ftp") || !g_ascii_strcasecmp (scheme, "gopher");
+         || !g_ascii_strcasecmp (scheme, "ftp") || !g_ascii_strcasecmp (scheme, "gopher")
+         || !g_ascii_strcasecmp (scheme, "news") || !g_ascii_strcasecmp (scheme, "nntp");
 }
 
 /* What a retrieval gave, before the data is decoded and checked. */

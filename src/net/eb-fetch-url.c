@@ -27,6 +27,19 @@ eb_fetch_url_scheme_allowed (const EbFetcher *f, const char *url)
   return s && g_strv_contains ((const char *const *) f->schemes, s);
 }
 
+static gboolean domain_in (GStrv list, const char *host);
+
+/* Do allow_domains and deny_domains let @host (lowercase) be fetched from? */
+gboolean
+eb_fetch_url_host_allowed (const EbFetcher *f, const char *host)
+{
+  g_autofree char *h = g_strdup (host);
+  gsize hl = strlen (h);
+  while (hl && h[hl - 1] == '.')
+    h[--hl] = '\0';
+  return !domain_in (f->deny_domains, h) && (!f->allow_domains[0] || domain_in (f->allow_domains, h));
+}
+
 /* The path of an ftp or gopher URL @url (after "scheme://authority"), or
  * "" when it has none; a pointer into @url. */
 static const char *
@@ -141,6 +154,12 @@ eb_fetch_url_check (EbFetcher *f, const char *url, char **detail, char **host_ou
   }
   if ((r = eb_fetch_url_classify (url, detail)) != EB_REASON_RESOLVED)
     goto out;
+  if (!strcmp (scheme, "news") || !strcmp (scheme, "nntp")) {
+    /* extbody's own NNTP client takes a message's references, never a redirect */
+    r = EB_REASON_SCHEME_DISABLED;
+    *detail = g_strdup_printf ("scheme \"%s\" is not followed from a redirect", scheme);
+    goto out;
+  }
   curl_url_get (u, CURLUPART_USER, &user, 0);
   curl_url_get (u, CURLUPART_PASSWORD, &pass, 0);
   if ((user || pass) && !f->config->allow_credentials) {

@@ -5,6 +5,7 @@
 #include "eb-fetch-shared.h"
 #include "eb-error.h"
 #include "eb-list.h"
+#include "eb-nntp.h"
 #include <string.h>
 #include <unistd.h>
 #include <errno.h>
@@ -18,7 +19,7 @@
 static gboolean
 curl_has_protocol (const char *scheme)
 {
-  if (strcmp (scheme, "file") == 0)
+  if (!strcmp (scheme, "file") || !strcmp (scheme, "news") || !strcmp (scheme, "nntp"))
     return TRUE;
   const curl_version_info_data *v = curl_version_info (CURLVERSION_NOW);
   for (guint i = 0; v->protocols && v->protocols[i]; i++)
@@ -47,11 +48,13 @@ eb_fetcher_new (const EbConfig *config, GError **error)
   /* parsed and checked when the configuration was loaded */
   g_auto (GStrv) named = eb_list_domains (eb_config_get_strv (config, "allow_schemes"));
   g_autoptr (GPtrArray) fetched = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) curl_schemes = g_ptr_array_new_with_free_func (g_free);
   for (guint i = 0; named[i]; i++) {
     if (strcmp (named[i], "http") && strcmp (named[i], "https") && strcmp (named[i], "ftp")
-        && strcmp (named[i], "gopher") && strcmp (named[i], "file")) {
+        && strcmp (named[i], "gopher") && strcmp (named[i], "file") && strcmp (named[i], "news")
+        && strcmp (named[i], "nntp")) {
       g_set_error (error, EB_ERROR, EB_ERROR_CONFIG,
-                   "allow_schemes: \"%s\" cannot be fetched (http, https, ftp, gopher and file can)",
+                   "allow_schemes: \"%s\" cannot be fetched (http, https, ftp, gopher, file, news and nntp can)",
                    named[i]);
       return NULL;
     }
@@ -65,14 +68,19 @@ eb_fetcher_new (const EbConfig *config, GError **error)
      * libcurl, and never reached by a redirect */
     if (strcmp (named[i], "file") != 0)
       g_ptr_array_add (fetched, g_strdup (named[i]));
+    /* news and nntp: extbody's own client (eb-nntp.c), never libcurl's */
+    if (strcmp (named[i], "file") && strcmp (named[i], "news") && strcmp (named[i], "nntp"))
+      g_ptr_array_add (curl_schemes, g_strdup (named[i]));
   }
   g_ptr_array_add (fetched, NULL);
+  g_ptr_array_add (curl_schemes, NULL);
   g_auto (GStrv) schemes = (GStrv) g_ptr_array_steal (fetched, NULL);
+  g_auto (GStrv) for_curl = (GStrv) g_ptr_array_steal (curl_schemes, NULL);
   EbFetcher *f = g_new0 (EbFetcher, 1);
   f->config = eb_config_copy (config);
   f->policy = g_steal_pointer (&policy);
   f->schemes = g_steal_pointer (&schemes);
-  f->protocols = g_strjoinv (",", f->schemes);
+  f->protocols = g_strjoinv (",", for_curl);
   f->allow_domains = g_strdupv ((GStrv) eb_config_get_domains (config, "allow_domains"));
   f->deny_domains = g_strdupv ((GStrv) eb_config_get_domains (config, "deny_domains"));
   g_mutex_init (&f->lock);
@@ -725,12 +733,71 @@ round_take_late (Round *round, EbFetchResult *r, const char *url, GHashTable *co
   return r;
 }
 
+static GPtrArray *fetch_all_curl (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes,
+                                  gint64 deadline);
+
+/* The news: and nntp: URLs of a message, after the others (libcurl's): one
+ * after another on this thread, each within what the bodies already held
+ * leave of max_message_bytes. */
 GPtrArray *
 eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes)
 {
+  gint64 deadline = g_get_monotonic_time () + (gint64) f->config->message_deadline * G_USEC_PER_SEC;
+  g_autoptr (GPtrArray) others = g_ptr_array_new ();
+  g_autoptr (GArray) where = g_array_new (FALSE, FALSE, sizeof (guint));
+  for (guint i = 0; i < n; i++) {
+    if (!eb_nntp_is_url (urls[i])) {
+      g_ptr_array_add (others, (gpointer) urls[i]);
+      g_array_append_val (where, i);
+    }
+  }
+  if (others->len == n)
+    return fetch_all_curl (f, urls, n, max_bytes, deadline);
+  GPtrArray *results = g_ptr_array_new_full (n, (GDestroyNotify) eb_fetch_result_free);
+  g_ptr_array_set_size (results, n);
+  g_autoptr (GPtrArray) got = others->len ? fetch_all_curl (f, (const char *const *) others->pdata, others->len,
+                                                            max_bytes, deadline)
+                                          : g_ptr_array_new ();
+  guint64 held = 0;
+  for (guint k = 0; k < got->len; k++) {
+    EbFetchResult *r = g_steal_pointer (&got->pdata[k]);
+    gboolean first = TRUE;
+    for (guint j = 0; j < k && first; j++)
+      first = strcmp (others->pdata[j], others->pdata[k]) != 0;
+    if (first && r && r->reason == EB_REASON_RESOLVED && r->body)
+      held += g_bytes_get_size (r->body);
+    g_ptr_array_index (results, g_array_index (where, guint, k)) = r;
+  }
+  guint64 limit = f->config->max_message_bytes;
+  for (guint i = 0; i < n; i++) {
+    if (!eb_nntp_is_url (urls[i]))
+      continue;
+    EbFetchResult *r = NULL;
+    for (guint j = 0; j < i && !r; j++)
+      if (strcmp (urls[j], urls[i]) == 0)
+        r = eb_fetch_result_copy (g_ptr_array_index (results, j));
+    if (!r) {
+      guint64 room = limit > held ? limit - held : 0;
+      r = eb_nntp_fetch (f, urls[i], MIN (max_bytes, room), deadline, g_private_get (&cancel_key));
+      if (r->reason == EB_REASON_PART_TOO_LARGE && room < max_bytes) {
+        r->reason = EB_REASON_MESSAGE_BUDGET;
+        g_free (r->detail);
+        r->detail = g_strdup_printf ("the message's fetched data would pass %" G_GUINT64_FORMAT " bytes", limit);
+      }
+      if (r->reason == EB_REASON_RESOLVED && r->body)
+        held += g_bytes_get_size (r->body);
+    }
+    g_ptr_array_index (results, i) = r;
+  }
+  return results;
+}
+
+static GPtrArray *
+fetch_all_curl (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, gint64 deadline)
+{
   /* one deadline and one budget for all the message's rounds */
   Round round = {
-    .deadline = g_get_monotonic_time () + (gint64) f->config->message_deadline * G_USEC_PER_SEC,
+    .deadline = deadline,
     .limit = f->config->max_message_bytes,
   };
   g_autoptr (GPtrArray) remote = g_ptr_array_new_with_free_func (g_free);
