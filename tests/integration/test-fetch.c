@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-fetch.c - fetching through real servers that the test starts on
  * loopback (tests/servers/httpd.py; https with a certificate made for the test;
- * ftpd.py; gopherd.py, gophernicus):
+ * ftpd.py; gopherd.py, gophernicus; nntpd.py):
  * normal files, types, statuses, redirects, limits, time-outs, refused addresses
  * in every textual form, a redirect from an allowed address to a refused one,
  * credentials, domains, rate limits, de-duplication, expiration, size and
@@ -572,6 +572,126 @@ test_gopher (void)
   g_assert_cmpint (system (rm), ==, 0);
 }
 
+/* ---- news and nntp ------------------------------------------------------------ */
+
+#define ARTICLE "From: poster@example.org\r\nNewsgroups: misc.test\r\nSubject: an article\r\n" \
+  "Message-ID: <art1@news.example.org>\r\n\r\nfirst line\r\n.a line with a dot\r\n..two dots\r\nend\r\n"
+
+/* tests/servers/nntpd.py: articles from a spool, and hostile groups */
+static void
+test_nntp (void)
+{
+  g_autofree char *root = g_dir_make_tmp ("extbody-nntp-XXXXXX", NULL);
+  g_autofree char *group = g_build_filename (root, "misc.test", NULL);
+  g_assert_cmpint (g_mkdir (group, 0755), ==, 0);
+  g_autofree char *a1 = g_build_filename (group, "1", NULL);
+  g_assert_true (g_file_set_contents (a1, ARTICLE, -1, NULL));
+  g_autofree char *log = g_build_filename (root, "commands.log", NULL);
+  g_autoptr (GError) error = NULL;
+  TestServer *s = test_server_start ("nntpd.py", (const char *[]) { root, "--log", log, NULL },
+                                     (const char *[]) { "NNTP ", "BUSY ", NULL }, FALSE, &error);
+  g_assert_no_error (error);
+  guint np = s->ports[0], busy = s->ports[1];
+  g_autofree char *server = g_strdup_printf ("nntp_server=127.0.0.1:%u", np);
+#define NEWS ALLOW, "-o", "allow_schemes=news, nntp", "-o", server
+  /* nntp://HOST:PORT/GROUP/NUMBER: GROUP, ARTICLE; the article whole, unstuffed */
+  g_autofree char *u1 = g_strdup_printf ("nntp://127.0.0.1:%u/misc.test/1", np);
+  g_autoptr (GBytes) m1 = message (u1, NULL, "Content-Type: message/rfc822\r\n");
+  g_autofree char *want1 = g_strdup_printf ("resolved (message/rfc822, %zu bytes, 7bit)", strlen (ARTICLE));
+  g_autofree char *o1 = rewrite (m1, want1, (const char *[]) { NEWS, NULL });
+  g_assert_nonnull (strstr (o1, "\r\n\r\n" ARTICLE "\r\n--b--"));
+  g_autofree char *l1 = NULL;
+  g_assert_true (g_file_get_contents (log, &l1, NULL, NULL));
+  g_assert_cmpstr (l1, ==, "GROUP misc.test\nARTICLE 1\nQUIT\n");
+  /* news:MESSAGE-ID from nntp_server; with no inner type: message/rfc822 */
+  g_autoptr (GBytes) m2 = message ("news:art1@news.example.org", NULL, "Content-ID: <n@x>\r\n");
+  g_autofree char *o2 = rewrite (m2, want1, (const char *[]) { NEWS, NULL });
+  g_assert_nonnull (strstr (o2, "Content-Type: message/rfc822\r\n"));
+  /* the inner header's type governs: an article is no text/plain */
+  g_autoptr (GBytes) m3 = message ("news:art1@news.example.org", NULL, "Content-Type: text/plain\r\n");
+  G_GNUC_UNUSED g_autofree char *o3 = rewrite (m3, "left: type-mismatch", (const char *[]) { NEWS, NULL });
+  /* refusals, before any connection */
+  g_autoptr (GBytes) mg = message ("news:misc.test", NULL, "Content-Type: message/rfc822\r\n");
+  G_GNUC_UNUSED g_autofree char *og = rewrite (mg, "left: not-document", (const char *[]) { NEWS, NULL });
+  g_autoptr (GBytes) ma = message ("news:*", NULL, "Content-Type: message/rfc822\r\n");
+  G_GNUC_UNUSED g_autofree char *oa = rewrite (ma, "left: not-document", (const char *[]) { NEWS, NULL });
+  g_autofree char *ug = g_strdup_printf ("nntp://127.0.0.1:%u/misc.test", np);
+  g_autoptr (GBytes) mng = message (ug, NULL, "Content-Type: message/rfc822\r\n");
+  G_GNUC_UNUSED g_autofree char *ong = rewrite (mng, "left: not-document", (const char *[]) { NEWS, NULL });
+  G_GNUC_UNUSED g_autofree char *od = rewrite (m2, "left: scheme-disabled", (const char *[]) { ALLOW, "-o", server, NULL });
+  G_GNUC_UNUSED g_autofree char *ons = rewrite (m2, "left: scheme-disabled: scheme not enabled (scheme \"news\": nntp_server is empty)", (const char *[]) { ALLOW, "-o", "allow_schemes=news", NULL });
+  G_GNUC_UNUSED g_autofree char *oad = rewrite (m1, "left: refused-address", (const char *[]) { "--fetch", "-o", "allow_schemes=nntp", NULL });
+  G_GNUC_UNUSED g_autofree char *odm = rewrite (m1, "left: refused-domain", (const char *[]) { NEWS, "-o", "allow_domains=example.org", NULL });
+  G_GNUC_UNUSED g_autofree char *opx = rewrite (m1, "left: fetch-failed: fetch failed (NNTP is never fetched through proxy", (const char *[]) { NEWS, "-o", "proxy=http://127.0.0.1:9/", NULL });
+  g_autofree char *l2 = NULL;
+  g_assert_true (g_file_get_contents (log, &l2, NULL, NULL));
+  g_assert_cmpstr (l2, ==, "GROUP misc.test\nARTICLE 1\nQUIT\nARTICLE <art1@news.example.org>\nQUIT\n"
+                           "ARTICLE <art1@news.example.org>\nQUIT\n");
+  /* the server's refusals */
+  struct { const char *path; const char *want; const char *const *opts; } cases[] = {
+    { "/misc.test/9", "left: fetch-failed: fetch failed (NNTP 423 after ARTICLE: no such article number)", NULL },
+    { "/no.such.group/1", "left: fetch-failed: fetch failed (NNTP 411 after GROUP: no such group)", NULL },
+    { "/hostile.longline/1", "left: fetch-failed: fetch failed (NNTP: a data line longer than 65536 bytes)", NULL },
+    { "/hostile.noterm/1", "left: fetch-failed: fetch failed (NNTP: the server closed the connection before the end of its answer)", NULL },
+    { "/hostile.garbage/1", "left: fetch-failed: fetch failed (NNTP: a malformed status line)", NULL },
+    { "/hostile.huge/1", "left: part-too-large: data larger than max_part_bytes (more than 1048576 bytes)",
+      (const char *[]) { "-o", "max_part_bytes=1M", NULL } },
+    { "/hostile.huge/1", "left: message-budget", (const char *[]) { "-o", "max_message_bytes=1M", NULL } },
+    /* (an article is message/rfc822: accepted as the inner header's type) */
+    { "/hostile.huge/1", "resolved (application/octet-stream, 3000014 bytes",
+      (const char *[]) { "-o", "content_type_mismatch=accept", NULL } },
+    { "/hostile.longline/1", "resolved (application/octet-stream, 100016 bytes",
+      (const char *[]) { "-o", "nntp_max_line_bytes=100000", "-o", "content_type_mismatch=accept", NULL } },
+    { "/hostile.stuffed/1", "resolved (application/octet-stream, 33 bytes",
+      (const char *[]) { "-o", "content_type_mismatch=accept", NULL } },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autofree char *u = g_strdup_printf ("nntp://127.0.0.1:%u%s", np, cases[i].path);
+    g_autoptr (GBytes) m = message (u, NULL, "Content-Type: application/octet-stream\r\n");
+    g_autoptr (GPtrArray) args = g_ptr_array_new ();
+    for (const char *const *a = (const char *[]) { NEWS, NULL }; *a; a++)
+      g_ptr_array_add (args, (gpointer) *a);
+    for (guint k = 0; cases[i].opts && cases[i].opts[k]; k++)
+      g_ptr_array_add (args, (gpointer) cases[i].opts[k]);
+    g_ptr_array_add (args, NULL);
+    g_autofree char *o = rewrite (m, cases[i].want, (const char *const *) args->pdata);
+    if (strstr (cases[i].path, "stuffed")) {
+      const char *plain = "Subject: dots\r\n\r\n.\r\n..\r\n.x\r\nend\r\n";
+      g_autofree char *b64 = g_base64_encode ((const guchar *) plain, strlen (plain));
+      g_assert_nonnull (strstr (o, b64));
+    }
+  }
+  g_autofree char *ub = g_strdup_printf ("nntp://127.0.0.1:%u/misc.test/1", busy);
+  g_autoptr (GBytes) mb = message (ub, NULL, "Content-Type: message/rfc822\r\n");
+  G_GNUC_UNUSED g_autofree char *ob = rewrite (mb, "left: fetch-failed: fetch failed (NNTP greeting 502: go away)", (const char *[]) { NEWS, NULL });
+  g_autoptr (GBytes) mm = message ("news:none@news.example.org", NULL, "Content-Type: message/rfc822\r\n");
+  G_GNUC_UNUSED g_autofree char *omm = rewrite (mm, "left: fetch-failed: fetch failed (NNTP 430 after ARTICLE: no such article)", (const char *[]) { NEWS, NULL });
+  /* a server that trickles is cut at the deadline */
+  g_autofree char *us = g_strdup_printf ("nntp://127.0.0.1:%u/hostile.slow/1", np);
+  g_autoptr (GBytes) ms = message (us, NULL, "Content-Type: message/rfc822\r\n");
+  gint64 t0 = g_get_monotonic_time ();
+  G_GNUC_UNUSED g_autofree char *os = rewrite (ms, "left: timed-out: fetch timed out (NNTP: the deadline passed)", (const char *[]) { NEWS, "-o", "message_deadline=2", NULL });
+  g_assert_cmpint (g_get_monotonic_time () - t0, <, 8 * G_USEC_PER_SEC);
+  G_GNUC_UNUSED g_autofree char *os2 = rewrite (ms, "left: timed-out", (const char *[]) { NEWS, "-o", "fetch_timeout=2", NULL });
+  g_assert_cmpint (g_get_monotonic_time () - t0, <, 14 * G_USEC_PER_SEC);
+  /* a message with an http reference and a news one: both */
+  g_autofree char *hu = url ("/text");
+  g_autofree char *two = g_strdup_printf (
+    "From: a@example.org\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n\tURL=\"news:art1@news.example.org\"\r\n\r\n"
+    "Content-Type: message/rfc822\r\n\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n\tURL=\"%s\"\r\n\r\n"
+    "Content-Type: text/plain\r\n\r\n--b--\r\n", hu);
+  g_autoptr (GBytes) m2r = g_bytes_new (two, strlen (two));
+  g_autofree char *o2r = rewrite (m2r, "/text: resolved (text/plain", (const char *[]) { NEWS, "-o", "allow_schemes=news, nntp, http", NULL });
+  g_assert_nonnull (strstr (o2r, ARTICLE));
+  g_assert_nonnull (strstr (o2r, "hello from the test server"));
+#undef NEWS
+  test_server_stop (s);
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", root);
+  g_assert_cmpint (system (rm), ==, 0);
+}
+
 /* access-type=anon-ftp becomes ftp://site/directory/name;type=...; it has no
  * port, so the server must be on 21 (tests run as root in CI; skipped else). */
 static void
@@ -752,6 +872,7 @@ main (int argc, char **argv)
   g_test_add_func ("/fetch/ftp/typecodes-and-paths", test_ftp);
   g_test_add_func ("/fetch/ftp/anon-ftp", test_anon_ftp);
   g_test_add_func ("/fetch/gopher", test_gopher);
+  g_test_add_func ("/fetch/nntp", test_nntp);
   g_test_add_func ("/fetch/local-file", test_local_file);
   g_test_add_func ("/fetch/cache", test_cache);
   g_test_add_func ("/fetch/environment-proxy-ignored", test_env_proxy_ignored);
