@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-fetch.c - fetching through real servers that the test starts on
  * loopback (tests/servers/httpd.py; https with a certificate made for the test;
- * ftpd.py; gopherd.py, gophernicus; nntpd.py):
+ * ftpd.py; gopherd.py, gophernicus; nntpd.py; leafnoded.py, leafnode):
  * normal files, types, statuses, redirects, limits, time-outs, refused addresses
  * in every textual form, a redirect from an allowed address to a refused one,
  * credentials, domains, rate limits, de-duplication, expiration, size and
@@ -692,6 +692,64 @@ test_nntp (void)
   g_assert_cmpint (system (rm), ==, 0);
 }
 
+/* Debian's leafnode (tests/servers/leafnoded.py: run per connection in a
+ * mount namespace of its own over a spool built for the test) */
+static void
+test_nntp_leafnode (void)
+{
+  static const char art[] = "From: poster@example.org\nNewsgroups: local.test\nSubject: leafnode\n"
+                            "Date: Fri, 27 Nov 2026 10:00:00 +0000\nPath: x\nMessage-ID: <leaf1@news.example.org>\n\n"
+                            "first line\n.a line with a dot\n..two dots\nend\n";
+  static const char art2[] = "From: poster@example.org\nNewsgroups: local.test\nSubject: two\n"
+                             "Date: Fri, 27 Nov 2026 10:00:00 +0000\nPath: x\nMessage-ID: <leaf2@news.example.org>\n\nsecond\n";
+  g_autofree char *root = g_dir_make_tmp ("extbody-leafnode-XXXXXX", NULL);
+  g_autofree char *group = g_build_filename (root, "local.test", NULL);
+  g_assert_cmpint (g_mkdir (group, 0755), ==, 0);
+  g_autofree char *a1 = g_build_filename (group, "1", NULL);
+  g_autofree char *a2 = g_build_filename (group, "2", NULL);
+  g_assert_true (g_file_set_contents (a1, art, -1, NULL));
+  g_assert_true (g_file_set_contents (a2, art2, -1, NULL));
+  g_autoptr (GError) error = NULL;
+  TestServer *s = test_server_start ("leafnoded.py", (const char *[]) { root, NULL },
+                                     (const char *[]) { "NNTP ", NULL }, FALSE, &error);
+  g_assert_no_error (error);
+  guint np = s->ports[0];
+  if (!np) {
+    test_server_stop (s);
+    g_test_skip ("leafnode needs root and the leafnode package");
+    return;
+  }
+  g_autofree char *crlf = NULL;
+  {
+    g_auto (GStrv) lines = g_strsplit (art, "\n", -1);
+    crlf = g_strjoinv ("\r\n", lines);
+  }
+  g_autofree char *want = g_strdup_printf ("resolved (message/rfc822, %zu bytes, 7bit)", strlen (crlf));
+  g_autofree char *server = g_strdup_printf ("nntp_server=127.0.0.1:%u", np);
+#define NEWS ALLOW, "-o", "allow_schemes=news, nntp", "-o", server
+  g_autofree char *u1 = g_strdup_printf ("nntp://127.0.0.1:%u/local.test/1", np);
+  g_autoptr (GBytes) m1 = message (u1, NULL, "Content-Type: message/rfc822\r\n");
+  g_autofree char *o1 = rewrite (m1, want, (const char *[]) { NEWS, NULL });
+  g_assert_nonnull (strstr (o1, crlf));
+  g_autoptr (GBytes) m2 = message ("news:leaf1@news.example.org", NULL, "Content-Type: message/rfc822\r\n");
+  g_autofree char *o2 = rewrite (m2, want, (const char *[]) { NEWS, NULL });
+  g_assert_nonnull (strstr (o2, crlf));
+  g_autoptr (GBytes) m3 = message ("news:none@news.example.org", NULL, "Content-Type: message/rfc822\r\n");
+  G_GNUC_UNUSED g_autofree char *o3 = rewrite (m3, "left: fetch-failed: fetch failed (NNTP 430 after ARTICLE", (const char *[]) { NEWS, NULL });
+  g_autofree char *u4 = g_strdup_printf ("nntp://127.0.0.1:%u/no.such.group/1", np);
+  g_autoptr (GBytes) m4 = message (u4, NULL, "Content-Type: message/rfc822\r\n");
+  G_GNUC_UNUSED g_autofree char *o4 = rewrite (m4, "left: fetch-failed: fetch failed (NNTP 411 after GROUP", (const char *[]) { NEWS, NULL });
+  g_autofree char *u5 = g_strdup_printf ("nntp://127.0.0.1:%u/local.test/7", np);
+  g_autoptr (GBytes) m5 = message (u5, NULL, "Content-Type: message/rfc822\r\n");
+  G_GNUC_UNUSED g_autofree char *o5 = rewrite (m5, "left: fetch-failed: fetch failed (NNTP 430 after ARTICLE: No such article: 7)", (const char *[]) { NEWS, NULL });
+  /* the article is over max_part_bytes */
+  G_GNUC_UNUSED g_autofree char *o6 = rewrite (m1, "left: part-too-large", (const char *[]) { NEWS, "-o", "max_part_bytes=100", NULL });
+#undef NEWS
+  test_server_stop (s);
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", root);
+  g_assert_cmpint (system (rm), ==, 0);
+}
+
 /* access-type=anon-ftp becomes ftp://site/directory/name;type=...; it has no
  * port, so the server must be on 21 (tests run as root in CI; skipped else). */
 static void
@@ -873,6 +931,7 @@ main (int argc, char **argv)
   g_test_add_func ("/fetch/ftp/anon-ftp", test_anon_ftp);
   g_test_add_func ("/fetch/gopher", test_gopher);
   g_test_add_func ("/fetch/nntp", test_nntp);
+  g_test_add_func ("/fetch/nntp-leafnode", test_nntp_leafnode);
   g_test_add_func ("/fetch/local-file", test_local_file);
   g_test_add_func ("/fetch/cache", test_cache);
   g_test_add_func ("/fetch/environment-proxy-ignored", test_env_proxy_ignored);
