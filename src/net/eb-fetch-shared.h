@@ -235,9 +235,11 @@ EbFetchResult *eb_fetch_cache_shared_wait (EbFetcher *f, const char *url, gint64
                                            const gint *cancel);
 
 /* eb-nntp.c: news: and nntp: URLs, one article each, on the calling thread,
- * within @max_bytes and the monotonic @deadline, until *@cancel (nullable) */
+ * within @max_bytes and the monotonic @deadline, until *@cancel (nullable);
+ * @progress (the thread's hook, eb_fetch_thread_progress) is called while it
+ * waits */
 EbFetchResult *eb_nntp_fetch (EbFetcher *f, const char *url, guint64 max_bytes, gint64 deadline,
-                              const gint *cancel);
+                              const gint *cancel, void (*progress) (gint64 *last));
 
 /* eb-fetch-rate.c */
 gint64 eb_fetch_rate_reserve (EbFetcher *f, const char *host, gint64 deadline);

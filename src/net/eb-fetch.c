@@ -778,7 +778,8 @@ eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 ma
         r = eb_fetch_result_copy (g_ptr_array_index (results, j));
     if (!r) {
       guint64 room = limit > held ? limit - held : 0;
-      r = eb_nntp_fetch (f, urls[i], MIN (max_bytes, room), deadline, g_private_get (&cancel_key));
+      r = eb_nntp_fetch (f, urls[i], MIN (max_bytes, room), deadline, g_private_get (&cancel_key),
+                         eb_fetch_thread_progress);
       if (r->reason == EB_REASON_PART_TOO_LARGE && room < max_bytes) {
         r->reason = EB_REASON_MESSAGE_BUDGET;
         g_free (r->detail);

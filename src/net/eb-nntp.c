@@ -340,6 +340,8 @@ typedef struct {
   curl_socket_t  sock;
   gint64         until;     /* monotonic µs */
   const gint    *cancel;    /* (nullable) the thread's cancel flag */
+  void         (*progress) (gint64 *last);   /* the thread's progress hook */
+  gint64         last;      /* for it */
   EbNntpReader  *reader;
   GByteArray    *in;        /* received, not yet fed */
   guint64        received;
@@ -352,6 +354,8 @@ wait_for (Conn *c, short events, EbReason *why, char **detail)
 {
   for (;;) {
     gint64 now = g_get_monotonic_time ();
+    if (c->progress)
+      c->progress (&c->last);
     if (c->cancel && g_atomic_int_get (c->cancel)) {
       *why = EB_REASON_TIMED_OUT;
       *detail = g_strdup ("cancelled");
@@ -489,7 +493,7 @@ converse (Conn *c, const Target *t, EbFetchResult *r)
  * timeout, the open-socket check of every address) and talk. */
 static void
 fetch_from (EbFetcher *f, const char *host, guint port, const Target *t, guint64 max_bytes,
-            gint64 until, const gint *cancel, EbFetchResult *r)
+            gint64 until, const gint *cancel, void (*progress) (gint64 *), EbFetchResult *r)
 {
   const EbConfig *cfg = f->config;
   Connect chk = { .f = f, .why = EB_REASON_RESOLVED };
@@ -514,7 +518,8 @@ fetch_from (EbFetcher *f, const char *host, guint port, const Target *t, guint64
   }
   g_free (chk.detail);
   r->network = TRUE;
-  Conn c = { .easy = e, .until = until, .cancel = cancel, .in = g_byte_array_new (),
+  Conn c = { .easy = e, .until = until, .cancel = cancel, .progress = progress,
+             .last = g_get_monotonic_time (), .in = g_byte_array_new (),
              .reader = eb_nntp_reader_new ((gsize) cfg->nntp_max_line_bytes, max_bytes) };
   curl_easy_getinfo (e, CURLINFO_ACTIVESOCKET, &c.sock);
   converse (&c, t, r);
@@ -540,7 +545,8 @@ server_split (const char *server, char **host, guint *port)
 }
 
 EbFetchResult *
-eb_nntp_fetch (EbFetcher *f, const char *url, guint64 max_bytes, gint64 deadline, const gint *cancel)
+eb_nntp_fetch (EbFetcher *f, const char *url, guint64 max_bytes, gint64 deadline, const gint *cancel,
+               void (*progress) (gint64 *last))
 {
   EbFetchResult *r = g_new0 (EbFetchResult, 1);
   r->final_url = g_strdup (url);
@@ -582,11 +588,15 @@ eb_nntp_fetch (EbFetcher *f, const char *url, guint64 max_bytes, gint64 deadline
     r->detail = g_strdup_printf ("host %.100s: no slot before the message deadline", lower);
     return r;
   }
-  while (g_get_monotonic_time () < start && !(cancel && g_atomic_int_get (cancel)))
-    g_usleep (MIN (start - g_get_monotonic_time (), 100000));
+  gint64 last = g_get_monotonic_time ();
+  while (g_get_monotonic_time () < start && !(cancel && g_atomic_int_get (cancel))) {
+    if (progress)
+      progress (&last);
+    g_usleep (MAX (MIN (start - g_get_monotonic_time (), 100000), 0));
+  }
   gint64 begun = g_get_monotonic_time ();
   gint64 until = MIN (deadline, begun + (gint64) f->config->fetch_timeout * G_USEC_PER_SEC);
-  fetch_from (f, host, port, &t, max_bytes, until, cancel, r);
+  fetch_from (f, host, port, &t, max_bytes, until, cancel, progress, r);
   r->elapsed = g_get_monotonic_time () - begun;
   return r;
 }
