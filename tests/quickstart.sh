@@ -36,6 +36,10 @@ packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
   libcurl4-openssl-dev libjson-glib-dev libmilter-dev libmicrohttpd-dev libhiredis-dev libssl-dev ca-certificates"
 # the tests' own servers and certificates
 [ "$mode" = test ] && packages="$packages python3 python3-pyftpdlib python3-prometheus-client openssl curl miltertest postfix strace"
+# a real gopher server and a real news server (test-fetch /fetch/gopher and
+# /fetch/nntp-leafnode run them per connection on loopback; leafnode in a
+# mount namespace of its own, with util-linux's unshare)
+[ "$mode" = test ] && packages="$packages gophernicus leafnode util-linux"
 # the API reference (gtk-doc), built in every build and installed by test-install
 [ "$mode" = test ] && packages="$packages gtk-doc-tools"
 # memcheck, and clang with its libFuzzer runtime for the fuzz build

@@ -210,6 +210,13 @@ typedef enum {
  *   detail is the store's one-line error); the part stays as it was
  * @EB_REASON_WOULD_EXTERNALIZE: externalize with %EB_EXTERNALIZE_NO_STORE: the
  *   part would be stored and replaced by a reference
+ * @EB_REASON_NOT_RETRIEVAL: a URL that retrieves nothing (mailto, telnet,
+ *   tn3270): RFC 2017 section 3 says it must not be used
+ * @EB_REASON_UNSUPPORTED_SCHEME: a retrieval scheme no server speaks any more
+ *   (wais, prospero)
+ * @EB_REASON_NOT_DOCUMENT: the URL names a directory listing, a gopher menu or
+ *   search, a newsgroup: not a document
+ * @EB_REASON_FILE_REMOTE_HOST: a file URL naming a host other than localhost
  * @EB_REASON_N: the number of reasons (not a reason)
  *
  * Why a reference was resolved or left alone, or why a whole message was left
@@ -261,6 +268,10 @@ typedef enum {
   EB_REASON_NESTED_REF,
   EB_REASON_STORE_FAILED,
   EB_REASON_WOULD_EXTERNALIZE,
+  EB_REASON_NOT_RETRIEVAL,
+  EB_REASON_UNSUPPORTED_SCHEME,
+  EB_REASON_NOT_DOCUMENT,
+  EB_REASON_FILE_REMOTE_HOST,
   EB_REASON_N
 } EbReason;
 

@@ -52,9 +52,11 @@ check_schemes (const char *value, GError **error)
     return FALSE;
   for (guint i = 0; i < items->len; i++) {
     const char *v = items->pdata[i];
-    if (g_ascii_strcasecmp (v, "http") && g_ascii_strcasecmp (v, "https") && g_ascii_strcasecmp (v, "ftp")) {
+    if (g_ascii_strcasecmp (v, "http") && g_ascii_strcasecmp (v, "https") && g_ascii_strcasecmp (v, "ftp")
+        && g_ascii_strcasecmp (v, "gopher") && g_ascii_strcasecmp (v, "file") && g_ascii_strcasecmp (v, "news")
+        && g_ascii_strcasecmp (v, "nntp")) {
       g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
-                   "\"%s\" is not a scheme extbody fetches (http, https, ftp)", v);
+                   "\"%s\" is not a scheme extbody fetches (http, https, ftp, gopher, file, news, nntp)", v);
       return FALSE;
     }
   }
@@ -282,6 +284,24 @@ check_redis_server (const char *value, GError **error)
   return FALSE;
 }
 
+/* HOST, HOST:PORT or [IPV6]:PORT (a host name or an address), or empty. */
+static gboolean
+check_nntp_server (const char *value, GError **error)
+{
+  if (!*value)
+    return TRUE;
+  g_autofree char *with_port = NULL;
+  const char *v = value;
+  const char *colon = strrchr (value, ':');
+  const char *bracket = strrchr (value, ']');
+  if (!colon || (value[0] == '[' && bracket && colon < bracket))
+    v = with_port = g_strdup_printf ("%s:119", value);
+  if (!g_str_has_prefix (v, "unix:") && check_redis_server (v, NULL))
+    return TRUE;
+  g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\" is not HOST, HOST:PORT or [IPV6]:PORT", value);
+  return FALSE;
+}
+
 /* Key prefixes are written into Redis commands as they are: printable ASCII
  * without white space, at most 64 characters. */
 static gboolean
@@ -408,9 +428,9 @@ static const EbConfigKey keys[] = {
   KEY (max_message_bytes, EB_CONFIG_SIZE, "64M", 0, G_GUINT64_CONSTANT (1) << 40,
        "Decoded bytes resolved per message; references past it are left alone. The bodies a message holds while its references are fetched and read count against it too (a body as it arrives, or its whole size once the server announces it), earlier references first: a later one gives up its room to an earlier one, and a body that cannot fit beside the earlier ones is stopped, or not read. The memory a message's bodies take stays within this limit, whatever the number of references and however their fetches interleave."),
   BOOL (fetch, "off",
-        "Fetch http, https and ftp URLs (on), or resolve data: URLs only, with no network at all (off). A fetch tells the URL's owner that the mail was processed, and from where, like a remote image in a mail reader: turn it on deliberately, usually with allow_domains."),
+        "Fetch http, https, ftp and gopher URLs, as allow_schemes permits (on), or resolve data: URLs only, with no network at all (off). A fetch tells the URL's owner that the mail was processed, and from where, like a remote image in a mail reader: turn it on deliberately, usually with allow_domains."),
   LIST (allow_schemes, "http, https, ftp",
-       "URL schemes that may be fetched, for the URL and for every redirect (http, https, ftp).", check_schemes, "scheme list"),
+       "URL schemes that may be fetched, for the URL and for every redirect: http, https, ftp, gopher (gopher's port 70 must then be in allow_ports, or the server in allow_networks), news and nntp (NNTP, port 119, extbody's own client; news: URLs from nntp_server), and file: file:///PATH and file://localhost/PATH are read as access-type=local-file references are, inside local_file_dirs, whether fetch is on or off, and never reached by a redirect. Whatever this says, mailto, telnet and tn3270 URLs are never used (not-retrieval) and wais and prospero URLs never fetched (unsupported-scheme).", check_schemes, "scheme list"),
   KEY (max_redirects, EB_CONFIG_UINT, "3", 0, 20,
        "Redirects followed per fetch; each must pass the same checks as the URL."),
   LIST (allow_networks, "",
@@ -443,6 +463,10 @@ static const EbConfigKey keys[] = {
        "Seconds a fetched URL is remembered and not fetched again; 0 caches nothing."),
   KEY (cache_entries, EB_CONFIG_UINT, "256", 0, 1000000,
        "URLs remembered at most."),
+  LIST (nntp_server, "",
+       "The news server news: URLs (news:MESSAGE-ID) are fetched from when allow_schemes names news: HOST, HOST:PORT or [IPV6]:PORT (port 119 when none; it must be in allow_ports, or the server in allow_networks); empty: news: URLs are not fetched. nntp://HOST/GROUP/NUMBER URLs name their own server.", check_nntp_server, "news server"),
+  KEY (nntp_max_line_bytes, EB_CONFIG_SIZE, "64k", 512, G_GUINT64_CONSTANT (1) << 20,
+       "Bytes of one line of an article an NNTP server sends (CR LF not counted); an article with a longer line is left fetch-failed."),
   LIST (redis_server, "",
        "The Redis server a pool of extbody instances shares its fetch cache, its fetch coalescing and its per-host rate limits through: HOST:PORT, [IPV6]:PORT or unix:/PATH; empty: each instance keeps its own. Redis is an optimisation: when it is down, slow or answers nonsense, an instance falls back to its own cache and limits.", check_redis_server, "Redis server"),
   KEY (redis_timeout, EB_CONFIG_UINT, "200", 1, 60000,
@@ -462,7 +486,7 @@ static const EbConfigKey keys[] = {
   BOOL (allow_credentials, "off",
         "Fetch URLs that carry a user name or password."),
   LIST (local_file_dirs, "",
-       "Directories whose files access-type=local-file references may be read from; empty reads none.", check_dirs, "directory list"),
+       "Directories whose files access-type=local-file references, and file URLs when allow_schemes names file, may be read from; empty reads none.", check_dirs, "directory list"),
   KEY (lock_timeout, EB_CONFIG_UINT, "60", 0, 3600,
        "Seconds to wait for an mbox that another program has locked (dot-lock or fcntl); then the run ends with a temporary failure, the mailbox unchanged."),
   KEY (externalize_min_size, EB_CONFIG_SIZE, "1M", 1, G_GUINT64_CONSTANT (1) << 40,

@@ -44,6 +44,8 @@ struct _EbConfig {
   guint    max_concurrent_fetches;
   guint    cache_ttl;          /* seconds */
   guint    cache_entries;
+  char    *nntp_server;        /* news: URLs' server: host[:port]; empty: none */
+  guint64  nntp_max_line_bytes; /* one line of an article */
   /* a pool's shared cache, coalescing and rate limits (eb-redis.h) */
   char    *redis_server;       /* host:port, [v6]:port or unix:/path; empty: none */
   guint    redis_timeout;      /* milliseconds, connect and each command */

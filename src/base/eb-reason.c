@@ -51,6 +51,10 @@ static const struct {
   { EB_REASON_NESTED_REF,        "nested-reference",  "inner header is message/external-body again" },
   { EB_REASON_STORE_FAILED,      "store-failed",      "externalize: the store could not take the part" },
   { EB_REASON_WOULD_EXTERNALIZE, "would-externalize", "externalize would store the part; not stored (dry run)" },
+  { EB_REASON_NOT_RETRIEVAL,     "not-retrieval",     "the URL retrieves nothing (RFC 2017 section 3)" },
+  { EB_REASON_UNSUPPORTED_SCHEME,"unsupported-scheme","a retrieval scheme extbody has no client for" },
+  { EB_REASON_NOT_DOCUMENT,      "not-document",      "the URL names a listing, menu or search, not a document" },
+  { EB_REASON_FILE_REMOTE_HOST,  "file-remote-host",  "file URL naming a host other than localhost" },
 };
 
 G_STATIC_ASSERT (G_N_ELEMENTS (reasons) == EB_REASON_N);

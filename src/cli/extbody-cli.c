@@ -167,7 +167,7 @@ static GOptionEntry config_entries[] = {
   { "allow-network", 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_allow_network,
     "Add a CIDR block to allow_networks (repeatable)", "CIDR" },
   { "fetch", 0, 0, G_OPTION_ARG_NONE, &opt_fetch,
-    "Fetch http, https and ftp references (fetch = on; off by default: a fetch tells the URL's owner)", NULL },
+    "Fetch http, https, ftp (and, as allow_schemes permits, gopher) references (fetch = on; off by default: a fetch tells the URL's owner)", NULL },
   { NULL }
 };
 

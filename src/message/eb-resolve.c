@@ -6,6 +6,7 @@
 #include "eb-urlparam.h"
 #include "eb-gmime.h"
 #include "eb-error.h"
+#include "eb-nntp.h"
 #include <string.h>
 
 static EbResolution *
@@ -187,6 +188,10 @@ decide_fetch (const EbRef *ref, const EbConfig *config, char *url /* (transfer f
     g_free (url);
     return decide_leave (EB_REASON_SCHEME_DISABLED, g_strdup (what));
   }
+  if (!strcmp (scheme, "news") && !(config->nntp_server && *config->nntp_server)) {
+    g_free (url);
+    return decide_leave (EB_REASON_SCHEME_DISABLED, g_strdup_printf ("%s: nntp_server is empty", what));
+  }
   if (ref->size) {
     guint64 sz = g_ascii_strtoull (ref->size, NULL, 10);
     if (sz > config->max_part_bytes) {
@@ -195,6 +200,55 @@ decide_fetch (const EbRef *ref, const EbConfig *config, char *url /* (transfer f
     }
   }
   return act (EB_ACTION_FETCH, EB_REASON_RESOLVED, NULL, url);
+}
+
+/* @url, an ftp URL ending in ";TYPE=X" in any case (RFC 1738 3.2.2 literal
+ * strings are case-insensitive), with ";type=" as libcurl looks for it;
+ * any other URL as it is. Returns: (transfer full). */
+static char *
+ftp_typecode_lower (const char *url, const char *scheme)
+{
+  char *u = g_strdup (url);
+  gsize n = strlen (u);
+  if (strcmp (scheme, "ftp") == 0 && n >= 7 && g_ascii_strncasecmp (u + n - 7, ";type=", 6) == 0)
+    memcpy (u + n - 7, ";type=", 6);
+  return u;
+}
+
+/* A file URL (RFC 1738 3.10): read as access-type=local-file reads, under
+ * local_file_dirs, when allow_schemes names file; only file:///PATH and
+ * file://localhost/PATH, the path percent-decoded segment by segment (see
+ * eb_fetch_file_url_path). Fetching on or off does not matter: nothing goes
+ * over the network. */
+static EbAction *
+decide_file_url (const EbRef *ref, const EbConfig *config, const char *what)
+{
+  char *detail = NULL;
+  char *path = NULL;
+  EbReason r = eb_fetch_file_url_path (ref->url, &path, &detail);
+  if (r == EB_REASON_FILE_REMOTE_HOST)
+    return decide_leave (r, detail);
+  if (!eb_resolve_scheme_allowed (config, "file")) {
+    g_free (path);
+    g_free (detail);
+    return decide_leave (EB_REASON_SCHEME_DISABLED, g_strdup (what));
+  }
+  const char *const *dirs = eb_config_get_strv (config, "local_file_dirs");
+  if (!dirs || !dirs[0]) {
+    g_free (path);
+    g_free (detail);
+    return decide_leave (EB_REASON_LOCAL_FILE_DIRS, g_strdup (what));
+  }
+  if (r != EB_REASON_RESOLVED)
+    return decide_leave (r, detail);
+  if (ref->size) {
+    guint64 sz = g_ascii_strtoull (ref->size, NULL, 10);
+    if (sz > config->max_part_bytes) {
+      g_free (path);
+      return decide_leave (EB_REASON_SIZE_PARAM, g_strdup_printf ("size=%" G_GUINT64_FORMAT, sz));
+    }
+  }
+  return act (EB_ACTION_LOCAL_FILE, EB_REASON_RESOLVED, NULL, path);
 }
 
 /* The RFC 1738 ftp URL of an anon-ftp reference (RFC 2046 site, directory,
@@ -249,9 +303,18 @@ eb_resolve_decide (const EbRef *ref, const EbConfig *config)
     gsize sl = colon ? (gsize) (colon - ref->url) : 0;
     g_autofree char *scheme = g_ascii_strdown (ref->url, (gssize) MIN (sl, 32));
     g_autofree char *what = g_strdup_printf ("scheme \"%s\"", sl ? scheme : "");
+    /* what the URL itself says comes first, whatever the configuration */
+    char *why = NULL;
+    EbReason kind = sl ? eb_fetch_url_classify (ref->url, &why) : EB_REASON_RESOLVED;
+    if (kind == EB_REASON_RESOLVED && sl)
+      kind = eb_nntp_classify (ref->url, &why);
+    if (kind != EB_REASON_RESOLVED)
+      return decide_leave (kind, why);
+    if (sl && !strcmp (scheme, "file"))
+      return decide_file_url (ref, config, what);
     if (!sl || !eb_resolve_scheme_fetchable (scheme))
       return decide_leave (EB_REASON_SCHEME_DISABLED, g_steal_pointer (&what));
-    return decide_fetch (ref, config, g_strdup (ref->url), scheme, what);
+    return decide_fetch (ref, config, ftp_typecode_lower (ref->url, scheme), scheme, what);
   }
   if (strcmp (at, "anon-ftp") == 0) {
     if (!ref->site || !ref->name)
@@ -313,7 +376,8 @@ gboolean
 eb_resolve_scheme_fetchable (const char *scheme)
 {
   return !g_ascii_strcasecmp (scheme, "http") || !g_ascii_strcasecmp (scheme, "https")
-         || !g_ascii_strcasecmp (scheme, "ftp");
+         || !g_ascii_strcasecmp (scheme, "ftp") || !g_ascii_strcasecmp (scheme, "gopher")
+         || !g_ascii_strcasecmp (scheme, "news") || !g_ascii_strcasecmp (scheme, "nntp");
 }
 
 /* What a retrieval gave, before the data is decoded and checked. */
@@ -393,12 +457,14 @@ retrieve_fetched (EbResolution *res, const EbRef *ref, const EbAction *action,
   }
   got->default_type = g_strdup (got->essence ? got->essence : "application/octet-stream");
   got->raw = g_bytes_ref (fetched->body);
-  if (action->kind == EB_ACTION_LOCAL_FILE) {
+  if (action->kind == EB_ACTION_LOCAL_FILE && strcmp (ref->access_type, "url") != 0) {
     g_autofree char *name = eb_header_quote (fetched->final_url);
     got->source = g_strdup_printf ("access-type=local-file;%s\tname=%s", eol, name);
   } else {
     gboolean is_url = strcmp (ref->access_type, "url") == 0;
-    g_autofree char *param = eb_urlparam_format (fetched->final_url, 40, EB_FOLD_LINES, eol);
+    /* a file URL's final_url is the path read: the trace names the URL */
+    const char *shown = action->kind == EB_ACTION_LOCAL_FILE ? ref->url : fetched->final_url;
+    g_autofree char *param = eb_urlparam_format (shown, 40, EB_FOLD_LINES, eol);
     got->source = g_strdup_printf ("access-type=%s;%s\t%s", is_url ? "URL" : ref->access_type,
                                    eol, param);
   }

@@ -19,7 +19,10 @@
  *                        instance fetching a URL;
  *   eb-fetch-rate.c      the rate limit per host: a token bucket, in Redis for
  *                        the pool when it is there, in this process otherwise;
- *   eb-fetch-result.c    EbFetchResult (eb-fetch-result.h).
+ *   eb-fetch-result.c    EbFetchResult (eb-fetch-result.h);
+ *   eb-nntp.c            news: and nntp: URLs, which libcurl does not speak:
+ *                        an NNTP client of extbody's own on a socket libcurl
+ *                        connects (eb-nntp.h).
  * Calls go one way only: eb-fetch.c calls the others; eb-fetch-transfer.c
  * calls the url, lookup, rate and result files; eb-fetch-cache.c the url and
  * result files; none of them calls back into eb-fetch.c or includes eb-fetch.h.
@@ -198,6 +201,7 @@ typedef enum {
 /* eb-fetch-url.c */
 char *eb_fetch_url_scheme (const char *url);
 gboolean eb_fetch_url_scheme_allowed (const EbFetcher *f, const char *url);
+gboolean eb_fetch_url_host_allowed (const EbFetcher *f, const char *host);
 EbReason eb_fetch_url_check (EbFetcher *f, const char *url, char **detail, char **host_out);
 
 /* eb-fetch-transfer.c */
@@ -229,6 +233,13 @@ SharedOutcome eb_fetch_cache_shared_lookup (EbFetcher *f, Transfer *t, gboolean 
 void eb_fetch_cache_shared_store (EbFetcher *f, Transfer *t, gboolean keep);
 EbFetchResult *eb_fetch_cache_shared_wait (EbFetcher *f, const char *url, gint64 deadline, guint64 max_bytes,
                                            const gint *cancel);
+
+/* eb-nntp.c: news: and nntp: URLs, one article each, on the calling thread,
+ * within @max_bytes and the monotonic @deadline, until *@cancel (nullable);
+ * @progress (the thread's hook, eb_fetch_thread_progress) is called while it
+ * waits */
+EbFetchResult *eb_nntp_fetch (EbFetcher *f, const char *url, guint64 max_bytes, gint64 deadline,
+                              const gint *cancel, void (*progress) (gint64 *last));
 
 /* eb-fetch-rate.c */
 gint64 eb_fetch_rate_reserve (EbFetcher *f, const char *host, gint64 deadline);

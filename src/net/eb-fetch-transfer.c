@@ -361,7 +361,7 @@ eb_fetch_transfer_setup (Transfer *t)
     curl_easy_setopt (e, CURLOPT_IGNORE_CONTENT_LENGTH, 1L);
     g_clear_pointer (&t->prequote, curl_slist_free_all);
     const char *slash = strrchr (t->url, '/');
-    if (slash && slash[1] && strspn (slash + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    if (scheme && !strcmp (scheme, "ftp") && slash && slash[1] && strspn (slash + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                              "0123456789._-+~") == strlen (slash + 1)) {
       g_autofree char *cmd = g_strdup_printf ("*SIZE %s", slash + 1);
       t->prequote = curl_slist_append (NULL, cmd);
@@ -437,6 +437,17 @@ transfer_redirect (Transfer *t, long status, const char *scheme, EbFetchResult *
   return TRUE;
 }
 
+/* Is @url an ftp URL of typecode a (RFC 1738 3.2.2)? In ASCII mode the server
+ * may send its text with other line ends than the size it announced counts
+ * (the network form, CR LF): that size is no promise of the bytes sent. */
+static gboolean
+ftp_ascii (const char *url)
+{
+  gsize n = strcspn (url, "?#");
+  return g_ascii_strncasecmp (url, "ftp:", 4) == 0 && n >= 7
+         && g_ascii_strncasecmp (url + n - 7, ";type=a", 7) == 0;
+}
+
 /* A complete answer that is still not used (a status other than 200, a body
  * shorter than announced, a malformed header): TRUE with @r saying why. */
 static gboolean
@@ -449,7 +460,7 @@ transfer_refused (Transfer *t, long status, gboolean is_http, gsize len, EbFetch
     /* 204 has no body, 206 a piece of one: only a 200 carries the whole */
     r->reason = EB_REASON_HTTP_STATUS;
     r->detail = g_strdup_printf ("HTTP %ld: only a 200 with the whole body is used", status);
-  } else if (!is_http && t->announced >= 0 && (guint64) t->announced != len) {
+  } else if (!is_http && t->announced >= 0 && (guint64) t->announced != len && !ftp_ascii (t->url)) {
     r->reason = EB_REASON_FETCH_FAILED;
     r->detail = g_strdup_printf ("the server announced %" G_GINT64_FORMAT " bytes and sent %" G_GSIZE_FORMAT,
                                  t->announced, len);
@@ -489,6 +500,50 @@ transfer_succeeded (Transfer *t, gsize len, EbFetchResult *r)
   t->address = g_strdup (ip);
 }
 
+/* A gopher document received whole (RFC 1436; there are no statuses): an
+ * error item in place of the document (a one-line menu of type 3, which is
+ * how servers say the selector does not exist) makes @r a failure; a text
+ * item (type 0) loses the "." line that ends it, when the server sent one.
+ * Lines are not un-stuffed: servers send their files as they are. */
+static void
+gopher_finish (const char *url, EbFetchResult *r)
+{
+  gsize len = 0;
+  const char *d = g_bytes_get_data (r->body, &len);
+  const char *nl = d ? memchr (d, '\n', len) : NULL;
+  gsize first = nl ? (gsize) (nl - d) + 1 : len;
+  gboolean one_line = first == len || (len - first <= 3 && d[first] == '.');
+  if (len && d[0] == '3' && one_line && memchr (d, '\t', first)) {
+    gsize tab = (const char *) memchr (d, '\t', first) - d;
+    g_autofree char *text = g_strndup (d + 1, MIN (tab - 1, 100));
+    for (char *c = text; *c; c++)
+      if (!g_ascii_isprint (*c))
+        *c = '?';
+    r->reason = EB_REASON_FETCH_FAILED;
+    r->detail = g_strdup_printf ("the gopher server answered with an error item: %s", text);
+    g_clear_pointer (&r->body, g_bytes_unref);
+    return;
+  }
+  char type = 0;
+  const char *p = strstr (url, "://");
+  if (p) {
+    p += 3 + strcspn (p + 3, "/?#");
+    type = p[0] == '/' ? p[1] : 0;
+  }
+  if (type != '0')
+    return;
+  gsize cut = 0;
+  if (len >= 3 && memcmp (d + len - 3, ".\r\n", 3) == 0 && (len == 3 || d[len - 4] == '\n'))
+    cut = 3;
+  else if (len >= 2 && memcmp (d + len - 2, ".\n", 2) == 0 && (len == 2 || d[len - 3] == '\n'))
+    cut = 2;
+  if (cut) {
+    GBytes *whole = r->body;
+    r->body = g_bytes_new_from_bytes (whole, 0, len - cut);
+    g_bytes_unref (whole);
+  }
+}
+
 /* A finished transfer: a result, or a redirect to follow (returns TRUE). */
 gboolean
 eb_fetch_transfer_done (Transfer *t, CURLcode code)
@@ -509,6 +564,8 @@ eb_fetch_transfer_done (Transfer *t, CURLcode code)
     }
   } else if (!transfer_refused (t, status, is_http, len, r)) {
     transfer_succeeded (t, len, r);
+    if (scheme && !strcmp (scheme, "gopher"))
+      gopher_finish (t->url, r);
   }
   r->final_url = g_strdup (t->url);
   t->result = r;

@@ -5,6 +5,7 @@
 #include "eb-fetch-shared.h"
 #include "eb-error.h"
 #include "eb-list.h"
+#include "eb-nntp.h"
 #include <string.h>
 #include <unistd.h>
 #include <errno.h>
@@ -13,6 +14,19 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+
+/* Was libcurl built with @scheme (file: extbody reads those itself)? */
+static gboolean
+curl_has_protocol (const char *scheme)
+{
+  if (!strcmp (scheme, "file") || !strcmp (scheme, "news") || !strcmp (scheme, "nntp"))
+    return TRUE;
+  const curl_version_info_data *v = curl_version_info (CURLVERSION_NOW);
+  for (guint i = 0; v->protocols && v->protocols[i]; i++)
+    if (g_ascii_strcasecmp (v->protocols[i], scheme) == 0)
+      return TRUE;
+  return FALSE;
+}
 
 EbFetcher *
 eb_fetcher_new (const EbConfig *config, GError **error)
@@ -32,19 +46,41 @@ eb_fetcher_new (const EbConfig *config, GError **error)
     g_clear_error (&local);   /* no interface list: loopback and private are refused anyway */
 
   /* parsed and checked when the configuration was loaded */
-  g_auto (GStrv) schemes = eb_list_domains (eb_config_get_strv (config, "allow_schemes"));
-  for (guint i = 0; schemes[i]; i++) {
-    if (strcmp (schemes[i], "http") && strcmp (schemes[i], "https") && strcmp (schemes[i], "ftp")) {
+  g_auto (GStrv) named = eb_list_domains (eb_config_get_strv (config, "allow_schemes"));
+  g_autoptr (GPtrArray) fetched = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) curl_schemes = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; named[i]; i++) {
+    if (strcmp (named[i], "http") && strcmp (named[i], "https") && strcmp (named[i], "ftp")
+        && strcmp (named[i], "gopher") && strcmp (named[i], "file") && strcmp (named[i], "news")
+        && strcmp (named[i], "nntp")) {
       g_set_error (error, EB_ERROR, EB_ERROR_CONFIG,
-                   "allow_schemes: \"%s\" cannot be fetched (http, https and ftp can)", schemes[i]);
+                   "allow_schemes: \"%s\" cannot be fetched (http, https, ftp, gopher, file, news and nntp can)",
+                   named[i]);
       return NULL;
     }
+    if (!curl_has_protocol (named[i])) {
+      g_set_error (error, EB_ERROR, EB_ERROR_CONFIG,
+                   "allow_schemes: \"%s\" cannot be fetched: libcurl %s was built without it",
+                   named[i], curl_version_info (CURLVERSION_NOW)->version);
+      return NULL;
+    }
+    /* file: URLs are read by extbody itself (eb_fetch_local_file), never by
+     * libcurl, and never reached by a redirect */
+    if (strcmp (named[i], "file") != 0)
+      g_ptr_array_add (fetched, g_strdup (named[i]));
+    /* news and nntp: extbody's own client (eb-nntp.c), never libcurl's */
+    if (strcmp (named[i], "file") && strcmp (named[i], "news") && strcmp (named[i], "nntp"))
+      g_ptr_array_add (curl_schemes, g_strdup (named[i]));
   }
+  g_ptr_array_add (fetched, NULL);
+  g_ptr_array_add (curl_schemes, NULL);
+  g_auto (GStrv) schemes = (GStrv) g_ptr_array_steal (fetched, NULL);
+  g_auto (GStrv) for_curl = (GStrv) g_ptr_array_steal (curl_schemes, NULL);
   EbFetcher *f = g_new0 (EbFetcher, 1);
   f->config = eb_config_copy (config);
   f->policy = g_steal_pointer (&policy);
   f->schemes = g_steal_pointer (&schemes);
-  f->protocols = g_strjoinv (",", f->schemes);
+  f->protocols = g_strjoinv (",", for_curl);
   f->allow_domains = g_strdupv ((GStrv) eb_config_get_domains (config, "allow_domains"));
   f->deny_domains = g_strdupv ((GStrv) eb_config_get_domains (config, "deny_domains"));
   g_mutex_init (&f->lock);
@@ -518,6 +554,87 @@ fetch_round (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, 
   return results;
 }
 
+static int
+hex_value (char c)
+{
+  return g_ascii_isxdigit (c) ? g_ascii_xdigit_value (c) : -1;
+}
+
+/* One segment of a file URL's path, @n bytes at @s, percent-decoded onto
+ * @out; FALSE with *@detail when it is no name a file may have here: a bad
+ * escape, a NUL or a '/' once decoded (a %2F is one name's byte in RFC 1738,
+ * never a separator), "." or "..". */
+static gboolean
+file_segment (const char *s, gsize n, GString *out, char **detail)
+{
+  gsize start = out->len;
+  for (gsize i = 0; i < n; i++) {
+    char c = s[i];
+    if (c == '%') {
+      int hi = i + 2 < n ? hex_value (s[i + 1]) : -1;
+      int lo = hi >= 0 ? hex_value (s[i + 2]) : -1;
+      if (hi < 0 || lo < 0) {
+        *detail = g_strdup ("a bad %-escape in the path");
+        return FALSE;
+      }
+      c = (char) (hi * 16 + lo);
+      i += 2;
+      if (c == '\0' || c == '/') {
+        *detail = g_strdup_printf ("the path holds an escaped %s", c ? "'/' (%2F)" : "NUL (%00)");
+        return FALSE;
+      }
+    }
+    g_string_append_c (out, c);
+  }
+  const char *seg = out->str + start;
+  gsize sl = out->len - start;
+  if ((sl == 1 && seg[0] == '.') || (sl == 2 && seg[0] == '.' && seg[1] == '.')) {
+    *detail = g_strdup ("the path holds a \".\" or \"..\" segment");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+EbReason
+eb_fetch_file_url_path (const char *url, char **path, char **detail)
+{
+  *path = NULL;
+  if (g_ascii_strncasecmp (url, "file://", 7) != 0) {
+    *detail = g_strdup ("a file URL must be file:///PATH or file://localhost/PATH");
+    return EB_REASON_REFUSED_PATH;
+  }
+  const char *host = url + 7;
+  const char *slash = strchr (host, '/');
+  gsize hl = slash ? (gsize) (slash - host) : strlen (host);
+  if (hl != 0 && !(hl == 9 && g_ascii_strncasecmp (host, "localhost", 9) == 0)) {
+    *detail = g_strdup_printf ("host \"%.*s\"", (int) MIN (hl, 100), host);
+    return EB_REASON_FILE_REMOTE_HOST;
+  }
+  if (!slash || !slash[1]) {
+    *detail = g_strdup ("a file URL without a path");
+    return EB_REASON_REFUSED_PATH;
+  }
+  if (strpbrk (slash, "?#")) {
+    *detail = g_strdup ("a file URL with a query or a fragment");
+    return EB_REASON_REFUSED_PATH;
+  }
+  g_autoptr (GString) out = g_string_new (NULL);
+  for (const char *p = slash; *p == '/';) {
+    const char *seg = p + 1;
+    gsize n = strcspn (seg, "/");
+    g_string_append_c (out, '/');
+    if (!file_segment (seg, n, out, detail))
+      return EB_REASON_REFUSED_PATH;
+    if (out->len >= PATH_MAX) {
+      *detail = g_strdup_printf ("a path of more than %d bytes", PATH_MAX - 1);
+      return EB_REASON_REFUSED_PATH;
+    }
+    p = seg + n;
+  }
+  *path = g_string_free (g_steal_pointer (&out), FALSE);
+  return EB_REASON_RESOLVED;
+}
+
 EbFetchResult *
 eb_fetch_local_file (const char *path, const char *const *list, guint64 max_bytes, guint64 room)
 {
@@ -616,12 +733,72 @@ round_take_late (Round *round, EbFetchResult *r, const char *url, GHashTable *co
   return r;
 }
 
+static GPtrArray *fetch_all_curl (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes,
+                                  gint64 deadline);
+
+/* The news: and nntp: URLs of a message, after the others (libcurl's): one
+ * after another on this thread, each within what the bodies already held
+ * leave of max_message_bytes. */
 GPtrArray *
 eb_fetcher_fetch_all (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes)
 {
+  gint64 deadline = g_get_monotonic_time () + (gint64) f->config->message_deadline * G_USEC_PER_SEC;
+  g_autoptr (GPtrArray) others = g_ptr_array_new ();
+  g_autoptr (GArray) where = g_array_new (FALSE, FALSE, sizeof (guint));
+  for (guint i = 0; i < n; i++) {
+    if (!eb_nntp_is_url (urls[i])) {
+      g_ptr_array_add (others, (gpointer) urls[i]);
+      g_array_append_val (where, i);
+    }
+  }
+  if (others->len == n)
+    return fetch_all_curl (f, urls, n, max_bytes, deadline);
+  GPtrArray *results = g_ptr_array_new_full (n, (GDestroyNotify) eb_fetch_result_free);
+  g_ptr_array_set_size (results, n);
+  g_autoptr (GPtrArray) got = others->len ? fetch_all_curl (f, (const char *const *) others->pdata, others->len,
+                                                            max_bytes, deadline)
+                                          : g_ptr_array_new ();
+  guint64 held = 0;
+  for (guint k = 0; k < got->len; k++) {
+    EbFetchResult *r = g_steal_pointer (&got->pdata[k]);
+    gboolean first = TRUE;
+    for (guint j = 0; j < k && first; j++)
+      first = strcmp (others->pdata[j], others->pdata[k]) != 0;
+    if (first && r && r->reason == EB_REASON_RESOLVED && r->body)
+      held += g_bytes_get_size (r->body);
+    g_ptr_array_index (results, g_array_index (where, guint, k)) = r;
+  }
+  guint64 limit = f->config->max_message_bytes;
+  for (guint i = 0; i < n; i++) {
+    if (!eb_nntp_is_url (urls[i]))
+      continue;
+    EbFetchResult *r = NULL;
+    for (guint j = 0; j < i && !r; j++)
+      if (strcmp (urls[j], urls[i]) == 0)
+        r = eb_fetch_result_copy (g_ptr_array_index (results, j));
+    if (!r) {
+      guint64 room = limit > held ? limit - held : 0;
+      r = eb_nntp_fetch (f, urls[i], MIN (max_bytes, room), deadline, g_private_get (&cancel_key),
+                         eb_fetch_thread_progress);
+      if (r->reason == EB_REASON_PART_TOO_LARGE && room < max_bytes) {
+        r->reason = EB_REASON_MESSAGE_BUDGET;
+        g_free (r->detail);
+        r->detail = g_strdup_printf ("the message's fetched data would pass %" G_GUINT64_FORMAT " bytes", limit);
+      }
+      if (r->reason == EB_REASON_RESOLVED && r->body)
+        held += g_bytes_get_size (r->body);
+    }
+    g_ptr_array_index (results, i) = r;
+  }
+  return results;
+}
+
+static GPtrArray *
+fetch_all_curl (EbFetcher *f, const char *const *urls, guint n, guint64 max_bytes, gint64 deadline)
+{
   /* one deadline and one budget for all the message's rounds */
   Round round = {
-    .deadline = g_get_monotonic_time () + (gint64) f->config->message_deadline * G_USEC_PER_SEC,
+    .deadline = deadline,
     .limit = f->config->max_message_bytes,
   };
   g_autoptr (GPtrArray) remote = g_ptr_array_new_with_free_func (g_free);

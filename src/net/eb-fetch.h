@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* eb-fetch.h - fetching http, https and ftp URLs through libcurl, under the
- * fetch policy.
+/* eb-fetch.h - fetching http, https, ftp and gopher URLs through libcurl,
+ * under the fetch policy; reading the local files of local-file references
+ * and file URLs.
  *
  * Every URL in incoming mail was chosen by a stranger. All fetches of one message
  * run concurrently through one libcurl multi handle (at most
@@ -51,6 +52,14 @@ void eb_fetch_thread_progress (gint64 *last);
 /* Is @url's scheme one the fetcher may fetch (allow_schemes, fetch = on)? */
 gboolean eb_fetcher_scheme_allowed (const EbFetcher *fetcher, const char *url);
 
+/* What @url's scheme and path say before any configuration is looked at:
+ * EB_REASON_RESOLVED when it may name a document, else why not, with
+ * *@detail set: not-retrieval (mailto, telnet, tn3270; a gopher telnet item
+ * 8 or T), unsupported-scheme (wais, prospero), not-document (an ftp
+ * directory: ;type=d or a path ending in '/'; a gopher item that is a menu,
+ * a search or no document). eb-fetch-url.c. */
+EbReason eb_fetch_url_classify (const char *url, char **detail);
+
 /* Fetch the @n @urls of one message concurrently; identical URLs once.
  * @max_bytes caps each body, max_message_bytes all of them together, and
  * message_deadline the whole call. Returns: (transfer full) (element-type EbFetchResult): one result per
@@ -67,5 +76,14 @@ GPtrArray *eb_fetcher_fetch_all (EbFetcher *fetcher, const char *const *urls, gu
  * Returns: (transfer full): never NULL; failures are results. */
 EbFetchResult *eb_fetch_local_file (const char *path, const char *const *dirs, guint64 max_bytes,
                                     guint64 room);
+
+/* The local path of the file URL @url (RFC 1738 3.10) into *@path:
+ * file:///PATH or file://LOCALHOST/PATH (any case), the path decoded segment by
+ * segment. Returns EB_REASON_RESOLVED; else *@detail says why:
+ * file-remote-host (any other host), refused-path (another form, a query or
+ * fragment, a bad escape, an escaped '/' or NUL, a "." or ".." segment, a path
+ * of PATH_MAX bytes or more). The path is then read by eb_fetch_local_file(),
+ * which checks where it leads. */
+EbReason eb_fetch_file_url_path (const char *url, char **path, char **detail);
 
 G_END_DECLS

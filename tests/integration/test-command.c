@@ -66,7 +66,7 @@ test_errors (void)
     /* typed keys: checked as the runtime reads them, the key named */
     { { "config", "-o", "allow_networks=10.0.0.0/33" }, EX_CONFIG, "allow_networks: item 1 of the list" },
     { { "config", "--allow-network", "banana" }, EX_CONFIG, "--allow-network banana" },
-    { { "config", "-o", "allow_schemes=gopher" }, EX_CONFIG, "allow_schemes: \"gopher\"" },
+    { { "config", "-o", "allow_schemes=telnet" }, EX_CONFIG, "allow_schemes: \"telnet\"" },
     { { "config", "-o", "milter_socket=bogus" }, EX_CONFIG, "milter_socket: \"bogus\"" },
     { { "config", "-o", "milter_socket=inet:99999@127.0.0.1" }, EX_CONFIG, "milter_socket:" },
     { { "config", "-o", "deny_domains=*.example.com" }, EX_CONFIG, "deny_domains: \"*.example.com\": write example.com" },

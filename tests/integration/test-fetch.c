@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-fetch.c - fetching through real servers that the test starts on
- * loopback (tests/servers/httpd.py; https with a certificate made for the test):
+ * loopback (tests/servers/httpd.py; https with a certificate made for the test;
+ * ftpd.py; gopherd.py, gophernicus; nntpd.py; leafnoded.py, leafnode):
  * normal files, types, statuses, redirects, limits, time-outs, refused addresses
  * in every textual form, a redirect from an allowed address to a refused one,
  * credentials, domains, rate limits, de-duplication, expiration, size and
@@ -8,6 +9,7 @@
 #include <json-glib/json-glib.h>
 #include <glib/gstdio.h>
 #include <unistd.h>
+#include <stdlib.h>
 #include "run-command.h"
 #include "test-server.h"
 #include "eb-config.h"
@@ -445,9 +447,21 @@ test_ftp (void)
   /* ;type=d is a listing, not a body: never fetched */
   g_autofree char *d = g_strdup_printf ("ftp://127.0.0.1:%u/pub;type=d", f->port);
   g_autoptr (GBytes) md = message (d, NULL, "Content-Type: text/plain\r\n");
-  G_GNUC_UNUSED g_autofree char *od = rewrite (md, "left: fetch-failed: fetch failed (an ftp directory listing", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *od = rewrite (md, "left: not-document: the URL names a listing, menu or search, not a document (an ftp directory listing (;type=d)", (const char *[]) { ALLOW, NULL });
   g_autofree char *td = ftp_trace (f);
   g_assert_cmpstr (td, ==, "");
+  /* a path ending in '/' names a directory: never fetched either */
+  g_autofree char *dir = g_strdup_printf ("ftp://127.0.0.1:%u/pub/", f->port);
+  g_autoptr (GBytes) mdir = message (dir, NULL, "Content-Type: text/plain\r\n");
+  G_GNUC_UNUSED g_autofree char *odir = rewrite (mdir, "left: not-document: the URL names a listing, menu or search, not a document (an ftp URL naming a directory", (const char *[]) { ALLOW, NULL });
+  g_autofree char *tdir = ftp_trace (f);
+  g_assert_cmpstr (tdir, ==, "");
+  /* ;type=A (any case) and an announced size: the ASCII transfer's bytes are used */
+  g_autofree char *up = g_strdup_printf ("ftp://127.0.0.1:%u/pub/text.txt;TYPE=A", f->port);
+  g_autoptr (GBytes) mup = message (up, NULL, "Content-Type: text/plain\r\n");
+  G_GNUC_UNUSED g_autofree char *oup = rewrite (mup, "resolved (text/plain, 18 bytes, 7bit)", (const char *[]) { ALLOW, NULL });
+  g_autofree char *tup = ftp_trace (f);
+  g_assert_nonnull (strstr (tup, "TYPE A\n"));
   /* not allowed: refused at connect, nothing reaches the server */
   G_GNUC_UNUSED g_autofree char *o5 = rewrite (ma, "left: refused-address", NULL);
   g_autofree char *t5 = ftp_trace (f);
@@ -457,6 +471,304 @@ test_ftp (void)
   g_autoptr (GBytes) mm = message (miss, NULL, "Content-Type: text/plain\r\n");
   G_GNUC_UNUSED g_autofree char *om = rewrite (mm, "left: fetch-failed", (const char *[]) { ALLOW, NULL });
   ftp_stop (f);
+}
+
+/* ---- gopher ----------------------------------------------------------------- */
+
+/* Debian's gophernicus through tests/servers/gopherd.py, one process per
+ * connection as inetd runs it; and the script's own misbehaving answers. */
+static void
+test_gopher (void)
+{
+  g_autofree char *root = g_dir_make_tmp ("extbody-gopher-XXXXXX", NULL);
+  g_assert_cmpint (g_chmod (root, 0755), ==, 0);   /* gophernicus runs as nobody under root */
+  g_autofree char *text = g_build_filename (root, "text.txt", NULL);
+  g_assert_true (g_file_set_contents (text, "line one\n.dot line\nlast\n", -1, NULL));
+  g_autofree char *bin = g_build_filename (root, "bin.dat", NULL);
+  g_assert_true (g_file_set_contents (bin, "\x00\x01\x02\xff", 4, NULL));
+  g_autofree char *gif = g_build_filename (root, "pic.gif", NULL);
+  g_assert_true (g_file_set_contents (gif, "GIF89a\x01\x00\x01\x00", 10, NULL));
+  for (const char *const *f = (const char *[]) { text, bin, gif, NULL }; *f; f++)
+    g_assert_cmpint (g_chmod (*f, 0644), ==, 0);
+  g_autoptr (GError) error = NULL;
+  TestServer *g = test_server_start ("gopherd.py", (const char *[]) { root, NULL },
+                                     (const char *[]) { "GOPHER ", "RAW ", NULL }, FALSE, &error);
+  g_assert_no_error (error);
+  guint gp = g->ports[0], raw = g->ports[1];
+  if (!gp) {
+    test_server_stop (g);
+    g_test_skip ("gophernicus not installed");
+    return;
+  }
+#define GOPHER ALLOW, "-o", "allow_schemes=gopher"
+  /* type 0: text, as the server sends it (gophernicus: CR LF line ends) */
+  g_autofree char *u0 = g_strdup_printf ("gopher://127.0.0.1:%u/0/text.txt", gp);
+  g_autoptr (GBytes) m0 = message (u0, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *o0 = rewrite (m0, "resolved (text/plain, 27 bytes, 7bit)", (const char *[]) { GOPHER, NULL });
+  g_assert_nonnull (strstr (o0, "\r\n\r\nline one\r\n.dot line\r\nlast\r\n\r\n--b--"));
+  g_autofree char *trace = g_strdup_printf ("X-Extbody-Resolved: access-type=URL;\r\n\tURL=\"gopher://127.0.0.1:%u/0/text.txt\";", gp);
+  g_assert_nonnull (strstr (o0, trace));
+  /* type 9: binary; I: an image; gopher names no type: the inner header governs */
+  g_autofree char *u9 = g_strdup_printf ("gopher://127.0.0.1:%u/9/bin.dat", gp);
+  g_autoptr (GBytes) m9 = message (u9, NULL, "Content-Type: application/x-thing\r\n");
+  g_autofree char *o9 = rewrite (m9, "resolved (application/x-thing, 4 bytes, base64)", (const char *[]) { GOPHER, NULL });
+  g_assert_nonnull (strstr (o9, "AAEC/w=="));
+  g_autofree char *ui = g_strdup_printf ("gopher://127.0.0.1:%u/I/pic.gif", gp);
+  g_autoptr (GBytes) mi = message (ui, NULL, "Content-Type: image/gif\r\n");
+  G_GNUC_UNUSED g_autofree char *oi = rewrite (mi, "resolved (image/gif, 10 bytes, base64)", (const char *[]) { GOPHER, NULL });
+  /* with no inner type: application/octet-stream */
+  g_autoptr (GBytes) mn = message (u9, NULL, "Content-ID: <g@x>\r\n");
+  G_GNUC_UNUSED g_autofree char *on = rewrite (mn, "resolved (application/octet-stream, 4 bytes", (const char *[]) { GOPHER, NULL });
+  /* the policy: off by default, not in allow_schemes, the connected address */
+  G_GNUC_UNUSED g_autofree char *off = rewrite (m0, "left: fetch-off", (const char *[]) { "-o", "fetch=off", "-o", "allow_schemes=gopher", NULL });
+  G_GNUC_UNUSED g_autofree char *dis = rewrite (m0, "left: scheme-disabled", (const char *[]) { ALLOW, NULL });
+  G_GNUC_UNUSED g_autofree char *adr = rewrite (m0, "left: refused-address", (const char *[]) { "--fetch", "-o", "allow_schemes=gopher", NULL });
+  /* port 70 is not in the default allow_ports: outside allow_networks a
+   * gopher server must have its port named */
+  G_GNUC_UNUSED g_autofree char *pt = rewrite (m0, "left: refused-address", (const char *[]) { "--fetch", "-o", "allow_schemes=gopher", "-o", "allow_ports=70", NULL });
+  /* menus, searches, telnet items: never fetched */
+  struct { const char *path; const char *want; } left[] = {
+    { "", "left: not-document: the URL names a listing, menu or search, not a document (gopher item type 1 is a menu)" },
+    { "/", "left: not-document" },
+    { "/1/", "left: not-document" },
+    { "/7/search%09x", "left: not-document: the URL names a listing, menu or search, not a document (gopher item type 7 is a search)" },
+    { "/8/host", "left: not-retrieval: the URL retrieves nothing (RFC 2017 section 3) (gopher item type 8 is a telnet session)" },
+    { "/T/host", "left: not-retrieval" },
+    { "/h/URL:http://example.org/", "left: not-document" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (left); i++) {
+    g_autofree char *u = g_strdup_printf ("gopher://127.0.0.1:%u%s", raw, left[i].path);
+    g_autoptr (GBytes) m = message (u, NULL, "Content-Type: text/plain\r\n");
+    G_GNUC_UNUSED g_autofree char *o = rewrite (m, left[i].want, (const char *[]) { GOPHER, NULL });
+  }
+  /* RFC 1436's "." line ends a text item: removed; lines are not un-stuffed */
+  g_autofree char *ud = g_strdup_printf ("gopher://127.0.0.1:%u/0/dot", raw);
+  g_autoptr (GBytes) md = message (ud, NULL, "Content-Type: text/plain\r\n");
+  g_autofree char *od = rewrite (md, "resolved (text/plain, 34 bytes, 7bit)", (const char *[]) { GOPHER, NULL });
+  g_assert_nonnull (strstr (od, "\r\n\r\nfirst line\r\n..stuffed\r\nlast line\r\n\r\n--b--"));
+  /* a binary item keeps a final "." line: it is data */
+  g_autofree char *ud9 = g_strdup_printf ("gopher://127.0.0.1:%u/9/dot", raw);
+  g_autoptr (GBytes) md9 = message (ud9, NULL, "Content-Type: application/octet-stream\r\n");
+  G_GNUC_UNUSED g_autofree char *od9 = rewrite (md9, "resolved (application/octet-stream, 37 bytes", (const char *[]) { GOPHER, NULL });
+  /* an error item instead of the document */
+  g_autofree char *ue = g_strdup_printf ("gopher://127.0.0.1:%u/9/error", raw);
+  g_autoptr (GBytes) me = message (ue, NULL, "Content-Type: application/octet-stream\r\n");
+  G_GNUC_UNUSED g_autofree char *oe = rewrite (me, "left: fetch-failed: fetch failed (the gopher server answered with an error item: '/error' does not exist (no handler found))", (const char *[]) { GOPHER, NULL });
+  /* bytes: no size is ever announced, the limit holds as they arrive */
+  g_autofree char *ub = g_strdup_printf ("gopher://127.0.0.1:%u/9/big?3000000", raw);
+  g_autoptr (GBytes) mb = message (ub, NULL, "Content-Type: application/octet-stream\r\n");
+  G_GNUC_UNUSED g_autofree char *ob = rewrite (mb, "left: part-too-large: data larger than max_part_bytes (more than 1048576 bytes)", (const char *[]) { GOPHER, "-o", "max_part_bytes=1M", NULL });
+  G_GNUC_UNUSED g_autofree char *ob2 = rewrite (mb, "left: message-budget", (const char *[]) { GOPHER, "-o", "max_message_bytes=1M", NULL });
+  G_GNUC_UNUSED g_autofree char *ob3 = rewrite (mb, "resolved (application/octet-stream, 3000000 bytes", (const char *[]) { GOPHER, NULL });
+  /* time: a server that trickles is cut at the deadline */
+  g_autofree char *us = g_strdup_printf ("gopher://127.0.0.1:%u/9/slow", raw);
+  g_autoptr (GBytes) ms = message (us, NULL, "Content-Type: application/octet-stream\r\n");
+  gint64 t0 = g_get_monotonic_time ();
+  G_GNUC_UNUSED g_autofree char *os = rewrite (ms, "left: timed-out", (const char *[]) { GOPHER, "-o", "message_deadline=2", NULL });
+  g_assert_cmpint (g_get_monotonic_time () - t0, <, 10 * G_USEC_PER_SEC);
+#undef GOPHER
+  test_server_stop (g);
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", root);
+  g_assert_cmpint (system (rm), ==, 0);
+}
+
+/* ---- news and nntp ------------------------------------------------------------ */
+
+#define ARTICLE "From: poster@example.org\r\nNewsgroups: misc.test\r\nSubject: an article\r\n" \
+  "Message-ID: <art1@news.example.org>\r\n\r\nfirst line\r\n.a line with a dot\r\n..two dots\r\nend\r\n"
+
+/* The server's command log without its QUIT lines, once it says @want, or
+ * after 5 s (QUIT is sent, never waited for: the server may log it after
+ * extbody is done, even after the next connection's first command). */
+static char *
+log_wait (const char *log, const char *want)
+{
+  GString *got = g_string_new (NULL);
+  for (guint i = 0; i < 100; i++) {
+    g_autofree char *all = NULL;
+    g_file_get_contents (log, &all, NULL, NULL);
+    g_string_truncate (got, 0);
+    g_auto (GStrv) lines = g_strsplit (all ? all : "", "\n", -1);
+    for (guint k = 0; lines[k]; k++)
+      if (*lines[k] && strcmp (lines[k], "QUIT") != 0)
+        g_string_append_printf (got, "%s\n", lines[k]);
+    if (strcmp (got->str, want) == 0)
+      break;
+    g_usleep (50000);
+  }
+  return g_string_free (got, FALSE);
+}
+
+/* tests/servers/nntpd.py: articles from a spool, and hostile groups */
+static void
+test_nntp (void)
+{
+  g_autofree char *root = g_dir_make_tmp ("extbody-nntp-XXXXXX", NULL);
+  g_autofree char *group = g_build_filename (root, "misc.test", NULL);
+  g_assert_cmpint (g_mkdir (group, 0755), ==, 0);
+  g_autofree char *a1 = g_build_filename (group, "1", NULL);
+  g_assert_true (g_file_set_contents (a1, ARTICLE, -1, NULL));
+  g_autofree char *log = g_build_filename (root, "commands.log", NULL);
+  g_autoptr (GError) error = NULL;
+  TestServer *s = test_server_start ("nntpd.py", (const char *[]) { root, "--log", log, NULL },
+                                     (const char *[]) { "NNTP ", "BUSY ", NULL }, FALSE, &error);
+  g_assert_no_error (error);
+  guint np = s->ports[0], busy = s->ports[1];
+  g_autofree char *server = g_strdup_printf ("nntp_server=127.0.0.1:%u", np);
+#define NEWS ALLOW, "-o", "allow_schemes=news, nntp", "-o", server
+  /* nntp://HOST:PORT/GROUP/NUMBER: GROUP, ARTICLE; the article whole, unstuffed */
+  g_autofree char *u1 = g_strdup_printf ("nntp://127.0.0.1:%u/misc.test/1", np);
+  g_autoptr (GBytes) m1 = message (u1, NULL, "Content-Type: message/rfc822\r\n");
+  g_autofree char *want1 = g_strdup_printf ("resolved (message/rfc822, %zu bytes, 7bit)", strlen (ARTICLE));
+  g_autofree char *o1 = rewrite (m1, want1, (const char *[]) { NEWS, NULL });
+  g_assert_nonnull (strstr (o1, "\r\n\r\n" ARTICLE "\r\n--b--"));
+  g_autofree char *l1 = log_wait (log, "GROUP misc.test\nARTICLE 1\n");
+  g_assert_cmpstr (l1, ==, "GROUP misc.test\nARTICLE 1\n");
+  /* news:MESSAGE-ID from nntp_server; with no inner type: message/rfc822 */
+  g_autoptr (GBytes) m2 = message ("news:art1@news.example.org", NULL, "Content-ID: <n@x>\r\n");
+  g_autofree char *o2 = rewrite (m2, want1, (const char *[]) { NEWS, NULL });
+  g_assert_nonnull (strstr (o2, "Content-Type: message/rfc822\r\n"));
+  /* the inner header's type governs: an article is no text/plain */
+  g_autoptr (GBytes) m3 = message ("news:art1@news.example.org", NULL, "Content-Type: text/plain\r\n");
+  G_GNUC_UNUSED g_autofree char *o3 = rewrite (m3, "left: type-mismatch", (const char *[]) { NEWS, NULL });
+  /* refusals, before any connection */
+  g_autoptr (GBytes) mg = message ("news:misc.test", NULL, "Content-Type: message/rfc822\r\n");
+  G_GNUC_UNUSED g_autofree char *og = rewrite (mg, "left: not-document", (const char *[]) { NEWS, NULL });
+  g_autoptr (GBytes) ma = message ("news:*", NULL, "Content-Type: message/rfc822\r\n");
+  G_GNUC_UNUSED g_autofree char *oa = rewrite (ma, "left: not-document", (const char *[]) { NEWS, NULL });
+  g_autofree char *ug = g_strdup_printf ("nntp://127.0.0.1:%u/misc.test", np);
+  g_autoptr (GBytes) mng = message (ug, NULL, "Content-Type: message/rfc822\r\n");
+  G_GNUC_UNUSED g_autofree char *ong = rewrite (mng, "left: not-document", (const char *[]) { NEWS, NULL });
+  G_GNUC_UNUSED g_autofree char *od = rewrite (m2, "left: scheme-disabled", (const char *[]) { ALLOW, "-o", server, NULL });
+  G_GNUC_UNUSED g_autofree char *ons = rewrite (m2, "left: scheme-disabled: scheme not enabled (scheme \"news\": nntp_server is empty)", (const char *[]) { ALLOW, "-o", "allow_schemes=news", NULL });
+  G_GNUC_UNUSED g_autofree char *oad = rewrite (m1, "left: refused-address", (const char *[]) { "--fetch", "-o", "allow_schemes=nntp", NULL });
+  G_GNUC_UNUSED g_autofree char *odm = rewrite (m1, "left: refused-domain", (const char *[]) { NEWS, "-o", "allow_domains=example.org", NULL });
+  G_GNUC_UNUSED g_autofree char *opx = rewrite (m1, "left: fetch-failed: fetch failed (NNTP is never fetched through proxy", (const char *[]) { NEWS, "-o", "proxy=http://127.0.0.1:9/", NULL });
+  const char *want2 = "GROUP misc.test\nARTICLE 1\nARTICLE <art1@news.example.org>\n"
+                      "ARTICLE <art1@news.example.org>\n";
+  g_autofree char *l2 = log_wait (log, want2);
+  g_assert_cmpstr (l2, ==, want2);
+  /* the server's refusals */
+  struct { const char *path; const char *want; const char *const *opts; } cases[] = {
+    { "/misc.test/9", "left: fetch-failed: fetch failed (NNTP 423 after ARTICLE: no such article number)", NULL },
+    { "/no.such.group/1", "left: fetch-failed: fetch failed (NNTP 411 after GROUP: no such group)", NULL },
+    { "/hostile.longline/1", "left: fetch-failed: fetch failed (NNTP: a data line longer than 65536 bytes)", NULL },
+    { "/hostile.noterm/1", "left: fetch-failed: fetch failed (NNTP: the server closed the connection before the end of its answer)", NULL },
+    { "/hostile.garbage/1", "left: fetch-failed: fetch failed (NNTP: a malformed status line)", NULL },
+    { "/hostile.huge/1", "left: part-too-large: data larger than max_part_bytes (more than 1048576 bytes)",
+      (const char *[]) { "-o", "max_part_bytes=1M", NULL } },
+    { "/hostile.huge/1", "left: message-budget", (const char *[]) { "-o", "max_message_bytes=1M", NULL } },
+    /* (an article is message/rfc822: accepted as the inner header's type) */
+    { "/hostile.huge/1", "resolved (application/octet-stream, 3000014 bytes",
+      (const char *[]) { "-o", "content_type_mismatch=accept", NULL } },
+    { "/hostile.longline/1", "resolved (application/octet-stream, 100016 bytes",
+      (const char *[]) { "-o", "nntp_max_line_bytes=100000", "-o", "content_type_mismatch=accept", NULL } },
+    { "/hostile.stuffed/1", "resolved (application/octet-stream, 33 bytes",
+      (const char *[]) { "-o", "content_type_mismatch=accept", NULL } },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autofree char *u = g_strdup_printf ("nntp://127.0.0.1:%u%s", np, cases[i].path);
+    g_autoptr (GBytes) m = message (u, NULL, "Content-Type: application/octet-stream\r\n");
+    g_autoptr (GPtrArray) args = g_ptr_array_new ();
+    for (const char *const *a = (const char *[]) { NEWS, NULL }; *a; a++)
+      g_ptr_array_add (args, (gpointer) *a);
+    for (guint k = 0; cases[i].opts && cases[i].opts[k]; k++)
+      g_ptr_array_add (args, (gpointer) cases[i].opts[k]);
+    g_ptr_array_add (args, NULL);
+    g_autofree char *o = rewrite (m, cases[i].want, (const char *const *) args->pdata);
+    if (strstr (cases[i].path, "stuffed")) {
+      const char *plain = "Subject: dots\r\n\r\n.\r\n..\r\n.x\r\nend\r\n";
+      g_autofree char *b64 = g_base64_encode ((const guchar *) plain, strlen (plain));
+      g_assert_nonnull (strstr (o, b64));
+    }
+  }
+  g_autofree char *ub = g_strdup_printf ("nntp://127.0.0.1:%u/misc.test/1", busy);
+  g_autoptr (GBytes) mb = message (ub, NULL, "Content-Type: message/rfc822\r\n");
+  G_GNUC_UNUSED g_autofree char *ob = rewrite (mb, "left: fetch-failed: fetch failed (NNTP greeting 502: go away)", (const char *[]) { NEWS, NULL });
+  g_autoptr (GBytes) mm = message ("news:none@news.example.org", NULL, "Content-Type: message/rfc822\r\n");
+  G_GNUC_UNUSED g_autofree char *omm = rewrite (mm, "left: fetch-failed: fetch failed (NNTP 430 after ARTICLE: no such article)", (const char *[]) { NEWS, NULL });
+  /* a server that trickles is cut at the deadline */
+  g_autofree char *us = g_strdup_printf ("nntp://127.0.0.1:%u/hostile.slow/1", np);
+  g_autoptr (GBytes) ms = message (us, NULL, "Content-Type: message/rfc822\r\n");
+  gint64 t0 = g_get_monotonic_time ();
+  G_GNUC_UNUSED g_autofree char *os = rewrite (ms, "left: timed-out: fetch timed out (NNTP: the deadline passed)", (const char *[]) { NEWS, "-o", "message_deadline=2", NULL });
+  g_assert_cmpint (g_get_monotonic_time () - t0, <, 8 * G_USEC_PER_SEC);
+  G_GNUC_UNUSED g_autofree char *os2 = rewrite (ms, "left: timed-out", (const char *[]) { NEWS, "-o", "fetch_timeout=2", NULL });
+  g_assert_cmpint (g_get_monotonic_time () - t0, <, 14 * G_USEC_PER_SEC);
+  /* a message with an http reference and a news one: both */
+  g_autofree char *hu = url ("/text");
+  g_autofree char *two = g_strdup_printf (
+    "From: a@example.org\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n\tURL=\"news:art1@news.example.org\"\r\n\r\n"
+    "Content-Type: message/rfc822\r\n\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n\tURL=\"%s\"\r\n\r\n"
+    "Content-Type: text/plain\r\n\r\n--b--\r\n", hu);
+  g_autoptr (GBytes) m2r = g_bytes_new (two, strlen (two));
+  g_autofree char *o2r = rewrite (m2r, "/text: resolved (text/plain", (const char *[]) { NEWS, "-o", "allow_schemes=news, nntp, http", NULL });
+  g_assert_nonnull (strstr (o2r, ARTICLE));
+  g_assert_nonnull (strstr (o2r, "hello from the test server"));
+#undef NEWS
+  test_server_stop (s);
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", root);
+  g_assert_cmpint (system (rm), ==, 0);
+}
+
+/* Debian's leafnode (tests/servers/leafnoded.py: run per connection in a
+ * mount namespace of its own over a spool built for the test) */
+static void
+test_nntp_leafnode (void)
+{
+  static const char art[] = "From: poster@example.org\nNewsgroups: local.test\nSubject: leafnode\n"
+                            "Date: Fri, 27 Nov 2026 10:00:00 +0000\nPath: x\nMessage-ID: <leaf1@news.example.org>\n\n"
+                            "first line\n.a line with a dot\n..two dots\nend\n";
+  static const char art2[] = "From: poster@example.org\nNewsgroups: local.test\nSubject: two\n"
+                             "Date: Fri, 27 Nov 2026 10:00:00 +0000\nPath: x\nMessage-ID: <leaf2@news.example.org>\n\nsecond\n";
+  g_autofree char *root = g_dir_make_tmp ("extbody-leafnode-XXXXXX", NULL);
+  g_autofree char *group = g_build_filename (root, "local.test", NULL);
+  g_assert_cmpint (g_mkdir (group, 0755), ==, 0);
+  g_autofree char *a1 = g_build_filename (group, "1", NULL);
+  g_autofree char *a2 = g_build_filename (group, "2", NULL);
+  g_assert_true (g_file_set_contents (a1, art, -1, NULL));
+  g_assert_true (g_file_set_contents (a2, art2, -1, NULL));
+  g_autoptr (GError) error = NULL;
+  TestServer *s = test_server_start ("leafnoded.py", (const char *[]) { root, NULL },
+                                     (const char *[]) { "NNTP ", NULL }, FALSE, &error);
+  g_assert_no_error (error);
+  guint np = s->ports[0];
+  if (!np) {
+    test_server_stop (s);
+    g_test_skip ("leafnode needs root and the leafnode package");
+    return;
+  }
+  g_autofree char *crlf = NULL;
+  {
+    g_auto (GStrv) lines = g_strsplit (art, "\n", -1);
+    crlf = g_strjoinv ("\r\n", lines);
+  }
+  g_autofree char *want = g_strdup_printf ("resolved (message/rfc822, %zu bytes, 7bit)", strlen (crlf));
+  g_autofree char *server = g_strdup_printf ("nntp_server=127.0.0.1:%u", np);
+#define NEWS ALLOW, "-o", "allow_schemes=news, nntp", "-o", server
+  g_autofree char *u1 = g_strdup_printf ("nntp://127.0.0.1:%u/local.test/1", np);
+  g_autoptr (GBytes) m1 = message (u1, NULL, "Content-Type: message/rfc822\r\n");
+  g_autofree char *o1 = rewrite (m1, want, (const char *[]) { NEWS, NULL });
+  g_assert_nonnull (strstr (o1, crlf));
+  g_autoptr (GBytes) m2 = message ("news:leaf1@news.example.org", NULL, "Content-Type: message/rfc822\r\n");
+  g_autofree char *o2 = rewrite (m2, want, (const char *[]) { NEWS, NULL });
+  g_assert_nonnull (strstr (o2, crlf));
+  g_autoptr (GBytes) m3 = message ("news:none@news.example.org", NULL, "Content-Type: message/rfc822\r\n");
+  G_GNUC_UNUSED g_autofree char *o3 = rewrite (m3, "left: fetch-failed: fetch failed (NNTP 430 after ARTICLE", (const char *[]) { NEWS, NULL });
+  g_autofree char *u4 = g_strdup_printf ("nntp://127.0.0.1:%u/no.such.group/1", np);
+  g_autoptr (GBytes) m4 = message (u4, NULL, "Content-Type: message/rfc822\r\n");
+  G_GNUC_UNUSED g_autofree char *o4 = rewrite (m4, "left: fetch-failed: fetch failed (NNTP 411 after GROUP", (const char *[]) { NEWS, NULL });
+  g_autofree char *u5 = g_strdup_printf ("nntp://127.0.0.1:%u/local.test/7", np);
+  g_autoptr (GBytes) m5 = message (u5, NULL, "Content-Type: message/rfc822\r\n");
+  G_GNUC_UNUSED g_autofree char *o5 = rewrite (m5, "left: fetch-failed: fetch failed (NNTP 430 after ARTICLE: No such article: 7)", (const char *[]) { NEWS, NULL });
+  /* the article is over max_part_bytes */
+  G_GNUC_UNUSED g_autofree char *o6 = rewrite (m1, "left: part-too-large", (const char *[]) { NEWS, "-o", "max_part_bytes=100", NULL });
+#undef NEWS
+  test_server_stop (s);
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", root);
+  g_assert_cmpint (system (rm), ==, 0);
 }
 
 /* access-type=anon-ftp becomes ftp://site/directory/name;type=...; it has no
@@ -638,6 +950,9 @@ main (int argc, char **argv)
   g_test_add_func ("/fetch/https", test_https);
   g_test_add_func ("/fetch/ftp/typecodes-and-paths", test_ftp);
   g_test_add_func ("/fetch/ftp/anon-ftp", test_anon_ftp);
+  g_test_add_func ("/fetch/gopher", test_gopher);
+  g_test_add_func ("/fetch/nntp", test_nntp);
+  g_test_add_func ("/fetch/nntp-leafnode", test_nntp_leafnode);
   g_test_add_func ("/fetch/local-file", test_local_file);
   g_test_add_func ("/fetch/cache", test_cache);
   g_test_add_func ("/fetch/environment-proxy-ignored", test_env_proxy_ignored);

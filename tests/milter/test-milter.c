@@ -336,7 +336,7 @@ test_check (void)
     { { "-c", conf, "-p", "bogus" }, 78, "milter_socket: \"bogus\"" },
     { { "-c", conf, "-o", "allow_networks=10.0.0.0/33" }, 78, "allow_networks: item 1 of the list" },
     { { "-c", conf, "--allow-network", "banana" }, 78, "--allow-network banana" },
-    { { "-c", conf, "-o", "allow_schemes=gopher" }, 78, "allow_schemes: \"gopher\"" },
+    { { "-c", conf, "-o", "allow_schemes=telnet" }, 78, "allow_schemes: \"telnet\"" },
     { { "-c", conf, "-o", "max_parts" }, 64, "-o max_parts: expected KEY=VALUE" },
     { { "-c", conf, "-o", "milter_umask=0778" }, 78, "milter_umask: \"0778\" is not an octal mask" },
     { { "-c", conf, "-o", "milter_umask=1777" }, 78, "milter_umask: \"1777\" is not an octal mask" },

@@ -4,6 +4,10 @@
  * the new header's fields, and a table that produces every reason token. */
 #include <string.h>
 #include <glib/gstdio.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include "eb-gmime.h"
 #include "eb-resolve.h"
 #include "eb-plan-private.h"
@@ -131,10 +135,101 @@ static const DecideCase decide_cases[] = {
   { "scheme-not-allowed", "access-type=URL; URL=\"http://h.example/x\"", NULL,
     { FETCH_ON, "allow_schemes=https", NULL },
     EB_ACTION_LEAVE, EB_REASON_SCHEME_DISABLED, NULL, "scheme \"http\"" },
-  { "gopher", "access-type=URL; URL=\"gopher://h.example/x\"", NULL, { FETCH_ON, NULL },
+  /* gopher: fetched only when allow_schemes names it; the item type first */
+  { "gopher", "access-type=URL; URL=\"gopher://h.example/0x\"", NULL, { FETCH_ON, NULL },
     EB_ACTION_LEAVE, EB_REASON_SCHEME_DISABLED, NULL, "scheme \"gopher\"" },
-  { "gopher-fetch-off", "access-type=URL; URL=\"gopher://h.example/x\"", NULL, { NULL },
-    EB_ACTION_LEAVE, EB_REASON_SCHEME_DISABLED, NULL, "scheme \"gopher\"" },
+  { "gopher-fetch-off", "access-type=URL; URL=\"gopher://h.example/0x\"", NULL, { NULL },
+    EB_ACTION_LEAVE, EB_REASON_FETCH_OFF, NULL, "scheme \"gopher\"" },
+  { "gopher-allowed", "access-type=URL; URL=\"gopher://h.example:7070/9bin%20file\"", NULL,
+    { FETCH_ON, "allow_schemes=gopher", NULL },
+    EB_ACTION_FETCH, EB_REASON_RESOLVED, "gopher://h.example:7070/9bin%20file", NULL },
+  { "gopher-image", "access-type=URL; URL=\"gopher://h.example/I/a.png\"", NULL,
+    { FETCH_ON, "allow_schemes=gopher", NULL },
+    EB_ACTION_FETCH, EB_REASON_RESOLVED, "gopher://h.example/I/a.png", NULL },
+  { "gopher-top-menu", "access-type=URL; URL=\"gopher://h.example\"", NULL,
+    { FETCH_ON, "allow_schemes=gopher", NULL },
+    EB_ACTION_LEAVE, EB_REASON_NOT_DOCUMENT, NULL, "gopher item type 1 is a menu" },
+  { "gopher-slash", "access-type=URL; URL=\"gopher://h.example/\"", NULL, { NULL },
+    EB_ACTION_LEAVE, EB_REASON_NOT_DOCUMENT, NULL, "gopher item type 1 is a menu" },
+  { "gopher-menu", "access-type=URL; URL=\"gopher://h.example/1/dir\"", NULL, { NULL },
+    EB_ACTION_LEAVE, EB_REASON_NOT_DOCUMENT, NULL, "gopher item type 1 is a menu" },
+  { "gopher-search", "access-type=URL; URL=\"gopher://h.example/7/find%09x\"", NULL, { NULL },
+    EB_ACTION_LEAVE, EB_REASON_NOT_DOCUMENT, NULL, "gopher item type 7 is a search" },
+  { "gopher-telnet", "access-type=URL; URL=\"gopher://h.example/8/x\"", NULL,
+    { FETCH_ON, "allow_schemes=gopher", NULL },
+    EB_ACTION_LEAVE, EB_REASON_NOT_RETRIEVAL, NULL, "gopher item type 8 is a telnet session" },
+  { "gopher-tn3270", "access-type=URL; URL=\"gopher://h.example/T/x\"", NULL, { NULL },
+    EB_ACTION_LEAVE, EB_REASON_NOT_RETRIEVAL, NULL, "gopher item type T is a telnet session" },
+  { "gopher-escape-type", "access-type=URL; URL=\"gopher://h.example/%30x\"", NULL, { NULL },
+    EB_ACTION_LEAVE, EB_REASON_NOT_DOCUMENT, NULL, "gopher item type % is not a document" },
+  /* URLs that retrieve nothing, schemes with no server left: whatever the
+   * configuration says */
+  { "mailto", "access-type=URL; URL=\"mailto:list@example.org\"", NULL, { NULL },
+    EB_ACTION_LEAVE, EB_REASON_NOT_RETRIEVAL, NULL, NULL },
+  { "mailto-upper-fetch-on", "access-type=URL; URL=\"MAILTO:list@example.org\"", NULL,
+    { FETCH_ON, "allow_schemes=http", NULL },
+    EB_ACTION_LEAVE, EB_REASON_NOT_RETRIEVAL, NULL, NULL },
+  { "telnet", "access-type=URL; URL=\"telnet://h.example/\"", NULL, { FETCH_ON, NULL },
+    EB_ACTION_LEAVE, EB_REASON_NOT_RETRIEVAL, NULL,
+    "scheme \"telnet\": RFC 2017 section 3 forbids a URL that retrieves nothing" },
+  { "tn3270", "access-type=URL; URL=\"tn3270://h.example/\"", NULL, { NULL },
+    EB_ACTION_LEAVE, EB_REASON_NOT_RETRIEVAL, NULL, NULL },
+  { "wais", "access-type=URL; URL=\"wais://h.example/db?x\"", NULL, { FETCH_ON, NULL },
+    EB_ACTION_LEAVE, EB_REASON_UNSUPPORTED_SCHEME, NULL, "scheme \"wais\": no server speaks it any more" },
+  { "prospero", "access-type=URL; URL=\"prospero://h.example/x\"", NULL, { NULL },
+    EB_ACTION_LEAVE, EB_REASON_UNSUPPORTED_SCHEME, NULL, NULL },
+  /* ftp: a directory is no document, whatever the configuration */
+  { "ftp-type-d", "access-type=URL; URL=\"ftp://h.example/pub;type=d\"", NULL, { NULL },
+    EB_ACTION_LEAVE, EB_REASON_NOT_DOCUMENT, NULL, "an ftp directory listing (;type=d) is not a document" },
+  { "ftp-type-D-upper", "access-type=URL; URL=\"ftp://h.example/pub;TYPE=D\"", NULL, { FETCH_ON, NULL },
+    EB_ACTION_LEAVE, EB_REASON_NOT_DOCUMENT, NULL, NULL },
+  { "ftp-trailing-slash", "access-type=URL; URL=\"ftp://h.example/pub/\"", NULL, { FETCH_ON, NULL },
+    EB_ACTION_LEAVE, EB_REASON_NOT_DOCUMENT, NULL, "an ftp URL naming a directory is not a document" },
+  { "ftp-no-path", "access-type=URL; URL=\"ftp://h.example\"", NULL, { FETCH_ON, NULL },
+    EB_ACTION_LEAVE, EB_REASON_NOT_DOCUMENT, NULL, NULL },
+  { "ftp-type-a", "access-type=URL; URL=\"ftp://h.example/f.txt;type=a\"", NULL, { FETCH_ON, NULL },
+    EB_ACTION_FETCH, EB_REASON_RESOLVED, "ftp://h.example/f.txt;type=a", NULL },
+  { "ftp-type-i", "access-type=URL; URL=\"ftp://h.example/f.bin;type=i\"", NULL, { FETCH_ON, NULL },
+    EB_ACTION_FETCH, EB_REASON_RESOLVED, "ftp://h.example/f.bin;type=i", NULL },
+  /* file: gated by allow_schemes and local_file_dirs, fetch on or off */
+  { "file-remote-host", "access-type=URL; URL=\"file://evil.example/etc/passwd\"", NULL, { NULL },
+    EB_ACTION_LEAVE, EB_REASON_FILE_REMOTE_HOST, NULL, "host \"evil.example\"" },
+  { "file-not-allowed", "access-type=URL; URL=\"file:///tmp/x\"", NULL, { "local_file_dirs=/tmp", NULL },
+    EB_ACTION_LEAVE, EB_REASON_SCHEME_DISABLED, NULL, "scheme \"file\"" },
+  { "file-no-dirs", "access-type=URL; URL=\"file:///tmp/x\"", NULL, { "allow_schemes=file", NULL },
+    EB_ACTION_LEAVE, EB_REASON_LOCAL_FILE_DIRS, NULL, "scheme \"file\"" },
+  { "file-empty-host", "access-type=URL; URL=\"file:///tmp/a%20b/c\"", NULL,
+    { "allow_schemes=file", "local_file_dirs=/tmp", NULL },
+    EB_ACTION_LOCAL_FILE, EB_REASON_RESOLVED, "/tmp/a b/c", NULL },
+  { "file-localhost-any-case", "access-type=URL; URL=\"FILE://LocalHost/tmp/x\"", NULL,
+    { "allow_schemes=file", "local_file_dirs=/tmp", NULL },
+    EB_ACTION_LOCAL_FILE, EB_REASON_RESOLVED, "/tmp/x", NULL },
+  { "file-localhost-port", "access-type=URL; URL=\"file://localhost:80/tmp/x\"", NULL, { NULL },
+    EB_ACTION_LEAVE, EB_REASON_FILE_REMOTE_HOST, NULL, "host \"localhost:80\"" },
+  { "file-escaped-slash", "access-type=URL; URL=\"file:///tmp/a%2F..%2F..%2Fetc/passwd\"", NULL,
+    { "allow_schemes=file", "local_file_dirs=/tmp", NULL },
+    EB_ACTION_LEAVE, EB_REASON_REFUSED_PATH, NULL, "the path holds an escaped '/' (%2F)" },
+  { "file-dotdot", "access-type=URL; URL=\"file:///tmp/../etc/passwd\"", NULL,
+    { "allow_schemes=file", "local_file_dirs=/tmp", NULL },
+    EB_ACTION_LEAVE, EB_REASON_REFUSED_PATH, NULL, "the path holds a \".\" or \"..\" segment" },
+  { "file-escaped-dotdot", "access-type=URL; URL=\"file:///tmp/%2e%2E/etc/passwd\"", NULL,
+    { "allow_schemes=file", "local_file_dirs=/tmp", NULL },
+    EB_ACTION_LEAVE, EB_REASON_REFUSED_PATH, NULL, "the path holds a \".\" or \"..\" segment" },
+  { "file-nul", "access-type=URL; URL=\"file:///tmp/x%00.txt\"", NULL,
+    { "allow_schemes=file", "local_file_dirs=/tmp", NULL },
+    EB_ACTION_LEAVE, EB_REASON_REFUSED_PATH, NULL, "the path holds an escaped NUL (%00)" },
+  { "file-bad-escape", "access-type=URL; URL=\"file:///tmp/x%4\"", NULL,
+    { "allow_schemes=file", "local_file_dirs=/tmp", NULL },
+    EB_ACTION_LEAVE, EB_REASON_REFUSED_PATH, NULL, "a bad %-escape in the path" },
+  { "file-query", "access-type=URL; URL=\"file:///tmp/x?y\"", NULL,
+    { "allow_schemes=file", "local_file_dirs=/tmp", NULL },
+    EB_ACTION_LEAVE, EB_REASON_REFUSED_PATH, NULL, "a file URL with a query or a fragment" },
+  { "file-one-slash", "access-type=URL; URL=\"file:/tmp/x\"", NULL,
+    { "allow_schemes=file", "local_file_dirs=/tmp", NULL },
+    EB_ACTION_LEAVE, EB_REASON_REFUSED_PATH, NULL, NULL },
+  { "file-size-over", "access-type=URL; URL=\"file:///tmp/x\"; size=11", NULL,
+    { "allow_schemes=file", "local_file_dirs=/tmp", "max_part_bytes=10", NULL },
+    EB_ACTION_LEAVE, EB_REASON_SIZE_PARAM, NULL, "size=11" },
   { "file", "access-type=URL; URL=\"file:///etc/passwd\"", NULL, { FETCH_ON, NULL },
     EB_ACTION_LEAVE, EB_REASON_SCHEME_DISABLED, NULL, "scheme \"file\"" },
   { "no-scheme", "access-type=URL; URL=\"h.example/x\"", NULL, { FETCH_ON, NULL },
@@ -152,7 +247,7 @@ static const DecideCase decide_cases[] = {
   { "size-over-data", "access-type=URL; URL=\"data:,x\"; size=1001", NULL,
     { FETCH_ON, "max_part_bytes=1000", NULL },
     EB_ACTION_DATA, EB_REASON_RESOLVED, NULL, NULL },
-  { "size-over-disabled", "access-type=URL; URL=\"gopher://h/\"; size=1001", NULL,
+  { "size-over-disabled", "access-type=URL; URL=\"ldap://h/\"; size=1001", NULL,
     { FETCH_ON, "max_part_bytes=1000", NULL },
     EB_ACTION_LEAVE, EB_REASON_SCHEME_DISABLED, NULL, NULL },
   /* anon-ftp: the RFC 1738 URL */
@@ -298,7 +393,7 @@ static void
 test_schemes (void)
 {
   static const struct { const char *s; gboolean fetchable; } f[] = {
-    { "http", TRUE }, { "HTTPS", TRUE }, { "Ftp", TRUE }, { "gopher", FALSE },
+    { "http", TRUE }, { "HTTPS", TRUE }, { "Ftp", TRUE }, { "gopher", TRUE }, { "Gopher", TRUE },
     { "file", FALSE }, { "data", FALSE }, { "", FALSE }, { "https ", FALSE }, { "ftps", FALSE },
   };
   for (guint i = 0; i < G_N_ELEMENTS (f); i++)
@@ -836,7 +931,7 @@ static const ReasonCase reason_cases[] = {
   { EB_REASON_BAD_ACCESS_TYPE, PART ("access-type=URL; access-type=URL; URL=\"data:,x\"", "\n"), { NULL } },
   { EB_REASON_URL_MISSING, PART ("access-type=URL", "\n"), { NULL } },
   { EB_REASON_URL_INVALID, PART ("access-type=URL; URL=http://bare/", "\n"), { NULL } },
-  { EB_REASON_SCHEME_DISABLED, PART ("access-type=URL; URL=\"gopher://h/\"", "\n"), { NULL } },
+  { EB_REASON_SCHEME_DISABLED, PART ("access-type=URL; URL=\"ldap://h/\"", "\n"), { NULL } },
   { EB_REASON_DATA_URL_INVALID, PART ("access-type=URL; URL=\"data:nocomma\"", "\n"), { NULL } },
   { EB_REASON_TYPE_MISMATCH, PART ("access-type=URL; URL=\"data:text/html,x\"", "Content-Type: text/plain\n\n"), { NULL } },
   { EB_REASON_BAD_INNER_HEADER, DATA_REF ("Content-Type: a/b\nContent-Type: a/b\n\n"), { NULL } },
@@ -902,6 +997,10 @@ static const ReasonCase reason_cases[] = {
   { EB_REASON_STORE_FAILED, ATTACHMENT, { "externalize_min_size=1", NULL }, 0, FALSE, FALSE, FALSE, TRUE },
   { EB_REASON_WOULD_EXTERNALIZE, ATTACHMENT, { "externalize_min_size=1", NULL }, 0, FALSE, FALSE, FALSE,
     TRUE },
+  { EB_REASON_NOT_RETRIEVAL, PART ("access-type=URL; URL=\"mailto:a@b.example\"", "\n"), { NULL } },
+  { EB_REASON_UNSUPPORTED_SCHEME, PART ("access-type=URL; URL=\"wais://h/db\"", "\n"), { NULL } },
+  { EB_REASON_NOT_DOCUMENT, PART ("access-type=URL; URL=\"ftp://h/pub/\"", "\n"), { FETCH_ON, NULL } },
+  { EB_REASON_FILE_REMOTE_HOST, PART ("access-type=URL; URL=\"file://evil.example/etc/passwd\"", "\n"), { NULL } },
 };
 
 G_STATIC_ASSERT (G_N_ELEMENTS (reason_cases) == EB_REASON_N);
@@ -986,6 +1085,123 @@ test_every_reason (void)
     g_assert_true (seen[r]);
 }
 
+/* ---- file URLs, against real files ---------------------------------------- */
+
+/* The reason of the one reference of a message whose URL is @u, planned with
+ * allow_schemes = file and local_file_dirs = @dirs (and @extra); *@detail and
+ * *@trace (nullable) get the detail and the new part's header. */
+static EbReason
+file_url (const char *u, const char *dirs, const char *extra, char **detail, char **head)
+{
+  g_autofree char *ls = g_strdup_printf ("local_file_dirs=%s", dirs);
+  const char *opts[] = { "allow_schemes=file", ls, extra, NULL };
+  g_autoptr (EbConfig) config = config_with (opts);
+  g_autofree char *msg = g_strdup_printf (
+    "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+    "Content-Type: message/external-body; access-type=URL;\n URL=\"%s\"\n\n"
+    "Content-Type: application/octet-stream\n\n\n--b--\n", u);
+  g_autoptr (EbPlan) r = eb_rewrite_plan (msg, strlen (msg), config, NULL, EB_REWRITE_NO_PRECHECK);
+  g_assert_nonnull (r->scan);
+  g_assert_cmpuint (r->resolutions->len, ==, 1);
+  const EbResolution *res = g_ptr_array_index (r->resolutions, 0);
+  g_test_message ("%s: %s (%s)", u, eb_reason_token (res->reason), res->detail ? res->detail : "");
+  *detail = g_strdup (res->detail);
+  if (head)
+    *head = res->reason == EB_REASON_RESOLVED ? g_strdup (eb_resolution_header ((EbResolution *) res)->str) : NULL;
+  return res->reason;
+}
+
+static void
+test_file_url (void)
+{
+  g_autofree char *top = g_dir_make_tmp ("eb-file-url-XXXXXX", NULL);
+  g_autofree char *dir = g_build_filename (top, "in", NULL);
+  g_autofree char *out = g_build_filename (top, "out", NULL);
+  g_assert_cmpint (g_mkdir (dir, 0700), ==, 0);
+  g_assert_cmpint (g_mkdir (out, 0700), ==, 0);
+  g_autofree char *secret = g_build_filename (out, "secret", NULL);
+  g_assert_true (g_file_set_contents (secret, "secret", -1, NULL));
+  g_autofree char *ok = g_build_filename (dir, "a b.txt", NULL);
+  g_assert_true (g_file_set_contents (ok, "Hello", -1, NULL));
+  g_autofree char *sub = g_build_filename (dir, "sub", NULL);
+  g_assert_cmpint (g_mkdir (sub, 0700), ==, 0);
+  g_autofree char *link = g_build_filename (dir, "link", NULL);
+  g_assert_cmpint (symlink (secret, link), ==, 0);
+  g_autofree char *dlink = g_build_filename (dir, "dlink", NULL);
+  g_assert_cmpint (symlink (out, dlink), ==, 0);
+  g_autofree char *fifo = g_build_filename (dir, "fifo", NULL);
+  g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
+  g_autofree char *huge = g_build_filename (dir, "huge", NULL);
+  int fd = open (huge, O_WRONLY | O_CREAT, 0600);
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_cmpint (ftruncate (fd, (off_t) 1 << 40), ==, 0);   /* sparse: a terabyte of nothing */
+  close (fd);
+  /* a name with a literal "%2F" and one with a '/'-free escape */
+  g_autofree char *pct = g_build_filename (dir, "x%2Fy", NULL);
+  g_assert_true (g_file_set_contents (pct, "pct", -1, NULL));
+
+  struct {
+    const char *path;     /* after file:// */
+    EbReason    reason;
+    const char *detail;   /* a piece of it, or NULL */
+  } cases[] = {
+    { "/in/a%20b.txt", EB_REASON_RESOLVED, NULL },
+    { "/in/sub/../a%20b.txt", EB_REASON_REFUSED_PATH, "\"..\" segment" },
+    { "/in/%2e%2e/out/secret", EB_REASON_REFUSED_PATH, "\"..\" segment" },
+    { "/in/%2E/a%20b.txt", EB_REASON_REFUSED_PATH, "\"..\" segment" },
+    { "/in/sub%2F..%2F..%2Fout/secret", EB_REASON_REFUSED_PATH, "escaped '/'" },
+    { "/in/x%252Fy", EB_REASON_RESOLVED, NULL },
+    { "/in/link", EB_REASON_REFUSED_PATH, "not inside local_file_dirs" },
+    { "/in/dlink/secret", EB_REASON_REFUSED_PATH, "not inside local_file_dirs" },
+    { "/in/fifo", EB_REASON_REFUSED_PATH, "not a regular file" },
+    { "/in/sub", EB_REASON_REFUSED_PATH, "not a regular file" },
+    { "/in/sub/", EB_REASON_REFUSED_PATH, "not a regular file" },
+    { "/in/none", EB_REASON_REFUSED_PATH, "No such file" },
+    { "/in/a%20b.txt%00.jpg", EB_REASON_REFUSED_PATH, "NUL" },
+    { "/out/secret", EB_REASON_REFUSED_PATH, "not inside local_file_dirs" },
+    { "/in/huge", EB_REASON_PART_TOO_LARGE, NULL },
+    { "/in/a%zzb", EB_REASON_REFUSED_PATH, "bad %-escape" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autofree char *u = g_strdup_printf ("file://%s%s", top, cases[i].path);
+    g_autofree char *detail = NULL;
+    g_autofree char *head = NULL;
+    EbReason r = file_url (u, dir, NULL, &detail, &head);
+    g_assert_cmpstr (eb_reason_token (r), ==, eb_reason_token (cases[i].reason));
+    if (cases[i].detail)
+      g_assert_nonnull (strstr (detail, cases[i].detail));
+    if (r == EB_REASON_RESOLVED) {
+      /* the trace names the URL, not the path read */
+      g_assert_nonnull (strstr (head, "X-Extbody-Resolved: access-type=URL;\n\tURL=\"file:"));
+    }
+  }
+  /* the host: empty or localhost in any case; anything else, even with the
+   * same path, is another machine's file */
+  const char *hosts[] = { "localhost", "LOCALHOST", "LocalHost" };
+  for (guint i = 0; i < G_N_ELEMENTS (hosts); i++) {
+    g_autofree char *u = g_strdup_printf ("file://%s%s/in/a%%20b.txt", hosts[i], top);
+    g_autofree char *detail = NULL;
+    g_assert_cmpint (file_url (u, dir, NULL, &detail, NULL), ==, EB_REASON_RESOLVED);
+  }
+  const char *remote[] = { "evil", "evil.example", "127.0.0.1", "localhost.", "localhost:0", "%6cocalhost",
+                           "user@localhost" };
+  for (guint i = 0; i < G_N_ELEMENTS (remote); i++) {
+    g_autofree char *u = g_strdup_printf ("file://%s%s/in/a%%20b.txt", remote[i], top);
+    g_autofree char *detail = NULL;
+    g_assert_cmpint (file_url (u, dir, NULL, &detail, NULL), ==, EB_REASON_FILE_REMOTE_HOST);
+  }
+  /* the limits: max_part_bytes and the message's max_message_bytes */
+  g_autofree char *u = g_strdup_printf ("file://%s/in/a%%20b.txt", top);
+  g_autofree char *d1 = NULL, *d2 = NULL, *d3 = NULL;
+  g_assert_cmpint (file_url (u, dir, "max_part_bytes=4", &d1, NULL), ==, EB_REASON_PART_TOO_LARGE);
+  g_assert_cmpint (file_url (u, dir, "max_message_bytes=4", &d2, NULL), ==, EB_REASON_MESSAGE_BUDGET);
+  /* the whole file system is not a directory list away: "/" must be named */
+  g_assert_cmpint (file_url (u, out, NULL, &d3, NULL), ==, EB_REASON_REFUSED_PATH);
+
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", top);
+  g_assert_cmpint (system (rm), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1015,5 +1231,6 @@ main (int argc, char **argv)
   g_test_add_func ("/resolve/header/root-crlf", test_header_root_crlf);
   g_test_add_func ("/resolve/header/trace", test_header_trace);
   g_test_add_func ("/resolve/every-reason", test_every_reason);
+  g_test_add_func ("/resolve/file-url", test_file_url);
   return g_test_run ();
 }
