@@ -256,9 +256,34 @@ progress_cb (gpointer data)
     g_atomic_int_set (&w->cancelled, 1);
 }
 
+/* An argument of the request's query: POST /rewrite?stored. */
+static enum MHD_Result
+find_arg (void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+  (void) kind;
+  (void) value;
+  struct { const char *name; gboolean found; } *want = cls;
+  if (key && strcmp (key, want->name) == 0) {
+    want->found = TRUE;
+    return MHD_NO;
+  }
+  return MHD_YES;
+}
+
+static gboolean
+has_arg (struct MHD_Connection *conn, const char *name)
+{
+  struct { const char *name; gboolean found; } want = { name, FALSE };
+  MHD_get_connection_values (conn, MHD_GET_ARGUMENT_KIND, find_arg, &want);
+  return want.found;
+}
+
 /* POST /rewrite and /externalize: the bytes `extbody rewrite --filter` (or
  * `extbody externalize --filter`) writes for the message, counted and logged
- * as the milter's messages are. */
+ * as the milter's messages are. POST /rewrite?stored: the bytes `extbody
+ * rewrite --maildir` writes for a stored message instead (mail at rest, as
+ * extbody-imap-rewrite sends it): its trace fields kept, no X-Extbody field
+ * added, and the Content-Length fields of a changed message removed. */
 static enum MHD_Result
 answer_rewrite (struct MHD_Connection *conn, Req *r)
 {
@@ -276,6 +301,8 @@ answer_rewrite (struct MHD_Connection *conn, Req *r)
     EbRewriteFlags flags = EB_REWRITE_FILTER_FIELD;
     if (eb_config_get_boolean (config, "strip_trace_fields"))
       flags |= EB_REWRITE_STRIP_TRACE;
+    if (has_arg (conn, "stored"))
+      flags = EB_REWRITE_DROP_CONTENT_LENGTH;
     /* the drain's end cuts the fetches off, as the milter's at its stop;
      * so does the client's going away */
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info (conn, MHD_CONNECTION_INFO_CONNECTION_FD);

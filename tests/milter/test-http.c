@@ -260,6 +260,55 @@ test_rewrite_and_inspect (void)
   g_assert_cmpuint (mta_milter_log_count (milter, "http: POST /rewrite 200"), ==, files->len);
 }
 
+/* POST /rewrite?stored answers what `extbody rewrite` (without --filter)
+ * writes, as `extbody rewrite --maildir` does for a stored message: the
+ * trace fields a message came with kept, no X-Extbody field added, and a
+ * changed message's Content-Length fields removed. */
+static void
+test_rewrite_stored (void)
+{
+  g_autoptr (GPtrArray) files = message_files ();
+  guint changed = 0;
+  for (guint i = 0; i < files->len; i++) {
+    const char *file = files->pdata[i];
+    g_test_message ("%s", file);
+    g_autoptr (GMappedFile) mf = g_mapped_file_new (file, FALSE, NULL);
+    g_assert_nonnull (mf);
+    g_autoptr (GBytes) msg = g_mapped_file_get_bytes (mf);
+    g_autoptr (GBytes) want = run_command (NULL, (const char *[]) { "rewrite", "-c", conf, file, NULL });
+    g_autoptr (Response) r = request ("POST", "/rewrite?stored", msg);
+    n_rewrites++;
+    g_assert_cmpuint (r->status, ==, 200);
+    g_assert_true (g_bytes_equal (r->body, want));
+    gboolean differs = !g_bytes_equal (want, msg);
+    changed += differs;
+    g_assert_cmpstr (g_hash_table_lookup (r->fields, "extbody-changed"), ==, differs ? "yes" : "no");
+    if (g_str_has_suffix (file, "forged.eml")) {
+      g_assert_true (differs);
+      g_assert_nonnull (g_strstr_len (g_bytes_get_data (r->body, NULL), (gssize) g_bytes_get_size (r->body),
+                                      "X-Extbody: forged"));
+    }
+  }
+  g_assert_cmpuint (changed, >=, 2);
+  /* a changed message loses its Content-Length field, an unchanged one keeps it */
+  const char *with_cl =
+    "From: a@example.org\r\nSubject: cl\r\nContent-Length: 12\r\n"
+    "MIME-Version: 1.0\r\nContent-Type: message/external-body; access-type=URL;\r\n"
+    " URL=\"data:,hello\"\r\n\r\nContent-Type: text/plain\r\n\r\n";
+  g_autoptr (GBytes) m1 = g_bytes_new_static (with_cl, strlen (with_cl));
+  g_autoptr (Response) r1 = request ("POST", "/rewrite?stored", m1);
+  n_rewrites++;
+  g_assert_cmpuint (r1->status, ==, 200);
+  g_assert_cmpstr (g_hash_table_lookup (r1->fields, "extbody-changed"), ==, "yes");
+  g_assert_null (g_strstr_len (g_bytes_get_data (r1->body, NULL), (gssize) g_bytes_get_size (r1->body), "Content-Length"));
+  const char *plain = "From: a@example.org\r\nSubject: cl\r\nContent-Length: 6\r\n\r\nhello\r\n";
+  g_autoptr (GBytes) m2 = g_bytes_new_static (plain, strlen (plain));
+  g_autoptr (Response) r2 = request ("POST", "/rewrite?stored", m2);
+  n_rewrites++;
+  g_assert_cmpuint (r2->status, ==, 200);
+  g_assert_true (g_bytes_equal (r2->body, m2));
+}
+
 static guint64
 metric (GBytes *text, const char *name)
 {
@@ -942,6 +991,7 @@ main (int argc, char **argv)
   g_autofree char *log = g_build_filename (dir, "milter.log", NULL);
   milter = mta_milter_start (sock, conf, log, NULL);
   g_test_add_func ("/http/rewrite-and-inspect", test_rewrite_and_inspect);
+  g_test_add_func ("/http/rewrite-stored", test_rewrite_stored);
   g_test_add_func ("/http/client", test_client);
   g_test_add_func ("/http/metrics", test_metrics);
   g_test_add_func ("/http/errors", test_errors);
