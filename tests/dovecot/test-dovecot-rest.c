@@ -6,46 +6,117 @@
  * `doveadm exec imap`, and read back over IMAP:
  *   - every data: reference the generator marks resolvable is resolved (its
  *     X-Extbody-Resolved field carries the content's sha256);
- *   - every other message is byte for byte what IMAP served before;
+ *   - every message is byte for byte what plain `extbody rewrite` writes for
+ *     what IMAP served before (the way of the tool when it ran a process per
+ *     message): the others are untouched (same UID);
  *   - flags, keywords and internal dates are kept, the count is unchanged,
  *     each message is there once and no bookkeeping keyword is left;
+ *   - through extbodyd's HTTP listener (-s, POST /rewrite?stored) the store
+ *     comes out the same as with one extbody process per batch;
+ *   - issue 29's selection by BODYSTRUCTURE: references at every depth (top
+ *     level, in a multipart/alternative, in a forwarded message/rfc822, in
+ *     nested multiparts, in RFC 2231 sections) are found and resolved, a
+ *     reference of another access-type is not fetched, and a store without
+ *     references has no message fetched whole (the tool's count line);
+ *   - a store that changes during the run (through the tool's test hook): a
+ *     message expunged and another flagged between fetching and storing,
+ *     one that arrives between SELECT and the selection; the expunged one
+ *     stays gone, the flagged one's new version has the flag, the new one is
+ *     not touched;
  *   - killed (SIGKILL, through the tool's test hook) after each step of the
  *     third message it rewrites, the run loses nothing (every message still
  *     there, in its old or its new version), and a second run finishes with
  *     the same result as a run never interrupted.
  *
  * Needs root and the Debian packages dovecot-core and dovecot-imapd;
- * otherwise exits 77 (skipped). */
+ * otherwise exits 77 (skipped). The daemon case needs EXTBODYD (ctest). */
 #include "dovecot-test.h"
+#include "mta-milter.h"
 
 static DtServer server;
 static char *corpus;
+static char *special;        /* the selection's messages (write_special) */
 static GHashTable *expect;   /* Message-ID -> "sha256,sha256" */
+static GHashTable *wanted;   /* Message-ID -> GBytes: plain `extbody rewrite` of what IMAP served */
 static GPtrArray *loaded;    /* the messages as IMAP served them before any rewrite */
 static guint users;
+static MtaMilter *daemon_;   /* extbodyd with its http_socket, when EXTBODYD is set */
+static char *http_sock;
 
-/* A fresh user with the corpus in its INBOX. */
+/* A fresh user with the messages of @dir (the corpus when NULL) in its INBOX. */
 static char *
-new_user (void)
+new_user_with (const char *dir)
 {
   char *user = g_strdup_printf ("u%u", ++users);
-  G_GNUC_UNUSED g_autofree char *out = dt_client ((const char *const[]) { "load", server.conf, user, corpus, NULL });
+  G_GNUC_UNUSED g_autofree char *out = dt_client ((const char *const[]) { "load", server.conf, user, dir ? dir : corpus, NULL });
   return user;
 }
 
-/* extbody-imap-rewrite for @user; its exit status (128 + signal when killed). */
+static char *
+new_user (void)
+{
+  return new_user_with (NULL);
+}
+
+/* extbody-imap-rewrite for @user with the options @opts (NULL: one extbody
+ * process per batch) and the environment assignments @env; its exit status
+ * (128 + signal when killed), what it wrote in *@output. */
 static int
-rewrite (const char *user, const char *kill_at)
+rewrite_full (const char *user, const char *opts, const char *env, char **output)
 {
   g_autofree char *tool = g_test_build_filename (G_TEST_DIST, "..", "filters", "dovecot", "extbody-imap-rewrite", NULL);
   g_autofree char *conf = g_build_filename (server.work, "extbody.conf", NULL);
-  g_autofree char *cmd = g_strdup_printf ("%s%s%s python3 '%s' -c '%s' -e '%s' -u '%s' --dovecot-config '%s' 2>&1",
-                                          kill_at ? "EXTBODY_IMAP_REWRITE_KILL='" : "", kill_at ? kill_at : "",
-                                          kill_at ? "'" : "", tool, conf, g_getenv ("EXTBODY"), user, server.conf);
+  g_autofree char *cmd = g_strdup_printf ("%s python3 '%s' -c '%s' -e '%s' %s -u '%s' --dovecot-config '%s' 2>&1",
+                                          env ? env : "", tool, conf, g_getenv ("EXTBODY"),
+                                          opts ? opts : "--no-daemon", user, server.conf);
   g_autofree char *out = NULL;
   int rc = dt_sh (cmd, &out);
-  g_test_message ("extbody-imap-rewrite (%s): %d: %s", kill_at ? kill_at : "whole run", rc, out);
+  g_test_message ("extbody-imap-rewrite (%s %s): %d: %s", opts ? opts : "", env ? env : "whole run", rc, out);
+  if (output)
+    *output = g_steal_pointer (&out);
   return rc;
+}
+
+static int
+rewrite (const char *user, const char *kill_at)
+{
+  g_autofree char *env = kill_at ? g_strdup_printf ("EXTBODY_IMAP_REWRITE_KILL='%s'", kill_at) : NULL;
+  return rewrite_full (user, NULL, env, NULL);
+}
+
+/* The numbers of the count line "INBOX: N messages, F fetched whole, C changed". */
+static void
+counts (const char *out, guint *n, guint *fetched, guint *changed)
+{
+  const char *at = strstr (out, "INBOX: ");
+  g_assert_nonnull (at);
+  g_assert_cmpint (sscanf (at, "INBOX: %u messages, %u fetched whole, %u changed", n, fetched, changed), ==, 3);
+}
+
+/* Plain `extbody rewrite` of each message of @msgs: Message-ID -> GBytes. */
+static GHashTable *
+rewrite_each (GPtrArray *msgs)
+{
+  GHashTable *h = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_bytes_unref);
+  g_autofree char *conf = g_build_filename (server.work, "extbody.conf", NULL);
+  g_autofree char *file = g_build_filename (server.work, "one.eml", NULL);
+  for (guint i = 0; i < msgs->len; i++) {
+    const DtMsg *m = g_ptr_array_index (msgs, i);
+    gsize n = 0;
+    const char *d = g_bytes_get_data (m->body, &n);
+    g_assert_true (g_file_set_contents (file, d, (gssize) n, NULL));
+    const char *argv[] = { g_getenv ("EXTBODY"), "rewrite", "-c", conf, file, NULL };
+    g_autofree char *out = NULL;
+    gsize len = 0;
+    g_autoptr (GError) error = NULL;
+    int status = 0;
+    g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL, &status, &error);
+    g_assert_no_error (error);
+    g_assert_true (g_spawn_check_wait_status (status, NULL));
+    len = strlen (out);   /* the messages here hold no NUL */
+    g_hash_table_insert (h, g_strdup (m->msgid), g_bytes_new (out, len));
+  }
+  return h;
 }
 
 static const DtMsg *
@@ -76,6 +147,8 @@ assert_rewritten (GPtrArray *after)
     g_assert_cmpuint (n, ==, 1);
     g_assert_cmpstr (a->flags, ==, b->flags);
     g_assert_cmpstr (a->date, ==, b->date);
+    /* what the old way, a process per message, stored */
+    g_assert_true (g_bytes_equal (a->body, g_hash_table_lookup (wanted, b->msgid)));
     const char *shas = g_hash_table_lookup (expect, b->msgid);
     if (!shas) {
       g_assert_true (g_bytes_equal (a->body, b->body));
@@ -116,6 +189,213 @@ test_whole_run (void)
     g_assert_cmpuint (x->uid, ==, y->uid);
     g_assert_true (g_bytes_equal (x->body, y->body));
   }
+}
+
+/* Through the daemon's HTTP listener: the same store as with one extbody
+ * process per batch (the previous case checked that one). */
+static void
+test_daemon (void)
+{
+  if (!daemon_) {
+    g_test_skip ("EXTBODYD is not set (run through ctest)");
+    return;
+  }
+  g_autofree char *user = new_user ();
+  g_autofree char *opts = g_strdup_printf ("-v -j 4 --batch 7 -s unix:%s", http_sock);
+  g_autofree char *out = NULL;
+  g_assert_cmpint (rewrite_full (user, opts, NULL, &out), ==, 0);
+  g_assert_nonnull (strstr (out, "through extbodyd"));
+  g_autoptr (GPtrArray) after = dt_dump (&server, user);
+  assert_rewritten (after);
+  g_assert_cmpuint (mta_milter_log_count (daemon_, "http: POST /rewrite 200"), >=, g_hash_table_size (expect));
+  /* a daemon named and not there: 69, nothing done */
+  g_autofree char *user2 = new_user ();
+  g_autofree char *gone = g_strdup_printf ("-s unix:%s/nothing.sock", server.work);
+  g_assert_cmpint (rewrite_full (user2, gone, NULL, NULL), ==, 69);
+}
+
+/* A small batch and one job: several extbody runs, same store. */
+static void
+test_small_batches (void)
+{
+  g_autofree char *user = new_user ();
+  g_autofree char *out = NULL;
+  g_assert_cmpint (rewrite_full (user, "--no-daemon -j 1 --batch 3", NULL, &out), ==, 0);
+  g_autoptr (GPtrArray) after = dt_dump (&server, user);
+  assert_rewritten (after);
+  /* nothing of the temporary Maildirs is left */
+  g_autofree char *left = NULL;
+  dt_sh ("ls -d ${TMPDIR:-/tmp}/extbody-imap-rewrite-* 2>/dev/null", &left);
+  g_assert_cmpstr (left, ==, "");
+}
+
+/* The selection's messages (issue 29): a reference at every depth, one of an
+ * access-type extbody leaves alone, and messages without references. The
+ * number in the name gives the flags (dovecot-client.py load). */
+static const struct { const char *name; gboolean selected; const char *text; } special_msgs[] = {
+  { "m1.eml", TRUE,
+    "Message-ID: <top@sel>\nSubject: top\nMIME-Version: 1.0\n"
+    "Content-Type: message/external-body; access-type=URL; URL=\"data:,top\"\n\n"
+    "Content-Type: text/plain\n\n" },
+  { "m2.eml", TRUE,
+    "Message-ID: <alt@sel>\nSubject: alternative\nMIME-Version: 1.0\n"
+    "Content-Type: multipart/alternative; boundary=a\n\n--a\nContent-Type: text/plain\n\nthe link\n"
+    "--a\nContent-Type: message/external-body; ACCESS-TYPE=url;\n URL=\"data:,alt\"\n\n"
+    "Content-Type: text/plain\n\n\n--a--\n" },
+  { "m3.eml", TRUE,
+    "Message-ID: <fwd@sel>\nSubject: forwarded\nMIME-Version: 1.0\n"
+    "Content-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: text/plain\n\nsee below\n"
+    "--b\nContent-Type: message/rfc822\n\nMessage-ID: <inner@sel>\nSubject: inner\nMIME-Version: 1.0\n"
+    "Content-Type: multipart/alternative; boundary=c\n\n--c\nContent-Type: text/plain\n\nx\n"
+    "--c\nContent-Type: Message/External-Body; access-type=\"URL\"; URL=\"data:,fwd\"\n\n"
+    "Content-Type: text/plain\n\n\n--c--\n\n--b--\n" },
+  { "m4.eml", TRUE,
+    "Message-ID: <nested@sel>\nSubject: nested\nMIME-Version: 1.0\n"
+    "Content-Type: multipart/mixed; boundary=d\n\n--d\nContent-Type: multipart/related; boundary=e\n\n"
+    "--e\nContent-Type: multipart/alternative; boundary=f\n\n--f\nContent-Type: text/plain\n\nx\n"
+    "--f\nContent-Type: message/external-body; access-type=URL; URL=\"data:,nested\"\n\n"
+    "Content-Type: text/plain\n\n\n--f--\n\n--e--\n\n--d\nContent-Type: text/plain\n\ny\n--d--\n" },
+  { "m5.eml", TRUE,
+    "Message-ID: <rfc2231@sel>\nSubject: sections\nMIME-Version: 1.0\n"
+    "Content-Type: message/external-body; access-type=URL;\n URL*0=\"data:,sec\";\n URL*1=\"tions\"\n\n"
+    "Content-Type: text/plain\n\n" },
+  { "m6.eml", FALSE,
+    "Message-ID: <mailserver@sel>\nSubject: mail-server\nMIME-Version: 1.0\n"
+    "Content-Type: message/external-body; access-type=mail-server; server=\"listserv@example.org\"\n\n"
+    "Content-Type: text/plain\n\nget file\n" },
+  { "m7.eml", FALSE,
+    "Message-ID: <plain@sel>\nSubject: plain\n\nno reference, but the words message/external-body\n" },
+  { "m8.eml", FALSE,
+    "Message-ID: <attach@sel>\nSubject: attachment\nMIME-Version: 1.0\n"
+    "Content-Type: multipart/mixed; boundary=g\n\n--g\nContent-Type: text/plain\n\nhi\n"
+    "--g\nContent-Type: application/pdf; name=a.pdf\nContent-Transfer-Encoding: base64\n\nJVBERi0xLjQK\n--g--\n" },
+};
+
+static void
+write_special (void)
+{
+  special = g_build_filename (server.work, "special", NULL);
+  g_autofree char *none = g_build_filename (server.work, "none", NULL);
+  g_mkdir (special, 0755);
+  g_mkdir (none, 0755);
+  for (guint i = 0; i < G_N_ELEMENTS (special_msgs); i++) {
+    g_autofree char *f = g_build_filename (special, special_msgs[i].name, NULL);
+    dt_put (f, special_msgs[i].text, 0644);
+    if (!special_msgs[i].selected) {
+      g_autofree char *g = g_build_filename (none, special_msgs[i].name, NULL);
+      dt_put (g, special_msgs[i].text, 0644);
+    }
+  }
+}
+
+static void
+test_selection (void)
+{
+  g_autofree char *user = new_user_with (special);
+  g_autoptr (GPtrArray) before = dt_dump (&server, user);
+  g_assert_cmpuint (before->len, ==, G_N_ELEMENTS (special_msgs));
+  g_autoptr (GHashTable) want = rewrite_each (before);
+  g_autofree char *out = NULL;
+  g_assert_cmpint (rewrite_full (user, NULL, NULL, &out), ==, 0);
+  guint n = 0, fetched = 0, changed = 0, selected = 0;
+  for (guint i = 0; i < G_N_ELEMENTS (special_msgs); i++)
+    selected += special_msgs[i].selected;
+  counts (out, &n, &fetched, &changed);
+  g_assert_cmpuint (n, ==, G_N_ELEMENTS (special_msgs));
+  g_assert_cmpuint (fetched, ==, selected);
+  g_assert_cmpuint (changed, ==, selected);
+  g_autoptr (GPtrArray) after = dt_dump (&server, user);
+  g_assert_cmpuint (after->len, ==, before->len);
+  for (guint i = 0; i < before->len; i++) {
+    const DtMsg *b = g_ptr_array_index (before, i);
+    guint k = 0;
+    const DtMsg *a = by_msgid (after, b->msgid, &k);
+    g_assert_cmpuint (k, ==, 1);
+    g_assert_true (g_bytes_equal (a->body, g_hash_table_lookup (want, b->msgid)));
+    g_assert_cmpstr (a->flags, ==, b->flags);
+    g_assert_cmpstr (a->date, ==, b->date);
+    /* resolved: the data: URL's words are in the message now */
+    gboolean sel = !g_str_equal (b->msgid, "<mailserver@sel>") && !g_str_equal (b->msgid, "<plain@sel>")
+                   && !g_str_equal (b->msgid, "<attach@sel>");
+    g_assert_true (sel == !g_bytes_equal (a->body, b->body));
+  }
+
+  /* a store without references: nothing fetched whole */
+  g_autofree char *none = g_build_filename (server.work, "none", NULL);
+  g_autofree char *user2 = new_user_with (none);
+  g_autofree char *out2 = NULL;
+  g_assert_cmpint (rewrite_full (user2, NULL, NULL, &out2), ==, 0);
+  counts (out2, &n, &fetched, &changed);
+  g_assert_cmpuint (n, ==, G_N_ELEMENTS (special_msgs) - selected);
+  g_assert_cmpuint (fetched, ==, 0);
+  g_assert_cmpuint (changed, ==, 0);
+  /* Dovecot's own count of the session (doveadm exec imap's log line on
+   * standard error): not one body served */
+  g_assert_nonnull (strstr (out2, " body_count=0 body_bytes=0"));
+}
+
+/* The store changes while the tool runs: a message arrives between SELECT
+ * and the selection; once the batch is fetched and resolved, one message to
+ * rewrite is expunged and another flagged by another session. */
+static void
+test_store_changes (void)
+{
+  g_autofree char *user = new_user ();
+  g_autoptr (GPtrArray) before = dt_dump (&server, user);
+  /* the first two messages that will be rewritten */
+  const DtMsg *gone = NULL, *flagged = NULL;
+  for (guint i = 0; i < before->len && !flagged; i++) {
+    const DtMsg *b = g_ptr_array_index (before, i);
+    if (!g_hash_table_lookup (expect, b->msgid))
+      continue;
+    if (!gone)
+      gone = b;
+    else
+      flagged = b;
+  }
+  g_assert_nonnull (flagged);
+  g_autofree char *arrival = g_build_filename (server.work, "arrival.eml", NULL);
+  dt_put (arrival, "Message-ID: <arrival@sel>\r\nSubject: arrival\r\nMIME-Version: 1.0\r\n"
+                   "Content-Type: message/external-body; access-type=URL; URL=\"data:,new\"\r\n\r\n"
+                   "Content-Type: text/plain\r\n\r\n", 0644);
+  /* one STEP:COMMAND a line; \\Flagged in the shell's double quotes */
+  g_autofree char *env = g_strdup_printf (
+    "EXTBODY_IMAP_REWRITE_RUN='selected:doveadm -c %s save -u %s -m INBOX < %s\n"
+    "fetched:doveadm -c %s expunge -u %s mailbox INBOX uid %u; "
+    "doveadm -c %s flags add -u %s \"\\\\Flagged\" mailbox INBOX uid %u'",
+    server.conf, user, arrival, server.conf, user, gone->uid, server.conf, user, flagged->uid);
+  g_autofree char *out = NULL;
+  g_assert_cmpint (rewrite_full (user, NULL, env, &out), ==, 0);
+  g_autoptr (GPtrArray) after = dt_dump (&server, user);
+  g_assert_cmpuint (after->len, ==, before->len);   /* one gone, one arrived */
+  for (guint i = 0; i < before->len; i++) {
+    const DtMsg *b = g_ptr_array_index (before, i);
+    guint k = 0;
+    const DtMsg *a = by_msgid (after, b->msgid, &k);
+    if (b == gone) {
+      g_assert_cmpuint (k, ==, 0);
+      continue;
+    }
+    g_assert_cmpuint (k, ==, 1);
+    g_assert_true (g_bytes_equal (a->body, g_hash_table_lookup (wanted, b->msgid)));
+    g_assert_cmpstr (a->date, ==, b->date);
+    if (b == flagged) {
+      g_assert_false (g_bytes_equal (a->body, b->body));
+      g_assert_nonnull (strstr (a->flags, "\\Flagged"));
+      g_assert_null (strstr (b->flags, "\\Flagged"));
+    } else {
+      g_assert_cmpstr (a->flags, ==, b->flags);
+    }
+  }
+  guint k = 0;
+  const DtMsg *a = by_msgid (after, "<arrival@sel>", &k);
+  g_assert_cmpuint (k, ==, 1);
+  g_assert_true (dt_contains (a->body, "data:,new"));   /* not touched this run */
+  /* the next run takes it */
+  g_assert_cmpint (rewrite (user, NULL), ==, 0);
+  g_autoptr (GPtrArray) again = dt_dump (&server, user);
+  a = by_msgid (again, "<arrival@sel>", &k);
+  g_assert_false (dt_contains (a->body, "data:,new"));
 }
 
 static void
@@ -187,15 +467,46 @@ main (int argc, char **argv)
     g_autofree char *u0 = new_user ();
     loaded = dt_dump (&server, u0);
     g_assert_cmpuint (loaded->len, ==, 40);
+    wanted = rewrite_each (loaded);
+    write_special ();
+    if (g_getenv ("EXTBODYD")) {
+      /* the daemon, its http_socket in the work directory */
+      http_sock = g_build_filename (server.work, "http.sock", NULL);
+      g_autofree char *dconf = g_build_filename (server.work, "extbodyd.conf", NULL);
+      g_autofree char *dtext = g_strdup_printf ("[extbody]\nfetch = off\nmilter_umask = 000\nhttp_socket = unix:%s\n",
+                                                http_sock);
+      dt_put (dconf, dtext, 0644);
+      g_autofree char *msock = g_build_filename (server.work, "milter.sock", NULL);
+      g_autofree char *mlog = g_build_filename (server.work, "extbodyd.log", NULL);
+      daemon_ = mta_milter_start (msock, dconf, mlog, NULL);
+      for (int i = 0; i < 100 && !g_file_test (http_sock, G_FILE_TEST_EXISTS); i++)
+        g_usleep (50000);
+      g_assert_true (g_file_test (http_sock, G_FILE_TEST_EXISTS));
+    }
     g_test_add_func ("/dovecot-rest/rewritten", test_whole_run);
+    g_test_add_func ("/dovecot-rest/daemon-same-store", test_daemon);
+    g_test_add_func ("/dovecot-rest/small-batches", test_small_batches);
+    g_test_add_func ("/dovecot-rest/selection", test_selection);
+    g_test_add_func ("/dovecot-rest/store-changes-during-the-run", test_store_changes);
     for (const char *const *s = (const char *const[]) { "marked", "appended", "flagged", "expunged", NULL }; *s; s++) {
       g_autofree char *path = g_strdup_printf ("/dovecot-rest/killed-after-%s", *s);
       g_test_add_data_func (path, *s, test_killed);
     }
     ret = g_test_run ();
-    if (ret != 0)
+    if (ret != 0) {
       dt_print_log (&server);
+      if (daemon_) {
+        g_autofree char *l = mta_milter_log (daemon_);
+        g_printerr ("extbodyd log:\n%s\n", l ? l : "");
+      }
+    }
+    if (daemon_) {
+      if (daemon_->proc)
+        mta_milter_stop (daemon_, FALSE);
+      mta_milter_free (daemon_);
+    }
     g_ptr_array_unref (loaded);
+    g_hash_table_unref (wanted);
   }
   g_hash_table_unref (expect);
   g_free (corpus);
