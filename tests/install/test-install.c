@@ -107,6 +107,7 @@ test_files (void)
     "share/doc/extbody/examples/resolve-one.c", "share/doc/extbody/examples/Makefile",
     "bin/extbodyc", "share/man/man1/extbodyc.1",
     "libexec/extbody-pipe", "libexec/extbody-pipe-client",
+    "bin/extbody-imap-rewrite", "share/man/man1/extbody-imap-rewrite.1",
   };
   for (guint i = 0; i < G_N_ELEMENTS (must); i++) {
     g_autofree char *p = g_build_filename (prefix, must[i], NULL);
@@ -118,6 +119,13 @@ test_files (void)
   g_assert_true (g_file_test (so1, G_FILE_TEST_IS_SYMLINK));
   g_autofree char *target = g_file_read_link (so1, NULL);
   g_assert_true (g_str_has_prefix (target, "libextbody.so."));
+  /* the old path of extbody-imap-rewrite, for the cron jobs that name it:
+   * a relative link to the command on PATH */
+  g_autofree char *old_imap = g_build_filename (prefix, "libexec", "extbody", "extbody-imap-rewrite", NULL);
+  g_assert_true (g_file_test (old_imap, G_FILE_TEST_IS_SYMLINK));
+  g_autofree char *imap_target = g_file_read_link (old_imap, NULL);
+  g_assert_cmpstr (imap_target, ==, "../../bin/extbody-imap-rewrite");
+  g_assert_true (g_file_test (old_imap, G_FILE_TEST_IS_EXECUTABLE));
 
   g_auto (GStrv) env = example_env ();
   g_autofree char *err = NULL;

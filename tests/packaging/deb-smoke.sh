@@ -140,10 +140,16 @@ echo "    $bindir/extbody"
   || fail "90-extbody.conf's sieve_filter_bin_dir ($bindir) holds no program extbody"
 [ "$(ls "$bindir")" = extbody ] || fail "$bindir holds more than the filter: $(ls "$bindir")"
 grep -qx 'filter "extbody";' "$doc/dovecot/extbody.sieve" || fail "extbody.sieve does not call extbody"
-for cmd in /usr/libexec/extbody/extbody-imap-rewrite; do
-  grep -q "^$cmd -u alice " "$doc/dovecot/README.md" || fail "the Dovecot README does not give $cmd"
+# extbody-imap-rewrite on PATH with its man page; the old libexec path a
+# link to it (cron jobs name it)
+grep -q "^extbody-imap-rewrite -u alice " "$doc/dovecot/README.md" \
+  || fail "the Dovecot README does not give extbody-imap-rewrite -u alice"
+for cmd in /usr/bin/extbody-imap-rewrite /usr/libexec/extbody/extbody-imap-rewrite; do
   "$cmd" --help >/dev/null || fail "$cmd --help"
 done
+[ "$(readlink -f /usr/libexec/extbody/extbody-imap-rewrite)" = /usr/bin/extbody-imap-rewrite ] \
+  || fail "/usr/libexec/extbody/extbody-imap-rewrite is not a link to /usr/bin/extbody-imap-rewrite"
+[ -f /usr/share/man/man1/extbody-imap-rewrite.1.gz ] || fail "no man page extbody-imap-rewrite(1)"
 ! grep -rn '/usr/local/libexec/extbody-exim\|/usr/lib/dovecot/sieve-filter\|^smtpd_milters = unix:/run' "$doc" \
   || fail "an installed README or snippet still gives an old path"
 echo "==> a message through the installed Exim and Sieve wrappers, as the snippets call them"
