@@ -13,19 +13,24 @@ through the resident daemon: `filter "extbody"` meets the socket named extbody
 in sieve_filter_socket_dir, the daemon's dovecot_filter_socket (no process per
 message). The daemon's peak memory (VmHWM) is read at the end of the run.
 
-At rest: the same messages in an mdbox INBOX, read over IMAP (one FETCH of
-every message: the floor), passed through extbody-imap-rewrite with a
-stand-in that copies the message (the tool's own cost: a process per message,
-nothing to store), and rewritten by extbody-imap-rewrite with extbody.
+At rest (issue 29): two --count-message mdbox INBOXes, one with 5% of its
+messages holding external-body parts and one with 0.1%, each read over IMAP
+(one FETCH of every message: the floor) and rewritten by extbody-imap-rewrite
+with one extbody process per batch (--no-daemon) and through the daemon's
+HTTP listener (-s, POST /rewrite?stored); each of those twice: on a mailbox
+whose BODYSTRUCTUREs Dovecot never made (the first run over a mailbox) and on
+one where a FETCH of every BODYSTRUCTURE came first (cached: every later
+run). Each row starts from a copy of the same loaded mailbox.
 
 Messages per second, the median of --repeat runs, and the slowdown against
 the first row of each part. Not a test: nothing asserts a speed.
 
     python3 tests/bench/bench-dovecot.py [--build build] [--daemon PATH] [--count 1000] [--sessions 4]
-                                         [--repeat 3] [--delivery-only]
+                                         [--repeat 3] [--delivery-only | --rest-only]
 
 --daemon names the daemon program (default: extbodyd or extbody-milter under
-the build directory); --delivery-only leaves the at-rest part out.
+the build directory); --delivery-only leaves the at-rest part out,
+--rest-only the delivery part.
 """
 import argparse
 import concurrent.futures
@@ -43,6 +48,10 @@ import time
 from benchlib import free_port, find_daemon, vm_hwm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# at rest: the corpora (name: fraction of messages with external-body parts)
+# and the rows, each on a user of its own (a copy of the loaded mailbox)
+REST_FRACTIONS = {"5": 0.05, "01": 0.001}
+REST_KINDS = ("fetch", "proc1", "procc", "daemon1", "daemonc")
 TOP = os.path.join(HERE, "..", "..")
 
 
@@ -60,6 +69,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--daemon", help="the daemon program (default: extbodyd or extbody-milter under --build)")
     ap.add_argument("--delivery-only", action="store_true", help="leave out the at-rest (IMAP) part")
+    ap.add_argument("--rest-only", action="store_true", help="leave out the delivery (LMTP) part")
     args = ap.parse_args()
     daemon_bin = args.daemon or find_daemon(os.path.abspath(args.build))
     if not daemon_bin:
@@ -103,8 +113,9 @@ def main():
         dconf = os.path.join(work, "daemon.conf")
         # the one door this run uses; the HTTP listener's default (under
         # /run/extbody, the system's) not opened
-        put(dconf, "[extbody]\nfetch = off\nmilter_umask = 000\nhttp_socket =\n"
-            "dovecot_filter_socket = %s/extbody\n" % sockdir)
+        http_sock = os.path.join(sockdir, "http.sock")
+        put(dconf, "[extbody]\nfetch = off\nmilter_umask = 000\nhttp_socket = unix:%s\n"
+            "dovecot_filter_socket = %s/extbody\n" % (http_sock, sockdir))
         daemon = subprocess.Popen([daemon_bin, "-c", dconf, "-p", "unix:" + os.path.join(work, "milter.sock")],
                                   stderr=subprocess.DEVNULL)
         for _ in range(600):
@@ -123,8 +134,11 @@ def main():
             lines.append("cat%d::65534:65534::%s/cat%d::userdb_sieve_before=%s/cat.sieve" % (r, home, r, sieve))
             lines.append("extbody%d::65534:65534::%s/extbody%d::userdb_sieve_before=%s/extbody.sieve" % (r, home, r, sieve))
             lines.append("socket%d::65534:65534::%s/socket%d::userdb_sieve_before=%s/socket.sieve" % (r, home, r, sieve))
-            for kind in ("fetch", "copy", "rest"):
-                lines.append("%s%d::65534:65534::%s/%s%d::" % (kind, r, home, kind, r))
+        for f in REST_FRACTIONS:
+            lines.append("base%s::65534:65534::%s/base%s::" % (f, home, f))
+            for r in range(args.repeat):
+                for kind in REST_KINDS:
+                    lines.append("%s%s_%d::65534:65534::%s/%s%s_%d::" % (kind, f, r, home, kind, f, r))
         put(users, "\n".join(lines) + "\n")
         port = free_port()
         conf = os.path.join(work, "dovecot.conf")
@@ -218,61 +232,115 @@ plugin {{
         def imap(user):
             return imaplib.IMAP4_stream("doveadm -c '%s' exec imap -u '%s' 2>/dev/null" % (conf, user))
 
-        def load(user):
+        def load(user, corpus_msgs):
             c = imap(user)
-            for m in msgs:
+            for m in corpus_msgs:
                 c.append("INBOX", "(\\Seen)", None, m)
             c.logout()
 
-        def fetch_all(user):
+        def copy_user(src, dst):
+            shutil.rmtree(os.path.join(home, dst), ignore_errors=True)
+            subprocess.run(["cp", "-a", os.path.join(home, src), os.path.join(home, dst)], check=True)
+
+        def drop_user(user):
+            shutil.rmtree(os.path.join(home, user), ignore_errors=True)
+
+        def fetch_all(user, n):
             t = time.monotonic()
             c = imap(user)
             c.select("INBOX")
             c.uid("FETCH", "1:*", "(UID FLAGS INTERNALDATE BODY.PEEK[])")
             c.logout()
-            return len(msgs) / (time.monotonic() - t)
+            return n / (time.monotonic() - t)
 
-        def tool(user, eb):
+        def prime(user):
+            c = imap(user)
+            c.select("INBOX")
+            c.uid("FETCH", "1:*", "(UID FLAGS BODYSTRUCTURE)")
+            c.logout()
+
+        seen_lines = {}
+
+        def tool(user, n, how):
             t = time.monotonic()
-            subprocess.run([sys.executable, os.path.join(TOP, "filters", "dovecot", "extbody-imap-rewrite"),
-                            "-c", econf, "-e", eb, "-u", user, "--dovecot-config", conf],
-                           check=True, stderr=subprocess.DEVNULL)
-            return len(msgs) / (time.monotonic() - t)
+            p = subprocess.run([sys.executable, os.path.join(TOP, "filters", "dovecot", "extbody-imap-rewrite"),
+                                "-c", econf, "-e", extbody, "-u", user, "--dovecot-config", conf] + how,
+                               check=True, stderr=subprocess.PIPE)
+            v = n / (time.monotonic() - t)
+            for line in p.stderr.decode(errors="replace").splitlines():
+                if "INBOX:" in line:
+                    seen_lines.setdefault(user.rsplit("_", 1)[0], line.split("INBOX: ")[1])
+            return v
 
         rows = {"LMTP, no Sieve script": [], "LMTP, Sieve filter through cat": [],
                 "LMTP, Sieve filter through extbody per message": [],
-                "LMTP, Sieve filter through the daemon's socket": [],
-                "IMAP, FETCH of every message": [], "extbody-imap-rewrite, copying stand-in": [],
-                "extbody-imap-rewrite, extbody": []}
+                "LMTP, Sieve filter through the daemon's socket": []}
         names = list(rows)
+        rest = {}
         # one message to each delivery user first: its mailbox exists before
         # the sessions deliver at once (concurrent deliveries creating the
         # same new mdbox can deadlock on its index locks: Dovecot panics, the
         # LMTP session drops)
-        for r in range(args.repeat):
-            for kind in ("none", "cat", "extbody", "socket"):
-                c = smtplib.LMTP("127.0.0.1", port)
-                c.sendmail("bench@example.org", ["%s%d" % (kind, r)], msgs[0])
-                c.quit()
-        for r in range(args.repeat):
-            rows[names[0]].append(deliver("none%d" % r))
-            rows[names[1]].append(deliver("cat%d" % r))
-            rows[names[2]].append(deliver("extbody%d" % r))
-            rows[names[3]].append(deliver("socket%d" % r))
-            if args.delivery_only:
-                continue
-            for kind in ("fetch", "copy", "rest"):
-                load("%s%d" % (kind, r))
-            rows[names[4]].append(fetch_all("fetch%d" % r))
-            rows[names[5]].append(tool("copy%d" % r, os.path.join(bindir, "copy")))
-            rows[names[6]].append(tool("rest%d" % r, extbody))
-        for part in (names[:4], names[4:]):
-            if not rows[part[0]]:
-                continue
-            base = statistics.median(rows[part[0]])
-            for n in part:
+        if not args.rest_only:
+            for r in range(args.repeat):
+                for kind in ("none", "cat", "extbody", "socket"):
+                    c = smtplib.LMTP("127.0.0.1", port)
+                    c.sendmail("bench@example.org", ["%s%d" % (kind, r)], msgs[0])
+                    c.quit()
+            for r in range(args.repeat):
+                rows[names[0]].append(deliver("none%d" % r))
+                rows[names[1]].append(deliver("cat%d" % r))
+                rows[names[2]].append(deliver("extbody%d" % r))
+                rows[names[3]].append(deliver("socket%d" % r))
+            base = statistics.median(rows[names[0]])
+            for n in names:
                 v = statistics.median(rows[n])
-                print("  %-50s %8.1f messages/s  x%.2f slower  (%.2fx of %s)" % (n, v, base / v, v / base, part[0]))
+                print("  %-62s %8.1f messages/s  x%.2f slower  (%.2fx of %s)" % (n, v, base / v, v / base, names[0]))
+        if not args.delivery_only:
+            for f, frac in REST_FRACTIONS.items():
+                rcorpus = os.path.join(work, "corpus" + f)
+                subprocess.run([sys.executable, os.path.join(HERE, "gen-corpus.py"), "-q", "--count", str(args.count),
+                                "--ext-fraction", str(frac), "--format", "dir", "--eol", "crlf", "--out", rcorpus],
+                               check=True)
+                rmsgs = []
+                for name in sorted(os.listdir(rcorpus)):
+                    with open(os.path.join(rcorpus, name), "rb") as fh:
+                        rmsgs.append(fh.read())
+                n = len(rmsgs)
+                load("base" + f, rmsgs)
+                label = "%s%% with references" % ("5" if f == "5" else "0.1")
+                rrows = {"IMAP, FETCH of every message (the floor)": [],
+                         "extbody-imap-rewrite, one process a batch, first run": [],
+                         "extbody-imap-rewrite, one process a batch, BODYSTRUCTURE cached": [],
+                         "extbody-imap-rewrite, daemon socket, first run": [],
+                         "extbody-imap-rewrite, daemon socket, BODYSTRUCTURE cached": []}
+                rn = list(rrows)
+                for r in range(args.repeat):
+                    u = {kind: "%s%s_%d" % (kind, f, r) for kind in REST_KINDS}
+                    for kind in ("fetch", "proc1", "daemon1"):
+                        copy_user("base" + f, u[kind])
+                    rrows[rn[0]].append(fetch_all(u["fetch"], n))
+                    rrows[rn[1]].append(tool(u["proc1"], n, ["--no-daemon"]))
+                    rrows[rn[3]].append(tool(u["daemon1"], n, ["-s", "unix:" + http_sock]))
+                    for kind in ("fetch", "proc1", "daemon1"):
+                        drop_user(u[kind])
+                    for kind in ("procc", "daemonc"):
+                        copy_user("base" + f, u[kind])
+                        prime(u[kind])
+                    rrows[rn[2]].append(tool(u["procc"], n, ["--no-daemon"]))
+                    rrows[rn[4]].append(tool(u["daemonc"], n, ["-s", "unix:" + http_sock]))
+                    for kind in ("procc", "daemonc"):
+                        drop_user(u[kind])
+                drop_user("base" + f)
+                rest[label] = (n, sum(len(m) for m in rmsgs) / 1e6, rrows)
+            for label, (n, size, rrows) in rest.items():
+                print("at rest, %d messages, %.1f MB, %s:" % (n, size, label))
+                base = statistics.median(rrows[list(rrows)[0]])
+                for name, vals in rrows.items():
+                    v = statistics.median(vals)
+                    print("  %-62s %8.1f messages/s  %.2fx the floor's time" % (name, v, base / v))
+            for user, line in sorted(seen_lines.items()):
+                print("  %s: %s" % (user, line))
         print("daemon %s: peak memory (VmHWM) %d KB after %d deliveries through its Dovecot socket"
               % (daemon_bin, vm_hwm(daemon.pid), (len(msgs) + 1) * args.repeat))
         # a failed filter is logged by Pigeonhole (and the message kept as it came)
