@@ -68,6 +68,28 @@ class Syntax(unittest.TestCase):
         d = t.parse_fetch(b"(FLAGS (\\Seen $Label1 \\Recent) UID 3)", 0)
         self.assertEqual(t.flag_list(d["FLAGS"]), ["\\Seen", "$Label1", "\\Recent"])
 
+    def test_raw_items(self):
+        text = (b'(UID 4 FLAGS (\\Seen) BODYSTRUCTURE (("text" "plain" ("name" "a)\\"(b") NIL NIL "7bit" 2 0)'
+                b'({13}\r\nexternal-body) "mixed") RFC822.SIZE 12)')
+        d = t.parse_fetch(text, 0, raw=("BODYSTRUCTURE",))
+        self.assertEqual(d["UID"], b"4")
+        self.assertEqual(d["RFC822.SIZE"], b"12")
+        self.assertIsInstance(d["BODYSTRUCTURE"], t.Raw)
+        self.assertEqual(t.parse_value(d["BODYSTRUCTURE"], 0)[0], t.parse_fetch(text, 0)["BODYSTRUCTURE"])
+        # taken as the last item: the rest of the list, a superset, and the
+        # items after it not read
+        d = t.parse_fetch(text + b"\r\n", 0, raw=("BODYSTRUCTURE",), rest=True)
+        self.assertNotIn("RFC822.SIZE", d)
+        self.assertTrue(d["BODYSTRUCTURE"].endswith(b"RFC822.SIZE 12"))
+        # a raw structure without the word is not parsed (and not selected);
+        # with it, it is parsed
+        self.assertFalse(t.structure_selects(t.Raw(TEXT)))
+        self.assertTrue(t.structure_selects(t.Raw(EXT_URL)))
+        self.assertTrue(t.structure_selects(t.Raw(EXT_URL.upper())))
+        self.assertFalse(t.structure_selects(t.Raw(EXT_FTP)))
+        self.assertTrue(t.structure_selects(t.Raw(b'("message" "external-body" ')))   # cut: cannot read
+        self.assertEqual(t.skip_value(b'  ("a" {3}\r\n)"( ~{1}\r\n( (x)) y', 0), len(b'  ("a" {3}\r\n)"( ~{1}\r\n( (x))'))
+
     def test_errors(self):
         for bad in (b"(a", b'"abc', b"{5}\r\nab", b")", b"", b"{x}\r\n"):
             with self.assertRaises(t.ParseError, msg=bad):
