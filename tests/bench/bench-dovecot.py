@@ -15,7 +15,8 @@ message). The daemon's peak memory (VmHWM) is read at the end of the run.
 
 At rest (issue 29): two --count-message mdbox INBOXes, one with 5% of its
 messages holding external-body parts and one with 0.1%, each read over IMAP
-(one FETCH of every message: the floor) and rewritten by extbody-imap-rewrite
+(one FETCH of every message: the floor, from this process and again from a
+python3 started for it, as the tool is) and rewritten by extbody-imap-rewrite
 with one extbody process per batch (--no-daemon) and through the daemon's
 HTTP listener (-s, POST /rewrite?stored); each of those twice: on a mailbox
 whose BODYSTRUCTUREs Dovecot never made (the first run over a mailbox) and on
@@ -253,6 +254,17 @@ plugin {{
             c.logout()
             return n / (time.monotonic() - t)
 
+        def fetch_all_process(user, n):
+            # the floor again, from a python3 started for it, as the tool is
+            code = ("import imaplib, sys\n"
+                    "c = imaplib.IMAP4_stream(\"doveadm -c '%s' exec imap -u '%s' 2>/dev/null\" % tuple(sys.argv[1:3]))\n"
+                    "c.select('INBOX')\n"
+                    "c.uid('FETCH', '1:*', '(UID FLAGS INTERNALDATE BODY.PEEK[])')\n"
+                    "c.logout()\n")
+            t = time.monotonic()
+            subprocess.run([sys.executable, "-c", code, conf, user], check=True)
+            return n / (time.monotonic() - t)
+
         def prime(user):
             c = imap(user)
             c.select("INBOX")
@@ -310,6 +322,7 @@ plugin {{
                 load("base" + f, rmsgs)
                 label = "%s%% with references" % ("5" if f == "5" else "0.1")
                 rrows = {"IMAP, FETCH of every message (the floor)": [],
+                         "the same from a new python3 process": [],
                          "extbody-imap-rewrite, one process a batch, first run": [],
                          "extbody-imap-rewrite, one process a batch, BODYSTRUCTURE cached": [],
                          "extbody-imap-rewrite, daemon socket, first run": [],
@@ -320,15 +333,16 @@ plugin {{
                     for kind in ("fetch", "proc1", "daemon1"):
                         copy_user("base" + f, u[kind])
                     rrows[rn[0]].append(fetch_all(u["fetch"], n))
-                    rrows[rn[1]].append(tool(u["proc1"], n, ["--no-daemon"]))
-                    rrows[rn[3]].append(tool(u["daemon1"], n, ["-s", "unix:" + http_sock]))
+                    rrows[rn[1]].append(fetch_all_process(u["fetch"], n))
+                    rrows[rn[2]].append(tool(u["proc1"], n, ["--no-daemon"]))
+                    rrows[rn[4]].append(tool(u["daemon1"], n, ["-s", "unix:" + http_sock]))
                     for kind in ("fetch", "proc1", "daemon1"):
                         drop_user(u[kind])
                     for kind in ("procc", "daemonc"):
                         copy_user("base" + f, u[kind])
                         prime(u[kind])
-                    rrows[rn[2]].append(tool(u["procc"], n, ["--no-daemon"]))
-                    rrows[rn[4]].append(tool(u["daemonc"], n, ["-s", "unix:" + http_sock]))
+                    rrows[rn[3]].append(tool(u["procc"], n, ["--no-daemon"]))
+                    rrows[rn[5]].append(tool(u["daemonc"], n, ["-s", "unix:" + http_sock]))
                     for kind in ("procc", "daemonc"):
                         drop_user(u[kind])
                 drop_user("base" + f)
