@@ -20,8 +20,9 @@
 set -eu
 root=${1:-/opt/extbody-test-debroot}
 # Postfix, and what libextbody2, extbody and extbodyd depend on
-# (debian/control; the shared libraries dpkg-shlibdeps finds in the build)
-pkgs="postfix adduser libglib2.0-0 libgmime-3.0-0 libcurl4 libjson-glib-1.0-0
+# (debian/control, python3 among them: extbody ships Python scripts such as
+# extbody-imap-rewrite; the shared libraries dpkg-shlibdeps finds in the build)
+pkgs="postfix adduser python3 libglib2.0-0 libgmime-3.0-0 libcurl4 libjson-glib-1.0-0
   libmilter1.0.1 libmicrohttpd12 libhiredis0.14 libssl3"
 
 [ "$(id -u)" -eq 0 ] || { echo "prepare-debroot: needs root" >&2; exit 77; }
