@@ -96,6 +96,42 @@ class Syntax(unittest.TestCase):
                 t.parse_value(bad, 0)
 
 
+class Reader(unittest.TestCase):
+    """The client's reading of whole responses, from a byte stream."""
+
+    def client(self, data):
+        import io
+        got = []
+        c = t.Imap(io.BufferedReader(io.BytesIO(b"* PREAUTH [CAPABILITY IMAP4rev1 LITERAL+ UIDPLUS] hi\r\n" + data)),
+                   io.BytesIO(), lambda: None)
+        c.on_fetch = got.append
+        return c, got
+
+    def test_selection_fast_path_and_fallback(self):
+        c, got = self.client(
+            b"* 1 FETCH (UID 7 FLAGS (\\Seen $X) BODYSTRUCTURE " + EXT_URL + b")\r\n"
+            b"* 2 FETCH (UID 8 FLAGS () BODYSTRUCTURE (" + TEXT[1:-1] + b" {3}\r\n)x( NIL))\r\n"
+            b"* 3 FETCH (FLAGS (\\Deleted) UID 9 BODYSTRUCTURE " + TEXT + b")\r\n"
+            b"* 4 EXPUNGE\r\nX1 OK done\r\n")
+        self.assertIn("UIDPLUS", c.caps)
+        self.assertIn("LITERAL+", c.caps)
+        for _ in range(5):
+            c.read_response()
+        self.assertEqual(c.done["X1"][0], "OK")
+        self.assertEqual([int(d["UID"]) for d in got], [7, 8, 9])
+        self.assertEqual(t.flag_list(got[0]["FLAGS"]), ["\\Seen", "$X"])
+        self.assertTrue(t.structure_selects(got[0]["BODYSTRUCTURE"]))
+        self.assertFalse(t.structure_selects(got[1]["BODYSTRUCTURE"]))
+        self.assertEqual(t.flag_list(got[2]["FLAGS"]), ["\\Deleted"])
+        self.assertFalse(t.structure_selects(got[2]["BODYSTRUCTURE"]))
+
+    def test_uid_sets(self):
+        self.assertEqual(t.uid_set([5, 1, 2, 3, 9, 10]), b"1:3,5,9:10")
+        self.assertEqual(t.uid_set([4]), b"4")
+        self.assertEqual(t.parse_uid_set(b"45:47,50"), [45, 46, 47, 50])
+        self.assertEqual(t.parse_uid_set(b"3:1"), [3, 2, 1])
+
+
 class Selection(unittest.TestCase):
     def sel(self, text):
         return t.structure_selects(bs(text))
