@@ -335,6 +335,65 @@ test_selection (void)
   g_assert_nonnull (strstr (out2, " body_count=0 body_bytes=0"));
 }
 
+/* The other ways to run it: -n changes nothing; --all takes every mailbox
+ * (a second one made and filled by doveadm); --every-message fetches every
+ * message whole; --command runs the session given (PREAUTH). */
+static void
+test_modes (void)
+{
+  g_autofree char *user = new_user_with (special);
+  g_autoptr (GPtrArray) before = dt_dump (&server, user);
+  guint n = 0, fetched = 0, changed = 0;
+  g_autofree char *out = NULL;
+  g_assert_cmpint (rewrite_full (user, "--no-daemon -n", NULL, &out), ==, 0);
+  g_assert_nonnull (strstr (out, "(dry run: nothing stored)"));
+  counts (out, &n, &fetched, &changed);
+  g_assert_cmpuint (changed, ==, 5);
+  g_autoptr (GPtrArray) same = dt_dump (&server, user);
+  g_assert_cmpuint (same->len, ==, before->len);
+  for (guint i = 0; i < before->len; i++) {
+    const DtMsg *b = g_ptr_array_index (before, i), *a = g_ptr_array_index (same, i);
+    g_assert_cmpuint (a->uid, ==, b->uid);
+    g_assert_cmpstr (a->flags, ==, b->flags);
+    g_assert_true (g_bytes_equal (a->body, b->body));
+  }
+
+  /* a second mailbox with the same messages: --all rewrites both */
+  g_autofree char *mk = g_strdup_printf ("doveadm -c '%s' mailbox create -u %s 'Old mail' && "
+                                         "doveadm -c '%s' copy -u %s 'Old mail' mailbox INBOX all",
+                                         server.conf, user, server.conf, user);
+  g_assert_cmpint (dt_sh (mk, NULL), ==, 0);
+  g_autofree char *out2 = NULL;
+  g_assert_cmpint (rewrite_full (user, "--no-daemon --all", NULL, &out2), ==, 0);
+  g_assert_nonnull (strstr (out2, "INBOX: 8 messages, 5 fetched whole, 5 changed"));
+  g_assert_nonnull (strstr (out2, "Old mail: 8 messages, 5 fetched whole, 5 changed"));
+  g_autofree char *out3 = NULL;
+  g_assert_cmpint (rewrite_full (user, "--no-daemon --all", NULL, &out3), ==, 0);
+  g_assert_nonnull (strstr (out3, "INBOX: 8 messages, 0 fetched whole, 0 changed"));
+  g_assert_nonnull (strstr (out3, "Old mail: 8 messages, 0 fetched whole, 0 changed"));
+
+  /* every message fetched whole: the same store, nothing more to change */
+  g_autofree char *out4 = NULL;
+  g_assert_cmpint (rewrite_full (user, "--no-daemon --every-message", NULL, &out4), ==, 0);
+  g_assert_nonnull (strstr (out4, "INBOX: 8 messages, 8 fetched whole, 0 changed"));
+
+  /* --command: the session given, here the same doveadm exec imap */
+  g_autofree char *user2 = new_user_with (special);
+  g_autofree char *tool = g_test_build_filename (G_TEST_DIST, "..", "filters", "dovecot", "extbody-imap-rewrite", NULL);
+  g_autofree char *conf = g_build_filename (server.work, "extbody.conf", NULL);
+  g_autofree char *cmd = g_strdup_printf ("python3 '%s' -c '%s' -e '%s' --no-daemon "
+                                          "--command \"doveadm -c '%s' exec imap -u %s\" 2>&1",
+                                          tool, conf, g_getenv ("EXTBODY"), server.conf, user2);
+  g_autofree char *out5 = NULL;
+  g_assert_cmpint (dt_sh (cmd, &out5), ==, 0);
+  g_test_message ("%s", out5);
+  g_assert_nonnull (strstr (out5, "INBOX: 8 messages, 5 fetched whole, 5 changed"));
+  /* a session that does not start: 69 */
+  g_autofree char *bad = g_strdup_printf ("python3 '%s' -e '%s' --no-daemon --command false 2>&1", tool,
+                                          g_getenv ("EXTBODY"));
+  g_assert_cmpint (dt_sh (bad, NULL), ==, 69);
+}
+
 /* The store changes while the tool runs: a message arrives between SELECT
  * and the selection; once the batch is fetched and resolved, one message to
  * rewrite is expunged and another flagged by another session. */
@@ -498,6 +557,7 @@ main (int argc, char **argv)
     g_test_add_func ("/dovecot-rest/small-batches", test_small_batches);
     g_test_add_func ("/dovecot-rest/selection", test_selection);
     g_test_add_func ("/dovecot-rest/store-changes-during-the-run", test_store_changes);
+    g_test_add_func ("/dovecot-rest/dry-run-all-every-message-command", test_modes);
     for (const char *const *s = (const char *const[]) { "marked", "appended", "flagged", "expunged", NULL }; *s; s++) {
       g_autofree char *path = g_strdup_printf ("/dovecot-rest/killed-after-%s", *s);
       g_test_add_data_func (path, *s, test_killed);
