@@ -256,13 +256,18 @@ progress_cb (gpointer data)
     g_atomic_int_set (&w->cancelled, 1);
 }
 
-/* An argument of the request's query: POST /rewrite?stored. */
+/* An argument of the request's query (POST /rewrite?stored), looked for. */
+typedef struct {
+  const char *name;
+  gboolean    found;
+} ArgWanted;
+
 static enum MHD_Result
 find_arg (void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
   (void) kind;
   (void) value;
-  struct { const char *name; gboolean found; } *want = cls;
+  ArgWanted *want = cls;
   if (key && strcmp (key, want->name) == 0) {
     want->found = TRUE;
     return MHD_NO;
@@ -273,7 +278,7 @@ find_arg (void *cls, enum MHD_ValueKind kind, const char *key, const char *value
 static gboolean
 has_arg (struct MHD_Connection *conn, const char *name)
 {
-  struct { const char *name; gboolean found; } want = { name, FALSE };
+  ArgWanted want = { name, FALSE };
   MHD_get_connection_values (conn, MHD_GET_ARGUMENT_KIND, find_arg, &want);
   return want.found;
 }
