@@ -388,6 +388,15 @@ test_modes (void)
   g_assert_cmpint (dt_sh (cmd, &out5), ==, 0);
   g_test_message ("%s", out5);
   g_assert_nonnull (strstr (out5, "INBOX: 8 messages, 5 fetched whole, 5 changed"));
+  /* extbody's configuration wrong: 78 before anything is read */
+  g_autofree char *badconf = g_build_filename (server.work, "bad.conf", NULL);
+  dt_put (badconf, "fetch = maybe\n", 0644);
+  g_autofree char *badrun = g_strdup_printf ("python3 '%s' -c '%s' -e '%s' --no-daemon -u %s --dovecot-config '%s' 2>&1",
+                                             tool, badconf, g_getenv ("EXTBODY"), user2, server.conf);
+  g_autofree char *out6 = NULL;
+  g_assert_cmpint (dt_sh (badrun, &out6), ==, 78);
+  g_assert_nonnull (strstr (out6, "fetch"));
+  g_assert_null (strstr (out6, "INBOX:"));
   /* a session that does not start: 69 */
   g_autofree char *bad = g_strdup_printf ("python3 '%s' -e '%s' --no-daemon --command false 2>&1", tool,
                                           g_getenv ("EXTBODY"));
