@@ -54,6 +54,9 @@ packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
 [ "$mode" = test ] && ! command -v npm >/dev/null 2>&1 && packages="$packages nodejs npm"
 # the libraries of Debian's exim4-daemon-light, which test-exim runs unpacked (below)
 [ "$mode" = test ] && packages="$packages libgnutls-dane0 libidn12 libnsl2 libdb5.3 libpcre2-8-0"
+# the libraries of Debian's sendmail-bin, which test-sendmail runs unpacked
+# (below), and m4 to build its configuration from sendmail-cf's macros
+[ "$mode" = test ] && packages="$packages m4 liblockfile1 libldap-2.5-0 libsasl2-2 libwrap0 libnsl2 libdb5.3"
 # the hostile fetch suite's DNS case: a private network namespace (ip link set lo up)
 [ "$mode" = test ] && packages="$packages iproute2"
 # a directory store served by a private nginx (test-roundtrip, test-postfix-externalize)
@@ -160,6 +163,29 @@ if [ "$mode" = test ] && [ ! -x "$exim_root/usr/sbin/exim4" ]; then
     for deb in "$debs"/*.deb; do $sudo dpkg-deb -x "$deb" "$exim_root"; done
   else
     echo "==> could not fetch Exim: test-exim will skip"
+  fi
+  rm -rf "$debs"
+fi
+
+# Sendmail 8.17 for test-sendmail: Debian's sendmail-bin conflicts with
+# postfix (both provide mail-transport-agent), so it is never installed:
+# sendmail-bin, sendmail-base and sendmail-cf (the m4 macros) are fetched with
+# apt-get download and unpacked with dpkg-deb -x under
+# /opt/extbody-test-sendmail, where test-sendmail finds them (the CMake cache
+# path EXTBODY_TEST_SENDMAIL). Nothing runs from it but the test's private
+# instances.
+sendmail_root=/opt/extbody-test-sendmail
+if [ "$mode" = test ] && [ ! -x "$sendmail_root/usr/libexec/sendmail/sendmail" ]; then
+  if [ "$(id -u)" -eq 0 ]; then sudo=; else sudo=sudo; fi
+  echo "==> unpacking Debian's sendmail-bin into $sendmail_root (not installed: it conflicts with postfix)"
+  debs=$(mktemp -d)
+  chmod 755 "$debs"
+  if (cd "$debs" && { apt-get download -q sendmail-bin sendmail-base sendmail-cf 2>/dev/null \
+        || { $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null \
+             && apt-get download -q sendmail-bin sendmail-base sendmail-cf; }; }); then
+    for deb in "$debs"/*.deb; do $sudo dpkg-deb -x "$deb" "$sendmail_root"; done
+  else
+    echo "==> could not fetch Sendmail: test-sendmail will skip"
   fi
   rm -rf "$debs"
 fi
@@ -349,9 +375,9 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 # warns where gcc does not. Its tests without the slow ones the gcc builds
 # already ran twice (Postfix, valgrind, the hostile suites, the skip path over
 # the hostile suite's messages).
-echo "==> the clang build's tests (all but Postfix, the Redis pool, Exim, Dovecot, valgrind and the hostile suites)"
+echo "==> the clang build's tests (all but Postfix, the Redis pool, Exim, Sendmail, OpenSMTPD, Dovecot, valgrind and the hostile suites)"
 stage clang build-clang -DCMAKE_C_COMPILER=clang -- \
-  -E '^(test-postfix.*|test-redis-pool|test-teardown|test-valgrind|test-hostile.*|test-skip-path-(hostile|heavy)|test-exim|test-dovecot.*)$'
+  -E '^(test-postfix.*|test-redis-pool|test-teardown|test-valgrind|test-hostile.*|test-skip-path-(hostile|heavy)|test-exim|test-sendmail|test-opensmtpd|test-dovecot.*)$'
 # Every libFuzzer target for EXTBODY_FUZZ_SECONDS (45) from the committed seeds;
 # tests/fuzz/run-fuzz.sh runs them for longer.
 echo "==> fuzzing every target (libFuzzer, ASan, UBSan) for ${EXTBODY_FUZZ_SECONDS:-45} s each"
