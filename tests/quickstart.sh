@@ -57,6 +57,8 @@ packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
 # the libraries of Debian's sendmail-bin, which test-sendmail runs unpacked
 # (below), and m4 to build its configuration from sendmail-cf's macros
 [ "$mode" = test ] && packages="$packages m4 liblockfile1 libldap-2.5-0 libsasl2-2 libwrap0 libnsl2 libdb5.3"
+# the libraries of Debian's opensmtpd, which test-opensmtpd runs unpacked (below)
+[ "$mode" = test ] && packages="$packages libevent-2.1-7 libpam0g libcrypt1 libssl3 zlib1g"
 # the hostile fetch suite's DNS case: a private network namespace (ip link set lo up)
 [ "$mode" = test ] && packages="$packages iproute2"
 # a directory store served by a private nginx (test-roundtrip, test-postfix-externalize)
@@ -186,6 +188,28 @@ if [ "$mode" = test ] && [ ! -x "$sendmail_root/usr/libexec/sendmail/sendmail" ]
     for deb in "$debs"/*.deb; do $sudo dpkg-deb -x "$deb" "$sendmail_root"; done
   else
     echo "==> could not fetch Sendmail: test-sendmail will skip"
+  fi
+  rm -rf "$debs"
+fi
+
+# OpenSMTPD 6.8 for test-opensmtpd: Debian's opensmtpd conflicts with postfix
+# too: fetched and unpacked the same way under /opt/extbody-test-opensmtpd
+# (the CMake cache path EXTBODY_TEST_OPENSMTPD). Its users (opensmtpd,
+# opensmtpq) are not created: the test's smtpd runs in a private mount
+# namespace with a copy of /etc/passwd that has them
+# (tests/opensmtpd/opensmtpd-peer.sh).
+opensmtpd_root=/opt/extbody-test-opensmtpd
+if [ "$mode" = test ] && [ ! -x "$opensmtpd_root/usr/sbin/smtpd" ]; then
+  if [ "$(id -u)" -eq 0 ]; then sudo=; else sudo=sudo; fi
+  echo "==> unpacking Debian's opensmtpd into $opensmtpd_root (not installed: it conflicts with postfix)"
+  debs=$(mktemp -d)
+  chmod 755 "$debs"
+  if (cd "$debs" && { apt-get download -q opensmtpd 2>/dev/null \
+        || { $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null \
+             && apt-get download -q opensmtpd; }; }); then
+    for deb in "$debs"/*.deb; do $sudo dpkg-deb -x "$deb" "$opensmtpd_root"; done
+  else
+    echo "==> could not fetch OpenSMTPD: test-opensmtpd will skip"
   fi
   rm -rf "$debs"
 fi

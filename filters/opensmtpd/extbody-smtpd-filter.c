@@ -42,11 +42,12 @@
  * is larger than its reference, base64 4/3 of it) */
 #define EBS_ANSWER_FACTOR 4
 #define EBS_ANSWER_SLACK (1024 * 1024)
-/* smtpd reads a filter's line into a LINE_MAX (2048) buffer, cutting what
- * is longer: "filter-dataline|" 16 hex "|" 16 hex "|" and the line must fit,
- * so an answer with a longer line is not used (the message passes as it
- * came, whose lines smtpd itself handed over) */
-#define EBS_MAX_OUT_LINE (2047 - 16 - 16 - 16 - 3)
+/* smtpd 6.8 reads a filter's line into a LINE_MAX (2048) buffer and cuts
+ * what is longer (seen: a 3000-byte line echoed by a filter arrives as its
+ * first 1997 bytes): "filter-dataline|" (16), two 16-digit ids, three '|'
+ * and the line must fit in 2047, so an answer with a longer line (dot-stuffed)
+ * is not used and the message goes on as it came */
+#define EBS_MAX_OUT_LINE (2047 - 16 - 16 - 16 - 2)
 /* a line from smtpd longer than this cannot be one: the protocol is lost */
 #define EBS_MAX_IN_LINE (1024 * 1024)
 #define EBS_IO_CHUNK (64 * 1024)
@@ -237,7 +238,11 @@ check_lines (const char *body, size_t len)
   while (p < end) {
     const char *nl = memchr (p, '\n', (size_t) (end - p));
     size_t n = (size_t) ((nl ? nl : end) - p);
-    if (n + 1 > EBS_MAX_OUT_LINE)
+    if (nl && n > 0 && p[n - 1] == '\r')
+      n--;
+    if (n > 0 && p[0] == '.')
+      n++;
+    if (n > EBS_MAX_OUT_LINE)
       return "a line of the answer too long for smtpd's filter protocol";
     p = nl ? nl + 1 : end;
   }

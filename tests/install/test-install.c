@@ -108,6 +108,7 @@ test_files (void)
     "bin/extbodyc", "share/man/man1/extbodyc.1",
     "libexec/extbody-pipe", "libexec/extbody-pipe-client",
     "bin/extbody-imap-rewrite", "share/man/man1/extbody-imap-rewrite.1",
+    "libexec/extbody/extbody-smtpd-filter", "share/man/man8/extbody-smtpd-filter.8",
   };
   for (guint i = 0; i < G_N_ELEMENTS (must); i++) {
     g_autofree char *p = g_build_filename (prefix, must[i], NULL);
