@@ -24,7 +24,10 @@
  *   ("451 4.3.2 Please try again later"), not at the end of data;
  * - the daemon killed (SIGKILL) between DATA's 354 and the end of data (the
  *   milter connection open, then broken): F=T answers the end of data with
- *   451 and keeps nothing; the shipped flags deliver the message as it came.
+ *   451 and keeps nothing; the shipped flags deliver the message as it came;
+ * - the Debian package's socket layout (the daemon as another user, its
+ *   socket 0770 in that user's 0750 directory) passes Sendmail's file
+ *   safety checks: a third instance resolves through it.
  *
  * Privilege: run as root (Sendmail's daemon, as Debian starts it, without
  * RunAsUser; the local mailer runs as the recipient, root), in a private UTS
@@ -92,6 +95,16 @@ send_steps (guint port, const char *msg, const char *kill_pid)
   g_strchomp (out);
   g_test_message ("%s", out);
   return out;
+}
+
+static char *
+read_instance_file (const char *instance, const char *name)
+{
+  g_autofree char *p = g_build_filename (dir, instance, name, NULL);
+  char *text = NULL;
+  if (!g_file_get_contents (p, &text, NULL, NULL))
+    return g_strdup ("");
+  return text;
 }
 
 static char *
@@ -321,6 +334,81 @@ test_daemon_killed_mid_message (void)
   daemon_start ();
 }
 
+
+/* The Debian package's layout: the daemon as a user of its own (here
+ * nobody), its socket (mode 0770, the default milter_umask 007) in a
+ * directory of that user's (mode 0750), as /var/spool/postfix/extbody is:
+ * Sendmail's file safety checks accept it, and a third instance with the
+ * shipped line resolves through it. */
+static void
+test_package_layout (void)
+{
+  /* Debian's base-passwd always has them */
+  g_assert_cmpint (test_sh ("getent passwd nobody >/dev/null && getent group nogroup >/dev/null", NULL), ==, 0);
+  g_autofree char *pkg = g_build_filename (dir, "pkg", NULL);
+  g_autofree char *run = g_build_filename (dir, "pkg-run", NULL);
+  g_assert_cmpint (g_mkdir (pkg, 0750), ==, 0);
+  g_assert_cmpint (g_mkdir (run, 0755), ==, 0);
+  g_chmod (run, 0755);
+  g_autofree char *own = g_strdup_printf ("chown nobody:nogroup '%s' && chmod 0750 '%s'", pkg, pkg);
+  g_assert_cmpint (test_sh (own, NULL), ==, 0);
+  /* a copy of the daemon (and its library) that nobody can run: the build
+   * tree may be under root's 0700 home */
+  g_autofree char *copy = test_copy_for_everyone (g_getenv ("EXTBODYD"), run, NULL, 0755);
+  g_autofree char *libdir = g_path_get_dirname (g_getenv ("EXTBODY"));
+  g_autofree char *lib = g_build_filename (libdir, "libextbody.so.2", NULL);
+  g_free (test_copy_for_everyone (lib, run, NULL, 0644));
+  g_autofree char *conf = g_build_filename (run, "pkg.conf", NULL);
+  g_assert_true (g_file_set_contents (conf, "[extbody]\nfetch = off\n", -1, NULL));
+  g_chmod (conf, 0644);
+  g_autofree char *sock = g_build_filename (pkg, "extbody.sock", NULL);
+  g_autofree char *spec = g_strdup_printf ("unix:%s", sock);
+  g_autofree char *log = g_build_filename (run, "pkg.log", NULL);
+  g_autoptr (GSubprocessLauncher) l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+  g_subprocess_launcher_set_stderr_file_path (l, log);
+  /* the build tree's RUNPATH names ../../src from the program: the copy
+   * finds the library copied beside it through LD_LIBRARY_PATH */
+  g_subprocess_launcher_setenv (l, "LD_LIBRARY_PATH", run, TRUE);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) d = g_subprocess_launcher_spawn (l, &error, "setpriv", "--reuid=nobody", "--regid=nogroup",
+                                                           "--clear-groups", copy, "-p", spec, "-c", conf, "-o",
+                                                           "http_socket=", "-o", "dovecot_filter_socket=", NULL);
+  g_assert_no_error (error);
+  g_autofree char *kill_d = g_strdup_printf ("kill -KILL %s", g_subprocess_get_identifier (d));
+  guint wd = test_watchdog_add (kill_d);
+  for (int t = 0; t < 60 * 50 && !g_file_test (sock, G_FILE_TEST_EXISTS); t++)
+    g_usleep (20000);
+  if (!g_file_test (sock, G_FILE_TEST_EXISTS)) {
+    g_autofree char *text = NULL;
+    g_file_get_contents (log, &text, NULL, NULL);
+    g_error ("the daemon as nobody did not start: %s", text ? text : "");
+  }
+  GStatBuf st;
+  g_assert_cmpint (g_stat (sock, &st), ==, 0);
+  g_assert_cmpuint (st.st_mode & 0777, ==, 0770);
+  g_assert_cmpuint (st.st_uid, !=, 0);
+
+  g_autofree char *shipped = g_test_build_filename (G_TEST_DIST, "..", "filters", "daemon", "sendmail.mc", NULL);
+  g_autofree char *up = g_strdup_printf ("sh '%s' up '%s' package {PORT} '%s' - '%s'", peer, dir, sock, shipped);
+  g_autofree char *down = g_strdup_printf ("sh '%s' down '%s' package", peer, dir);
+  guint wd_up = test_watchdog_add (down);
+  guint port = 0;
+  g_free (test_sh_on_free_port (up, &port, NULL));
+  g_autofree char *start_log = read_instance_file ("package", "start.log");
+  g_assert_null (strstr (start_log, "unsafe"));
+  g_autofree char *msg = data_message ("pkg-1");
+  g_autofree char *r = send_steps (port, msg, NULL);
+  g_assert_true (g_str_has_prefix (r, "END 250 "));
+  g_autofree char *got = delivered ("pkg-1");
+  g_assert_nonnull (strstr (got, "\nX-Extbody: resolved 1 of 1 external-body reference\n"));
+  g_assert_nonnull (strstr (got, "\n\nHello, Sendmail!\n"));
+  test_sh (down, NULL);
+  test_watchdog_remove (wd_up);
+  g_subprocess_send_signal (d, SIGTERM);
+  g_subprocess_wait (d, NULL, NULL);
+  test_watchdog_remove (wd);
+}
+
 static void
 instance_up (const char *name, const char *flags, guint *port)
 {
@@ -388,6 +476,7 @@ main (int argc, char **argv)
   g_test_add_func ("/sendmail/3-200-messages-10-sessions", test_burst);
   g_test_add_func ("/sendmail/4-daemon-stopped", test_daemon_stopped);
   g_test_add_func ("/sendmail/5-daemon-killed-mid-message", test_daemon_killed_mid_message);
+  g_test_add_func ("/sendmail/6-package-socket-layout", test_package_layout);
   int rc = g_test_run ();
 
   test_sh (down_s, NULL);
