@@ -504,7 +504,7 @@ on_line (const char *line, size_t len)
     return TRUE;
   case EBS_LINE_INVALID:
   default:
-    say ("a line from smtpd that is not of its filter protocol (%s): %.80s", l.reason, line);
+    say ("a line from smtpd that is not of its filter protocol (%s): %.*s", l.reason, (int) MIN (len, 80), line);
     return TRUE;
   }
 }

@@ -186,6 +186,24 @@ check_resolved (const char *id, const char *msg)
   g_assert_true (mta_milter_log_wait (daemon_, rec, 1));
 }
 
+/* smtpd runs the filter, once, as its own user (opensmtpd), not root */
+static void
+test_filter_user (void)
+{
+  g_autofree char *cmd = g_strdup_printf ("ps -e -o uid=,comm=,args= | grep '%s/run/[e]xtbody-smtpd-filter'", dir);
+  g_autofree char *outp = NULL;
+  g_assert_cmpint (test_sh (cmd, &outp), ==, 0);
+  g_test_message ("%s", outp);
+  g_auto (GStrv) lines = g_strsplit (g_strstrip (outp), "\n", -1);
+  guint filters = 0;
+  for (guint i = 0; lines[i]; i++) {
+    g_assert_cmpint (atoi (lines[i]), !=, 0);
+    if (strstr (lines[i], " extbody-smtpd-f"))
+      filters++;
+  }
+  g_assert_cmpuint (filters, ==, 1);
+}
+
 static void
 test_data_reference (void)
 {
@@ -386,6 +404,7 @@ main (int argc, char **argv)
     test_abort_point ("opensmtpd", info);
   }
 
+  g_test_add_func ("/opensmtpd/0-filter-as-smtpd-user", test_filter_user);
   g_test_add_func ("/opensmtpd/1-data-reference", test_data_reference);
   g_test_add_func ("/opensmtpd/2-no-reference-byte-identical", test_unchanged);
   g_test_add_func ("/opensmtpd/3-over-max-size-as-it-came", test_oversize);
