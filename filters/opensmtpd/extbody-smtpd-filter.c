@@ -294,7 +294,9 @@ finish (Session *s, const char *why)
       body_len = ebc_http_body (s->answer->str, &a, s->answer->str);
       body = s->answer->str;
       changed = a.changed;
-      if (changed)
+      if (changed && body_len == 0)
+        why = "an empty answer";
+      else if (changed)
         why = check_lines (body, body_len);
     }
   }

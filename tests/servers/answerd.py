@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """A stand-in for the extbody daemon's HTTP listener, good and bad, for
-tests/client/test-extbodyc.c. Raw sockets, standard library only: the
+tests/client/test-extbodyc.c and tests/opensmtpd/test-smtpd-filter.c. Raw sockets, standard library only: the
 faults are below what an HTTP library would let a server do.
 
     python3 answerd.py --dir DIR [--lifetime 600]
