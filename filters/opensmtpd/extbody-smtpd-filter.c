@@ -71,7 +71,7 @@ static Options opt = { EBS_DEFAULT_SOCKET, EBS_DEFAULT_TIMEOUT, EBS_DEFAULT_MAX_
 typedef struct {
   char     *session;     /* smtpd's session id, as written */
   char     *token;       /* the token of its data lines, as written */
-  GPtrArray *lines;      /* the message's lines as they came (dot-stuffed), NUL-terminated */
+  GString  *raw;         /* the message's lines as they came (dot-stuffed), each ended by '\n' */
   GString  *message;     /* the message for the daemon: lines unstuffed, CRLF */
   gboolean  passing;     /* over -x: each line goes back as it comes */
   /* the exchange with the daemon, once the "." came: fd >= 0 */
@@ -162,7 +162,7 @@ session_new (EbsSlice id, EbsSlice token)
   Session *s = g_new0 (Session, 1);
   s->session = g_strndup (id.p, id.len);
   s->token = g_strndup (token.p, token.len);
-  s->lines = g_ptr_array_new_with_free_func (g_free);
+  s->raw = g_string_new (NULL);
   s->message = g_string_new (NULL);
   s->fd = -1;
   return s;
@@ -186,7 +186,7 @@ session_free (gpointer p)
 {
   Session *s = p;
   exchange_close (s);
-  g_ptr_array_unref (s->lines);
+  g_string_free (s->raw, TRUE);
   g_string_free (s->message, TRUE);
   g_free (s->session);
   g_free (s->token);
@@ -207,14 +207,23 @@ emit (const Session *s, const char *line, size_t len)
   g_string_append_c (out, '\n');
 }
 
+/* The lines kept so far, as they came. */
+static void
+emit_raw (Session *s)
+{
+  const char *p = s->raw->str, *end = p + s->raw->len;
+  while (p < end) {
+    const char *nl = memchr (p, '\n', (size_t) (end - p));
+    emit (s, p, (size_t) (nl - p));
+    p = nl + 1;
+  }
+}
+
 /* The message as it came, every line and the final ".". */
 static void
 emit_as_it_came (Session *s)
 {
-  for (guint i = 0; i < s->lines->len; i++) {
-    const char *l = g_ptr_array_index (s->lines, i);
-    emit (s, l, strlen (l));
-  }
+  emit_raw (s);
   emit (s, ".", 1);
 }
 
@@ -451,16 +460,14 @@ on_data_line (const EbsLine *l)
     n_messages++;
     n_fallbacks++;
     s->passing = TRUE;
-    for (guint i = 0; i < s->lines->len; i++) {
-      const char *x = g_ptr_array_index (s->lines, i);
-      emit (s, x, strlen (x));
-    }
-    g_ptr_array_set_size (s->lines, 0);
+    emit_raw (s);
+    g_string_truncate (s->raw, 0);
     g_string_truncate (s->message, 0);
     emit (s, l->data.p, l->data.len);
     return;
   }
-  g_ptr_array_add (s->lines, g_strndup (l->data.p, l->data.len));
+  g_string_append_len (s->raw, l->data.p, (gssize) l->data.len);
+  g_string_append_c (s->raw, '\n');
   g_string_append_len (s->message, p, (gssize) n);
   g_string_append (s->message, "\r\n");
 }
