@@ -13,8 +13,8 @@
  * - a message with nothing to resolve, dots at line starts included, arrives
  *   byte for byte as sent (below the Received field smtpd puts on top);
  * - a message over the filter's -x arrives as it came, its reference left;
- * - 100 messages from 10 concurrent SMTP sessions arrive, each exactly once,
- *   each resolved;
+ * - 100 messages from 10 concurrent SMTP sessions (tests/exim/send.py --burst)
+ *   arrive, each exactly once, each resolved;
  * - the daemon stopped: a message arrives as it came (not lost), the filter's
  *   line in smtpd's log; a daemon that accepts the connection and never
  *   answers: the message arrives as it came once the filter's -t passes;

@@ -292,8 +292,9 @@ test_slow_together (void)
   }
   double took = (double) (g_get_monotonic_time () - t0) / 1e6;
   g_test_message ("three messages back in %.2f s", took);
+  /* one after another they would take 6 s at least */
   g_assert_cmpfloat (took, >=, 1.9);
-  g_assert_cmpfloat (took, <, 4.0);
+  g_assert_cmpfloat (took, <, 5.5);
   for (int i = 1; i <= 3; i++) {
     g_autofree char *id = g_strdup_printf ("%d", i);
     g_autofree char *want = answer_lines (id, "ab", NULL, lines);

@@ -16,8 +16,8 @@
  *   the daemon's record under Sendmail's queue id; through both instances;
  * - a message with nothing to resolve arrives byte for byte as sent (below
  *   the Return-Path and Received fields Sendmail puts on top);
- * - 200 messages from 10 concurrent SMTP sessions arrive, each exactly once,
- *   each resolved;
+ * - 200 messages from 10 concurrent SMTP sessions (tests/exim/send.py --burst)
+ *   arrive, each exactly once, each resolved;
  * - the daemon stopped: the shipped flags deliver the message as it came;
  *   F=T tempfails it. Sendmail opens the milter connection when the SMTP
  *   session starts, so with F=T and no daemon the 4xx comes at MAIL FROM
