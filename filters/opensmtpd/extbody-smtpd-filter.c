@@ -740,7 +740,7 @@ main (int argc, char **argv)
       usage (stdout);
       return EX_OK;
     case 'V':
-      printf ("extbody-smtpd-filter %s\n", EXTBODY_VERSION_STRING);
+      printf ("extbody-smtpd-filter %s\n", EXTBODY_VERSION);
       return EX_OK;
     default:
       usage (stderr);
