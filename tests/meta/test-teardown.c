@@ -6,7 +6,11 @@
  *   /teardown/server    this program again, as a child that starts httpd.py
  *                       through test_server_start (tests/servers/test-server.c)
  *   /teardown/postfix   test-postfix ($EXTBODY_TEST_POSTFIX) after its Postfix
- *                       instance, milter and httpd are up (root only) */
+ *                       instance, milter and httpd are up (root only)
+ *   /teardown/sendmail  test-sendmail ($EXTBODY_TEST_SENDMAIL_PROGRAM) after its
+ *                       two Sendmail instances and the daemon are up
+ *   /teardown/opensmtpd test-opensmtpd ($EXTBODY_TEST_OPENSMTPD_PROGRAM) after
+ *                       its smtpd, its sink and the daemon are up */
 #include <gio/gio.h>
 #include <gio/gunixinputstream.h>
 #include <poll.h>
@@ -159,6 +163,47 @@ test_postfix (void)
   assert_port_closed (field (line, "http"));
 }
 
+/* @env names a test program that aborts at @where with "ABORT @where:" and
+ * " NAME=PID" for each of @pids, " NAME=PORT" for each of @ports. */
+static void
+check_mta (const char *env, const char *where, const char *const *pids, const char *const *ports)
+{
+  const char *prog = g_getenv (env);
+  if (!prog) {
+    g_test_skip ("the test program is not named (run through ctest)");
+    return;
+  }
+  int status = 0;
+  g_autofree char *out = run_aborting ((const char *[]) { prog, NULL }, where, &status);
+  if (WIFEXITED (status) && WEXITSTATUS (status) == 77) {
+    g_test_skip ("the test program skips here");
+    return;
+  }
+  g_assert_true (WIFSIGNALED (status));
+  g_assert_cmpint (WTERMSIG (status), ==, SIGABRT);
+  g_autofree char *head = g_strdup_printf ("ABORT %s:", where);
+  const char *line = strstr (out, head);
+  g_assert_nonnull (line);
+  for (guint i = 0; pids[i]; i++)
+    assert_pid_gone ((int) field (line, pids[i]));
+  for (guint i = 0; ports[i]; i++)
+    assert_port_closed (field (line, ports[i]));
+}
+
+static void
+test_sendmail (void)
+{
+  check_mta ("EXTBODY_TEST_SENDMAIL_PROGRAM", "sendmail", (const char *[]) { "shipped", "tempfail", "milter", NULL },
+             (const char *[]) { "smtp", "smtp2", NULL });
+}
+
+static void
+test_opensmtpd (void)
+{
+  check_mta ("EXTBODY_TEST_OPENSMTPD_PROGRAM", "opensmtpd", (const char *[]) { "smtpd", "sink", "milter", NULL },
+             (const char *[]) { "smtp", "sinkport", NULL });
+}
+
 int
 main (int argc, char **argv)
 {
@@ -177,5 +222,7 @@ main (int argc, char **argv)
   g_assert_nonnull (self);
   g_test_add_func ("/teardown/server", test_server);
   g_test_add_func ("/teardown/postfix", test_postfix);
+  g_test_add_func ("/teardown/sendmail", test_sendmail);
+  g_test_add_func ("/teardown/opensmtpd", test_opensmtpd);
   return g_test_run ();
 }

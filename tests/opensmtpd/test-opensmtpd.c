@@ -400,7 +400,10 @@ main (int argc, char **argv)
   guint wd_smtpd = test_watchdog_add (down);
   g_free (test_sh_on_free_port (up, &smtp_port, NULL));
   {
-    g_autofree char *info = g_strdup_printf ("smtp=%u", smtp_port);
+    g_autofree char *pid = read_text ("smtpd/smtpd.pid");
+    g_autofree char *info = g_strdup_printf ("smtpd=%d sink=%s milter=%s smtp=%u sinkport=%d", atoi (pid),
+                                             g_subprocess_get_identifier (sink),
+                                             g_subprocess_get_identifier (daemon_->proc), smtp_port, atoi (sink_port));
     test_abort_point ("opensmtpd", info);
   }
 

@@ -466,7 +466,10 @@ main (int argc, char **argv)
   instance_up ("shipped", "-", &port_shipped);
   instance_up ("tempfail", "T", &port_tempfail);
   {
-    g_autofree char *info = g_strdup_printf ("smtp=%u,%u", port_shipped, port_tempfail);
+    g_autofree char *p1 = read_instance_file ("shipped", "sendmail.pid");
+    g_autofree char *p2 = read_instance_file ("tempfail", "sendmail.pid");
+    g_autofree char *info = g_strdup_printf ("shipped=%d tempfail=%d milter=%s smtp=%u smtp2=%u", atoi (p1), atoi (p2),
+                                             g_subprocess_get_identifier (daemon_->proc), port_shipped, port_tempfail);
     test_abort_point ("sendmail", info);
   }
 
