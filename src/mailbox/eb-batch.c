@@ -635,9 +635,13 @@ emit_copy (Run *r, gsize off, gsize n)
   if (n == 0)
     return TRUE;
   if (r->pool) {
-    Copy *c = g_new (Copy, 1);
-    *c = (Copy) { TASK_COPY, r, off, r->out_pos, n };
-    g_thread_pool_push (r->pool, c, NULL);
+    for (gsize done = 0; done < n;) {   /* in stretches the workers share */
+      gsize k = n - done > 2 * COPY_MIN ? COPY_MIN : n - done;
+      Copy *c = g_new (Copy, 1);
+      *c = (Copy) { TASK_COPY, r, off + done, r->out_pos + done, k };
+      g_thread_pool_push (r->pool, c, NULL);
+      done += k;
+    }
   } else {
     int e = copy_at (r->in_fd, r->buf, off, n, r->out_fd, r->out_pos);
     if (e) {
@@ -655,6 +659,10 @@ copy_work (gpointer task, EbBatch *b)
   Copy *c = task;
   Run *r = c->run;
   int e = copy_at (r->in_fd, r->buf, c->in_off, c->n, r->out_fd, c->out_off);
+  /* copied only once a message changed: the mailbox is being replaced, and
+   * its pages copied are not needed again (dropped here, by the workers, not
+   * all at once when the old file goes) */
+  posix_fadvise (r->in_fd, (off_t) c->in_off, (off_t) c->n, POSIX_FADV_DONTNEED);
   if (e) {
     g_mutex_lock (&b->lock);
     if (!r->copy_errno)
@@ -864,18 +872,21 @@ mbox_consume (Run *r, Item *it)
     return;
   }
   if (it->out) {
-    if (r->ok) {
+    if (r->ok) {   /* the first change copies every message before it */
       gsize len = 0;
       const char *d = g_bytes_get_data (it->out, &len);
       r->ok = emit_copy (r, r->prev, m->start - r->prev) && emit (r, d, len)
               && write_eols_after (r, r->buf + m->start, m->end - m->start, d, len);
     }
     r->prev = m->end;
-  } else if (r->ok && m->end - r->prev >= COPY_MIN) {
+  } else if (r->ok && r->changed && m->end - r->prev >= COPY_MIN) {
+    /* nothing is copied before the first change: a mailbox in which nothing
+     * changes is read, never written */
     r->ok = emit_copy (r, r->prev, m->end - r->prev);
     r->prev = m->end;
   }
-  release_upto (r, MIN (r->prev, m->start));
+  /* (before the first change nothing waits for the mapping's pages) */
+  release_upto (r, r->changed ? MIN (r->prev, m->start) : m->end);
 }
 
 /* The EbWriteFunc of eb_replace_file (@fd -1: write nothing). */
