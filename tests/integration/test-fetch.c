@@ -933,7 +933,8 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  empty_conf = g_build_filename (g_get_tmp_dir (), "extbody-test-fetch-empty.conf", NULL);
+  g_autofree char *conf_name = g_strdup_printf ("extbody-test-fetch-%d.conf", (int) getpid ());
+  empty_conf = g_build_filename (g_get_tmp_dir (), conf_name, NULL);   /* one per run: runs side by side */
   /* fetching is off by default; these tests are about fetching */
   g_file_set_contents (empty_conf, "[extbody]\nfetch = on\n", -1, NULL);
   srv = server_start ("127.0.0.1", NULL, NULL);
