@@ -57,9 +57,8 @@ struct _EbBatch {
   char               *worst_msg;
 };
 
-/* What the workers are given: a message, a stretch of an mbox to split, or
- * a stretch of an mbox to copy into the new one. */
-typedef enum { TASK_MESSAGE, TASK_SCAN, TASK_COPY } TaskKind;
+/* What the workers are given: a message, or a stretch of an mbox to split. */
+typedef enum { TASK_MESSAGE, TASK_SCAN } TaskKind;
 
 typedef struct {
   TaskKind         kind;
@@ -93,9 +92,12 @@ typedef struct {
 
 #define SCAN_CHUNK (2 << 20)
 #define SCAN_AHEAD 8
-/* Unchanged messages are copied into the new mbox by the workers, a stretch
- * of at least COPY_MIN bytes at a time (or up to the next changed message). */
+/* The new mbox is written by a thread of its own (one writer: two would
+ * only queue for the file's lock), unchanged messages copied a stretch of at
+ * least COPY_MIN bytes at a time (or up to the next changed message), and at
+ * most PENDING_MAX bytes of changed messages waiting for it. */
 #define COPY_MIN (4 << 20)
+#define PENDING_MAX (16 << 20)
 /* Messages the split found no "external-body" in take no worker: besides the
  * window of messages being planned, up to RING_SPREAD times as many such
  * messages wait for their turn, together at most SPAN_MAX bytes of the mbox. */
@@ -398,7 +400,6 @@ plan_unmatched (Item *it, EbBatch *b)
 
 typedef struct Run Run;
 static void scan_work (Scan *sc, EbBatch *b);
-static void copy_work (gpointer task, EbBatch *b);
 
 /* Wait on the calling thread until the task @task has set *@finished. */
 static void
@@ -419,10 +420,6 @@ work (gpointer data, gpointer user)
   EbBatch *b = user;
   if (it->kind == TASK_SCAN) {
     scan_work (data, b);
-    return;
-  }
-  if (it->kind == TASK_COPY) {
-    copy_work (data, b);
     return;
   }
   if (b->hook)
@@ -466,8 +463,13 @@ struct Run {
   const char  *buf;
   gsize        len;
   int          in_fd, out_fd;
-  gsize        out_pos;       /* bytes of the new mbox written or handed to a copy */
-  int          copy_errno;    /* the first error of a worker's copy (under the batch lock) */
+  gsize        out_pos;       /* bytes of the new mbox handed to the writer */
+  GThread     *writer;        /* writes the new mbox, in the order given */
+  GAsyncQueue *jobs;          /* (element-type Job) for the writer */
+  GMutex       wlock;
+  GCond        wcond;         /* signalled when the writer is done with bytes */
+  gsize        pending;       /* bytes of changed messages handed to it, not yet written */
+  int          write_errno;   /* the writer's first error (read after it is joined) */
   GArray      *msgs;          /* split beforehand (for the progress), or NULL */
   EbMboxIter   iter;          /* counts the messages of a mailbox never read */
   /* else split by the workers as the run goes: */
@@ -606,70 +608,111 @@ copy_at (int in_fd, const char *buf, gsize in_off, gsize n, int out_fd, gsize ou
   return 0;
 }
 
-/* A stretch of the mbox for a worker to copy into the new one. */
+/* What the writer is given: a stretch of the mbox to copy (@data NULL), bytes
+ * to write, or (@end) nothing more. */
 typedef struct {
-  TaskKind  kind;
-  Run      *run;
   gsize     in_off, out_off, n;
-} Copy;
+  GBytes   *data;
+  gboolean  end;
+} Job;
 
-/* Append @n bytes at @p to the new mbox (on the calling thread). */
-static gboolean
-emit (Run *r, const void *p, gsize n)
+static gpointer
+writer_main (gpointer data)
 {
-  int e = pwrite_all (r->out_fd, p, n, r->out_pos);
-  if (e) {
-    set_write_error (r->error, e);
-    return FALSE;
-  }
-  r->out_pos += n;
-  return TRUE;
-}
-
-/* Append the @n bytes of the mbox at @off to the new one: by a worker while
- * the run goes (the calling thread goes on making and writing messages
- * meanwhile; the stretches written never overlap), here after it. */
-static gboolean
-emit_copy (Run *r, gsize off, gsize n)
-{
-  if (n == 0)
-    return TRUE;
-  if (r->pool) {
-    for (gsize done = 0; done < n;) {   /* in stretches the workers share */
-      gsize k = n - done > 2 * COPY_MIN ? COPY_MIN : n - done;
-      Copy *c = g_new (Copy, 1);
-      *c = (Copy) { TASK_COPY, r, off + done, r->out_pos + done, k };
-      g_thread_pool_push (r->pool, c, NULL);
-      done += k;
+  Run *r = data;
+  for (;;) {
+    Job *j = g_async_queue_pop (r->jobs);
+    if (j->end) {
+      g_free (j);
+      break;
     }
-  } else {
-    int e = copy_at (r->in_fd, r->buf, off, n, r->out_fd, r->out_pos);
-    if (e) {
-      set_write_error (r->error, e);
-      return FALSE;
+    int e = 0;
+    if (r->write_errno) {
+      /* failed: nothing more is written, what waits is let go */
+    } else if (j->data) {
+      e = pwrite_all (r->out_fd, g_bytes_get_data (j->data, NULL), j->n, j->out_off);
+    } else {
+      e = copy_at (r->in_fd, r->buf, j->in_off, j->n, r->out_fd, j->out_off);
+      /* copied only once a message changed: the mailbox is being replaced,
+       * and the pages copied are not needed again (dropped now, not all at
+       * once when the old file goes) */
+      posix_fadvise (r->in_fd, (off_t) j->in_off, (off_t) j->n, POSIX_FADV_DONTNEED);
     }
+    if (e && !r->write_errno)
+      r->write_errno = e;
+    if (j->data) {
+      g_mutex_lock (&r->wlock);
+      r->pending -= j->n;
+      g_cond_signal (&r->wcond);
+      g_mutex_unlock (&r->wlock);
+      g_bytes_unref (j->data);
+    }
+    g_free (j);
   }
-  r->out_pos += n;
-  return TRUE;
+  return NULL;
 }
 
 static void
-copy_work (gpointer task, EbBatch *b)
+writer_start (Run *r)
 {
-  Copy *c = task;
-  Run *r = c->run;
-  int e = copy_at (r->in_fd, r->buf, c->in_off, c->n, r->out_fd, c->out_off);
-  /* copied only once a message changed: the mailbox is being replaced, and
-   * its pages copied are not needed again (dropped here, by the workers, not
-   * all at once when the old file goes) */
-  posix_fadvise (r->in_fd, (off_t) c->in_off, (off_t) c->n, POSIX_FADV_DONTNEED);
-  if (e) {
-    g_mutex_lock (&b->lock);
-    if (!r->copy_errno)
-      r->copy_errno = e;
-    g_mutex_unlock (&b->lock);
+  r->jobs = g_async_queue_new ();
+  g_mutex_init (&r->wlock);
+  g_cond_init (&r->wcond);
+  r->writer = g_thread_new ("eb-mbox-writer", writer_main, r);
+}
+
+/* Wait for the writer to finish what it was given. FALSE (and @error) when
+ * something could not be written. */
+static gboolean
+writer_finish (Run *r, GError **error)
+{
+  Job *j = g_new0 (Job, 1);
+  j->end = TRUE;
+  g_async_queue_push (r->jobs, j);
+  g_thread_join (r->writer);
+  r->writer = NULL;
+  g_async_queue_unref (r->jobs);
+  g_mutex_clear (&r->wlock);
+  g_cond_clear (&r->wcond);
+  if (r->write_errno) {
+    set_write_error (error, r->write_errno);
+    return FALSE;
   }
-  g_free (c);
+  return TRUE;
+}
+
+/* Append @bytes to the new mbox (the writer writes them; at most
+ * PENDING_MAX bytes wait for it). */
+static void
+emit (Run *r, GBytes *bytes)
+{
+  gsize n = g_bytes_get_size (bytes);
+  if (n == 0)
+    return;
+  g_mutex_lock (&r->wlock);
+  while (r->pending > 0 && r->pending + n > PENDING_MAX)
+    g_cond_wait (&r->wcond, &r->wlock);
+  r->pending += n;
+  g_mutex_unlock (&r->wlock);
+  Job *j = g_new0 (Job, 1);
+  *j = (Job) { 0, r->out_pos, n, g_bytes_ref (bytes), FALSE };
+  g_async_queue_push (r->jobs, j);
+  r->out_pos += n;
+}
+
+/* Append the @n bytes of the mbox at @off to the new one (the writer copies
+ * them, in stretches). */
+static void
+emit_copy (Run *r, gsize off, gsize n)
+{
+  for (gsize done = 0; done < n;) {
+    gsize k = n - done > 2 * COPY_MIN ? COPY_MIN : n - done;
+    Job *j = g_new0 (Job, 1);
+    *j = (Job) { off + done, r->out_pos + done, k, NULL, FALSE };
+    g_async_queue_push (r->jobs, j);
+    done += k;
+  }
+  r->out_pos += n;
 }
 
 /* Give back the pages of [from, to) of the mapped mailbox: once a stretch is
@@ -706,16 +749,17 @@ trailing_eols (const char *d, gsize len, gboolean *crlf)
  * in an mbox the blank line before the next From_ line is part of the framing,
  * and a top-level body replaced by data without a final newline would glue the
  * next message onto this one. */
-static gboolean
+static void
 write_eols_after (Run *r, const char *orig, gsize orig_len, const char *out, gsize out_len)
 {
+  static const char crlf_s[] = "\r\n", lf_s[] = "\n";
   gboolean crlf = FALSE, out_crlf = FALSE;
   guint want = MIN (trailing_eols (orig, orig_len, &crlf), 2);   /* a line end, a blank line */
   guint have = trailing_eols (out, out_len, &out_crlf);
-  for (; have < want; have++)
-    if (!emit (r, crlf ? "\r\n" : "\n", crlf ? 2 : 1))
-      return FALSE;
-  return TRUE;
+  for (; have < want; have++) {
+    g_autoptr (GBytes) eol = crlf ? g_bytes_new_static (crlf_s, 2) : g_bytes_new_static (lf_s, 1);
+    emit (r, eol);
+  }
 }
 
 /* Give back the pages below @to, a few megabytes at a time: each madvise in
@@ -875,14 +919,15 @@ mbox_consume (Run *r, Item *it)
     if (r->ok) {   /* the first change copies every message before it */
       gsize len = 0;
       const char *d = g_bytes_get_data (it->out, &len);
-      r->ok = emit_copy (r, r->prev, m->start - r->prev) && emit (r, d, len)
-              && write_eols_after (r, r->buf + m->start, m->end - m->start, d, len);
+      emit_copy (r, r->prev, m->start - r->prev);
+      emit (r, it->out);
+      write_eols_after (r, r->buf + m->start, m->end - m->start, d, len);
     }
     r->prev = m->end;
   } else if (r->ok && r->changed && m->end - r->prev >= COPY_MIN) {
     /* nothing is copied before the first change: a mailbox in which nothing
      * changes is read, never written */
-    r->ok = emit_copy (r, r->prev, m->end - r->prev);
+    emit_copy (r, r->prev, m->end - r->prev);
     r->prev = m->end;
   }
   /* (before the first change nothing waits for the mapping's pages) */
@@ -898,13 +943,15 @@ mbox_stream (int fd, gpointer data, gboolean *changed, GError **error)
   r->error = error;
   r->started = TRUE;
   r->ok = TRUE;
-  run_pool (r);   /* the workers' copies are done when it returns */
-  if (r->copy_errno && r->ok) {
-    set_write_error (error, r->copy_errno);
-    r->ok = FALSE;
+  if (fd >= 0)
+    writer_start (r);
+  run_pool (r);
+  if (fd >= 0) {
+    if (r->ok)
+      emit_copy (r, r->prev, r->len - r->prev);
+    if (!writer_finish (r, r->ok ? error : NULL))
+      r->ok = FALSE;
   }
-  if (r->ok && fd >= 0)
-    r->ok = emit_copy (r, r->prev, r->len - r->prev);
   *changed = r->changed > 0;
   return r->ok;
 }
