@@ -11,6 +11,22 @@
 #include "eb-gmime.h"
 #include "eb-message.h"
 #include "../hostile/hostile-cases.h"
+#include "../servers/test-server.h"
+
+/* Under AddressSanitizer (about 40 times slower here, GMime's allocations
+ * intercepted) the messages GMime takes long over whole - over 256 KiB, or
+ * thousands of parts - are compared in the normal build only, and fewer
+ * generated messages: the sanitizer build checks the memory of every code
+ * path on the rest. */
+#define SANITIZED_MAX_BYTES (256 << 10)
+
+static gboolean
+affordable (const char *name, gsize len)
+{
+  if (!TEST_UNDER_ASAN)
+    return TRUE;
+  return len <= SANITIZED_MAX_BYTES && !strstr (name, "parts") && !strstr (name, "nesting");
+}
 
 static guint compared;
 
@@ -154,17 +170,25 @@ test_crafted (void)
 static void
 test_hostile (void)
 {
+  guint n = 0;
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
     GString *m = cases[i].build ();
-    check (cases[i].name, m->str, m->len);
+    if (affordable (cases[i].name, m->len)) {
+      check (cases[i].name, m->str, m->len);
+      n++;
+    }
     g_string_free (m, TRUE);
   }
   for (guint i = 0; i < G_N_ELEMENTS (limits); i++)
     for (gint64 d = -1; d <= 1; d++) {
       GString *m = limits[i].build (limits[i].limit + d);
-      check (limits[i].key, m->str, m->len);
+      if (affordable (limits[i].key, m->len)) {
+        check (limits[i].key, m->str, m->len);
+        n++;
+      }
       g_string_free (m, TRUE);
     }
+  g_assert_cmpuint (n, >=, TEST_UNDER_ASAN ? 20 : G_N_ELEMENTS (cases) + 3 * G_N_ELEMENTS (limits));
 }
 
 static void
@@ -196,7 +220,8 @@ test_generated (void)
   g_autofree char *tmp = g_dir_make_tmp ("eb-shadow-XXXXXX", NULL);
   g_autofree char *out = g_build_filename (tmp, "box.mbox", NULL);
   g_autofree char *serve = g_build_filename (tmp, "serve", NULL);
-  const char *argv[] = { "python3", gen, "--seed", "7", "--count", "300", "--ext-fraction", "0.5",
+  const char *count = TEST_UNDER_ASAN ? "60" : "300";
+  const char *argv[] = { "python3", gen, "--seed", "7", "--count", count, "--ext-fraction", "0.5",
                          "--format", "mbox", "--out", out, "--serve-dir", serve, "--force", "-q", NULL };
   int status = 0;
   g_autoptr (GError) error = NULL;
@@ -227,8 +252,8 @@ test_generated (void)
     n++;
     p = end;
   }
-  g_assert_cmpuint (n, ==, 300);
-  g_assert_cmpuint (with_refs, >, 100);
+  g_assert_cmpuint (n, ==, (guint) atoi (count));
+  g_assert_cmpuint (with_refs, >, n / 3);
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", tmp);
   g_assert_cmpint (system (rm), ==, 0);
 }
