@@ -10,7 +10,7 @@
 #                                 (a normal build with valgrind memcheck, then
 #                                 again with ASan+UBSan, then everything built
 #                                 by clang (-Werror) with its fast tests, then
-#                                 every fuzz target for 45 s in a clang
+#                                 every fuzz target for 30 s in a clang
 #                                 libFuzzer build)
 #
 # Packages are installed with apt-get (as root, or through sudo). Builds go to
@@ -402,12 +402,12 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 echo "==> the clang build's tests (all but Postfix, the Redis pool, Exim, Sendmail, OpenSMTPD, Dovecot, valgrind and the hostile suites)"
 stage clang build-clang -DCMAKE_C_COMPILER=clang -- \
   -E '^(test-postfix.*|test-redis-pool|test-teardown|test-valgrind|test-hostile.*|test-skip-path-(hostile|heavy)|test-exim|test-sendmail|test-opensmtpd|test-dovecot.*)$'
-# Every libFuzzer target for EXTBODY_FUZZ_SECONDS (45) from the committed seeds;
+# Every libFuzzer target for EXTBODY_FUZZ_SECONDS (30) from the committed seeds;
 # tests/fuzz/run-fuzz.sh runs them for longer.
-echo "==> fuzzing every target (libFuzzer, ASan, UBSan) for ${EXTBODY_FUZZ_SECONDS:-45} s each"
+echo "==> fuzzing every target (libFuzzer, ASan, UBSan) for ${EXTBODY_FUZZ_SECONDS:-30} s each"
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1
 stage fuzz build-fuzz -DEXTBODY_FUZZ=ON -DEXTBODY_TESTS=OFF -DEXTBODY_WERROR=OFF -DCMAKE_C_COMPILER=clang \
-  -DEXTBODY_FUZZ_SECONDS="${EXTBODY_FUZZ_SECONDS:-45}" --
+  -DEXTBODY_FUZZ_SECONDS="${EXTBODY_FUZZ_SECONDS:-30}" --
 unset ASAN_OPTIONS
 
 echo

@@ -14,7 +14,7 @@
 # copy the input into tests/fuzz/regressions/NAME/ (the replay tests run it in
 # every build from then on) and fix the bug. With EXTBODY_UPDATE_SEEDS=1 the
 # grown corpus is minimised (libFuzzer -merge=1, inputs up to 4 KiB) into the
-# committed seeds. CI runs the same targets for 45 s each (ctest in a
+# committed seeds. CI runs the same targets for 30 s each (ctest in a
 # -DEXTBODY_FUZZ=ON build, see tests/quickstart.sh).
 set -eu
 secs=${1:-60}
