@@ -9,7 +9,13 @@
  * section 2.2 lets a recipient read it so); nothing else is forgiven. */
 #include "extbodyc-http.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 
 /* Content-Length and Extbody-* counts: 18 decimal digits cannot overflow a
  * 64-bit signed integer; a chunk size of 15 hex digits cannot either. */
@@ -373,4 +379,49 @@ ebc_http_body (const char *buf, const EbcHttpAnswer *a, char *out)
   EbcHttpAnswer again = *a;
   chunks (buf, a->total_len, a->header_len, 1, a->body_len, &again, out);
   return a->body_len;
+}
+
+int
+ebc_socket_parse (const char *spec, struct sockaddr_storage *ss, socklen_t *sl, const char **why)
+{
+  memset (ss, 0, sizeof *ss);
+  if (strncmp (spec, "inet:", 5) != 0 && strncmp (spec, "inet6:", 6) != 0) {
+    const char *path = strncmp (spec, "unix:", 5) == 0 ? spec + 5 : strncmp (spec, "local:", 6) == 0 ? spec + 6 : spec;
+    struct sockaddr_un *un = (struct sockaddr_un *) ss;
+    if (!*path || strlen (path) >= sizeof un->sun_path) {
+      *why = "empty or too long a socket path";
+      return -1;
+    }
+    un->sun_family = AF_UNIX;
+    memcpy (un->sun_path, path, strlen (path) + 1);
+    *sl = (socklen_t) sizeof *un;
+    return 0;
+  }
+  const char *p = strchr (spec, ':') + 1;
+  char *end;
+  errno = 0;
+  unsigned long port = strtoul (p, &end, 10);
+  if (end == p || port == 0 || port > 65535 || errno || (*end && *end != '@')) {
+    *why = "no port in inet:PORT@HOST";
+    return -1;
+  }
+  const char *host = *end == '@' ? end + 1 : "127.0.0.1";
+  if (!strcmp (host, "localhost"))
+    host = "127.0.0.1";
+  struct sockaddr_in *in4 = (struct sockaddr_in *) ss;
+  struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) ss;
+  if (inet_pton (AF_INET, host, &in4->sin_addr) == 1) {
+    in4->sin_family = AF_INET;
+    in4->sin_port = htons ((uint16_t) port);
+    *sl = (socklen_t) sizeof *in4;
+    return 0;
+  }
+  if (inet_pton (AF_INET6, host, &in6->sin6_addr) == 1) {
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons ((uint16_t) port);
+    *sl = (socklen_t) sizeof *in6;
+    return 0;
+  }
+  *why = "the host of inet:PORT@HOST is not a numeric address (or localhost)";
+  return -1;
 }

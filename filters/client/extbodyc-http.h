@@ -5,6 +5,7 @@
  * fuzzer can drive it (tests/fuzz/fuzz-extbodyc.c). libc only. */
 #pragma once
 #include <stddef.h>
+#include <sys/socket.h>
 
 /* The status line and the header fields together (and, for a chunked body,
  * its trailer fields): past it an answer is refused, whatever follows. */
@@ -50,3 +51,9 @@ EbcHttpState ebc_http_parse (const char *buf, size_t len, int at_eof, size_t max
  * into @out, which holds at least answer->body_len bytes and may be @buf
  * itself (decoding only ever moves bytes back). Returns answer->body_len. */
 size_t ebc_http_body (const char *buf, const EbcHttpAnswer *answer, char *out);
+
+/* The daemon's socket as the client options name it: unix:PATH, local:PATH,
+ * a plain path, inet:PORT@HOST (a numeric address or localhost: no name
+ * lookup) or inet:PORT (127.0.0.1), into @ss and @sl. 0, or -1 with @why (a
+ * static text). No I/O. */
+int ebc_socket_parse (const char *spec, struct sockaddr_storage *ss, socklen_t *sl, const char **why);

@@ -252,61 +252,13 @@ copy_rest (char *scratch, size_t size)
 
 /* ---- the connection ----------------------------------------------------- */
 
-/* Parse -s: unix:PATH, inet:PORT@HOST (a numeric IPv4 or IPv6 address, or
- * localhost: no name lookup, which could wait past the deadline and load NSS
- * modules), inet:PORT (127.0.0.1), or a plain path. 0, or -1 with @why. */
-static int
-parse_socket (const char *spec, struct sockaddr_storage *ss, socklen_t *sl, const char **why)
-{
-  memset (ss, 0, sizeof *ss);
-  if (strncmp (spec, "inet:", 5) != 0 && strncmp (spec, "inet6:", 6) != 0) {
-    const char *path = strncmp (spec, "unix:", 5) == 0 ? spec + 5 : strncmp (spec, "local:", 6) == 0 ? spec + 6 : spec;
-    struct sockaddr_un *un = (struct sockaddr_un *) ss;
-    if (!*path || strlen (path) >= sizeof un->sun_path) {
-      *why = "empty or too long a socket path";
-      return -1;
-    }
-    un->sun_family = AF_UNIX;
-    memcpy (un->sun_path, path, strlen (path) + 1);
-    *sl = (socklen_t) sizeof *un;
-    return 0;
-  }
-  const char *p = strchr (spec, ':') + 1;
-  char *end;
-  errno = 0;
-  unsigned long port = strtoul (p, &end, 10);
-  if (end == p || port == 0 || port > 65535 || errno || (*end && *end != '@')) {
-    *why = "no port in inet:PORT@HOST";
-    return -1;
-  }
-  const char *host = *end == '@' ? end + 1 : "127.0.0.1";
-  if (!strcmp (host, "localhost"))
-    host = "127.0.0.1";
-  struct sockaddr_in *in4 = (struct sockaddr_in *) ss;
-  struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) ss;
-  if (inet_pton (AF_INET, host, &in4->sin_addr) == 1) {
-    in4->sin_family = AF_INET;
-    in4->sin_port = htons ((uint16_t) port);
-    *sl = (socklen_t) sizeof *in4;
-    return 0;
-  }
-  if (inet_pton (AF_INET6, host, &in6->sin6_addr) == 1) {
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons ((uint16_t) port);
-    *sl = (socklen_t) sizeof *in6;
-    return 0;
-  }
-  *why = "the host of inet:PORT@HOST is not a numeric address (or localhost)";
-  return -1;
-}
-
 /* A non-blocking connected socket, or -1 with @why (errno kept). */
 static int
 connect_daemon (const char *spec, int64_t deadline, const char **why)
 {
   struct sockaddr_storage ss;
   socklen_t sl;
-  if (parse_socket (spec, &ss, &sl, why) < 0) {
+  if (ebc_socket_parse (spec, &ss, &sl, why) < 0) {
     errno = EINVAL;
     return -1;
   }
