@@ -23,7 +23,7 @@ def gone(pid):
     try:
         with open("/proc/%d/status" % pid) as f:
             return any(line.startswith("State:") and "Z" in line.split()[1] for line in f)
-    except FileNotFoundError:
+    except OSError:   # gone between the open and the read: ESRCH, not ENOENT
         return True
 
 
