@@ -25,6 +25,7 @@
 
 #include <extbody/extbody.h>
 
+#include "daemon-keys.h"
 #include "milter-check.h"
 #include "daemon.h"
 
@@ -669,6 +670,12 @@ static int
 run (int argc, char **argv)
 {
   g_auto (Opts) o = { .check_timeout = 10 };
+  /* the keys only the daemon reads, beside the library's */
+  g_autoptr (GError) keys_error = NULL;
+  if (!daemon_keys_register (&keys_error)) {
+    fprintf (stderr, "extbodyd: %s\n", keys_error->message);
+    return EX_SOFTWARE;
+  }
   int status = run_parse_options (&o, argc, argv);
   if (status >= 0)
     return status;

@@ -114,8 +114,9 @@ EXTBODY_API gboolean eb_config_apply_option (EbConfig *config, const char *optio
 /**
  * eb_config_networks_contain:
  * @config: a configuration
- * @key: a key holding CIDR blocks: allow_networks, deny_networks or
- *   http_allow_networks
+ * @key: a key holding CIDR blocks: allow_networks, deny_networks, or a
+ *   program's key of type %EB_CONFIG_KEY_NETWORKS (extbodyd's
+ *   http_allow_networks)
  * @address: an IPv4 or IPv6 socket address
  *
  * Whether @address is in one of the blocks of @key (the daemon asks it of
@@ -178,7 +179,7 @@ EXTBODY_API guint64 eb_config_get_uint64 (const EbConfig *config, const char *ke
 /**
  * eb_config_get_string:
  * @config: a configuration
- * @key: the name of a text key, such as "on_error"
+ * @key: the name of a text key, such as "content_type_mismatch"
  *
  * The value of a text key (a list key gives its text). Naming an unknown key or
  * one of another type is a programmer error (a critical warning, and NULL).
@@ -187,6 +188,95 @@ EXTBODY_API guint64 eb_config_get_uint64 (const EbConfig *config, const char *ke
  *   again or @config is freed.
  */
 EXTBODY_API const char *eb_config_get_string (const EbConfig *config, const char *key);
+
+/* ---- a program's own keys ---------------------------------------------------- */
+
+/**
+ * EbConfigKeyType:
+ * @EB_CONFIG_KEY_NUMBER: a whole number from @min to @max
+ * @EB_CONFIG_KEY_SIZE: a size in bytes, with an optional k, M or G suffix
+ *   (powers of 1024), from @min to @max
+ * @EB_CONFIG_KEY_BOOLEAN: on or off (also yes, no, true, false, 1, 0)
+ * @EB_CONFIG_KEY_STRING: text, as its @check and @choices allow
+ * @EB_CONFIG_KEY_NETWORKS: a list of CIDR blocks, as allow_networks is written;
+ *   read with eb_config_networks_contain()
+ *
+ * The type of a key a program adds with eb_config_register_keys().
+ */
+typedef enum {
+  EB_CONFIG_KEY_NUMBER,
+  EB_CONFIG_KEY_SIZE,
+  EB_CONFIG_KEY_BOOLEAN,
+  EB_CONFIG_KEY_STRING,
+  EB_CONFIG_KEY_NETWORKS,
+} EbConfigKeyType;
+
+/**
+ * EbConfigCheckFunc:
+ * @value: the value, white space stripped
+ * @error: where the reason goes when @value is refused
+ *
+ * Checks the value of a text key as the program that reads it will read it
+ * (a socket's syntax, an absolute path, ...).
+ *
+ * Returns: TRUE when @value is valid.
+ */
+typedef gboolean (*EbConfigCheckFunc) (const char *value, GError **error);
+
+/**
+ * EbConfigKeyInfo:
+ * @name: the key, in lowercase letters and underscores
+ * @type: its type
+ * @default_value: the default, as written in a configuration file ("" for
+ *   none); it must pass the key's own checks
+ * @min: the smallest value of a number or size key
+ * @max: the largest value of a number or size key
+ * @choices: (nullable): a text key's only values, "a|b"; NULL for any
+ * @check: (nullable): checks a text key's value; NULL for any text
+ * @what: (nullable): what a checked text key's value is ("socket"), for
+ *   --help and error messages
+ * @doc: one paragraph, as extbody.conf(5) and the example file print it
+ *
+ * One key of a program's own, such as the sockets of extbodyd.
+ */
+typedef struct {
+  const char *name;
+  EbConfigKeyType type;
+  const char *default_value;
+  guint64 min;
+  guint64 max;
+  const char *choices;
+  EbConfigCheckFunc check;
+  const char *what;
+  const char *doc;
+} EbConfigKeyInfo;
+
+/**
+ * eb_config_register_keys:
+ * @program: the program the keys belong to, such as "extbodyd"
+ * @keys: (array length=n_keys): the keys; the table and its strings must stay
+ *   valid as long as the process runs (a static table)
+ * @n_keys: how many
+ * @error: return location for a #GError, or %NULL
+ *
+ * Adds a program's own keys to those of the library, as OpenDKIM's and
+ * Postfix's daemons each own their parameters: keys that only that program
+ * reads (extbodyd's sockets, for one) are defined by it, not by libextbody.
+ * Once added, the keys are read, checked and written like the library's
+ * own (eb_config_load_file(), eb_config_set(), eb_config_dump() after the
+ * library's keys, the getters), in every configuration made afterwards. A
+ * configuration file that sets a key no program in this process has added is
+ * refused ("unknown key"): a program that reads the file it shares with
+ * extbodyd, as the command `extbody config` does, adds extbodyd's keys too.
+ *
+ * Call it at start, before any other thread uses the library. Adding the same
+ * program's keys again does nothing; a name the library or another program
+ * already has is an error, as is a default that fails its key's checks.
+ *
+ * Returns: TRUE on success.
+ */
+EXTBODY_API gboolean eb_config_register_keys (const char *program, const EbConfigKeyInfo *keys,
+                                              guint n_keys, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbConfig, eb_config_free)
 

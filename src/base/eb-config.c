@@ -8,27 +8,12 @@
 #include <stddef.h>
 #include <string.h>
 
-#define KEY(n, t, d, lo, hi, doc) { #n, t, d, lo, hi, offsetof (EbConfig, n), doc, NULL, NULL, NULL }
-#define STR(n, d, doc, ch) { #n, EB_CONFIG_STRING, d, 0, 0, offsetof (EbConfig, n), doc, ch, NULL, NULL }
-#define LIST(n, d, doc, chk, what) { #n, EB_CONFIG_STRING, d, 0, 0, offsetof (EbConfig, n), doc, NULL, chk, what }
-#define BOOL(n, d, doc) { #n, EB_CONFIG_BOOL, d, 0, 1, offsetof (EbConfig, n), doc, NULL, NULL, NULL }
+#define KEY(n, t, d, lo, hi, doc) { #n, t, d, lo, hi, offsetof (EbConfig, n), doc, NULL, NULL, NULL, NULL }
+#define STR(n, d, doc, ch) { #n, EB_CONFIG_STRING, d, 0, 0, offsetof (EbConfig, n), doc, ch, NULL, NULL, NULL }
+#define LIST(n, d, doc, chk, what) { #n, EB_CONFIG_STRING, d, 0, 0, offsetof (EbConfig, n), doc, NULL, chk, what, NULL }
+#define BOOL(n, d, doc) { #n, EB_CONFIG_BOOL, d, 0, 1, offsetof (EbConfig, n), doc, NULL, NULL, NULL, NULL }
 
 /* ---- lists and typed values ---------------------------------------------- */
-
-/* A file mode mask in octal, as umask(1) writes it: 1 to 4 octal digits,
- * at most 0777. */
-static gboolean
-check_umask (const char *value, GError **error)
-{
-  gsize n = strlen (value);
-  gboolean ok = n >= 1 && n <= 4;
-  for (gsize i = 0; ok && i < n; i++)
-    ok = value[i] >= '0' && value[i] <= '7';
-  if (ok && g_ascii_strtoull (value, NULL, 8) <= 0777)
-    return TRUE;
-  g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\" is not an octal mask (000 to 777)", value);
-  return FALSE;
-}
 
 static gboolean
 check_cidrs (const char *value, GError **error)
@@ -142,95 +127,6 @@ check_type_patterns (const char *value, GError **error)
     }
   }
   return TRUE;
-}
-
-/* libmilter's socket: unix:PATH or local:PATH (absolute), inet:PORT[@ADDRESS],
- * inet6:PORT[@ADDRESS], with PORT 1 to 65535. */
-static gboolean
-check_socket (const char *value, GError **error)
-{
-  const char *v = value;
-  if (g_str_has_prefix (v, "unix:") || g_str_has_prefix (v, "local:")) {
-    const char *path = strchr (v, ':') + 1;
-    if (g_path_is_absolute (path))
-      return TRUE;
-    g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\": the socket path must be absolute", v);
-    return FALSE;
-  }
-  gboolean v6 = g_str_has_prefix (v, "inet6:");
-  if (v6 || g_str_has_prefix (v, "inet:")) {
-    const char *p = strchr (v, ':') + 1;
-    const char *at = strchr (p, '@');
-    g_autofree char *port = at ? g_strndup (p, (gsize) (at - p)) : g_strdup (p);
-    gboolean ok = *port && strlen (port) <= 5 && port[0] != '0';
-    for (const char *c = port; ok && *c; c++)
-      ok = g_ascii_isdigit (*c);
-    guint64 n = ok ? g_ascii_strtoull (port, NULL, 10) : 0;
-    if (!ok || n < 1 || n > 65535) {
-      g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\": \"%s\" is not a port (1 to 65535)", v, port);
-      return FALSE;
-    }
-    if (at && !at[1]) {
-      g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\": no address after '@'", v);
-      return FALSE;
-    }
-    return TRUE;
-  }
-  g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
-               "\"%s\" is not unix:PATH, inet:PORT@ADDRESS or inet6:PORT@ADDRESS", v);
-  return FALSE;
-}
-
-/* extbodyd's HTTP listener: empty (none), unix:PATH (absolute), or
- * inet:PORT@ADDRESS / inet6:PORT@[ADDRESS] with an IP address written out.
- * The listener takes unauthenticated requests that may make the daemon
- * fetch: the daemon refuses an address other than loopback unless
- * http_allow_networks names who may connect. */
-static gboolean
-check_http_socket (const char *value, GError **error)
-{
-  if (!*value)
-    return TRUE;
-  if (g_str_has_prefix (value, "unix:")) {
-    if (g_path_is_absolute (value + 5))
-      return TRUE;
-    g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\": the socket path must be absolute", value);
-    return FALSE;
-  }
-  gboolean v6 = g_str_has_prefix (value, "inet6:");
-  if (!v6 && !g_str_has_prefix (value, "inet:")) {
-    g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
-                 "\"%s\" is not unix:PATH, inet:PORT@127.0.0.1 or inet6:PORT@[::1]", value);
-    return FALSE;
-  }
-  if (!check_socket (value, error))
-    return FALSE;
-  /* an IP address, written: names are not looked up (another address than
-   * loopback needs http_allow_networks, which the daemon checks) */
-  const char *at = strchr (value, '@');
-  g_autofree char *addr = at ? g_strdup (at + 1) : NULL;
-  if (addr && v6 && addr[0] == '[' && addr[strlen (addr) - 1] == ']') {
-    memmove (addr, addr + 1, strlen (addr));
-    addr[strlen (addr) - 1] = '\0';
-  }
-  unsigned char buf[16];
-  if (addr && inet_pton (v6 ? AF_INET6 : AF_INET, addr, buf) == 1)
-    return TRUE;
-  g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
-               "\"%s\": write an IP address: %s:PORT@%s for loopback", value,
-               v6 ? "inet6" : "inet", v6 ? "[::1]" : "127.0.0.1");
-  return FALSE;
-}
-
-/* extbodyd's listener for Dovecot: empty (none) or the absolute path
- * of a unix socket (the milter changes to / when it detaches). */
-static gboolean
-check_dovecot_socket (const char *value, GError **error)
-{
-  if (!*value || g_path_is_absolute (value))
-    return TRUE;
-  g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\": the socket path must be absolute", value);
-  return FALSE;
 }
 
 /* A file named by its absolute path, or empty (none): the milter changes to
@@ -497,40 +393,10 @@ static const EbConfigKey keys[] = {
        "Days ahead for the expiration parameter (RFC 2046 5.2.3) of each reference extbody externalize writes; 0 writes none. It is a promise to the recipients only: extbody never deletes a stored object, expiring them is the administrator's (see extbody(1)); in a directory store each message that refers to an object again renews its modification time."),
   BOOL (externalize_fallback, "off",
         "extbody externalize writes each reference inside a multipart/alternative, after a short text/plain part with the link, for mail readers that do not show message/external-body (extbody rewrite restores the original part alone)."),
-  LIST (metrics_file, "",
-       "When set, extbodyd's counters since it started (messages, references, resolved, left by reason, fetches by outcome, bytes fetched, cache hits, fetch latency) are written to this file in the Prometheus text format, mode 0644 (counters are not secrets: node_exporter reads them as its own user), replaced atomically every metrics_interval seconds and when the daemon stops; only the daemon writes it. Name it NAME.prom in the directory node_exporter's textfile collector reads (Debian's prometheus-node-exporter: /var/lib/prometheus/node-exporter, which the unit may write).", check_file, "absolute path"),
   LIST (mailbox_metrics_file, "",
        "The same counters for extbody rewrite and extbody externalize --mbox and --maildir runs, added up over every run: each run reads this file, adds its counters and writes it back (under a lock on FILE.lock, waited for up to lock_timeout; mode 0644), so they only grow; every sample has the label writer=\"extbody\", apart from the daemon's. Empty (the default): the runs write no metrics. Name it another NAME.prom beside metrics_file, writable by the users whose runs count.", check_file, "absolute path"),
-  KEY (metrics_interval, EB_CONFIG_UINT, "60", 1, 86400,
-       "Seconds between two writes of metrics_file by extbodyd."),
-  LIST (milter_socket, "unix:/run/extbody/milter.sock",
-       "extbodyd's socket: unix:PATH, inet:PORT@ADDRESS or inet6:PORT@ADDRESS.", check_socket, "socket"),
-  LIST (milter_umask, "007",
-       "The file mode mask, in octal, extbodyd's unix socket is made with: 007 gives 0770, so that the daemon's user and group can connect (add the MTA's user, postfix, to that group); 000 lets every local user connect.", check_umask, "octal mask"),
-  LIST (client_umask, "000",
-       "The file mode mask, in octal, the unix sockets of extbodyd's other doors are made with (http_socket and dovecot_filter_socket): 000 gives 0777, so that every local user can connect, as Exim's local deliveries and Dovecot's LMTP run as the recipient; 007 keeps them to the daemon's user and group. Whoever can connect has messages rewritten as extbody would for them, and, when externalize_store is set, stored through POST /externalize.", check_umask, "octal mask"),
-  STR (on_error, "accept",
-       "What extbodyd answers when it fails inside: accept the message unchanged, or tempfail it.", "accept|tempfail"),
   BOOL (strip_trace_fields, "on",
         "Remove X-Extbody and X-Extbody-Resolved fields that arrive in a message's header (extbodyd, extbody-pipe): a sender can forge them."),
-  KEY (milter_spill_size, EB_CONFIG_SIZE, "1M", 0, G_GUINT64_CONSTANT (1) << 40,
-       "Message bytes extbodyd keeps in memory; a larger message is spooled to a temporary file, and so is the new body of a message that is, or whose resolved data is, larger."),
-  KEY (milter_stop_timeout, EB_CONFIG_UINT, "60", 0, 3600,
-       "Seconds extbodyd lets the messages in flight finish once told to stop (SIGTERM, SIGINT); meanwhile it accepts no connection and tempfails new messages; a message still unfinished then is cut off, and the MTA's milter_default_action applies to it."),
-  LIST (http_socket, "unix:/run/extbody/http.sock",
-       "extbodyd's HTTP listener, for extbodyc (Exim's transport_filter, Postfix's pipe, scripts): POST /rewrite, /inspect, /externalize; GET /metrics. unix:PATH (made with the mode client_umask gives), inet:PORT@127.0.0.1 or inet6:PORT@[::1] (it asks no password: loopback only, unless http_allow_networks names the networks whose clients may connect, when inet:PORT@ADDRESS may name another address of the machine); empty: none.", check_http_socket, "socket"),
-  LIST (http_allow_networks, "",
-       "CIDR blocks whose clients may connect to an inet http_socket besides loopback; with it set, http_socket may name any address of this machine (inet:PORT@0.0.0.0: all). Mind that the listener asks no password: list only hosts that may have mail rewritten and make the daemon fetch. Empty (the default): loopback only.", check_cidrs, "CIDR list"),
-  KEY (http_max_connections, EB_CONFIG_UINT, "16", 1, 1000,
-       "Requests extbodyd's HTTP listener works on at once (from a request's header to its answer); past it a new one is answered 503. As many idle connections again may stay open; one more is closed unanswered."),
-  KEY (http_timeout, EB_CONFIG_UINT, "30", 1, 3600,
-       "Seconds an HTTP client of extbodyd may stay idle, or take between two pieces of its request, before it is cut off."),
-  LIST (dovecot_filter_socket, "/run/extbody/extbody",
-       "extbodyd's listener for Dovecot's program-client protocol: the absolute path of a unix socket (made with the mode client_umask gives), where Pigeonhole's Sieve filter command connects instead of running a program when sieve_filter_socket_dir names its directory (relative to Dovecot's base_dir) and the socket is named as the program the script calls; each message is filtered as extbody rewrite --filter does, and on any failure Dovecot keeps the message as it came; empty: none.", check_dovecot_socket, "socket path"),
-  KEY (dovecot_max_connections, EB_CONFIG_UINT, "16", 1, 1000,
-       "Connections extbodyd's Dovecot listener serves at once; past it a new one waits in the socket's backlog until one ends."),
-  KEY (dovecot_timeout, EB_CONFIG_UINT, "30", 1, 3600,
-       "Seconds a Dovecot client of extbodyd may stay idle before it is cut off (its message stays as it came)."),
   LIST (externalize_store, "",
        "Where extbody externalize stores the parts it takes out of messages: an absolute directory (served by a web server under externalize_base_url), or the http or https URL of a WebDAV collection (an S3 bucket with externalize_store_auth = aws-sigv4), written with HTTP PUT. Each object is named by the SHA-256 of its bytes (their HMAC-SHA256 with externalize_key), so a part sent to many recipients is stored once, and is read back and checked before any message refers to it. Empty: externalize refuses to run.", check_store, "directory or URL"),
   LIST (externalize_base_url, "",
@@ -547,30 +413,139 @@ static const EbConfigKey keys[] = {
        "How extbody authenticates to an http or https store: basic (HTTP basic authentication with externalize_store_user and externalize_store_password, for WebDAV), or aws-sigv4 (an S3-compatible object store: externalize_store is the bucket's URL in path style, http(s)://HOST[:PORT]/BUCKET, objects are written as BUCKET/NAME with HTTP PUT signed with AWS Signature Version 4, externalize_store_user is the access key ID and externalize_store_password the secret access key). The bucket, or a web server in front of it, must serve the objects to anyone under externalize_base_url (for S3 a bucket policy allowing s3:GetObject to everyone; no ACL is sent).", "basic|aws-sigv4"),
   LIST (externalize_store_region, "us-east-1",
        "The region an aws-sigv4 store's requests are signed for (part of the signature): the bucket's region, or us-east-1 for a server that has none.", check_region, "region"),
-  STR (milter_mode, "resolve",
-       "What extbodyd does to each message: resolve its message/external-body references (resolve), or store its large attachments in externalize_store and replace them with references (externalize), for an instance on the outgoing path (the submission service); externalize needs externalize_store.", "resolve|externalize"),
 };
+
+/* ---- the keys programs add ------------------------------------------------- */
+
+/* The keys programs added, after the library's: appended under the lock,
+ * read without it (a slot is written before the count that shows it). Added
+ * at a program's start, as its own table, and never removed. */
+#define PROGRAM_KEYS_MAX 256
+static EbConfigKey *program_keys[PROGRAM_KEYS_MAX];
+static guint n_program_keys;   /* read with g_atomic_int_get */
+static GMutex program_keys_lock;
 
 guint
 eb_config_get_n_keys (void)
 {
-  return G_N_ELEMENTS (keys);
+  return G_N_ELEMENTS (keys) + (guint) g_atomic_int_get (&n_program_keys);
 }
 
 const EbConfigKey *
 eb_config_get_key (guint i)
 {
-  g_return_val_if_fail (i < G_N_ELEMENTS (keys), NULL);
-  return &keys[i];
+  g_return_val_if_fail (i < eb_config_get_n_keys (), NULL);
+  return i < G_N_ELEMENTS (keys) ? &keys[i] : program_keys[i - G_N_ELEMENTS (keys)];
 }
 
 static const EbConfigKey *
 find_key (const char *name)
 {
-  for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
-    if (strcmp (keys[i].name, name) == 0)
-      return &keys[i];
+  guint n = eb_config_get_n_keys ();
+  for (guint i = 0; i < n; i++) {
+    const EbConfigKey *k = eb_config_get_key (i);
+    if (strcmp (k->name, name) == 0)
+      return k;
+  }
   return NULL;
+}
+
+static gboolean set_key (EbConfig *config, const EbConfigKey *k, const char *value, const char *where,
+                         GError **error);
+
+/* A key's name: lowercase letters, digits and underscores, a letter first. */
+static gboolean
+valid_key_name (const char *name)
+{
+  if (!name || !g_ascii_islower (*name))
+    return FALSE;
+  for (const char *c = name; *c; c++)
+    if (!g_ascii_islower (*c) && !g_ascii_isdigit (*c) && *c != '_')
+      return FALSE;
+  return TRUE;
+}
+
+/* The library's form of @info, a key of @program. */
+static EbConfigKey *
+program_key_new (const char *program, const EbConfigKeyInfo *info)
+{
+  EbConfigKey *k = g_new0 (EbConfigKey, 1);
+  k->name = info->name;
+  k->type = info->type == EB_CONFIG_KEY_NUMBER ? EB_CONFIG_UINT
+          : info->type == EB_CONFIG_KEY_SIZE ? EB_CONFIG_SIZE
+          : info->type == EB_CONFIG_KEY_BOOLEAN ? EB_CONFIG_BOOL : EB_CONFIG_STRING;
+  k->default_value = info->default_value;
+  k->min = info->type == EB_CONFIG_KEY_BOOLEAN ? 0 : info->min;
+  k->max = info->type == EB_CONFIG_KEY_BOOLEAN ? 1 : info->max;
+  k->offset = G_MAXSIZE;
+  k->doc = info->doc;
+  k->choices = info->choices;
+  k->check = info->type == EB_CONFIG_KEY_NETWORKS ? check_cidrs : info->check;
+  k->what = info->type == EB_CONFIG_KEY_NETWORKS ? "CIDR list" : info->what;
+  k->program = program;
+  return k;
+}
+
+/* Whether @info can be added as a key of @program: a new, valid name, a type
+ * and a default its own checks take. */
+static gboolean
+program_key_check (const char *program, const EbConfigKeyInfo *info, GError **error)
+{
+  if (!valid_key_name (info->name) || !info->default_value || !info->doc
+      || info->type > EB_CONFIG_KEY_NETWORKS
+      || (info->type == EB_CONFIG_KEY_BOOLEAN && strcmp (info->default_value, "on") != 0
+          && strcmp (info->default_value, "off") != 0)) {
+    g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "%s: key \"%s\": not a valid key", program,
+                 info->name ? info->name : "(null)");
+    return FALSE;
+  }
+  const EbConfigKey *had = find_key (info->name);
+  if (had) {
+    g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "%s: key \"%s\" is %s's already", program,
+                 info->name, had->program ? had->program : "libextbody");
+    return FALSE;
+  }
+  g_autofree EbConfigKey *k = program_key_new (program, info);
+  EbConfig scratch = { 0 };
+  gboolean ok = set_key (&scratch, k, info->default_value, "default of ", error);
+  g_clear_pointer (&scratch.program_values, g_hash_table_unref);
+  g_clear_pointer (&scratch.lists, g_hash_table_unref);
+  g_clear_pointer (&scratch.networks, g_hash_table_unref);
+  return ok;
+}
+
+gboolean
+eb_config_register_keys (const char *program, const EbConfigKeyInfo *keys_info, guint n_keys,
+                         GError **error)
+{
+  g_return_val_if_fail (program != NULL && (keys_info != NULL || n_keys == 0), FALSE);
+  g_mutex_lock (&program_keys_lock);
+  gboolean ok = TRUE;
+  /* the same program's keys again: nothing to do (its first key tells) */
+  const EbConfigKey *first = n_keys ? find_key (keys_info[0].name) : NULL;
+  if (first && g_strcmp0 (first->program, program) == 0 && first->doc == keys_info[0].doc)
+    goto out;
+  for (guint i = 0; ok && i < n_keys; i++)
+    ok = program_key_check (program, &keys_info[i], error);
+  for (guint i = 0; ok && i < n_keys; i++)
+    for (guint j = 0; ok && j < i; j++)
+      if (strcmp (keys_info[i].name, keys_info[j].name) == 0) {
+        g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "%s: key \"%s\" twice", program, keys_info[i].name);
+        ok = FALSE;
+      }
+  if (ok && n_program_keys + n_keys > PROGRAM_KEYS_MAX) {
+    g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "%s: more keys than programs may add (%d in all)",
+                 program, PROGRAM_KEYS_MAX);
+    ok = FALSE;
+  }
+  for (guint i = 0; ok && i < n_keys; i++) {
+    guint at = n_program_keys;
+    program_keys[at] = program_key_new (g_intern_string (program), &keys_info[i]);
+    g_atomic_int_set (&n_program_keys, at + 1);   /* the slot, then the count */
+  }
+out:
+  g_mutex_unlock (&program_keys_lock);
+  return ok;
 }
 
 gboolean
@@ -602,13 +577,27 @@ eb_config_parse_size (const char *text, guint64 *out)
 
 static void parse_list (EbConfig *config, const EbConfigKey *k);
 
+/* @text (taken) becomes the value of the program's key @k in @config. */
+static void
+set_program_value (EbConfig *config, const EbConfigKey *k, char *text)
+{
+  if (!config->program_values)
+    config->program_values = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
+  g_hash_table_replace (config->program_values, (gpointer) k->name, text);
+}
+
 static gboolean
 set_key (EbConfig *config, const EbConfigKey *k, const char *value, const char *where,
          GError **error)
 {
   guint64 v = 0;
   gboolean ok;
-  char *field = (char *) config + k->offset;
+  /* a program's key: its value goes to program_values, as text */
+  gboolean own = k->program == NULL;
+  gboolean flag = FALSE;
+  char *text = NULL;
+  char *field = own ? (char *) config + k->offset
+              : k->type == EB_CONFIG_BOOL ? (char *) &flag : (char *) &text;
   if (k->type == EB_CONFIG_STRING) {
     g_autofree char *t = g_strstrip (g_strdup (value));
     if (k->check) {
@@ -628,6 +617,8 @@ set_key (EbConfig *config, const EbConfigKey *k, const char *value, const char *
     }
     g_free (*(char **) field);
     *(char **) field = g_steal_pointer (&t);
+    if (!own)
+      set_program_value (config, k, text);
     parse_list (config, k);
     return TRUE;
   }
@@ -643,6 +634,8 @@ set_key (EbConfig *config, const EbConfigKey *k, const char *value, const char *
                    k->name, value);
       return FALSE;
     }
+    if (!own)
+      set_program_value (config, k, g_strdup (flag ? "on" : "off"));
     return TRUE;
   }
   if (k->type == EB_CONFIG_SIZE) {
@@ -671,7 +664,9 @@ set_key (EbConfig *config, const EbConfigKey *k, const char *value, const char *
                  where, k->name, value, k->min, k->max);
     return FALSE;
   }
-  if (k->type == EB_CONFIG_SIZE)
+  if (!own)
+    set_program_value (config, k, g_strdup_printf ("%" G_GUINT64_FORMAT, v));
+  else if (k->type == EB_CONFIG_SIZE)
     *(guint64 *) field = v;
   else
     *(guint *) field = (guint) v;
@@ -682,18 +677,33 @@ EbConfig *
 eb_config_new (void)
 {
   EbConfig *config = g_new0 (EbConfig, 1);
-  for (guint i = 0; i < G_N_ELEMENTS (keys); i++) {
-    gboolean ok = set_key (config, &keys[i], keys[i].default_value, "", NULL);
+  guint n = eb_config_get_n_keys ();
+  for (guint i = 0; i < n; i++) {
+    const EbConfigKey *k = eb_config_get_key (i);
+    gboolean ok = set_key (config, k, k->default_value, "", NULL);
     g_assert (ok);
   }
   return config;
 }
 
-/* A key whose value is a list: its check reads the one list syntax. */
+/* A key whose value is a list: the library's keys with a check read the one
+ * list syntax; of a program's keys, only CIDR lists are the library's to
+ * parse. */
 static gboolean
 is_list_key (const EbConfigKey *k)
 {
-  return k->check && k->check != check_umask;
+  return k->program ? k->check == check_cidrs : k->check != NULL;
+}
+
+/* The text of key @k in @config. */
+static const char *
+string_value (const EbConfig *config, const EbConfigKey *k)
+{
+  if (!k->program)
+    return *(char *const *) ((const char *) config + k->offset);
+  const char *v = config->program_values ? g_hash_table_lookup (config->program_values, k->name) : NULL;
+  /* a configuration made before the program added its keys has its defaults */
+  return v ? v : k->default_value;
 }
 
 /* Parse @k's value, already checked, into its typed forms. */
@@ -702,7 +712,7 @@ parse_list (EbConfig *config, const EbConfigKey *k)
 {
   if (!is_list_key (k))
     return;
-  const char *text = *(char **) ((char *) config + k->offset);
+  const char *text = string_value (config, k);
   if (!config->lists)
     config->lists = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) g_strfreev);
   g_autoptr (GPtrArray) items = eb_list_split (text, NULL);
@@ -710,13 +720,14 @@ parse_list (EbConfig *config, const EbConfigKey *k)
     items = g_ptr_array_new_with_free_func (g_free);
   g_ptr_array_add (items, NULL);
   g_hash_table_replace (config->lists, (gpointer) k->name, g_ptr_array_steal (items, NULL));
-  GPtrArray **nets = !strcmp (k->name, "allow_networks") ? &config->allow_networks_v
-                   : !strcmp (k->name, "deny_networks") ? &config->deny_networks_v
-                   : !strcmp (k->name, "http_allow_networks") ? &config->http_allow_networks_v : NULL;
-  if (nets) {
-    g_clear_pointer (nets, g_ptr_array_unref);
-    if (!eb_list_parse_cidrs (text, nets, NULL))
-      *nets = g_ptr_array_new_with_free_func (g_free);
+  if (k->check == check_cidrs) {
+    GPtrArray *nets = NULL;
+    if (!eb_list_parse_cidrs (text, &nets, NULL))
+      nets = g_ptr_array_new_with_free_func (g_free);
+    if (!config->networks)
+      config->networks = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
+                                                (GDestroyNotify) g_ptr_array_unref);
+    g_hash_table_replace (config->networks, (gpointer) k->name, nets);
   } else if (!strcmp (k->name, "allow_domains") || !strcmp (k->name, "deny_domains")) {
     GStrv *d = !strcmp (k->name, "allow_domains") ? &config->allow_domains_v : &config->deny_domains_v;
     g_strfreev (*d);
@@ -732,9 +743,7 @@ static void
 free_lists (EbConfig *config)
 {
   g_clear_pointer (&config->lists, g_hash_table_unref);
-  g_clear_pointer (&config->allow_networks_v, g_ptr_array_unref);
-  g_clear_pointer (&config->deny_networks_v, g_ptr_array_unref);
-  g_clear_pointer (&config->http_allow_networks_v, g_ptr_array_unref);
+  g_clear_pointer (&config->networks, g_hash_table_unref);
   g_clear_pointer (&config->allow_ports_v, g_array_unref);
   g_clear_pointer (&config->allow_domains_v, g_strfreev);
   g_clear_pointer (&config->deny_domains_v, g_strfreev);
@@ -746,6 +755,7 @@ free_strings (EbConfig *config)
   for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
     if (keys[i].type == EB_CONFIG_STRING)
       g_clear_pointer ((char **) ((char *) config + keys[i].offset), g_free);
+  g_clear_pointer (&config->program_values, g_hash_table_unref);
   free_lists (config);
 }
 
@@ -757,13 +767,23 @@ copy_strings (EbConfig *config)
       char **f = (char **) ((char *) config + keys[i].offset);
       *f = g_strdup (*f);
     }
+  GHashTable *values = config->program_values;
+  config->program_values = NULL;
+  if (values) {
+    GHashTableIter it;
+    gpointer name, value;
+    g_hash_table_iter_init (&it, values);
+    while (g_hash_table_iter_next (&it, &name, &value))
+      set_program_value (config, find_key (name), g_strdup (value));
+  }
   /* the parsed lists are @config's own too, parsed again from its text */
   config->lists = NULL;
-  config->allow_networks_v = config->deny_networks_v = config->http_allow_networks_v = NULL;
+  config->networks = NULL;
   config->allow_ports_v = NULL;
   config->allow_domains_v = config->deny_domains_v = NULL;
-  for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
-    parse_list (config, &keys[i]);
+  guint n = eb_config_get_n_keys ();
+  for (guint i = 0; i < n; i++)
+    parse_list (config, eb_config_get_key (i));
 }
 
 EbConfig *
@@ -974,59 +994,78 @@ char *
 eb_config_dump (const EbConfig *config)
 {
   GString *s = g_string_new (NULL);
-  for (guint i = 0; i < G_N_ELEMENTS (keys); i++) {
-    const char *field = (const char *) config + keys[i].offset;
-    if (keys[i].type == EB_CONFIG_STRING) {
-      const char *v = *(char *const *) field;
-      if (*v && eb_config_key_is_secret (keys[i].name))
+  guint n = eb_config_get_n_keys ();
+  for (guint i = 0; i < n; i++) {
+    const EbConfigKey *k = eb_config_get_key (i);
+    const char *field = (const char *) config + k->offset;
+    if (k->type == EB_CONFIG_STRING || k->program) {
+      /* a program's key is kept as text, already as this writes it */
+      const char *v = string_value (config, k);
+      if (*v && eb_config_key_is_secret (k->name))
         v = "(set; not shown)";
-      g_string_append_printf (s, "%s = %s\n", keys[i].name, v);
+      g_string_append_printf (s, "%s = %s\n", k->name, v);
       continue;
     }
-    if (keys[i].type == EB_CONFIG_BOOL) {
-      g_string_append_printf (s, "%s = %s\n", keys[i].name, *(const gboolean *) field ? "on" : "off");
+    if (k->type == EB_CONFIG_BOOL) {
+      g_string_append_printf (s, "%s = %s\n", k->name, *(const gboolean *) field ? "on" : "off");
       continue;
     }
-    guint64 v = keys[i].type == EB_CONFIG_SIZE ? *(const guint64 *) field : *(const guint *) field;
-    g_string_append_printf (s, "%s = %" G_GUINT64_FORMAT "\n", keys[i].name, v);
+    guint64 v = k->type == EB_CONFIG_SIZE ? *(const guint64 *) field : *(const guint *) field;
+    g_string_append_printf (s, "%s = %" G_GUINT64_FORMAT "\n", k->name, v);
   }
   return g_string_free (s, FALSE);
 }
 
-/* The typed getters of the public API: a key by name, through the table. */
-static const void *
-typed_field (const EbConfig *config, const char *key, EbConfigType want, EbConfigType also)
+/* The typed getters of the public API: a key by name, through the table; NULL
+ * (and a critical warning) for an unknown key or one of another type. */
+static const EbConfigKey *
+typed_key (const char *key, EbConfigType want, EbConfigType also)
 {
-  g_return_val_if_fail (config != NULL && key != NULL, NULL);
+  g_return_val_if_fail (key != NULL, NULL);
   const EbConfigKey *k = find_key (key);
   if (!k || (k->type != want && k->type != also)) {
     g_critical ("libextbody: \"%s\" is not a configuration key of the type asked for", key);
     return NULL;
   }
-  return (const char *) config + k->offset;
+  return k;
 }
 
 gboolean
 eb_config_get_boolean (const EbConfig *config, const char *key)
 {
-  const void *f = typed_field (config, key, EB_CONFIG_BOOL, EB_CONFIG_BOOL);
-  return f ? *(const gboolean *) f : FALSE;
+  g_return_val_if_fail (config != NULL, FALSE);
+  const EbConfigKey *k = typed_key (key, EB_CONFIG_BOOL, EB_CONFIG_BOOL);
+  if (!k)
+    return FALSE;
+  if (k->program) {
+    const char *v = string_value (config, k);
+    return strcmp (v, "on") == 0;   /* as set_key wrote it */
+  }
+  return *(const gboolean *) ((const char *) config + k->offset);
 }
 
 guint64
 eb_config_get_uint64 (const EbConfig *config, const char *key)
 {
-  const void *f = typed_field (config, key, EB_CONFIG_UINT, EB_CONFIG_SIZE);
-  if (!f)
+  g_return_val_if_fail (config != NULL, 0);
+  const EbConfigKey *k = typed_key (key, EB_CONFIG_UINT, EB_CONFIG_SIZE);
+  if (!k)
     return 0;
-  return find_key (key)->type == EB_CONFIG_SIZE ? *(const guint64 *) f : *(const guint *) f;
+  const char *f = (const char *) config + k->offset;
+  if (k->program) {
+    guint64 v = 0;
+    /* a number in decimal, as set_key wrote it; a default still as written */
+    return eb_config_parse_size (string_value (config, k), &v) ? v : 0;
+  }
+  return k->type == EB_CONFIG_SIZE ? *(const guint64 *) f : *(const guint *) f;
 }
 
 const char *
 eb_config_get_string (const EbConfig *config, const char *key)
 {
-  const void *f = typed_field (config, key, EB_CONFIG_STRING, EB_CONFIG_STRING);
-  return f ? *(const char *const *) f : NULL;
+  g_return_val_if_fail (config != NULL, NULL);
+  const EbConfigKey *k = typed_key (key, EB_CONFIG_STRING, EB_CONFIG_STRING);
+  return k ? string_value (config, k) : NULL;
 }
 
 const char *const *
@@ -1040,9 +1079,7 @@ const GPtrArray *
 eb_config_get_networks (const EbConfig *config, const char *key)
 {
   g_return_val_if_fail (config != NULL && key != NULL, NULL);
-  return !strcmp (key, "allow_networks") ? config->allow_networks_v
-       : !strcmp (key, "deny_networks") ? config->deny_networks_v
-       : !strcmp (key, "http_allow_networks") ? config->http_allow_networks_v : NULL;
+  return config->networks ? g_hash_table_lookup (config->networks, key) : NULL;
 }
 
 gboolean

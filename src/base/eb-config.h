@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-config.h - every limit and switch of extbody, as named configuration keys.
  *
- * One table (eb-config.c) lists each key with its type, default, bounds and a
- * one-line description; it drives loading, checking, `extbody config` and the
- * example configuration, and a test keeps data/extbody.conf.example and the man
- * page in step with it. Files are GLib key files; keys live in the [extbody]
+ * One table (eb-config.c) lists each key of the library with its type,
+ * default, bounds and a one-line description; a program adds the keys only it
+ * reads (extbodyd's sockets, filters/daemon/daemon-keys.c) with
+ * eb_config_register_keys, after the library's. Together they drive loading,
+ * checking, `extbody config` and the example configuration, and a test keeps
+ * data/extbody.conf.example and the man page in step with them. Files are GLib key files; keys live in the [extbody]
  * group. Sizes accept a k, M or G suffix (powers of 1024). Unknown keys are
  * errors, so a typo never silently leaves a default in force; so is a key set
  * twice in a file, so a later line never silently undoes an earlier one (-o,
@@ -64,26 +66,9 @@ struct _EbConfig {
   guint    externalize_retention;  /* days until the expiration parameter; 0: none */
   gboolean externalize_fallback;   /* the reference inside multipart/alternative with a text part */
   /* statistics */
-  char    *metrics_file;       /* Prometheus text file (the milter's); empty: none */
   char    *mailbox_metrics_file; /* the mailbox runs' file, added up; empty: none */
-  guint    metrics_interval;   /* seconds, the milter's writes */
-  /* the milter */
-  char    *milter_socket;      /* libmilter socket spec */
-  char    *milter_umask;       /* octal mask for the unix socket's mode */
-  char    *client_umask;       /* the same, for http_socket and dovecot_filter_socket */
-  char    *on_error;           /* accept | tempfail */
+  /* what a message arrives with */
   gboolean strip_trace_fields; /* remove incoming X-Extbody, X-Extbody-Resolved */
-  guint64  milter_spill_size;  /* message bytes kept in memory before spilling to a file */
-  guint    milter_stop_timeout;  /* seconds messages in flight get to finish at SIGTERM */
-  char    *http_socket;        /* the milter's HTTP listener: unix:PATH, inet:PORT@127.0.0.1,
-                                  inet6:PORT@[::1]; empty: none (default unix:/run/extbody/http.sock) */
-  char    *http_allow_networks; /* CIDR blocks that may connect besides loopback */
-  guint    http_max_connections; /* HTTP requests worked on at once; past it 503 */
-  guint    http_timeout;       /* seconds an HTTP client may be idle or slow */
-  char    *dovecot_filter_socket; /* the milter's listener for Dovecot's program-client
-                                     protocol: an absolute unix socket path; empty: none */
-  guint    dovecot_max_connections; /* Dovecot connections served at once */
-  guint    dovecot_timeout;    /* seconds a Dovecot client may be idle */
   /* externalize: where stored parts go (eb-store.h) */
   char    *externalize_store;          /* absolute directory or WebDAV http(s) URL; empty: none */
   char    *externalize_base_url;       /* URL the objects are served under */
@@ -94,16 +79,16 @@ struct _EbConfig {
   guint    externalize_store_timeout;  /* seconds, one store request */
   char    *externalize_store_auth;     /* basic | aws-sigv4 (S3, path style) */
   char    *externalize_store_region;   /* SigV4 region, e.g. us-east-1 */
-  char    *milter_mode;        /* resolve | externalize */
   /* the list keys parsed (eb-list.h), kept in step with their text above by
    * every set; read with eb_config_get_strv, _get_networks, _get_ports */
   GHashTable *lists;           /* key name -> GStrv, of each list key */
-  GPtrArray  *allow_networks_v;  /* EbCidr * */
-  GPtrArray  *http_allow_networks_v;  /* EbCidr * */
-  GPtrArray  *deny_networks_v;   /* EbCidr * */
+  GHashTable *networks;          /* key name -> GPtrArray of EbCidr *, of each CIDR list key */
   GArray     *allow_ports_v;     /* guint16 */
   GStrv       allow_domains_v;   /* domain patterns (eb_list_domains) */
   GStrv       deny_domains_v;
+  /* the keys programs added (eb_config_register_keys): key name -> its value
+   * as text, normalized ("on", a number in decimal) */
+  GHashTable *program_values;
 };
 
 typedef enum { EB_CONFIG_UINT, EB_CONFIG_SIZE, EB_CONFIG_BOOL, EB_CONFIG_STRING } EbConfigType;
@@ -120,12 +105,14 @@ typedef struct {
    * list, a port list, ...); NULL when any text goes */
   gboolean   (*check) (const char *value, GError **error);
   const char  *what;           /* STRING with a check: what the value is, for --help and errors */
+  const char  *program;        /* NULL: the library's; else the program that added it, whose
+                                  value is in program_values (offset unused) */
 } EbConfigKey;
 
 /* eb_config_new, _copy, _free, _load_file, _set, _apply_option,
  * _add_networks, _dump and the typed getters are public (extbody.h). */
 
-/* The key table. */
+/* The keys: the library's table, then those programs added. */
 guint eb_config_get_n_keys (void);
 const EbConfigKey *eb_config_get_key (guint i);
 
@@ -135,7 +122,7 @@ const EbConfigKey *eb_config_get_key (guint i);
  * is not a list. Owned by @config, valid until the key is set again. */
 const char *const *eb_config_get_strv (const EbConfig *config, const char *key);
 
-/* allow_networks, deny_networks or http_allow_networks parsed: EbCidr *
+/* allow_networks, deny_networks or a program's CIDR list key parsed: EbCidr *
  * elements (eb-policy.h); NULL for another key. Owned by @config. */
 const GPtrArray *eb_config_get_networks (const EbConfig *config, const char *key);
 

@@ -23,6 +23,8 @@
 
 /* the public API only, as any program linking libextbody sees it */
 #include <extbody/extbody.h>
+/* extbodyd's keys: they are in the file the command reads and checks */
+#include "daemon-keys.h"
 
 static const char *prog = "extbody";
 
@@ -996,6 +998,13 @@ main (int argc, char **argv)
   sigaction (SIGHUP, &sa, NULL);
   signal (SIGPIPE, SIG_IGN);
   eb_init ();
+  /* extbodyd's keys beside the library's: the file is the daemon's too, and
+   * `extbody config` checks and lists all of it, as postconf does */
+  g_autoptr (GError) keys_error = NULL;
+  if (!daemon_keys_register (&keys_error)) {
+    fprintf (stderr, "%s: %s\n", prog, keys_error->message);
+    return EX_SOFTWARE;
+  }
   /* the library's diagnostics (and GMime's) as "extbody: ..." on standard
    * error, or in the journal; rewrite --log can send them to syslog */
   eb_log_init (prog, EB_LOG_STDERR);

@@ -38,7 +38,12 @@ GRAMMAR = {
     # RFC 2045 5.1 and RFC 2231 parameters: one state per production
     "eb_params_parse_only",
 }
-UPWARD_ALLOWED = {}
+UPWARD_ALLOWED = {
+    ("extbody-cli", "daemon-keys"):
+        "extbodyd's key table (its sockets, modes and limits: keys only the daemon reads, defined by it) "
+        "is compiled into the command too, as postconf knows every Postfix daemon's parameters: "
+        "`extbody config` checks and lists the whole file the daemon shares with it",
+}
 # Library-wide public names, not a module's: as GMime's g_mime_init and
 # GLib's glib_major_version (eb-version.c).
 PREFIX_ALLOWED = {

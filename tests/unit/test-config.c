@@ -8,6 +8,7 @@
 #include "eb-list.h"
 #include "eb-error.h"
 #include "eb-reason.h"
+#include "daemon-keys.h"
 
 static char *
 source_file (const char *rel)
@@ -654,10 +655,161 @@ test_networks_contain (void)
   g_assert_false (eb_config_set (c, "http_socket", "inet6:8025@[::1", NULL));
 }
 
+
+/* eb_config_register_keys: a program's keys beside the library's. Before any
+ * program adds them a file that sets one is refused; once added they are
+ * loaded, checked, copied, dumped after the library's and read with the
+ * getters; a configuration made before has their defaults; adding the same
+ * table again does nothing; a name taken, a bad name or a default its own
+ * checks refuse is an error, and adds nothing. */
+static gboolean
+check_even (const char *value, GError **error)
+{
+  if (strlen (value) % 2 == 0)
+    return TRUE;
+  g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\" has an odd length", value);
+  return FALSE;
+}
+
+static const EbConfigKeyInfo program_keys_for_test[] = {
+  { "tprog_count", EB_CONFIG_KEY_NUMBER, "7", 1, 10, NULL, NULL, NULL, "A number." },
+  { "tprog_size", EB_CONFIG_KEY_SIZE, "2k", 0, 4 << 20, NULL, NULL, NULL, "A size." },
+  { "tprog_flag", EB_CONFIG_KEY_BOOLEAN, "on", 0, 0, NULL, NULL, NULL, "A switch." },
+  { "tprog_word", EB_CONFIG_KEY_STRING, "ab", 0, 0, NULL, check_even, "even text", "Text." },
+  { "tprog_mode", EB_CONFIG_KEY_STRING, "x", 0, 0, "x|y", NULL, NULL, "A choice." },
+  { "tprog_nets", EB_CONFIG_KEY_NETWORKS, "192.0.2.0/24", 0, 0, NULL, NULL, NULL, "Networks." },
+};
+
+static void
+program_keys_run (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("eb-config-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "p.conf", NULL);
+  g_assert_true (g_file_set_contents (path, "max_parts = 9\ntprog_count = 3\n", -1, NULL));
+  g_autoptr (GError) e = NULL;
+  g_autoptr (EbConfig) before = eb_config_new ();
+  g_assert_false (eb_config_load_file (before, path, FALSE, &e));
+  g_assert_nonnull (strstr (e->message, "unknown key \"tprog_count\""));
+  g_clear_error (&e);
+  guint n = eb_config_get_n_keys ();
+
+  /* refused whole: a name the library has, a bad name, a bad default */
+  const EbConfigKeyInfo taken[] = {
+    { "tprog_other", EB_CONFIG_KEY_NUMBER, "1", 0, 5, NULL, NULL, NULL, "x" },
+    { "max_parts", EB_CONFIG_KEY_NUMBER, "1", 0, 5, NULL, NULL, NULL, "x" },
+  };
+  g_assert_false (eb_config_register_keys ("tprog", taken, G_N_ELEMENTS (taken), &e));
+  g_assert_nonnull (strstr (e->message, "libextbody"));
+  g_clear_error (&e);
+  const EbConfigKeyInfo bad_name[] = { { "Tprog", EB_CONFIG_KEY_NUMBER, "1", 0, 5, NULL, NULL, NULL, "x" } };
+  g_assert_false (eb_config_register_keys ("tprog", bad_name, 1, &e));
+  g_clear_error (&e);
+  const EbConfigKeyInfo bad_default[] = {
+    { "tprog_other", EB_CONFIG_KEY_NUMBER, "9", 0, 5, NULL, NULL, NULL, "x" },
+    { "tprog_odd", EB_CONFIG_KEY_STRING, "abc", 0, 0, NULL, check_even, "even text", "x" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (bad_default); i++) {
+    g_assert_false (eb_config_register_keys ("tprog", &bad_default[i], 1, &e));
+    g_clear_error (&e);
+  }
+  g_assert_cmpuint (eb_config_get_n_keys (), ==, n);
+
+  g_assert_true (eb_config_register_keys ("tprog", program_keys_for_test,
+                                          G_N_ELEMENTS (program_keys_for_test), &e));
+  g_assert_no_error (e);
+  g_assert_true (eb_config_register_keys ("tprog", program_keys_for_test,
+                                          G_N_ELEMENTS (program_keys_for_test), &e));
+  g_assert_cmpuint (eb_config_get_n_keys (), ==, n + G_N_ELEMENTS (program_keys_for_test));
+  g_assert_cmpstr (eb_config_get_key (n)->program, ==, "tprog");
+  /* another program may not take them */
+  g_assert_false (eb_config_register_keys ("other", program_keys_for_test, 1, &e));
+  g_assert_nonnull (strstr (e->message, "tprog's already"));
+  g_clear_error (&e);
+
+  /* made before: the defaults */
+  g_assert_cmpuint (eb_config_get_uint64 (before, "tprog_count"), ==, 7);
+  g_assert_cmpuint (eb_config_get_uint64 (before, "tprog_size"), ==, 2048);
+  g_assert_true (eb_config_get_boolean (before, "tprog_flag"));
+  g_assert_cmpstr (eb_config_get_string (before, "tprog_word"), ==, "ab");
+
+  g_autoptr (EbConfig) c = eb_config_new ();
+  g_assert_true (eb_config_load_file (c, path, FALSE, &e));
+  g_assert_no_error (e);
+  g_assert_cmpuint (eb_config_get_uint64 (c, "max_parts"), ==, 9);
+  g_assert_cmpuint (eb_config_get_uint64 (c, "tprog_count"), ==, 3);
+  g_assert_true (eb_config_set (c, "tprog_size", " 3M ", NULL));
+  g_assert_cmpuint (eb_config_get_uint64 (c, "tprog_size"), ==, 3 << 20);
+  g_assert_true (eb_config_apply_option (c, "tprog_flag=no", NULL));
+  g_assert_false (eb_config_get_boolean (c, "tprog_flag"));
+  g_assert_true (eb_config_set (c, "tprog_word", " abcd ", NULL));
+  g_assert_cmpstr (eb_config_get_string (c, "tprog_word"), ==, "abcd");
+  /* the checks: bounds, syntax, the program's own check, choices, CIDR lists */
+  const char *refused[] = { "tprog_count=11", "tprog_count=0", "tprog_count=x", "tprog_size=5M",
+                            "tprog_flag=maybe", "tprog_word=abc", "tprog_mode=z",
+                            "tprog_nets=192.0.2.0/33" };
+  for (guint i = 0; i < G_N_ELEMENTS (refused); i++) {
+    g_test_message ("%s", refused[i]);
+    g_assert_false (eb_config_apply_option (c, refused[i], &e));
+    g_assert_nonnull (e);
+    g_clear_error (&e);
+  }
+  g_assert_cmpuint (eb_config_get_uint64 (c, "tprog_count"), ==, 3);
+  g_assert_cmpstr (eb_config_get_string (c, "tprog_word"), ==, "abcd");
+  struct sockaddr_in in = { .sin_family = AF_INET };
+  inet_pton (AF_INET, "192.0.2.9", &in.sin_addr);
+  g_assert_true (eb_config_networks_contain (c, "tprog_nets", (struct sockaddr *) &in));
+  g_assert_true (eb_config_networks_contain (before, "tprog_nets", (struct sockaddr *) &in) == FALSE);
+  g_assert_true (eb_config_set (c, "tprog_nets", "198.51.100.0/24", NULL));
+  g_assert_false (eb_config_networks_contain (c, "tprog_nets", (struct sockaddr *) &in));
+
+  /* a copy is its own */
+  g_autoptr (EbConfig) copy = eb_config_copy (c);
+  g_assert_true (eb_config_set (c, "tprog_word", "ef", NULL));
+  g_assert_cmpstr (eb_config_get_string (copy, "tprog_word"), ==, "abcd");
+  inet_pton (AF_INET, "198.51.100.1", &in.sin_addr);
+  g_assert_true (eb_config_networks_contain (copy, "tprog_nets", (struct sockaddr *) &in));
+
+  /* dumped after the library's keys, in the program's order, as it writes
+   * values: numbers in decimal, switches on or off */
+  g_autofree char *dump = eb_config_dump (copy);
+  const char *at = strstr (dump, "tprog_count = 3\ntprog_size = 3145728\ntprog_flag = off\n"
+                           "tprog_word = abcd\ntprog_mode = x\ntprog_nets = 198.51.100.0/24\n");
+  g_assert_nonnull (at);
+  g_assert_cmpstr (at + strlen (at) - strlen ("tprog_nets = 198.51.100.0/24\n"), ==,
+                   "tprog_nets = 198.51.100.0/24\n");
+  g_assert_true (strstr (dump, "max_parts = 9\n") < at);
+  /* a getter of the wrong type is a programmer's error */
+  if (g_test_undefined ()) {
+    g_test_expect_message (G_LOG_DOMAIN, G_LOG_LEVEL_CRITICAL, "*tprog_word*");
+    g_assert_cmpuint (eb_config_get_uint64 (c, "tprog_word"), ==, 0);
+    g_test_assert_expected_messages ();
+  }
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
+/* in a process of its own: the keys it adds stay out of the other cases (the
+ * man page and the shipped file hold the library's and extbodyd's keys) */
+static void
+test_program_keys (void)
+{
+  if (g_test_subprocess ()) {
+    program_keys_run ();
+    return;
+  }
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDOUT | G_TEST_SUBPROCESS_INHERIT_STDERR);
+  g_test_trap_assert_passed ();
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
+  /* extbodyd's keys, as the daemon and the command add them: the tables,
+   * the man page and the shipped file hold all of them */
+  g_autoptr (GError) keys_error = NULL;
+  if (!daemon_keys_register (&keys_error))
+    g_error ("%s", keys_error->message);
   g_test_add_func ("/config/defaults", test_defaults);
   g_test_add_func ("/config/sizes", test_sizes);
   g_test_add_func ("/config/set-and-bounds", test_set_and_bounds);
@@ -674,6 +826,7 @@ main (int argc, char **argv)
   g_test_add_func ("/config/shipped-file", test_shipped_file);
   g_test_add_func ("/config/shipped-file-debian", test_shipped_file_debian);
   g_test_add_func ("/config/key-set-twice", test_key_set_twice);
+  g_test_add_func ("/config/program-keys", test_program_keys);
   g_test_add_func ("/config/documented/reasons", test_documented_reasons);
   return g_test_run ();
 }

@@ -46,15 +46,15 @@ test_config (void)
   g_assert_true (eb_config_get_boolean (config, "strip_trace_fields"));
   g_assert_cmpuint (eb_config_get_uint64 (config, "max_message_size"), ==, 64 * 1024 * 1024);
   g_assert_cmpuint (eb_config_get_uint64 (config, "max_parts"), ==, 10000);
-  g_assert_cmpstr (eb_config_get_string (config, "on_error"), ==, "accept");
+  g_assert_cmpstr (eb_config_get_string (config, "content_type_mismatch"), ==, "keep");
 
   g_assert_true (eb_config_set (config, "max_parts", "5000", &error));
   g_assert_no_error (error);
   g_assert_cmpuint (eb_config_get_uint64 (config, "max_parts"), ==, 5000);
   g_assert_true (eb_config_apply_option (config, "max_part_bytes=2k", &error));
   g_assert_cmpuint (eb_config_get_uint64 (config, "max_part_bytes"), ==, 2048);
-  g_assert_true (eb_config_apply_option (config, "on_error=tempfail", &error));
-  g_assert_cmpstr (eb_config_get_string (config, "on_error"), ==, "tempfail");
+  g_assert_true (eb_config_apply_option (config, "content_type_mismatch=accept", &error));
+  g_assert_cmpstr (eb_config_get_string (config, "content_type_mismatch"), ==, "accept");
   g_assert_true (eb_config_apply_option (config, "fetch=on", &error));
   g_assert_true (eb_config_get_boolean (config, "fetch"));
 
