@@ -9,7 +9,9 @@ Holds the code to the shape its design promises (src/README.md):
      one a family of files shares, is a node of its own), drawn from #include "..." lines and from calls of a
      function another module defines, has no circle;
   2. the modules sit in layers (the folders of src/, bottom to top, as
-     LAYERS lists them, the front ends under filters/ above them all): at
+     LAYERS lists them, the front ends under filters/ above them, the
+     command on top: it compiles in extbodyd's key table, as postconf knows
+     every Postfix daemon's parameters): at
      most MAX_UPWARD edges go from a lower layer to a higher one, each
      listed in UPWARD_ALLOWED with the reason it is there;
   3. no function is longer than MAX_FUNCTION_LINES lines, counted from the
@@ -31,19 +33,14 @@ import re
 import sys
 
 # bottom to top; a folder of src/ per layer, the front ends above them
-LAYERS = ["base", "mime", "net", "message", "report", "mailbox", "cli", "filters"]
+LAYERS = ["base", "mime", "net", "message", "report", "mailbox", "filters", "cli"]
 MAX_UPWARD = 3
 MAX_FUNCTION_LINES = 120
 GRAMMAR = {
     # RFC 2045 5.1 and RFC 2231 parameters: one state per production
     "eb_params_parse_only",
 }
-UPWARD_ALLOWED = {
-    ("extbody-cli", "daemon-keys"):
-        "extbodyd's key table (its sockets, modes and limits: keys only the daemon reads, defined by it) "
-        "is compiled into the command too, as postconf knows every Postfix daemon's parameters: "
-        "`extbody config` checks and lists the whole file the daemon shares with it",
-}
+UPWARD_ALLOWED = {}
 # Library-wide public names, not a module's: as GMime's g_mime_init and
 # GLib's glib_major_version (eb-version.c).
 PREFIX_ALLOWED = {
@@ -146,7 +143,8 @@ def main():
         if p.endswith(".c"):
             for name, line, n, static in functions(text[p]):
                 funcs.append((p, name, line, n, static))
-                if not static:
+                # every program has a main: nobody calls another's
+                if not static and name != "main":
                     defined.setdefault(name, module_of[p])
     edges = {}
     for p in files:
