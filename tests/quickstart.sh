@@ -89,8 +89,10 @@ if [ -n "$missing" ]; then
   # Postfix for the tests' private instance only: leave the system one unconfigured
   echo "postfix postfix/main_mailer_type select No configuration" | $sudo debconf-set-selections
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  # --no-remove: never take away what the machine has (leafnode conflicts
+  # with INN and the other news servers; apt-get -y would remove them)
   # shellcheck disable=SC2086
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends --no-remove $missing
   # Debian starts (and enables) the system Dovecot on install, listening on
   # 143: the tests run their own instance; stop and disable the system one
   case "$missing" in
@@ -119,6 +121,13 @@ if [ -n "$missing" ]; then
                 else
                   $sudo service opendkim stop 2>/dev/null || true
                 fi ;;
+  esac
+  # likewise gophernicus's socket unit (port 70, every address): the tests run
+  # gophernicus per connection on loopback themselves
+  case "$missing" in
+    *gophernicus*) if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+                     $sudo systemctl disable --now gophernicus.socket 2>/dev/null || true
+                   fi ;;
   esac
   # likewise the system Redis (port 6379): the tests start their own
   case "$missing" in
