@@ -107,6 +107,24 @@ eb_extref_outer (EbRef *ref, const char *buf)
   return ref->outer;
 }
 
+/* The URL parameter's octets, as eb_params_get_octets gives them. RFC 2017:
+ * the URL is one quoted string of words; URL="a" "b" (or a word after the
+ * closing quote) would be resolved from "a" alone, a URL the sender did not
+ * write: an error. */
+static GBytes *
+url_octets_of (const EbParams *params, GError **error)
+{
+  GBytes *octets = eb_params_get_octets (params, "url", TRUE, error);
+  if (octets && eb_params_get_junk_after (params, "url")) {
+    g_bytes_unref (octets);
+    g_set_error_literal (error, EB_ERROR, EB_ERROR_SYNTAX,
+                         "parameter url: text after its value that is no parameter "
+                         "(the URL must be one quoted string)");
+    return NULL;
+  }
+  return octets;
+}
+
 void
 eb_extref_read (EbRef *ref, const char *buf, gsize len)
 {
@@ -177,7 +195,7 @@ eb_extref_read (EbRef *ref, const char *buf, gsize len)
     ref->permission = param_or_null (params, "permission");
 
     if (ref->access_type && strcmp (ref->access_type, "url") == 0)
-      url_octets = eb_params_get_octets (params, "url", TRUE, &uerr);
+      url_octets = url_octets_of (params, &uerr);
   }
   if (ref->access_type && strcmp (ref->access_type, "url") == 0) {
     if (url_octets)

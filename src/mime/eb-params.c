@@ -26,6 +26,7 @@ typedef struct {
   GArray  *sections;      /* (element-type Section) name*N / name*N* */
   char    *syntax;        /* (nullable) the first syntax problem */
   char    *cached;        /* the value eb_params_get returned */
+  gboolean junk_after;    /* a value of it was followed by text that is no parameter */
 } Entry;
 
 struct _EbParams {
@@ -314,6 +315,7 @@ eb_params_parse_only (const char *raw, gsize len, const char *const *only)
   if (!params->media_type)
     warn (params, "no valid type/subtype");
 
+  Entry *last = NULL;   /* the entry whose value was read last, up to the next ';' */
   while (p < end) {
     skip_cfws (&p, end);
     if (p >= end)
@@ -322,8 +324,12 @@ eb_params_parse_only (const char *raw, gsize len, const char *const *only)
       const char *junk = p;
       skip_junk (&p, end);
       warn (params, "junk skipped: %.*s", (int) MIN (40, p - junk), junk);
+      if (last)
+        last->junk_after = TRUE;
+      last = NULL;
       continue;
     }
+    last = NULL;
     p++;
     skip_cfws (&p, end);
     if (p >= end || *p == ';')
@@ -417,6 +423,7 @@ eb_params_parse_only (const char *raw, gsize len, const char *const *only)
       }
       value = g_bytes_new (vs, vl);
     }
+    last = e;
     if (is_section) {
       Section sec = { num, extended, value };
       g_array_append_val (e->sections, sec);
@@ -464,6 +471,14 @@ eb_params_get_name_at (const EbParams *params, guint i)
 {
   g_return_val_if_fail (i < params->order->len, NULL);
   return ((Entry *) g_ptr_array_index (params->order, i))->name;
+}
+
+gboolean
+eb_params_get_junk_after (const EbParams *params, const char *name)
+{
+  g_autofree char *lower = g_ascii_strdown (name, -1);
+  const Entry *e = g_hash_table_lookup (params->entries, lower);
+  return e && e->junk_after;
 }
 
 const char * const *

@@ -54,6 +54,13 @@ const char *eb_params_get (const EbParams *params, const char *name, GError **er
 guint eb_params_get_n (const EbParams *params);
 const char *eb_params_get_name_at (const EbParams *params, guint i);
 
+/* Whether a value of parameter @name was followed by text that is no
+ * parameter before the next ';' (name="a" "b", name="a" b=c): the parser keeps
+ * the first value and skips the rest with a warning, a recovery from a missing
+ * ';' that a caller may refuse for a value that must be whole (RFC 2017's URL,
+ * one quoted string). */
+gboolean eb_params_get_junk_after (const EbParams *params, const char *name);
+
 /* (transfer none): NULL-terminated list of warnings, one short line each. */
 const char * const *eb_params_get_warnings (const EbParams *params);
 

@@ -59,6 +59,16 @@ test_access_type (void)
     { CT "access-type=URL; URL=\"http://a/\"; URL*0=\"http://b/\"\n", EB_REASON_URL_INVALID, "url", NULL },
     { CT "access-type=URL; URL*0=\"http://a/\"; URL*2=\"x\"\n", EB_REASON_URL_INVALID, "url", NULL },
     { CT "access-type=URL; URL=\"=?utf-8?Q?http://a/?=\"\n", EB_REASON_URL_INVALID, "url", NULL },
+    /* RFC 2017: one quoted string; not the first of several, nor a value
+     * with a word after it (the rest would be skipped: another URL) */
+    { CT "access-type=URL; URL=\"http://a/\" \"b\"\n", EB_REASON_URL_INVALID, "url", NULL },
+    { CT "access-type=URL;\n URL=\"http://a/\"\n \"b\"; name=x\n", EB_REASON_URL_INVALID, "url", NULL },
+    { CT "access-type=URL; URL=\"http://a/\" b\n", EB_REASON_URL_INVALID, "url", NULL },
+    { CT "access-type=URL; URL*0=\"http://a/\" \"b\"; URL*1=\"c\"\n", EB_REASON_URL_INVALID, "url", NULL },
+    /* the rest of the field is not the URL's: a comment, white space, a ';' */
+    { CT "access-type=URL; URL=\"http://h/x\" (a comment)\n ; name=n\n", EB_REASON_RESOLVED, "url", "http://h/x" },
+    { CT "access-type=URL; URL=\"http://h/x\" junk; name=n\n", EB_REASON_URL_INVALID, "url", NULL },
+    { CT "access-type=URL junk; URL=\"http://h/x\"\n", EB_REASON_RESOLVED, "url", "http://h/x" },
     /* a second Content-Type field in the external-body entity */
     { CT "access-type=URL; URL=\"http://h/x\"\nContent-Type: text/plain\n", EB_REASON_DUPLICATE_FIELD, "url", "http://h/x" },
     /* no Content-Type where GMime saw one, or another type: not located exactly */

@@ -84,6 +84,24 @@ test_recovery (void)
   g_autoptr (EbParams) c = parse (" a/b; x=\"v\" (comment; with semicolon) ; y=(c)2");
   g_assert_cmpstr (eb_params_get (c, "x", NULL), ==, "v");
   g_assert_cmpstr (eb_params_get (c, "y", NULL), ==, "2");
+  /* a comment is no junk; nothing followed these values */
+  g_assert_false (eb_params_get_junk_after (c, "x"));
+  g_assert_false (eb_params_get_junk_after (c, "y"));
+  g_assert_false (eb_params_get_junk_after (c, "nope"));
+
+  /* what followed a value up to the next ';' is told, for the caller that
+   * must have the value whole: the first value is kept all the same */
+  g_autoptr (EbParams) j = parse (" a/b; URL=\"data:,a\" \"b\"; n=\"1\" n2=2 ; m=x;"
+                                  " s*0=\"q\" w; t=\"u\" \n ; v=3 (c)");
+  g_assert_cmpstr (eb_params_get (j, "url", NULL), ==, "data:,a");
+  g_assert_true (eb_params_get_junk_after (j, "URL"));
+  g_assert_cmpstr (eb_params_get (j, "n", NULL), ==, "1");
+  g_assert_true (eb_params_get_junk_after (j, "n"));
+  g_assert_null (eb_params_get (j, "n2", NULL));
+  g_assert_false (eb_params_get_junk_after (j, "m"));
+  g_assert_true (eb_params_get_junk_after (j, "s"));
+  g_assert_false (eb_params_get_junk_after (j, "t"));   /* folding white space only */
+  g_assert_false (eb_params_get_junk_after (j, "v"));
 }
 
 static void
