@@ -30,7 +30,9 @@ hold messages (tests/fuzz/seeds/{rewrite,externalize,inspect,mbox},
 tests/fuzz/regressions/rewrite), the hostile suite's messages
 (tests/hostile/hostile-cases.h, written out by differential-hostile.c,
 compiled here with cc against GLib and NEW_EXTBODY's build tree; a limit case is run with the -o KEY=VALUE
-it is built for), and the generated corpora. Files with the same bytes (and
+it is built for), the generated corpora, and one message for each URL form of
+URL_FORMS (every RFC 1738 scheme, and URL parameters written well and badly),
+which the test messages lack. Files with the same bytes (and
 options) are run once.
 
 The modes, each run by both builds on the same file:
@@ -85,6 +87,47 @@ MESSAGE_SUFFIXES = (".eml", ".mbox", ".mmdf", ".msg")
 SEED_DIRS = ("tests/fuzz/seeds/rewrite", "tests/fuzz/seeds/externalize",
              "tests/fuzz/seeds/inspect", "tests/fuzz/seeds/mbox",
              "tests/fuzz/regressions/rewrite")
+
+# The URL parameters of the url-form messages: every scheme of RFC 1738 (each
+# decided before anything is fetched, whatever fetch says) and the ways a URL
+# parameter is written, well and badly (RFC 2017 words, RFC 2231 sections,
+# several quoted strings, a word or a comment after the string).
+URL_FORMS = (
+    'URL="mailto:user@example.org"', 'URL="telnet://host.example/"',
+    'URL="tn3270://host.example/"', 'URL="wais://wais.example/db"',
+    'URL="prospero://prospero.example/x"', 'URL="ftp://ftp.example.com/pub/dir;type=d"',
+    'URL="ftp://ftp.example.com/pub/dir/"', 'URL="ftp://ftp.example.com/pub/f.txt;TYPE=A"',
+    'URL="file://remote.example/etc/motd"', 'URL="file://localhost/etc/motd"',
+    'URL="file:///etc/motd"', 'URL="gopher://gopher.example/1/menu"',
+    'URL="gopher://gopher.example/8host"', 'URL="gopher://gopher.example/0/doc.txt"',
+    'URL="news:comp.lang.c"', 'URL="news:abc@example.org"',
+    'URL="nntp://news.example/comp.lang.c"', 'URL="nntp://news.example/comp.lang.c/12"',
+    'URL="http://www.example.org/a.txt"', 'URL="https://user:pw@www.example.org/a.txt"',
+    'URL="data:text/plain,one\n two"', 'URL*0="data:text/plain,"; URL*1="one"',
+    'URL="data:text/plain,one" "two"', 'URL="data:text/plain,one" two',
+    'URL="data:text/plain,one"\n "two"; name=x', 'URL="data:text/plain,one" (a comment)',
+    'URL="data:text/plain,one" ; name="two" "three"',
+)
+URL_FORM_MESSAGE = """From: a@example.org
+To: b@example.org
+Subject: url form %d
+Message-ID: <url-form@example.org>
+MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary=b
+
+--b
+Content-Type: text/plain
+
+see the reference
+
+--b
+Content-Type: message/external-body; access-type=URL;
+ %s
+
+Content-Type: text/plain
+
+--b--
+"""
 
 
 def die(msg: str) -> None:
@@ -186,6 +229,15 @@ def collect(tmp: str, count: int, new_exe: str) -> list[tuple[str, str, list[str
             for f in sorted(filenames):
                 p = os.path.join(dirpath, f)
                 found.append((f"gen-corpus(seed 1, {eol}):{os.path.relpath(p, out)}", p, []))
+
+    # one reference a message, for the URL forms the messages above lack
+    udir = os.path.join(tmp, "url-forms")
+    os.mkdir(udir)
+    for i, form in enumerate(URL_FORMS):
+        p = os.path.join(udir, "url-form-%02d.eml" % i)
+        with open(p, "w") as fh:
+            fh.write(URL_FORM_MESSAGE % (i, form))
+        found.append(("url-form:%02d %s" % (i, form.split("\n")[0][:60]), p, []))
 
     seen: set[bytes] = set()
     unique = []
