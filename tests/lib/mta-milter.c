@@ -98,6 +98,22 @@ mta_milter_stop (MtaMilter *m, gboolean show_log)
 }
 
 void
+mta_milter_stopped (MtaMilter **m)
+{
+  g_assert_nonnull (*m);
+  g_assert_cmpint (mta_milter_stop (*m, FALSE), ==, 0);
+  g_clear_pointer (m, mta_milter_free);
+}
+
+void
+mta_milter_killed (MtaMilter **m)
+{
+  g_assert_nonnull (*m);
+  g_assert_cmpint (mta_milter_wait (*m, FALSE), ==, -1);
+  g_clear_pointer (m, mta_milter_free);
+}
+
+void
 mta_milter_free (MtaMilter *m)
 {
   if (!m)
@@ -165,4 +181,15 @@ mta_milter_held_wait (guint port, const char *gate)
     g_usleep (20000);
   }
   return FALSE;
+}
+
+char *
+mta_milter_rewrite (const char *conf, const char *file, const char *msg, gboolean filter)
+{
+  g_assert_true (g_file_set_contents (file, msg, -1, NULL));
+  g_autofree char *cmd = g_strdup_printf ("'%s' rewrite %s-c '%s' %s'%s'", g_getenv ("EXTBODY"),
+                                          filter ? "--filter " : "", conf, filter ? "< " : "", file);
+  g_autofree char *out = NULL;
+  g_assert_cmpint (test_sh (cmd, &out), ==, 0);
+  return test_crlf_to_lf (out);
 }

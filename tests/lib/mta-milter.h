@@ -37,6 +37,15 @@ int mta_milter_wait (MtaMilter *m, gboolean show_log);
 /* SIGTERM, then mta_milter_wait(). */
 int mta_milter_stop (MtaMilter *m, gboolean show_log);
 
+/* Stop *@m (mta_milter_stop(), its log not shown), fail the test unless it
+ * exited 0, free it and set *@m to NULL. */
+void mta_milter_stopped (MtaMilter **m);
+
+/* Wait until *@m ends (mta_milter_wait(), its log not shown), fail the test
+ * unless a signal ended it (a SIGKILL of the test's, or of a script's it ran),
+ * free it and set *@m to NULL. */
+void mta_milter_killed (MtaMilter **m);
+
 /* Free @m, stopping it first (SIGTERM, its log not shown) when it still runs. */
 void mta_milter_free (MtaMilter *m);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (MtaMilter, mta_milter_free)
@@ -63,3 +72,10 @@ void mta_milter_reload_under (MtaMilter *m, const char *progress, guint step, gu
  * loopback HTTP test server (httpd.py) at @port: a fetch of the daemon's in
  * flight, held there (/hold?gate=@gate) until the test opens the gate. */
 gboolean mta_milter_held_wait (guint port, const char *gate);
+
+/* What `$EXTBODY rewrite -c @conf` writes for @msg (with @filter, `extbody
+ * rewrite --filter`, reading it on standard input), @msg written to the file
+ * @file first: what the daemon, with the same configuration, must make of
+ * it; its line ends LF, as the MTAs deliver it. Fails the test unless the
+ * command exits 0. */
+char *mta_milter_rewrite (const char *conf, const char *file, const char *msg, gboolean filter);

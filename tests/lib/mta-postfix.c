@@ -26,6 +26,35 @@ mta_postfix_script (const char *name)
   return g_test_build_filename (G_TEST_DIST, "postfix", name, NULL);
 }
 
+char *
+mta_postfix_maildir_new (const char *pfdir)
+{
+  return g_build_filename (pfdir, "mail", "Maildir", "new", NULL);
+}
+
+void
+mta_postfix_after_queue (const char *pfdir, guint port, const char *service)
+{
+  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
+  g_autofree char *svc = g_strdup_printf ("sh '%s' service '%s' 'pickup unix n - n 1 1 pickup' '%s'", peer, pfdir,
+                                          service);
+  g_assert_cmpint (test_sh (svc, NULL), ==, 0);
+  g_autofree char *cmds = g_strdup_printf (
+    "mkdir -p '%s/bin' && for f in /usr/sbin/post*; do ln -sf \"$f\" '%s/bin/'; done && "
+    "rm -f '%s/bin/postdrop' && cp /usr/sbin/postdrop '%s/bin/postdrop' && chmod 755 '%s/bin/postdrop' && "
+    "chmod 1733 '%s/spool/maildrop' && sh '%s' set '%s' command_directory='%s/bin'",
+    pfdir, pfdir, pfdir, pfdir, pfdir, pfdir, peer, pfdir, pfdir);
+  g_assert_cmpint (test_sh (cmds, NULL), ==, 0);
+  /* a plain postfix reload returns before master has read master.cf: a
+   * message sent right after it was once delivered unfiltered, on a loaded
+   * machine */
+  g_autofree char *filt = g_strdup_printf (
+    "sed -i 's|^127.0.0.1:%u inet n - n - - smtpd$|127.0.0.1:%u inet n - n - - smtpd -o content_filter=extbody:dummy|' '%s/etc/master.cf' && "
+    "sh '%s' reload '%s'",
+    port, port, pfdir, peer, pfdir);
+  g_assert_cmpint (test_sh (filt, NULL), ==, 0);
+}
+
 guint
 mta_postfix_up (const char *pfdir, const char *milters, const char *action, guint *port)
 {

@@ -30,6 +30,23 @@ guint mta_postfix_up (const char *pfdir, const char *milters, const char *action
 /* Stop the instance @pfdir (pf-peer.sh down) and remove its @watchdog. */
 void mta_postfix_down (const char *pfdir, guint watchdog);
 
+/* The new/ directory of the Maildir the instance @pfdir delivers to
+ * (@pfdir/mail/Maildir/new; mta-maildir.h reads it). */
+char *mta_postfix_maildir_new (const char *pfdir);
+
+/* Make the instance @pfdir filter after the queue through pipe(8), as
+ * filters/pipe/README.md says: the master.cf services pickup and @service
+ * (the pipe(8) service "extbody unix - n n - 10 pipe ... argv=..."), and
+ * content_filter=extbody:dummy on its smtpd at 127.0.0.1:@port. The filter
+ * re-injects with sendmail -G -i, which hands the message to postdrop; being
+ * setgid, postdrop ignores MAIL_CONFIG unless the system's main.cf lists the
+ * directory, so the instance gets a command_directory of its own with a plain
+ * copy of postdrop and a world-writable sticky maildrop (as Postfix once had),
+ * and the system's configuration stays untouched. Returns once its master
+ * has read master.cf again (pf-peer.sh reload), so that the next message
+ * meets the filter; fails the test when a step fails. */
+void mta_postfix_after_queue (const char *pfdir, guint port, const char *service);
+
 /* pf-peer.sh set: the main.cf line @setting ("name=value") in force in the
  * instance @pfdir, once its master has read it; pf-peer.sh's exit status. */
 int mta_postfix_set (const char *pfdir, const char *setting);
