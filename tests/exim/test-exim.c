@@ -42,8 +42,10 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-dir.h"
 #include "mta-maildir.h"
 #include "mta-milter.h"
+#include "mta-smtp.h"
 
 #define FILTER_LIMIT 8   /* the wrapper's -t: above message_deadline (4), below transport_filter_timeout */
 
@@ -323,13 +325,7 @@ test_stalled (void)
 static GSubprocess *
 burst_start (const char *rcpt)
 {
-  g_autofree char *send = script ("send.py");
-  g_autofree char *port = g_strdup_printf ("%u", smtp_port);
-  g_autoptr (GError) error = NULL;
-  GSubprocess *p = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error, "python3", send, port, "--burst", "200",
-                                     "10", rcpt, NULL);
-  g_assert_no_error (error);
-  return p;
+  return mta_smtp_burst_start ("exim", smtp_port, 200, 10, rcpt);
 }
 
 /* The 200 of burst_start @sender arrive in mail/@box, each exactly once, each
@@ -337,42 +333,9 @@ burst_start (const char *rcpt)
 static void
 burst_check (GSubprocess *sender, const char *box)
 {
-  g_autofree char *out = NULL;
-  g_assert_true (g_subprocess_communicate_utf8 (sender, NULL, NULL, &out, NULL, NULL));
-  g_assert_true (g_subprocess_get_successful (sender));
-  g_assert_cmpint (atoi (out), ==, 200);
-  /* every one delivered, each exactly once, each resolved */
-  g_autofree char *new = g_build_filename (dir, "mail", box, "Maildir", "new", NULL);
-  guint seen[200] = { 0 };
-  guint total = 0;
-  for (int t = 0; t < 120 * 20 && total < 200; t++) {
-    memset (seen, 0, sizeof seen);
-    total = 0;
-    g_autoptr (GDir) d = g_dir_open (new, 0, NULL);
-    const char *n;
-    while (d && (n = g_dir_read_name (d))) {
-      g_autofree char *p = g_build_filename (new, n, NULL);
-      g_autofree char *text = NULL;
-      if (!g_file_get_contents (p, &text, NULL, NULL))
-        continue;
-      const char *id = strstr (text, "<burst-");
-      if (!id)
-        continue;
-      int i = atoi (id + 7);
-      g_assert_cmpint (i, >=, 0);
-      g_assert_cmpint (i, <, 200);
-      seen[i]++;
-      total++;
-      g_autofree char *body = g_strdup_printf ("\n\nburst %d", i);
-      g_assert_nonnull (strstr (text, body));
-      g_assert_nonnull (strstr (text, "\nX-Extbody: resolved 1 of 1 external-body reference\n"));
-    }
-    if (total < 200)
-      g_usleep (50000);
-  }
-  g_assert_cmpuint (total, ==, 200);
-  for (int i = 0; i < 200; i++)
-    g_assert_cmpuint (seen[i], ==, 1);
+  mta_smtp_burst_sent (sender, 200);
+  g_autofree char *new = box_new (box);
+  mta_maildir_burst_wait (new, 200, 120, mta_maildir_resolved_1_of_1);
   /* and nothing left in Exim's queue */
   g_autofree char *bp = g_strdup_printf ("sh '%s' exim '%s' -bpc", peer, dir);
   g_autofree char *queued = NULL;
@@ -395,15 +358,7 @@ static void
 burst_clear (const char *box)
 {
   g_autofree char *new = box_new (box);
-  g_autoptr (GDir) d = g_dir_open (new, 0, NULL);
-  g_assert_nonnull (d);
-  const char *n;
-  while ((n = g_dir_read_name (d))) {
-    g_autofree char *path = g_build_filename (new, n, NULL);
-    g_autofree char *text = NULL;
-    if (g_file_get_contents (path, &text, NULL, NULL) && strstr (text, "<burst-"))
-      g_assert_cmpint (g_unlink (path), ==, 0);
-  }
+  mta_maildir_burst_clear (new);
 }
 
 static void
@@ -611,11 +566,7 @@ static char *
 rewrite_filter (const char *msg)
 {
   g_autofree char *file = g_build_filename (dir, "want.eml", NULL);
-  g_assert_true (g_file_set_contents (file, msg, -1, NULL));
-  g_autofree char *cmd = g_strdup_printf ("'%s' rewrite --filter -c '%s' < '%s'", g_getenv ("EXTBODY"), daemon_conf, file);
-  char *out = NULL;
-  g_assert_cmpint (test_sh (cmd, &out), ==, 0);
-  return out;
+  return mta_milter_rewrite (daemon_conf, file, msg, TRUE);
 }
 
 static gboolean
@@ -678,8 +629,7 @@ test_client_daemon_down (void)
 {
   if (!have_client ())
     return;
-  g_assert_cmpint (mta_milter_stop (daemon_, FALSE), ==, 0);
-  g_clear_pointer (&daemon_, mta_milter_free);
+  mta_milter_stopped (&daemon_);
   g_autofree char *m = data_message ("client-down-1");
   g_assert_cmpint (send_to ("client@test.example", m), ==, 0);
   g_autofree char *got = delivered ("client", "<client-down-1@test.example>", 30);
@@ -748,7 +698,7 @@ test_client_killed_mid_message (void)
   g_assert_no_error (error);
   g_assert_true (mta_milter_held_wait (http_port, "exim-kill"));
   mta_milter_signal (daemon_, SIGKILL);
-  g_assert_cmpint (mta_milter_wait (daemon_, FALSE), ==, -1);
+  mta_milter_killed (&daemon_);
   g_assert_true (g_subprocess_wait_check (p, NULL, NULL));
   g_autofree char *got = delivered ("client", "<client-kill-1@test.example>", 60);
   g_assert_nonnull (got);
@@ -788,12 +738,9 @@ main (int argc, char **argv)
   if (test_sh (check, NULL) != 0)
     test_skip_all ("the unpacked Exim does not run (its libraries: apt-get install libgnutls-dane0 libidn12 libnsl2)");
 
-  dir = g_dir_make_tmp ("extbody-exim-XXXXXX", NULL);
-  g_assert_nonnull (dir);
-  g_chmod (dir, 0755);
   /* whatever way this program ends, the watchdog removes the directory last */
-  g_autofree char *rm_dir = g_strdup_printf ("rm -rf '%s'", dir);
-  guint wd_dir = test_watchdog_add (rm_dir);
+  guint wd_dir = 0;
+  dir = mta_dir_make ("exim", &wd_dir);
   peer = script ("exim-peer.sh");
   g_autoptr (GError) error = NULL;
 
@@ -804,9 +751,7 @@ main (int argc, char **argv)
   /* Exim runs the filter as its own user, who may not reach the checkout
    * (root's 0700 home) nor the build tree: the wrapper and extbody are copied
    * into a directory of the test's own that everyone can read */
-  g_autofree char *run = g_build_filename (dir, "run", NULL);
-  g_assert_cmpint (g_mkdir (run, 0755), ==, 0);
-  g_chmod (run, 0755);
+  g_autofree char *run = mta_dir_public (dir, "run");
   g_autofree char *wrapper_src = g_test_build_filename (G_TEST_DIST, "..", "filters", "exim", "extbody-exim", NULL);
   g_autofree char *wrapper = test_copy_for_everyone (wrapper_src, run, NULL, 0755);
   g_autofree char *extbody = test_copy_for_everyone (g_getenv ("EXTBODY"), run, NULL, 0755);
@@ -868,8 +813,7 @@ main (int argc, char **argv)
   g_clear_pointer (&daemon_, mta_milter_free);
   g_free (daemon_conf);
   g_clear_pointer (&httpd, test_server_stop);
-  test_sh (rm_dir, NULL);
-  test_watchdog_remove (wd_dir);
+  mta_dir_remove (dir, wd_dir);
   g_free (peer);
   g_free (dir);
   return rc;

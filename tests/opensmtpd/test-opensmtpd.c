@@ -38,8 +38,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-dir.h"
 #include "mta-maildir.h"
 #include "mta-milter.h"
+#include "mta-smtp.h"
 
 #define FILTER_TIMEOUT 3     /* the filter's -t */
 #define FILTER_MAX 100000    /* the filter's -x */
@@ -96,13 +98,6 @@ daemon_start (void)
     g_usleep (20000);
 }
 
-static void
-daemon_stop (void)
-{
-  g_assert_cmpint (mta_milter_stop (daemon_, FALSE), ==, 0);
-  g_clear_pointer (&daemon_, mta_milter_free);
-}
-
 /* One message to smtpd; whether it was accepted. */
 static int
 send_msg (const char *msg)
@@ -150,21 +145,6 @@ data_message (const char *id)
     "\tURL=\"data:text/plain,Hello%%2C%%20\r\n\tOpenSMTPD!%%0A\"\r\n\r\nContent-Type: text/plain\r\n\r\n--b--\r\n", id);
 }
 
-/* The body of what `extbody rewrite` makes of @msg, LF line ends. */
-static char *
-rewritten_body (const char *msg)
-{
-  g_autofree char *file = g_build_filename (dir, "rw.eml", NULL);
-  g_assert_true (g_file_set_contents (file, msg, -1, NULL));
-  g_autofree char *cmd = g_strdup_printf ("'%s' rewrite -c '%s' '%s'", g_getenv ("EXTBODY"), daemon_conf, file);
-  g_autofree char *outp = NULL;
-  g_assert_cmpint (test_sh (cmd, &outp), ==, 0);
-  g_autofree char *lf = test_crlf_to_lf (outp);
-  const char *b = strstr (lf, "\n\n");
-  g_assert_nonnull (b);
-  return g_strdup (b + 2);
-}
-
 /* smtpd's id of the session whose message @text is: the daemon's queue_id
  * is the filter's session id, which smtpd's log pairs with the message id of
  * the Received field ("with ESMTP id ...") */
@@ -172,15 +152,11 @@ static void
 check_resolved (const char *id, const char *msg)
 {
   g_autofree char *got = delivered (id, 30);
-  const char *top = after_received (got);
-  const char *body = strstr (top, "\n\n");
-  g_assert_nonnull (body);
-  g_autofree char *header = g_strndup (top, body - top + 1);
-  g_assert_true (g_str_has_suffix (header, "\nX-Extbody: resolved 1 of 1 external-body reference\n"));
-  g_assert_null (strstr (got, "message/external-body"));
   g_assert_nonnull (strstr (got, "\n\nHello, OpenSMTPD!\n"));
-  g_autofree char *want = rewritten_body (msg);
-  g_assert_cmpstr (body + 2, ==, want);
+  /* the body exactly what `extbody rewrite` makes of the message */
+  g_autofree char *rw_file = g_build_filename (dir, "rw.eml", NULL);
+  g_autofree char *want = mta_milter_rewrite (daemon_conf, rw_file, msg, FALSE);
+  mta_maildir_assert_resolved (got, after_received (got), mta_maildir_body (want));
   g_assert_cmpuint (copies (id), ==, 1);
   g_autofree char *rec = g_strdup_printf ("msgid=<%s@test.example> references=1 resolved=1 changed=yes", id);
   g_assert_true (mta_milter_log_wait (daemon_, rec, 1));
@@ -261,43 +237,9 @@ test_oversize (void)
 static void
 test_burst (void)
 {
-  g_autofree char *send = g_test_build_filename (G_TEST_DIST, "exim", "send.py", NULL);
-  g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u --burst 100 10 root@test.example", send, smtp_port);
-  g_autofree char *outp = NULL;
-  g_assert_cmpint (test_sh (cmd, &outp), ==, 0);
-  g_assert_cmpint (atoi (outp), ==, 100);
+  mta_smtp_burst ("exim", smtp_port, 100, 10, "root@test.example");
   g_autofree char *new = mail_new ();
-  guint seen[100];
-  guint total = 0;
-  for (int t = 0; t < 120 * 20 && total < 100; t++) {
-    memset (seen, 0, sizeof seen);
-    total = 0;
-    g_autoptr (GDir) d = g_dir_open (new, 0, NULL);
-    const char *n;
-    while (d && (n = g_dir_read_name (d))) {
-      g_autofree char *p = g_build_filename (new, n, NULL);
-      g_autofree char *text = NULL;
-      if (!g_file_get_contents (p, &text, NULL, NULL))
-        continue;
-      const char *id = strstr (text, "<burst-");
-      if (!id)
-        continue;
-      int i = atoi (id + 7);
-      g_assert_cmpint (i, >=, 0);
-      g_assert_cmpint (i, <, 100);
-      seen[i]++;
-      total++;
-      g_autofree char *body = g_strdup_printf ("\n\nburst %d", i);
-      g_assert_nonnull (strstr (text, body));
-      g_assert_nonnull (strstr (text, "\nX-Extbody: resolved 1 of 1 external-body reference\n"));
-      g_assert_null (strstr (text, "message/external-body"));
-    }
-    if (total < 100)
-      g_usleep (50000);
-  }
-  g_assert_cmpuint (total, ==, 100);
-  for (int i = 0; i < 100; i++)
-    g_assert_cmpuint (seen[i], ==, 1);
+  mta_maildir_burst_wait (new, 100, 120, mta_maildir_resolved_1_of_1);
 }
 
 /* the daemon stopped: as it came; then a socket that never answers: as it
@@ -305,7 +247,7 @@ test_burst (void)
 static void
 test_daemon_down (void)
 {
-  daemon_stop ();
+  mta_milter_stopped (&daemon_);
   g_autofree char *msg = data_message ("down-1");
   g_assert_cmpint (send_msg (msg), ==, 0);
   check_as_it_came ("down-1", msg);
@@ -359,11 +301,8 @@ main (int argc, char **argv)
   if (test_sh ("unshare --uts --mount --propagation private true >/dev/null 2>&1", NULL) != 0)
     test_skip_all ("unshare --uts --mount does not work here (smtpd's paths and users live in a private namespace)");
 
-  dir = g_dir_make_tmp ("extbody-opensmtpd-XXXXXX", NULL);
-  g_assert_nonnull (dir);
-  g_chmod (dir, 0755);
-  g_autofree char *rm_dir = g_strdup_printf ("rm -rf '%s'", dir);
-  guint wd_dir = test_watchdog_add (rm_dir);
+  guint wd_dir = 0;
+  dir = mta_dir_make ("opensmtpd", &wd_dir);
   peer = script ("opensmtpd-peer.sh");
 
   daemon_conf = g_build_filename (dir, "daemon.conf", NULL);
@@ -388,9 +327,7 @@ main (int argc, char **argv)
   g_assert_cmpint (atoi (sink_port), >, 0);
 
   /* smtpd runs the filter as opensmtpd: a copy everyone can read */
-  g_autofree char *run = g_build_filename (dir, "run", NULL);
-  g_assert_cmpint (g_mkdir (run, 0755), ==, 0);
-  g_chmod (run, 0755);
+  g_autofree char *run = mta_dir_public (dir, "run");
   g_autofree char *filter = test_copy_for_everyone (g_getenv ("EXTBODY_SMTPD_FILTER"), run, NULL, 0755);
   g_autofree char *filter_cmd = g_strdup_printf ("%s -v -s unix:%s -t %d -x %d", filter, http_sock, FILTER_TIMEOUT,
                                                  FILTER_MAX);
@@ -422,8 +359,7 @@ main (int argc, char **argv)
   g_clear_object (&sink);
   test_watchdog_remove (wd_sink);
   g_clear_pointer (&daemon_, mta_milter_free);
-  test_sh (rm_dir, NULL);
-  test_watchdog_remove (wd_dir);
+  mta_dir_remove (dir, wd_dir);
   g_free (daemon_conf);
   g_free (daemon_sock);
   g_free (daemon_log);

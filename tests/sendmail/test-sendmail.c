@@ -46,8 +46,10 @@
 #include <string.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-dir.h"
 #include "mta-maildir.h"
 #include "mta-milter.h"
+#include "mta-smtp.h"
 
 static char *dir;          /* everything lives here */
 static char *peer;         /* tests/sendmail/sendmail-peer.sh */
@@ -72,13 +74,6 @@ static void
 daemon_start (void)
 {
   daemon_ = mta_milter_start (daemon_sock, daemon_conf, daemon_log, NULL);
-}
-
-static void
-daemon_stop (void)
-{
-  g_assert_cmpint (mta_milter_stop (daemon_, FALSE), ==, 0);
-  g_clear_pointer (&daemon_, mta_milter_free);
 }
 
 /* One transaction of @msg to @port by smtp-steps.py (with @kill_pid: the
@@ -142,37 +137,16 @@ copies (const char *id)
   return mta_maildir_copies (new, needle, NULL);
 }
 
-/* The body (after the header's blank line) of what `extbody rewrite` makes
- * of @msg, LF line ends as Sendmail's local mailer writes them. */
-static char *
-rewritten_body (const char *msg)
-{
-  g_autofree char *file = g_build_filename (dir, "rw.eml", NULL);
-  g_assert_true (g_file_set_contents (file, msg, -1, NULL));
-  g_autofree char *cmd = g_strdup_printf ("'%s' rewrite -c '%s' '%s'", g_getenv ("EXTBODY"), daemon_conf, file);
-  g_autofree char *out = NULL;
-  g_assert_cmpint (test_sh (cmd, &out), ==, 0);
-  g_autofree char *lf = test_crlf_to_lf (out);
-  const char *b = strstr (lf, "\n\n");
-  g_assert_nonnull (b);
-  return g_strdup (b + 2);
-}
-
 static void
 check_resolved (const char *id, const char *msg)
 {
   g_autofree char *got = delivered (id);
   g_assert_true (g_str_has_prefix (got, "Return-Path: <a@test.example>\n"));
-  const char *top = test_after_received (got);
-  const char *body = strstr (top, "\n\n");
-  g_assert_nonnull (body);
-  g_autofree char *header = g_strndup (top, body - top + 1);
-  /* the field the milter adds, at the end of the header */
-  g_assert_true (g_str_has_suffix (header, "\nX-Extbody: resolved 1 of 1 external-body reference\n"));
-  g_assert_null (strstr (got, "message/external-body"));
   g_assert_nonnull (strstr (got, "\n\nHello, Sendmail!\n"));
-  g_autofree char *want = rewritten_body (msg);
-  g_assert_cmpstr (body + 2, ==, want);
+  /* the body exactly what `extbody rewrite` makes of the message */
+  g_autofree char *rw_file = g_build_filename (dir, "rw.eml", NULL);
+  g_autofree char *want = mta_milter_rewrite (daemon_conf, rw_file, msg, FALSE);
+  mta_maildir_assert_resolved (got, test_after_received (got), mta_maildir_body (want));
   g_assert_cmpuint (copies (id), ==, 1);
   /* the daemon's record, under Sendmail's queue id (its Received field's) */
   const char *qid = strstr (got, " with ESMTP id ");
@@ -184,24 +158,29 @@ check_resolved (const char *id, const char *msg)
   g_assert_true (mta_milter_log_wait (daemon_, rec, 1));
 }
 
+/* A message with a data: reference, <@id@test.example>, through the instance
+ * at @port: accepted, and delivered resolved (check_resolved). */
+static void
+send_resolved (guint port, const char *id)
+{
+  g_autofree char *msg = data_message (id);
+  g_autofree char *r = send_steps (port, msg, NULL);
+  g_assert_true (g_str_has_prefix (r, "END 250 "));
+  check_resolved (id, msg);
+}
+
 /* (a) resolved through the shipped line */
 static void
 test_data_reference (void)
 {
-  g_autofree char *msg = data_message ("data-1");
-  g_autofree char *r = send_steps (port_shipped, msg, NULL);
-  g_assert_true (g_str_has_prefix (r, "END 250 "));
-  check_resolved ("data-1", msg);
+  send_resolved (port_shipped, "data-1");
 }
 
 /* and through the F=T instance, with the daemon up */
 static void
 test_data_reference_tempfail_flags (void)
 {
-  g_autofree char *msg = data_message ("data-2");
-  g_autofree char *r = send_steps (port_tempfail, msg, NULL);
-  g_assert_true (g_str_has_prefix (r, "END 250 "));
-  check_resolved ("data-2", msg);
+  send_resolved (port_tempfail, "data-2");
 }
 
 /* (b) nothing to resolve: byte for byte below Sendmail's trace fields */
@@ -229,43 +208,9 @@ test_unchanged (void)
 static void
 test_burst (void)
 {
-  g_autofree char *send = script ("exim", "send.py");
-  g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u --burst 200 10 root@test.example", send, port_shipped);
-  g_autofree char *out = NULL;
-  g_assert_cmpint (test_sh (cmd, &out), ==, 0);
-  g_assert_cmpint (atoi (out), ==, 200);
+  mta_smtp_burst ("exim", port_shipped, 200, 10, "root@test.example");
   g_autofree char *new = mail_new ();
-  guint seen[200];
-  guint total = 0;
-  for (int t = 0; t < 120 * 20 && total < 200; t++) {
-    memset (seen, 0, sizeof seen);
-    total = 0;
-    g_autoptr (GDir) d = g_dir_open (new, 0, NULL);
-    const char *n;
-    while (d && (n = g_dir_read_name (d))) {
-      g_autofree char *p = g_build_filename (new, n, NULL);
-      g_autofree char *text = NULL;
-      if (!g_file_get_contents (p, &text, NULL, NULL))
-        continue;
-      const char *id = strstr (text, "<burst-");
-      if (!id)
-        continue;
-      int i = atoi (id + 7);
-      g_assert_cmpint (i, >=, 0);
-      g_assert_cmpint (i, <, 200);
-      seen[i]++;
-      total++;
-      g_autofree char *body = g_strdup_printf ("\n\nburst %d", i);
-      g_assert_nonnull (strstr (text, body));
-      g_assert_nonnull (strstr (text, "\nX-Extbody: resolved 1 of 1 external-body reference\n"));
-      g_assert_null (strstr (text, "message/external-body"));
-    }
-    if (total < 200)
-      g_usleep (50000);
-  }
-  g_assert_cmpuint (total, ==, 200);
-  for (int i = 0; i < 200; i++)
-    g_assert_cmpuint (seen[i], ==, 1);
+  mta_maildir_burst_wait (new, 200, 120, mta_maildir_resolved_1_of_1);
   g_assert_cmpuint (mta_milter_log_count (daemon_, "msgid=<burst-"), >=, 200);
 }
 
@@ -290,7 +235,7 @@ queued (const char *instance)
 static void
 test_daemon_stopped (void)
 {
-  daemon_stop ();
+  mta_milter_stopped (&daemon_);
   g_autofree char *msg = data_message ("down-1");
   g_autofree char *r = send_steps (port_shipped, msg, NULL);
   g_assert_true (g_str_has_prefix (r, "END 250 "));
@@ -315,8 +260,7 @@ test_daemon_killed_mid_message (void)
   g_autofree char *msg = data_message ("killed-1");
   g_autofree char *r = send_steps (port_tempfail, msg, g_subprocess_get_identifier (daemon_->proc));
   g_assert_true (g_str_has_prefix (r, "END 451 "));
-  g_assert_cmpint (mta_milter_wait (daemon_, FALSE), ==, -1);
-  g_clear_pointer (&daemon_, mta_milter_free);
+  mta_milter_killed (&daemon_);
   g_usleep (500000);
   g_assert_cmpuint (copies ("killed-1"), ==, 0);
   g_assert_cmpuint (queued ("tempfail"), ==, 0);
@@ -325,8 +269,7 @@ test_daemon_killed_mid_message (void)
   g_autofree char *msg2 = data_message ("killed-2");
   g_autofree char *r2 = send_steps (port_shipped, msg2, g_subprocess_get_identifier (daemon_->proc));
   g_assert_true (g_str_has_prefix (r2, "END 250 "));
-  g_assert_cmpint (mta_milter_wait (daemon_, FALSE), ==, -1);
-  g_clear_pointer (&daemon_, mta_milter_free);
+  mta_milter_killed (&daemon_);
   g_autofree char *got = delivered ("killed-2");
   g_autofree char *want = test_crlf_to_lf (msg2);
   g_assert_cmpstr (test_after_received (got), ==, want);
@@ -346,10 +289,8 @@ test_package_layout (void)
   /* Debian's base-passwd always has them */
   g_assert_cmpint (test_sh ("getent passwd nobody >/dev/null && getent group nogroup >/dev/null", NULL), ==, 0);
   g_autofree char *pkg = g_build_filename (dir, "pkg", NULL);
-  g_autofree char *run = g_build_filename (dir, "pkg-run", NULL);
   g_assert_cmpint (g_mkdir (pkg, 0750), ==, 0);
-  g_assert_cmpint (g_mkdir (run, 0755), ==, 0);
-  g_chmod (run, 0755);
+  g_autofree char *run = mta_dir_public (dir, "pkg-run");
   g_autofree char *own = g_strdup_printf ("chown nobody:nogroup '%s' && chmod 0750 '%s'", pkg, pkg);
   g_assert_cmpint (test_sh (own, NULL), ==, 0);
   /* a copy of the daemon (and its library) that nobody can run: the build
@@ -446,11 +387,8 @@ main (int argc, char **argv)
   if (test_sh ("command -v m4 >/dev/null", NULL) != 0)
     test_skip_all ("no m4 (apt-get install m4) to build the Sendmail configuration");
 
-  dir = g_dir_make_tmp ("extbody-sendmail-XXXXXX", NULL);
-  g_assert_nonnull (dir);
-  g_chmod (dir, 0755);
-  g_autofree char *rm_dir = g_strdup_printf ("rm -rf '%s'", dir);
-  guint wd_dir = test_watchdog_add (rm_dir);
+  guint wd_dir = 0;
+  dir = mta_dir_make ("sendmail", &wd_dir);
   peer = script ("sendmail", "sendmail-peer.sh");
 
   daemon_conf = g_build_filename (dir, "daemon.conf", NULL);
@@ -487,8 +425,7 @@ main (int argc, char **argv)
   test_watchdog_remove (wd_s);
   test_watchdog_remove (wd_t);
   g_clear_pointer (&daemon_, mta_milter_free);
-  test_sh (rm_dir, NULL);
-  test_watchdog_remove (wd_dir);
+  mta_dir_remove (dir, wd_dir);
   g_free (daemon_conf);
   g_free (daemon_sock);
   g_free (daemon_log);
