@@ -125,6 +125,15 @@ mta_maildir_burst_wait (const char *maildir_new, guint n, int seconds, MtaMaildi
 }
 
 void
+mta_maildir_assert_accounted (guint sent, guint delivered, guint lost, guint unfiltered)
+{
+  g_test_message ("sent %u, delivered %u, lost %u, unfiltered %u", sent, delivered, lost, unfiltered);
+  g_assert_cmpuint (delivered, ==, sent);
+  g_assert_cmpuint (lost, ==, 0);
+  g_assert_cmpuint (unfiltered, ==, 0);
+}
+
+void
 mta_maildir_burst_clear (const char *maildir_new)
 {
   g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);

@@ -48,6 +48,14 @@ void mta_maildir_resolved_1_of_1 (const char *text, guint i);
  * test fails at once. */
 void mta_maildir_burst_wait (const char *maildir_new, guint n, int seconds, MtaMaildirCheck check);
 
+/* The end of a test that counted every message it sent through the daemon:
+ * shows "sent @sent, delivered @delivered, lost @lost, unfiltered
+ * @unfiltered" and fails the test unless as many were delivered as were sent,
+ * none of them other than exactly once (@lost: how many were not) and none
+ * without the daemon's X-Extbody field (@unfiltered): nothing lost, nothing
+ * passed unfiltered. */
+void mta_maildir_assert_accounted (guint sent, guint delivered, guint lost, guint unfiltered);
+
 /* Remove the burst messages from @maildir_new, so that the next burst to it
  * is counted alone. */
 void mta_maildir_burst_clear (const char *maildir_new);

@@ -3,13 +3,14 @@
  * (mta-postfix.h). */
 #include "mta-postfix.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
 #include "test-server.h"
 
 void
-mta_postfix_require (void)
+mta_postfix_require (const char *env, ...)
 {
   g_autofree char *postfix = g_find_program_in_path ("postfix");
   if (!postfix && g_file_test ("/usr/sbin/postfix", G_FILE_TEST_IS_EXECUTABLE))
@@ -18,6 +19,15 @@ mta_postfix_require (void)
     test_skip_all ("needs root (Postfix refuses to run otherwise)");
   if (!postfix)
     test_skip_all ("Postfix is not installed (apt-get install postfix)");
+  va_list ap;
+  va_start (ap, env);
+  for (const char *name = env; name; name = va_arg (ap, const char *))
+    if (!g_getenv (name)) {
+      g_autofree char *why = g_strdup_printf ("%s is not set (run through ctest)", name);
+      test_skip_all (why);
+    }
+  va_end (ap);
+  g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);
 }
 
 char *

@@ -14,9 +14,11 @@
 
 #include <glib.h>
 
-/* Skip the whole program (exit 77, test_skip_all) unless it runs as root and
- * Postfix is installed. */
-void mta_postfix_require (void);
+/* Skip the whole program (exit 77, test_skip_all) unless it runs as root,
+ * Postfix is installed and the environment variables named (@env and those
+ * after it, NULL-terminated: EXTBODYD, EXTBODY, ..., which ctest sets) are
+ * set; then PATH is the system's directories when it was not set. */
+void mta_postfix_require (const char *env, ...) G_GNUC_NULL_TERMINATED;
 
 /* The path of tests/postfix/@name (G_TEST_SRCDIR). */
 char *mta_postfix_script (const char *name);

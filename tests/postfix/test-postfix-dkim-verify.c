@@ -35,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-dir.h"
 #include "mta-dkim.h"
 #include "mta-milter.h"
 #include "mta-maildir.h"
@@ -249,25 +250,19 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  mta_postfix_require ();
+  mta_postfix_require ("EXTBODYD", NULL);
   const char *dkim_missing = mta_dkim_missing ();
   if (dkim_missing)
     test_skip_all (dkim_missing);
-  if (!g_getenv ("EXTBODYD"))
-    test_skip_all ("EXTBODYD is not set (run through ctest)");
   struct passwd *pw = getpwnam ("nobody");
   if (!pw)
     test_skip_all ("no user nobody to run the milter as");
   uid_t nobody_uid = pw->pw_uid;
   gid_t nobody_gid = pw->pw_gid;
-  g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);
-  dir = g_dir_make_tmp ("extbody-pfdkim-XXXXXX", NULL);
-  g_assert_nonnull (dir);
-  g_chmod (dir, 0755);
-  g_autofree char *rm_dir = g_strdup_printf ("rm -rf '%s'", dir);
-  guint wd_dir = test_watchdog_add (rm_dir);
+  guint wd_dir = 0;
+  dir = mta_dir_make ("pfdkim", &wd_dir);
   pfdir = g_build_filename (dir, "pf", NULL);
-  maildir_new = g_build_filename (pfdir, "mail", "Maildir", "new", NULL);
+  maildir_new = mta_postfix_maildir_new (pfdir);
 
   /* the sockets' directory is nobody's, so that the milter removes its socket at the stop */
   g_autofree char *run = g_build_filename (dir, "run", NULL);
@@ -322,8 +317,7 @@ main (int argc, char **argv)
   int milter_status = mta_milter_stop (milter, TRUE);
   mta_milter_free (milter);
   mta_dkim_stop (opendkim, TRUE);
-  test_sh (rm_dir, NULL);
-  test_watchdog_remove (wd_dir);
+  mta_dir_remove (dir, wd_dir);
   g_free (dkim_dir);
   g_free (maildir_new);
   g_free (pfdir);

@@ -56,6 +56,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-dir.h"
 #include "mta-dkim.h"
 #include "mta-milter.h"
 #include "mta-maildir.h"
@@ -556,27 +557,21 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  mta_postfix_require ();
+  mta_postfix_require ("EXTBODYD", "EXTBODY", NULL);
   if (!g_file_test ("/usr/sbin/nginx", G_FILE_TEST_IS_EXECUTABLE))
     test_skip_all ("nginx is not installed (apt-get install nginx-light)");
   if (!g_file_test ("/usr/bin/python3", G_FILE_TEST_IS_EXECUTABLE))
     test_skip_all ("/usr/bin/python3 is not installed");
-  if (!g_getenv ("EXTBODYD") || !g_getenv ("EXTBODY"))
-    test_skip_all ("EXTBODYD and EXTBODY are not set (run through ctest)");
   struct passwd *pw = getpwnam ("nobody");
   if (!pw)
     test_skip_all ("no user nobody to run the milter as");
   /* a copy: the next getpwnam () overwrites what it points to */
   uid_t nobody_uid = pw->pw_uid;
   gid_t nobody_gid = pw->pw_gid;
-  g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);
-  dir = g_dir_make_tmp ("extbody-pfx-XXXXXX", NULL);
-  g_assert_nonnull (dir);
-  g_chmod (dir, 0755);
-  g_autofree char *rm_dir = g_strdup_printf ("rm -rf '%s'", dir);
-  guint wd_dir = test_watchdog_add (rm_dir);
+  guint wd_dir = 0;
+  dir = mta_dir_make ("pfx", &wd_dir);
   pfdir = g_build_filename (dir, "pf", NULL);
-  maildir_new = g_build_filename (pfdir, "mail", "Maildir", "new", NULL);
+  maildir_new = mta_postfix_maildir_new (pfdir);
   store = g_build_filename (dir, "store", NULL);
   g_assert_cmpint (g_mkdir (store, 0755), ==, 0);
   /* the milter runs as nobody: the store is its own until the failure test */
@@ -699,8 +694,7 @@ main (int argc, char **argv)
   g_clear_pointer (&slowdav, test_server_stop);
   g_clear_pointer (&apache, test_apache_stop);
   g_clear_pointer (&nginx, test_nginx_stop);
-  test_sh (rm_dir, NULL);
-  test_watchdog_remove (wd_dir);
+  mta_dir_remove (dir, wd_dir);
   if (milter_status != 0) {
     g_printerr ("the milter exited %d\n", milter_status);
     return 1;

@@ -33,6 +33,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-dir.h"
 #include "mta-milter.h"
 #include "mta-maildir.h"
 #include "mta-postfix.h"
@@ -291,20 +292,14 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  mta_postfix_require ();
-  if (!g_getenv ("EXTBODYD") || !g_getenv ("EXTBODY"))
-    test_skip_all ("EXTBODYD and EXTBODY are not set (run through ctest)");
-  g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);
+  mta_postfix_require ("EXTBODYD", "EXTBODY", NULL);
   if (test_sh ("unshare --mount --propagation private true >/dev/null 2>&1", NULL) != 0)
     test_skip_all ("unshare --mount does not work here (a private /etc/postfix is needed)");
 
-  dir = g_dir_make_tmp ("extbody-pfi-XXXXXX", NULL);
-  g_assert_nonnull (dir);
-  g_chmod (dir, 0755);
-  g_autofree char *rm_dir = g_strdup_printf ("rm -rf '%s'", dir);
-  guint wd_dir = test_watchdog_add (rm_dir);
+  guint wd_dir = 0;
+  dir = mta_dir_make ("pfi", &wd_dir);
   pfdir = g_build_filename (dir, "pf", NULL);
-  maildir_new = g_build_filename (pfdir, "mail", "Maildir", "new", NULL);
+  maildir_new = mta_postfix_maildir_new (pfdir);
 
   /* the payload: lines a reader can check */
   GString *p = g_string_new (NULL);
@@ -323,9 +318,7 @@ main (int argc, char **argv)
   MtaMilter *milter = mta_milter_start (sock, conf, NULL, NULL);
 
   /* what pipe(8) runs as nobody: copies everyone can read (see test-postfix.c) */
-  g_autofree char *run = g_build_filename (dir, "pipe-run", NULL);
-  g_assert_cmpint (g_mkdir (run, 0755), ==, 0);
-  g_chmod (run, 0755);
+  g_autofree char *run = mta_dir_public (dir, "pipe-run");
   g_autofree char *pipe_src = g_test_build_filename (G_TEST_DIST, "..", "filters", "pipe", "extbody-pipe", NULL);
   g_autofree char *pipe = test_copy_for_everyone (pipe_src, run, NULL, 0755);
   g_autofree char *extbody = test_copy_for_everyone (g_getenv ("EXTBODY"), run, NULL, 0755);
@@ -398,8 +391,7 @@ main (int argc, char **argv)
   mta_postfix_down (pfdir, wd_pf);
   mta_milter_stop (milter, FALSE);
   mta_milter_free (milter);
-  test_sh (rm_dir, NULL);
-  test_watchdog_remove (wd_dir);
+  mta_dir_remove (dir, wd_dir);
   g_free (big_payload);
   g_free (big_base64);
   return rc;

@@ -32,9 +32,11 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-dir.h"
 #include "mta-milter.h"
 #include "mta-maildir.h"
 #include "mta-postfix.h"
+#include "mta-smtp.h"
 
 static char *dir;
 static char *pfdir;
@@ -312,12 +314,7 @@ static void
 test_reload_storm (void)
 {
   write_conf (conf_a);
-  g_autofree char *send = mta_postfix_script ("send.py");
-  g_autofree char *port = g_strdup_printf ("%u", smtp_port);
-  g_autoptr (GError) error = NULL;
-  GSubprocess *burst = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE,
-                                         &error, "python3", send, port, "--burst", "100", "10", NULL);
-  g_assert_no_error (error);
+  GSubprocess *burst = mta_smtp_burst_start ("postfix", smtp_port, 100, 10, NULL);
   guint hups = 0;
   gboolean done = FALSE;
   g_subprocess_wait_async (burst, NULL, burst_done, &done);
@@ -328,7 +325,7 @@ test_reload_storm (void)
     while (g_main_context_iteration (NULL, FALSE))
       ;
   }
-  g_assert_true (g_subprocess_get_successful (burst));
+  mta_smtp_burst_sent (burst, 100);
   g_object_unref (burst);
   for (guint i = 0; i < 100; i++) {
     g_autofree char *id = g_strdup_printf ("burst-%u", i);
@@ -472,28 +469,18 @@ test_nothing_lost_nothing_unfiltered (void)
     if (n != 1)
       lost++;
   }
-  g_test_message ("sent %u, delivered %u, lost %u, unfiltered %u", g_hash_table_size (expected), total, lost,
-                  unfiltered);
-  g_assert_cmpuint (total, ==, g_hash_table_size (expected));
-  g_assert_cmpuint (lost, ==, 0);
-  g_assert_cmpuint (unfiltered, ==, 0);
+  mta_maildir_assert_accounted (g_hash_table_size (expected), total, lost, unfiltered);
 }
 
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  mta_postfix_require ();
-  if (!g_getenv ("EXTBODYD"))
-    test_skip_all ("EXTBODYD is not set (run through ctest)");
-  g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);
-  dir = g_dir_make_tmp ("extbody-pflife-XXXXXX", NULL);
-  g_assert_nonnull (dir);
-  g_chmod (dir, 0755);
-  g_autofree char *rm_dir = g_strdup_printf ("rm -rf '%s'", dir);
-  guint wd_dir = test_watchdog_add (rm_dir);
+  mta_postfix_require ("EXTBODYD", NULL);
+  guint wd_dir = 0;
+  dir = mta_dir_make ("pflife", &wd_dir);
   pfdir = g_build_filename (dir, "pf", NULL);
-  maildir_new = g_build_filename (pfdir, "mail", "Maildir", "new", NULL);
+  maildir_new = mta_postfix_maildir_new (pfdir);
   conf = g_build_filename (dir, "extbody.conf", NULL);
   sock = g_build_filename (dir, "milter.sock", NULL);
   pidfile = g_build_filename (dir, "milter.pid", NULL);
@@ -525,7 +512,6 @@ main (int argc, char **argv)
   }
   g_clear_pointer (&httpd, test_server_stop);
   g_hash_table_unref (expected);
-  test_sh (rm_dir, NULL);
-  test_watchdog_remove (wd_dir);
+  mta_dir_remove (dir, wd_dir);
   return rc;
 }

@@ -23,9 +23,11 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-dir.h"
 #include "mta-milter.h"
 #include "mta-maildir.h"
 #include "mta-postfix.h"
+#include "mta-smtp.h"
 
 static char *dir;          /* everything lives here */
 static char *pfdir;        /* the Postfix instance */
@@ -202,54 +204,17 @@ static int burst_wait = 60;   /* seconds for the 200 to arrive */
 static GSubprocess *
 burst_start (void)
 {
-  g_autofree char *send = mta_postfix_script ("send.py");
-  g_autofree char *port = g_strdup_printf ("%u", smtp_port);
-  g_autoptr (GError) error = NULL;
-  GSubprocess *p = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error, "python3", send, port, "--burst", "200",
-                                     "10", NULL);
-  g_assert_no_error (error);
-  return p;
+  return mta_smtp_burst_start ("postfix", smtp_port, 200, 10, NULL);
 }
 
 /* The 200 of burst_start @sender delivered, each exactly once, each resolved
- * (its body "burst I", the reference's data: URL decoded). */
+ * (its body "burst I", the reference's data: URL decoded, and the daemon's
+ * X-Extbody field). */
 static void
 burst_check (GSubprocess *sender)
 {
-  g_autofree char *out = NULL;
-  g_assert_true (g_subprocess_communicate_utf8 (sender, NULL, NULL, &out, NULL, NULL));
-  g_assert_true (g_subprocess_get_successful (sender));
-  g_assert_cmpint (atoi (out), ==, 200);
-  /* every one delivered, each exactly once, each resolved */
-  guint seen[200] = { 0 };
-  guint total = 0;
-  for (int t = 0; t < burst_wait * 20 && total < 200; t++) {
-    memset (seen, 0, sizeof seen);
-    total = 0;
-    g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);
-    const char *n;
-    while (d && (n = g_dir_read_name (d))) {
-      g_autofree char *p = g_build_filename (maildir_new, n, NULL);
-      g_autofree char *text = NULL;
-      if (!g_file_get_contents (p, &text, NULL, NULL))
-        continue;
-      const char *id = strstr (text, "<burst-");
-      if (!id)
-        continue;
-      int i = atoi (id + 7);
-      g_assert_cmpint (i, >=, 0);
-      g_assert_cmpint (i, <, 200);
-      seen[i]++;
-      total++;
-      g_autofree char *body = g_strdup_printf ("\n\nburst %d", i);
-      g_assert_nonnull (strstr (text, body));
-    }
-    if (total < 200)
-      g_usleep (50000);
-  }
-  g_assert_cmpuint (total, ==, 200);
-  for (int i = 0; i < 200; i++)
-    g_assert_cmpuint (seen[i], ==, 1);
+  mta_smtp_burst_sent (sender, 200);
+  mta_maildir_burst_wait (maildir_new, 200, burst_wait, mta_maildir_resolved_1_of_1);
 }
 
 static void
@@ -264,22 +229,13 @@ test_burst (void)
 static void
 burst_clear (void)
 {
-  g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);
-  g_assert_nonnull (d);
-  const char *n;
-  while ((n = g_dir_read_name (d))) {
-    g_autofree char *path = g_build_filename (maildir_new, n, NULL);
-    g_autofree char *text = NULL;
-    if (g_file_get_contents (path, &text, NULL, NULL) && strstr (text, "<burst-"))
-      g_assert_cmpint (g_unlink (path), ==, 0);
-  }
+  mta_maildir_burst_clear (maildir_new);
 }
 
 static void
 test_milter_stopped (void)
 {
-  mta_milter_stop (milter, FALSE);
-  g_clear_pointer (&milter, mta_milter_free);
+  mta_milter_stopped (&milter);
   g_assert_cmpint (mta_postfix_set (pfdir, "milter_default_action=accept"), ==, 0);
   g_usleep (6 * G_USEC_PER_SEC);   /* libmilter's own shutdown delay */
   const char *m =
@@ -304,14 +260,11 @@ test_pipe (void)
 {
   g_autofree char *pf2 = g_build_filename (dir, "pf2", NULL);
   guint port2 = 0;
-  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
   guint wd = mta_postfix_up (pf2, "", "accept", &port2);
   /* pipe(8) runs the filter as nobody, who may not reach the checkout (root's
    * 0700 home) nor the build tree: what it runs and reads is copied into a
    * directory of the test's own that everyone can read */
-  g_autofree char *run = g_build_filename (dir, "pipe-run", NULL);
-  g_assert_cmpint (g_mkdir (run, 0755), ==, 0);
-  g_chmod (run, 0755);
+  g_autofree char *run = mta_dir_public (dir, "pipe-run");
   g_autofree char *pipe_src = g_test_build_filename (G_TEST_DIST, "..", "filters", "pipe", "extbody-pipe", NULL);
   g_autofree char *pipe = test_copy_for_everyone (pipe_src, run, NULL, 0755);
   g_autofree char *extbody = test_copy_for_everyone (g_getenv ("EXTBODY"), run, NULL, 0755);
@@ -329,36 +282,15 @@ test_pipe (void)
   test_sh (ldd, &libs);
   g_assert_nonnull (libs);
   g_assert_null (strstr (libs, g_getenv ("G_TEST_BUILDDIR") ? g_getenv ("G_TEST_BUILDDIR") : "/nonexistent/"));
-  g_autofree char *svc = g_strdup_printf (
-    "sh '%s' service '%s' 'pickup unix n - n 1 1 pickup' "
-    "'extbody unix - n n - 10 pipe flags=FRq user=nobody null_sender= "
-    "argv=%s -c %s -e %s -q ${queue_id} -f ${sender} -- ${recipient}'",
-    peer, pf2, pipe, conf, extbody);
-  g_assert_cmpint (test_sh (svc, NULL), ==, 0);
-  /* sendmail hands the message to postdrop, which is setgid and so ignores
-   * MAIL_CONFIG unless the system's main.cf lists the directory: this instance
-   * gets its own command_directory with a plain copy of postdrop and a
-   * world-writable sticky maildrop (as Postfix once had), and the system's
-   * configuration stays untouched. */
-  g_autofree char *cmds = g_strdup_printf (
-    "mkdir -p '%s/bin' && for f in /usr/sbin/post*; do ln -sf \"$f\" '%s/bin/'; done && "
-    "rm -f '%s/bin/postdrop' && cp /usr/sbin/postdrop '%s/bin/postdrop' && chmod 755 '%s/bin/postdrop' && "
-    "chmod 1733 '%s/spool/maildrop' && sh '%s' set '%s' command_directory='%s/bin'",
-    pf2, pf2, pf2, pf2, pf2, pf2, peer, pf2, pf2);
-  g_assert_cmpint (test_sh (cmds, NULL), ==, 0);
-  /* pf-peer.sh reload returns once master has read master.cf again: the
-   * message below meets the content_filter (it was delivered unfiltered once
-   * when sent right after a plain postfix reload, on a loaded machine) */
-  g_autofree char *filt = g_strdup_printf (
-    "sed -i 's|^127.0.0.1:%u inet n - n - - smtpd$|127.0.0.1:%u inet n - n - - smtpd -o content_filter=extbody:dummy|' '%s/etc/master.cf' && "
-    "sh '%s' reload '%s'",
-    port2, port2, pf2, peer, pf2);
-  g_assert_cmpint (test_sh (filt, NULL), ==, 0);
+  g_autofree char *svc = g_strdup_printf ("extbody unix - n n - 10 pipe flags=FRq user=nobody null_sender= "
+                                          "argv=%s -c %s -e %s -q ${queue_id} -f ${sender} -- ${recipient}",
+                                          pipe, conf, extbody);
+  mta_postfix_after_queue (pf2, port2, svc);
 
   guint saved = smtp_port;
   g_autofree char *saved_new = maildir_new;
   smtp_port = port2;
-  maildir_new = g_build_filename (pf2, "mail", "Maildir", "new", NULL);
+  maildir_new = mta_postfix_maildir_new (pf2);
   const char *m =
     "From: a@test.example\r\nTo: b@test.example\r\nSubject: through the pipe\r\n"
     "X-Extbody: resolved 5 of 5 external-body references (forged)\r\n"
@@ -388,16 +320,7 @@ test_pipe (void)
   g_assert_nonnull (strstr (got, "\nX-Extbody: resolved 1 of 1 external-body reference\n"));
   /* exactly one copy: re-injected mail is not filtered again */
   g_usleep (G_USEC_PER_SEC);
-  g_autoptr (GDir) d = g_dir_open (maildir_new, 0, NULL);
-  guint copies = 0;
-  const char *n;
-  while ((n = g_dir_read_name (d))) {
-    g_autofree char *p = g_build_filename (maildir_new, n, NULL);
-    g_autofree char *t = NULL;
-    if (g_file_get_contents (p, &t, NULL, NULL) && strstr (t, "<pipe-1@test.example>"))
-      copies++;
-  }
-  g_assert_cmpuint (copies, ==, 1);
+  g_assert_cmpuint (mta_maildir_copies (maildir_new, "<pipe-1@test.example>", NULL), ==, 1);
   /* a person's words beside a reference stay through the pipe too */
   g_assert_cmpint (send_file (PERSON_MSG ("pipe-person")), ==, 0);
   g_autofree char *person = delivered ("<pipe-person@test.example>", 30);
@@ -406,15 +329,6 @@ test_pipe (void)
   maildir_new = g_steal_pointer (&saved_new);
   smtp_port = saved;
   mta_postfix_down (pf2, wd);
-}
-
-/* The body of @msg: what follows its header's blank line. */
-static const char *
-body_of (const char *msg)
-{
-  const char *p = strstr (msg, "\n\n");
-  g_assert_nonnull (p);
-  return p + 2;
 }
 
 /* extbody-pipe-client: a second instance whose smtpd has
@@ -470,9 +384,7 @@ test_pipe_client (void)
 {
   if (!have_pipe_client ())
     return;
-  g_autofree char *run = g_build_filename (dir, "pipe-client-run", NULL);
-  g_assert_cmpint (g_mkdir (run, 0755), ==, 0);
-  g_chmod (run, 0755);
+  g_autofree char *run = mta_dir_public (dir, "pipe-client-run");
   g_autofree char *script_src = g_test_build_filename (G_TEST_DIST, "..", "filters", "pipe", "extbody-pipe-client", NULL);
   char *script = pc.script = test_copy_for_everyone (script_src, run, NULL, 0755);
   char *client = pc.client = test_copy_for_everyone (g_getenv ("EXTBODYC"), run, NULL, 0755);
@@ -491,31 +403,16 @@ test_pipe_client (void)
 
   /* the instance */
   pc.pf3 = g_build_filename (dir, "pf3", NULL);
-  g_autofree char *peer = mta_postfix_script ("pf-peer.sh");
   pc.wd = mta_postfix_up (pc.pf3, "", "accept", &pc.port3);
-  g_autofree char *svc = g_strdup_printf (
-    "sh '%s' service '%s' 'pickup unix n - n 1 1 pickup' "
-    "'extbody unix - n n - 10 pipe flags=Rq user=nobody null_sender= "
-    "argv=%s -C %s -s unix:%s -l %s -t 30 -q ${queue_id} -f ${sender} -- ${recipient}'",
-    peer, pc.pf3, script, client, pc.hsock, pc.clog);
-  g_assert_cmpint (test_sh (svc, NULL), ==, 0);
-  /* postdrop trusts this instance's MAIL_CONFIG: as in test_pipe */
-  g_autofree char *cmds = g_strdup_printf (
-    "mkdir -p '%s/bin' && for f in /usr/sbin/post*; do ln -sf \"$f\" '%s/bin/'; done && "
-    "rm -f '%s/bin/postdrop' && cp /usr/sbin/postdrop '%s/bin/postdrop' && chmod 755 '%s/bin/postdrop' && "
-    "chmod 1733 '%s/spool/maildrop' && sh '%s' set '%s' command_directory='%s/bin'",
-    pc.pf3, pc.pf3, pc.pf3, pc.pf3, pc.pf3, pc.pf3, peer, pc.pf3, pc.pf3);
-  g_assert_cmpint (test_sh (cmds, NULL), ==, 0);
-  g_autofree char *filt = g_strdup_printf (
-    "sed -i 's|^127.0.0.1:%u inet n - n - - smtpd$|127.0.0.1:%u inet n - n - - smtpd -o content_filter=extbody:dummy|' '%s/etc/master.cf' && "
-    "sh '%s' reload '%s'",
-    pc.port3, pc.port3, pc.pf3, peer, pc.pf3);
-  g_assert_cmpint (test_sh (filt, NULL), ==, 0);
+  g_autofree char *svc = g_strdup_printf ("extbody unix - n n - 10 pipe flags=Rq user=nobody null_sender= "
+                                          "argv=%s -C %s -s unix:%s -l %s -t 30 -q ${queue_id} -f ${sender} -- ${recipient}",
+                                          script, client, pc.hsock, pc.clog);
+  mta_postfix_after_queue (pc.pf3, pc.port3, svc);
 
   pc.saved_port = smtp_port;
   pc.saved_new = maildir_new;
   smtp_port = pc.port3;
-  maildir_new = g_build_filename (pc.pf3, "mail", "Maildir", "new", NULL);
+  maildir_new = mta_postfix_maildir_new (pc.pf3);
 
   /* a data: reference: resolved by the daemon, the body exactly what
    * extbody rewrite --filter writes */
@@ -534,12 +431,9 @@ test_pipe_client (void)
   g_test_message ("delivered through extbody-pipe-client:\n%s", got);
   g_autofree char *lf = test_crlf_to_lf (m);
   g_autofree char *file = g_build_filename (dir, "want.eml", NULL);
-  g_assert_true (g_file_set_contents (file, lf, -1, NULL));
-  g_autofree char *rw = g_strdup_printf ("'%s' rewrite --filter -c '%s' < '%s'", g_getenv ("EXTBODY"), dconf, file);
-  g_autofree char *want = NULL;
-  g_assert_cmpint (test_sh (rw, &want), ==, 0);
+  g_autofree char *want = mta_milter_rewrite (dconf, file, lf, TRUE);
   g_assert_nonnull (strstr (want, "\n\nHello, client!\n"));
-  g_assert_cmpstr (body_of (got), ==, body_of (want));
+  g_assert_cmpstr (mta_maildir_body (got), ==, mta_maildir_body (want));
   g_assert_null (strstr (got, "(forged)"));
   g_assert_nonnull (strstr (got, "\nX-Extbody: resolved 1 of 1 external-body reference\n"));
   /* the header as extbody rewrite --filter writes it, below the trace fields */
@@ -650,8 +544,7 @@ test_pipe_client_down (void)
 {
   if (!have_pipe_client ())
     return;
-  g_assert_cmpint (mta_milter_stop (pc.daemon, FALSE), ==, 0);
-  g_clear_pointer (&pc.daemon, mta_milter_free);
+  mta_milter_stopped (&pc.daemon);
   const char *m2 =
     "From: a@test.example\r\nTo: b@test.example\r\nSubject: no daemon\r\n"
     "Message-ID: <pipe-client-down@test.example>\r\nMIME-Version: 1.0\r\n"
@@ -701,8 +594,7 @@ test_pipe_client_killed (void)
   g_assert_cmpint (send_file (m), ==, 0);
   g_assert_true (mta_milter_held_wait (http_port, "pipe-kill"));
   mta_milter_signal (pc.daemon, SIGKILL);
-  g_assert_cmpint (mta_milter_wait (pc.daemon, FALSE), ==, -1);
-  g_clear_pointer (&pc.daemon, mta_milter_free);
+  mta_milter_killed (&pc.daemon);
   g_autofree char *got = delivered ("<pipe-client-kill@test.example>", 60);
   if (!got)
     g_test_message ("maillog:\n%s", mta_postfix_log_tail (pc.pf3));
@@ -732,18 +624,12 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  mta_postfix_require ();
-  if (!g_getenv ("EXTBODYD") || !g_getenv ("EXTBODY"))
-    test_skip_all ("EXTBODYD and EXTBODY are not set (run through ctest)");
-  g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);
-  dir = g_dir_make_tmp ("extbody-pf-XXXXXX", NULL);
-  g_assert_nonnull (dir);
-  g_chmod (dir, 0755);
+  mta_postfix_require ("EXTBODYD", "EXTBODY", NULL);
   /* whatever way this program ends, the watchdog removes the directory last */
-  g_autofree char *rm_dir = g_strdup_printf ("rm -rf '%s'", dir);
-  guint wd_dir = test_watchdog_add (rm_dir);
+  guint wd_dir = 0;
+  dir = mta_dir_make ("pf", &wd_dir);
   pfdir = g_build_filename (dir, "pf", NULL);
-  maildir_new = g_build_filename (pfdir, "mail", "Maildir", "new", NULL);
+  maildir_new = mta_postfix_maildir_new (pfdir);
   g_autoptr (GError) error = NULL;
 
   httpd = test_server_start ("httpd.py", NULL, NULL, FALSE, &error);
@@ -788,8 +674,6 @@ main (int argc, char **argv)
   mta_postfix_down (pfdir, wd_pf);
   g_clear_pointer (&milter, mta_milter_free);
   g_clear_pointer (&httpd, test_server_stop);
-  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
-  test_sh (rm, NULL);
-  test_watchdog_remove (wd_dir);
+  mta_dir_remove (dir, wd_dir);
   return rc;
 }

@@ -32,6 +32,8 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "test-server.h"
+#include "mta-dir.h"
+#include "mta-maildir.h"
 #include "mta-milter.h"
 #include "mta-postfix.h"
 
@@ -111,7 +113,7 @@ postfix_start (guint k)
 {
   Instance *m = &inst[k];
   m->pfdir = g_strdup_printf ("%s/pf-%u", dir, k);
-  m->maildir_new = g_build_filename (m->pfdir, "mail", "Maildir", "new", NULL);
+  m->maildir_new = mta_postfix_maildir_new (m->pfdir);
   g_autofree char *spec = g_strdup_printf ("unix:%s", m->milter->sock);
   m->wd_pf = mta_postfix_up (m->pfdir, spec, "tempfail", &m->smtp_port);
   /* Postfix waits for the end of message longer than the milter's
@@ -708,28 +710,18 @@ test_nothing_lost_nothing_unfiltered (void)
   while (g_hash_table_iter_next (&it, &key, &value))
     if (GPOINTER_TO_UINT (g_hash_table_lookup (copies, key)) != 1)
       lost++;
-  g_test_message ("sent %u, delivered %u, lost %u, unfiltered %u", g_hash_table_size (expected), total, lost,
-                  unfiltered);
-  g_assert_cmpuint (total, ==, g_hash_table_size (expected));
-  g_assert_cmpuint (lost, ==, 0);
-  g_assert_cmpuint (unfiltered, ==, 0);
+  mta_maildir_assert_accounted (g_hash_table_size (expected), total, lost, unfiltered);
 }
 
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  mta_postfix_require ();
-  if (!g_getenv ("EXTBODYD"))
-    test_skip_all ("EXTBODYD is not set (run through ctest)");
+  mta_postfix_require ("EXTBODYD", NULL);
   if (!g_file_test ("/usr/bin/redis-server", G_FILE_TEST_IS_EXECUTABLE))
     test_skip_all ("redis-server is not installed (apt-get install redis-server)");
-  g_setenv ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", FALSE);
-  dir = g_dir_make_tmp ("extbody-redis-pool-XXXXXX", NULL);
-  g_assert_nonnull (dir);
-  g_chmod (dir, 0755);
-  g_autofree char *rm_dir = g_strdup_printf ("rm -rf '%s'", dir);
-  guint wd_dir = test_watchdog_add (rm_dir);
+  guint wd_dir = 0;
+  dir = mta_dir_make ("redis-pool", &wd_dir);
   conf = g_build_filename (dir, "extbody.conf", NULL);
   expected = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   g_autoptr (GError) error = NULL;
@@ -765,8 +757,7 @@ main (int argc, char **argv)
   g_clear_pointer (&httpd, test_server_stop);
   g_hash_table_unref (expected);
   g_free (conf);
-  test_sh (rm_dir, NULL);
-  test_watchdog_remove (wd_dir);
+  mta_dir_remove (dir, wd_dir);
   g_free (dir);
   return rc;
 }
