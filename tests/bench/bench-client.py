@@ -24,14 +24,13 @@ import argparse
 import glob
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-from benchlib import find_daemon, vm_hwm
+from benchlib import find_daemon, stop_daemon, vm_hwm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -119,13 +118,7 @@ def main():
         print("daemon %s: peak memory (VmHWM) %d KB after %d messages through its HTTP listener"
               % (daemon_bin, vm_hwm(daemon.pid), len(corpus) + a.count * a.repeat))
     finally:
-        if daemon is not None and daemon.poll() is None:
-            daemon.send_signal(signal.SIGTERM)
-            try:
-                daemon.wait(30)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
-                daemon.wait()
+        stop_daemon(daemon)
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -23,39 +23,21 @@ the build directory); its peak memory (VmHWM) is printed at the end.
 import argparse
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-from benchlib import free_port, find_daemon, vm_hwm
+from benchlib import files_in, free_port, find_daemon, refs_message, stop_daemon, vm_hwm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEER = os.path.join(HERE, "..", "exim", "exim-peer.sh")
 WRAPPER = os.path.join(HERE, "..", "..", "filters", "exim", "extbody-exim")
 
 
-def refs_message(path):
-    with open(path, "w", newline="") as f:
-        f.write("From: a@test.example\r\nTo: b@test.example\r\nSubject: with a reference\r\n"
-                "MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n"
-                "--b\r\nContent-Type: text/plain\r\n\r\n" + ("some text to make it about 5 KB long\r\n" * 120) +
-                "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n"
-                "\tURL=\"data:text/plain,Hello%2C%20\r\n\tbenchmark!%0A\"\r\n\r\n"
-                "Content-Type: text/plain\r\n\r\n--b--\r\n")
-
-
-def delivered(box):
-    try:
-        return len(os.listdir(box))
-    except FileNotFoundError:
-        return 0
-
-
 def run(work, port, count, rcpt, box, mix, timeout=600):
     """Send count messages to rcpt; seconds until all are in box (Maildir/new)."""
-    before = delivered(box)
+    before = files_in(box)
     t0 = time.perf_counter()
     if mix:
         plain = count * 9 // 10
@@ -70,9 +52,9 @@ def run(work, port, count, rcpt, box, mix, timeout=600):
         subprocess.run(["smtp-source", "-d", "-s", "10", "-m", str(count), "-l", "5120",
                         "-f", "a@test.example", "-t", rcpt, "127.0.0.1:%d" % port], check=True)
     end = time.time() + timeout
-    while delivered(box) < before + count:
+    while files_in(box) < before + count:
         if time.time() > end:
-            raise RuntimeError("only %d of %d delivered to %s" % (delivered(box) - before, count, box))
+            raise RuntimeError("only %d of %d delivered to %s" % (files_in(box) - before, count, box))
         time.sleep(0.01)
     return time.perf_counter() - t0
 
@@ -167,13 +149,7 @@ def main():
               % (milter, vm_hwm(daemon.pid), 2 * a.count * a.repeat + 1))
     finally:
         subprocess.run(["sh", PEER, "down", work], env=dict(os.environ, EXIM=exim))
-        if daemon is not None and daemon.poll() is None:
-            daemon.send_signal(signal.SIGTERM)
-            try:
-                daemon.wait(30)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
-                daemon.wait()
+        stop_daemon(daemon)
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import free_port, find_daemon, doors_off
+from benchlib import free_port, find_daemon, doors_off, refs_message
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEER = os.path.join(HERE, "..", "postfix", "pf-peer.sh")
@@ -48,16 +48,6 @@ def wait_for(path_or_port, timeout=10):
                 pass
         time.sleep(0.02)
     raise RuntimeError("milter did not come up")
-
-
-def refs_message(path):
-    with open(path, "w", newline="") as f:
-        f.write("From: a@test.example\r\nTo: b@test.example\r\nSubject: with a reference\r\n"
-                "MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n"
-                "--b\r\nContent-Type: text/plain\r\n\r\n" + ("some text to make it about 5 KB long\r\n" * 120) +
-                "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n"
-                "\tURL=\"data:text/plain,Hello%2C%20\r\n\tbenchmark!%0A\"\r\n\r\n"
-                "Content-Type: text/plain\r\n\r\n--b--\r\n")
 
 
 def run(work, count, milter_cmd, spec, mix):

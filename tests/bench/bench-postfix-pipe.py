@@ -37,14 +37,13 @@ the build directory).
 import argparse
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-from benchlib import free_port, find_daemon, vm_hwm
+from benchlib import files_in, free_port, find_daemon, refs_message, stop_daemon, vm_hwm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.join(HERE, "..", "..")
@@ -57,26 +56,9 @@ def put(path, text, mode=0o644):
     os.chmod(path, mode)
 
 
-def refs_message(path):
-    with open(path, "w", newline="") as f:
-        f.write("From: a@test.example\r\nTo: b@test.example\r\nSubject: with a reference\r\n"
-                "MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n"
-                "--b\r\nContent-Type: text/plain\r\n\r\n" + ("some text to make it about 5 KB long\r\n" * 120) +
-                "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n"
-                "\tURL=\"data:text/plain,Hello%2C%20\r\n\tbenchmark!%0A\"\r\n\r\n"
-                "Content-Type: text/plain\r\n\r\n--b--\r\n")
-
-
-def written(box):
-    try:
-        return len(os.listdir(box))
-    except FileNotFoundError:
-        return 0
-
-
 def run(work, port, count, sessions, rcpt, box, mix, timeout=600):
     """Send count messages to rcpt; seconds until the pipe command wrote all of them into box."""
-    before = written(box)
+    before = files_in(box)
     t0 = time.perf_counter()
     common = ["-f", "a@test.example", "-t", rcpt, "127.0.0.1:%d" % port]
     if mix and count >= 10:
@@ -89,9 +71,9 @@ def run(work, port, count, sessions, rcpt, box, mix, timeout=600):
     else:
         subprocess.run(["smtp-source", "-s", str(sessions), "-m", str(count), "-l", "5120"] + common, check=True)
     end = time.time() + timeout
-    while written(box) < before + count:
+    while files_in(box) < before + count:
         if time.time() > end:
-            raise RuntimeError("only %d of %d written to %s" % (written(box) - before, count, box))
+            raise RuntimeError("only %d of %d written to %s" % (files_in(box) - before, count, box))
         time.sleep(0.01)
     return time.perf_counter() - t0
 
@@ -231,13 +213,7 @@ def main():
     finally:
         if up:
             subprocess.run(["sh", PEER, "down", pf])
-        if daemon is not None and daemon.poll() is None:
-            daemon.send_signal(signal.SIGTERM)
-            try:
-                daemon.wait(30)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
-                daemon.wait()
+        stop_daemon(daemon)
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """What the benchmark drivers share: a free port, the daemon under a build
-directory, its peak memory, and the -o lines that close the doors a run does
-not use. Imported by the bench-*.py beside it (their own directory is on
-Python's path when they run)."""
+directory, its peak memory, the -o lines that close the doors a run does
+not use, the daemon stopped at the end of a run, the message with a
+reference the MTA drivers send, and how many files a mail directory holds.
+Imported by the bench-*.py beside it (their own directory is on Python's path
+when they run)."""
 import os
+import signal
 import socket
 import subprocess
 
@@ -46,3 +49,37 @@ def doors_off(daemon, conf):
     off = ["-o", "http_socket=", "-o", "dovecot_filter_socket="]
     r = subprocess.run([daemon, "-c", conf, "-n"] + off, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return off if r.returncode == 0 else []
+
+
+def stop_daemon(proc):
+    """SIGTERM to the daemon proc (a subprocess.Popen, or None) when it still
+    runs, and wait for it; killed after 30 s."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def refs_message(path):
+    """Write to path the message the MTA drivers send: about 5 KB of text and
+    one data: reference, CRLF line ends."""
+    with open(path, "w", newline="") as f:
+        f.write("From: a@test.example\r\nTo: b@test.example\r\nSubject: with a reference\r\n"
+                "MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n"
+                "--b\r\nContent-Type: text/plain\r\n\r\n" + ("some text to make it about 5 KB long\r\n" * 120) +
+                "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n"
+                "\tURL=\"data:text/plain,Hello%2C%20\r\n\tbenchmark!%0A\"\r\n\r\n"
+                "Content-Type: text/plain\r\n\r\n--b--\r\n")
+
+
+def files_in(directory):
+    """How many files directory holds (a Maildir's new/, a pipe's output): 0
+    when it does not exist yet."""
+    try:
+        return len(os.listdir(directory))
+    except FileNotFoundError:
+        return 0
