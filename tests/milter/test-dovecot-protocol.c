@@ -18,6 +18,7 @@
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 
+#include "mta-dir.h"
 #include "mta-milter.h"
 #include "test-server.h"
 
@@ -208,8 +209,8 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   if (!g_getenv ("EXTBODYD") || !g_getenv ("EXTBODY"))
     test_skip_all ("EXTBODYD or EXTBODY is not set (run through ctest)");
-  dir = g_dir_make_tmp ("extbody-dovecot-protocol-XXXXXX", NULL);
-  g_assert_nonnull (dir);
+  guint wd_dir = 0;
+  dir = mta_dir_make ("dovecot-protocol", &wd_dir);
   conf = g_build_filename (dir, "extbody.conf", NULL);
   dsock = g_build_filename (dir, "extbody", NULL);
   g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\ndovecot_filter_socket = %s\n"
@@ -230,7 +231,6 @@ main (int argc, char **argv)
     g_assert_cmpint (mta_milter_stop (milter, TRUE), ==, 0);
   g_assert_false (g_file_test (dsock, G_FILE_TEST_EXISTS));   /* removed at the stop */
   mta_milter_free (milter);
-  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
-  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL);
+  mta_dir_remove (dir, wd_dir);
   return rc;
 }

@@ -20,6 +20,7 @@
 #include <gio/gunixsocketaddress.h>
 #include <glib/gstdio.h>
 
+#include "mta-dir.h"
 #include "mta-milter.h"
 #include "test-server.h"
 
@@ -979,8 +980,8 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   if (!g_getenv ("EXTBODYD") || !g_getenv ("EXTBODY"))
     test_skip_all ("EXTBODYD or EXTBODY is not set (run through ctest)");
-  dir = g_dir_make_tmp ("extbody-http-XXXXXX", NULL);
-  g_assert_nonnull (dir);
+  guint wd_dir = 0;
+  dir = mta_dir_make ("http", &wd_dir);
   conf = g_build_filename (dir, "extbody.conf", NULL);
   http_sock = g_build_filename (dir, "http.sock", NULL);
   g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\nhttp_socket = unix:%s\n"
@@ -1012,7 +1013,6 @@ main (int argc, char **argv)
   g_assert_cmpint (mta_milter_stop (milter, TRUE), ==, 0);
   g_assert_false (g_file_test (http_sock, G_FILE_TEST_EXISTS));   /* removed at the stop */
   mta_milter_free (milter);
-  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
-  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL);
+  mta_dir_remove (dir, wd_dir);
   return rc;
 }
