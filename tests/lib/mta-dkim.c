@@ -5,6 +5,7 @@
 
 #include <glib/gstdio.h>
 #include <signal.h>
+#include <string.h>
 #include "mta-postfix.h"
 #include "test-server.h"
 
@@ -81,4 +82,16 @@ mta_dkim_check (const char *path, const char *key_txt, const char *sent)
   g_assert_nonnull (out);
   g_test_message ("dkim-check.py:\n%s", out);
   return out;
+}
+
+void
+mta_dkim_assert_body_signed (const char *out, gboolean delivered)
+{
+  g_autofree char *bh = mta_postfix_value_of (out, "bh");
+  g_autofree char *delivered_hash = mta_postfix_value_of (out, "body-hash");
+  g_autofree char *sent_hash = mta_postfix_value_of (out, "body-hash-other");
+  g_assert_nonnull (bh);
+  g_assert_cmpstr (bh, ==, delivered ? delivered_hash : sent_hash);
+  g_assert_cmpstr (bh, !=, delivered ? sent_hash : delivered_hash);
+  g_assert_nonnull (strstr (out, delivered ? "\nverify=ok\n" : "\nverify=fail\n"));
 }

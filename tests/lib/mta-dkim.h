@@ -44,3 +44,11 @@ void mta_dkim_stop (MtaDkim *d, gboolean show_log);
  * (mta_dkim_genkey()) and the message as sent in the file @sent, whose body
  * it hashes the same way; asserts it ran, shows the output. */
 char *mta_dkim_check (const char *path, const char *key_txt, const char *sent);
+
+/* dkim-check.py's output @out (mta_dkim_check()) says which body the
+ * signature covers: with @delivered, the body as delivered (its bh= is the
+ * delivered body's hash, not the one of the body as sent, and the signature
+ * verifies: verify=ok); without, the body as sent (bh= the sent body's hash,
+ * not the delivered one's, and verify=fail: the body was changed after it
+ * was signed). Fails the test otherwise. */
+void mta_dkim_assert_body_signed (const char *out, gboolean delivered);

@@ -176,13 +176,8 @@ test_verifier_first (void)
 
   g_autofree char *out = dkim_check (got, sent);
   g_assert_nonnull (strstr (out, "d=test.example s=sel c=relaxed/relaxed\n"));
-  g_autofree char *bh = mta_postfix_value_of (out, "bh");
-  g_autofree char *delivered_hash = mta_postfix_value_of (out, "body-hash");
-  g_autofree char *sent_hash = mta_postfix_value_of (out, "body-hash-other");
-  g_assert_nonnull (bh);
-  g_assert_cmpstr (bh, ==, sent_hash);
-  g_assert_cmpstr (bh, !=, delivered_hash);
-  g_assert_nonnull (strstr (out, "\nverify=fail\n"));
+  /* signed as sent: the resolved body no longer matches */
+  mta_dkim_assert_body_signed (out, FALSE);
 }
 
 /* smtpd_milters = extbody, opendkim (verify): OpenDKIM gets the resolved
