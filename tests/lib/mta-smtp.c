@@ -34,3 +34,16 @@ mta_smtp_burst (const char *script_dir, guint port, guint n, guint sessions, con
   g_autoptr (GSubprocess) sender = mta_smtp_burst_start (script_dir, port, n, sessions, rcpt);
   mta_smtp_burst_sent (sender, n);
 }
+
+char *
+mta_smtp_message_http_data (const char *id, guint http_port, const char *path)
+{
+  return g_strdup_printf (
+    "From: a@test.example\r\nTo: b@test.example\r\nSubject: %s\r\n"
+    "Message-ID: <%s@test.example>\r\nMIME-Version: 1.0\r\n"
+    "Content-Type: multipart/mixed; boundary=b\r\n\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n"
+    "\tURL=\"http://127.0.0.1:%u%s\"\r\n\r\nContent-Type: text/plain\r\n\r\n"
+    "--b\r\nContent-Type: message/external-body; access-type=URL; URL=\"data:,data%%20%s\"\r\n\r\n"
+    "Content-Type: text/plain\r\n\r\n--b--\r\n", id, id, http_port, path, id);
+}

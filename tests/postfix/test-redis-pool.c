@@ -36,6 +36,7 @@
 #include "mta-maildir.h"
 #include "mta-milter.h"
 #include "mta-postfix.h"
+#include "mta-smtp.h"
 
 #define N_MILTERS 3
 #define N_POOL_MESSAGES 300
@@ -265,14 +266,7 @@ job_free (Job *j)
 static char *
 message (const char *id, const char *path)
 {
-  return g_strdup_printf (
-    "From: a@test.example\r\nTo: b@test.example\r\nSubject: %s\r\n"
-    "Message-ID: <%s@test.example>\r\nMIME-Version: 1.0\r\n"
-    "Content-Type: multipart/mixed; boundary=b\r\n\r\n"
-    "--b\r\nContent-Type: message/external-body; access-type=URL;\r\n"
-    "\tURL=\"http://127.0.0.1:%u%s\"\r\n\r\nContent-Type: text/plain\r\n\r\n"
-    "--b\r\nContent-Type: message/external-body; access-type=URL; URL=\"data:,data%%20%s\"\r\n\r\n"
-    "Content-Type: text/plain\r\n\r\n--b--\r\n", id, id, http_port, path, id);
+  return mta_smtp_message_http_data (id, http_port, path);
 }
 
 static Batch *
