@@ -114,10 +114,7 @@ static int
 send_to (const char *rcpt, const char *msg)
 {
   g_autofree char *file = g_build_filename (dir, "msg.eml", NULL);
-  g_file_set_contents (file, msg, -1, NULL);
-  g_autofree char *send = script ("send.py");
-  g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u '%s' '%s' >/dev/null 2>&1", send, smtp_port, file, rcpt);
-  return test_sh (cmd, NULL);
+  return mta_smtp_send (smtp_port, file, msg, rcpt);
 }
 
 /* The new/ directory of the Maildir mail/@box. */

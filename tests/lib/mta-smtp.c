@@ -3,6 +3,16 @@
 #include "mta-smtp.h"
 
 #include <stdlib.h>
+#include "test-server.h"
+
+int
+mta_smtp_send (guint port, const char *file, const char *msg, const char *rcpt)
+{
+  g_assert_true (g_file_set_contents (file, msg, -1, NULL));
+  g_autofree char *send = g_test_build_filename (G_TEST_DIST, "exim", "send.py", NULL);
+  g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u '%s' '%s' >/dev/null", send, port, file, rcpt);
+  return test_sh (cmd, NULL);
+}
 
 GSubprocess *
 mta_smtp_burst_start (const char *script_dir, guint port, guint n, guint sessions, const char *rcpt)

@@ -21,6 +21,12 @@
  * shows the daemon's X-Extbody field ("resolved 1 of 2"). */
 char *mta_smtp_message_http_data (const char *id, guint http_port, const char *path);
 
+/* Send @msg, written to the file @file first, to 127.0.0.1:@port for @rcpt
+ * in one SMTP transaction with tests/exim/send.py; its standard output
+ * discarded, its standard error (why the transaction failed) shown.
+ * Returns: its exit status (0: the message was accepted). */
+int mta_smtp_send (guint port, const char *file, const char *msg, const char *rcpt);
+
 /* Start tests/@script_dir/send.py (@script_dir: "exim" or "postfix") sending
  * @n messages from @sessions concurrent sessions to 127.0.0.1:@port, to
  * @rcpt (NULL: the script's default, b@test.example; only exim's takes one);

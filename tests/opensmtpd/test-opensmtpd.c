@@ -103,10 +103,7 @@ static int
 send_msg (const char *msg)
 {
   g_autofree char *file = g_build_filename (dir, "msg.eml", NULL);
-  g_assert_true (g_file_set_contents (file, msg, -1, NULL));
-  g_autofree char *send = g_test_build_filename (G_TEST_DIST, "exim", "send.py", NULL);
-  g_autofree char *cmd = g_strdup_printf ("python3 '%s' %u '%s' root@test.example >/dev/null", send, smtp_port, file);
-  return test_sh (cmd, NULL);
+  return mta_smtp_send (smtp_port, file, msg, "root@test.example");
 }
 
 static char *
