@@ -122,6 +122,10 @@ daemon_generation_load (const ConfigArgs *a, int *status, GError **error)
   g->store = g_steal_pointer (&store);
   if (eb_config_get_boolean (config, "fetch"))
     g->fetcher = g_steal_pointer (&fetcher);
+  g->spill_size = eb_config_get_uint64 (config, "milter_spill_size");
+  g->max_message_size = eb_config_get_uint64 (config, "max_message_size");
+  g->strip_trace = eb_config_get_boolean (config, "strip_trace_fields");
+  g->tempfail = strcmp (eb_config_get_string (config, "on_error"), "tempfail") == 0;
   g->config = g_steal_pointer (&config);
   return g;
 }

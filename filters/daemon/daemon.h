@@ -89,6 +89,12 @@ typedef struct {
   EbConfig  *config;
   EbFetcher *fetcher;       /* NULL when fetch = off */
   EbStore   *store;         /* milter_mode = externalize: where parts go; else NULL */
+  /* the keys read for every message (and for every header field the milter
+   * collects), read once here: the getters find a key by its name */
+  guint64    spill_size;    /* milter_spill_size */
+  guint64    max_message_size;
+  gboolean   strip_trace;   /* strip_trace_fields */
+  gboolean   tempfail;      /* on_error = tempfail */
 } Gen;
 void daemon_generation_unref (Gen *g);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (Gen, daemon_generation_unref)

@@ -54,7 +54,7 @@ msg_append (Msg *m, const void *p, gsize n)
   m->size += n;
   if (m->failed)
     return;
-  if (m->fd < 0 && m->mem->len + n > eb_config_get_uint64 (m->gen->config, "milter_spill_size")) {
+  if (m->fd < 0 && m->mem->len + n > m->gen->spill_size) {
     g_autofree char *path = NULL;
     m->fd = g_file_open_tmp ("extbodyd-XXXXXX", &path, NULL);
     if (m->fd < 0) {
@@ -121,7 +121,7 @@ queue_id (SMFICTX *ctx)
 static sfsistat
 on_error_status (const Msg *m)
 {
-  return strcmp (eb_config_get_string (m->gen->config, "on_error"), "tempfail") == 0 ? SMFIS_TEMPFAIL : SMFIS_ACCEPT;
+  return m->gen->tempfail ? SMFIS_TEMPFAIL : SMFIS_ACCEPT;
 }
 
 /* ---- callbacks ------------------------------------------------------------ */
@@ -179,7 +179,7 @@ cb_header (SMFICTX *ctx, char *name, char *value)
   Conn *c = conn_of (ctx);
   if (!c->msg)
     return SMFIS_CONTINUE;
-  if (eb_config_get_boolean (c->msg->gen->config, "strip_trace_fields"))
+  if (c->msg->gen->strip_trace)
     for (guint i = 0; i < G_N_ELEMENTS (trace_names); i++)
       if (g_ascii_strcasecmp (name, trace_names[i]) == 0)
         c->msg->n_trace[i]++;
@@ -188,11 +188,16 @@ cb_header (SMFICTX *ctx, char *name, char *value)
   /* without SMFIP_HDR_LEADSPC the space after the colon was taken off */
   if (*value != ' ' && *value != '\t')
     msg_append (c->msg, " ", 1);
+  /* the value in runs up to each bare LF, which becomes CR LF */
+  const char *run = value;
   for (const char *p = value; *p; p++) {
-    if (*p == '\n' && (p == value || p[-1] != '\r'))
+    if (*p == '\n' && (p == value || p[-1] != '\r')) {
+      msg_append (c->msg, run, (gsize) (p - run));
       msg_append (c->msg, "\r", 1);
-    msg_append (c->msg, p, 1);
+      run = p;
+    }
   }
+  msg_append (c->msg, run, strlen (run));
   msg_append (c->msg, "\r\n", 2);
   if (g_ascii_strcasecmp (name, "Content-Type") == 0) {
     c->msg->has_type = TRUE;
@@ -241,7 +246,7 @@ cb_body (SMFICTX *ctx, unsigned char *chunk, size_t len)
   if (c->msg->strip_only)
     return c->can_skip ? SMFIS_SKIP : SMFIS_CONTINUE;
   msg_append (c->msg, chunk, len);
-  if (c->msg->size > eb_config_get_uint64 (c->msg->gen->config, "max_message_size")) {
+  if (c->msg->size > c->msg->gen->max_message_size) {
     log_line (LOG_INFO, "%s: message larger than max_message_size: passed unchanged%s", queue_id (ctx),
               msg_has_trace (c->msg) ? " but for the trace fields it arrived with" : "");
     if (msg_has_trace (c->msg)) {

@@ -176,7 +176,7 @@ progress_cb (gpointer data)
 static GOutputStream *
 body_stream (const Msg *m, const EbPlan *result, gsize len, int *out_fd)
 {
-  guint64 spill = eb_config_get_uint64 (m->gen->config, "milter_spill_size");
+  guint64 spill = m->gen->spill_size;
   guint64 grows = 0;
   for (guint i = 0; i < eb_plan_get_n_refs (result); i++)
     grows += eb_plan_get_ref_size (result, i);
@@ -208,7 +208,7 @@ milter_worker_rewrite (SMFICTX *ctx, const Gen *gen, const Msg *m, const char *b
      * failure leaves the part as it was); the plan removes the trace fields
      * the message came with, as a rewrite's does */
     EbExternalizeFlags flags = EB_EXTERNALIZE_FILTER_FIELD;
-    if (eb_config_get_boolean (config, "strip_trace_fields"))
+    if (gen->strip_trace)
       flags |= EB_EXTERNALIZE_STRIP_TRACE;
     if (eb_config_get_boolean (config, "externalize_fallback"))
       flags |= EB_EXTERNALIZE_FALLBACK;
@@ -217,7 +217,7 @@ milter_worker_rewrite (SMFICTX *ctx, const Gen *gen, const Msg *m, const char *b
     /* the library removes the trace fields the message came with and gives
      * the header edits; only the body is written here */
     *result = eb_rewrite_plan (buf, len, config, gen->fetcher,
-                               eb_config_get_boolean (config, "strip_trace_fields") ? EB_REWRITE_STRIP_TRACE : EB_REWRITE_DEFAULT);
+                               gen->strip_trace ? EB_REWRITE_STRIP_TRACE : EB_REWRITE_DEFAULT);
   }
   gboolean changed = eb_plan_get_n_resolved (*result) > 0;
   *out_fd = -1;
