@@ -32,7 +32,14 @@ import threading
 import time
 import urllib.request
 
-from benchlib import free_port
+from benchlib import doors_off, free_port
+
+# The name said in EHLO/LHLO. smtplib would find one with socket.getfqdn() and
+# gethostbyname(gethostname()): DNS queries to the machine's resolver (outside
+# the machine) wherever /etc/hosts lacks the host name, as in a bare Debian
+# chroot, where one in a few waited 5 s for its answer. The address literal is
+# what smtplib fell back to here.
+HELO = "[127.0.0.1]"
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEER = os.path.join(HERE, "..", "postfix", "pf-peer.sh")
@@ -117,8 +124,9 @@ def run(a, work, instances, redis_port, http_port, tag):
                         "max_requests_per_host = 100000\nmessage_deadline = 60\n")
                 if redis_port:
                     f.write("redis_server = 127.0.0.1:%d\nredis_prefix = %s:\n" % (redis_port, tag))
-            procs.append(subprocess.Popen([milter, "-c", conf, "-p", "inet:%d@127.0.0.1" % mport],
-                                          stderr=subprocess.DEVNULL))
+            # the HTTP and Dovecot doors closed: their defaults are the system's
+            procs.append(subprocess.Popen([milter, "-c", conf, "-p", "inet:%d@127.0.0.1" % mport]
+                                          + doors_off(milter, conf), stderr=subprocess.DEVNULL))
             wait_port(mport)
             pf = tempfile.mkdtemp(dir=work)
             os.chmod(pf, 0o755)
@@ -145,7 +153,7 @@ def run(a, work, instances, redis_port, http_port, tag):
                 # every URL reaches every instance: not i % n (30 URLs, 3 instances)
                 port = smtp_ports[(i + i // len(urls)) % len(smtp_ports)]
                 if port not in conns:
-                    conns[port] = smtplib.SMTP("127.0.0.1", port, timeout=120)
+                    conns[port] = smtplib.SMTP("127.0.0.1", port, local_hostname=HELO, timeout=120)
                 conns[port].sendmail("a@test.example", ["b@test.example"],
                                      message(i, urls[i % len(urls)]))
             for c in conns.values():
