@@ -86,6 +86,11 @@ test_access_type (void)
       g_assert_null (r.ref->read_detail);
     else if (cases[i].reason != EB_REASON_URL_MISSING)
       g_assert_nonnull (r.ref->read_detail);
+    /* the one line a URL with text after it gets says what is wrong */
+    if (cases[i].reason == EB_REASON_URL_INVALID && strstr (cases[i].outer, "/\" ")
+        && !strstr (cases[i].outer, "(a comment)"))
+      g_assert_cmpstr (r.ref->read_detail, ==, "parameter url: text after its value that is no parameter "
+                                              "(the URL must be one quoted string)");
   }
 }
 
