@@ -4,7 +4,21 @@
  * base_dir, state_dir and log under a temporary directory everyone can read,
  * started in the foreground (dovecot -F) and stopped with the test even when an
  * assertion aborts it; never the machine's own instance, nothing of
- * /etc/dovecot is read. The client side is tests/dovecot/dovecot-client.py. */
+ * /etc/dovecot is read. The client side is tests/dovecot/dovecot-client.py.
+ *
+ * The configuration is written for the Dovecot installed (dt_version):
+ * Dovecot 2.3 (Debian 12: 2.3.19, Pigeonhole 0.5.19) and 2.4 (Debian 13:
+ * 2.4.1, Pigeonhole 2.4.1) spell most of it differently, and each refuses
+ * the other's form. 2.4 wants dovecot_config_version and
+ * dovecot_storage_version before any other setting, has no plugin { }
+ * section (Pigeonhole's settings are top-level settings), names passdbs and
+ * userdbs by their driver with a setting each instead of "args", splits
+ * mail_location into mail_driver and mail_path, gives lists that add to
+ * their defaults as blocks (mail_plugins { sieve = yes }: 2.4 reads
+ * "$mail_plugins sieve" as a plugin named "$mail_plugins", and every
+ * delivery fails), and names Sieve scripts in sieve_script blocks instead of
+ * sieve and sieve_before. The dt_conf_* helpers give each part in the form
+ * of the version found, so that a test says once what it wants. */
 #pragma once
 
 #include <gio/gio.h>
@@ -61,8 +75,147 @@ dt_die_with_parent (gpointer data)
   prctl (PR_SET_PDEATHSIG, SIGTERM);
 }
 
+/* Dovecot's version as 10 * major + minor: 23 (2.3.x) or 24 (2.4.x), from
+ * `dovecot --version`. Any other version fails the test (exit 1): its
+ * configuration would be a guess, and a test that cannot say which Dovecot
+ * it ran against proves nothing. */
+G_GNUC_UNUSED static int
+dt_version (void)
+{
+  static int version;
+  if (version)
+    return version;
+  g_autofree char *out = NULL;
+  int rc = dt_sh ("dovecot --version 2>&1 || /usr/sbin/dovecot --version 2>&1", &out);
+  int major = 0, minor = 0;
+  if (rc != 0 || !out || sscanf (out, "%d.%d", &major, &minor) != 2 || major != 2 || (minor != 3 && minor != 4)) {
+    g_printerr ("dovecot --version: %s: the tests know the configuration of Dovecot 2.3 and 2.4 only\n",
+                out ? g_strstrip (out) : "(nothing)");
+    exit (1);
+  }
+  version = 10 * major + minor;
+  return version;
+}
+
+G_GNUC_UNUSED static gboolean
+dt_is_24 (void)
+{
+  return dt_version () == 24;
+}
+
+/* The first lines of a configuration: 2.4 refuses a file whose first
+ * settings are not these two (the versions whose defaults and storage
+ * formats the file was written for); 2.3 knows neither. */
+G_GNUC_UNUSED static const char *
+dt_conf_head (void)
+{
+  return dt_is_24 () ? "dovecot_config_version = 2.4.0\ndovecot_storage_version = 2.4.0\n" : "";
+}
+
+/* Mail under each user's home, in format @driver (mdbox, maildir, mbox) at
+ * @path; for mbox, INBOX is the file @inbox (NULL: not set). */
+G_GNUC_UNUSED static char *
+dt_conf_mail (const char *driver, const char *path, const char *inbox)
+{
+  if (dt_is_24 ())
+    return g_strdup_printf ("mail_driver = %s\nmail_path = %s\n%s%s%s", driver, path,
+                            inbox ? "mail_inbox_path = " : "", inbox ? inbox : "", inbox ? "\n" : "");
+  return g_strdup_printf ("mail_location = %s:%s%s%s\n", driver, path, inbox ? ":INBOX=" : "", inbox ? inbox : "");
+}
+
+/* A passdb that lets every user in: with @password, or with none at all
+ * (NULL: only for sessions that need no login, LMTP and doveadm). */
+G_GNUC_UNUSED static char *
+dt_conf_passdb_static (const char *password)
+{
+  if (dt_is_24 ())
+    return password ? g_strdup_printf ("passdb static {\n  password = %s\n}\n", password)
+                    : g_strdup ("passdb static {\n  fields {\n    nopassword = yes\n  }\n}\n");
+  return g_strdup_printf ("passdb {\n  driver = static\n  args = %s%s\n}\n", password ? "password=" : "nopassword=y",
+                          password ? password : "");
+}
+
+/* Every user is nobody:nogroup, home @home (with %u for the user name;
+ * written %{user} for 2.4). */
+G_GNUC_UNUSED static char *
+dt_conf_userdb_static (const char *home)
+{
+  if (dt_is_24 ()) {
+    g_autoptr (GString) h = g_string_new (home);
+    g_string_replace (h, "%u", "%{user}", 0);
+    return g_strdup_printf ("userdb static {\n  fields {\n    uid = nobody\n    gid = nogroup\n    home = %s\n  }\n}\n",
+                            h->str);
+  }
+  return g_strdup_printf ("userdb {\n  driver = static\n  args = uid=nobody gid=nogroup home=%s\n}\n", home);
+}
+
+/* The users of the passwd-file @file (lines from dt_user_line). */
+G_GNUC_UNUSED static char *
+dt_conf_userdb_passwd_file (const char *file)
+{
+  if (dt_is_24 ())
+    return g_strdup_printf ("userdb passwd-file {\n  passwd_file_path = %s\n}\n", file);
+  return g_strdup_printf ("userdb {\n  driver = passwd-file\n  args = %s\n}\n", file);
+}
+
+/* A passwd-file line: @user, nobody:nogroup, home @home, and its own
+ * sieve_before script @before (NULL: the configuration's). 2.3 takes the
+ * plugin setting sieve_before from the userdb; 2.4 takes any setting, here
+ * the path of the script storage named "extbody" (dt_conf_sieve). */
+G_GNUC_UNUSED static char *
+dt_user_line (const char *user, const char *home, const char *before)
+{
+  if (!before)
+    return g_strdup_printf ("%s::65534:65534::%s::\n", user, home);
+  return g_strdup_printf ("%s::65534:65534::%s::userdb_%s=%s\n", user, home,
+                          dt_is_24 () ? "sieve_script/extbody/path" : "sieve_before", before);
+}
+
+/* Sieve at LMTP delivery: the personal script ~/.dovecot.sieve, the global
+ * script @before run before it (a user's own from dt_user_line replaces it),
+ * Pigeonhole's filter command for global scripts only, its programs in
+ * @bin_dir and its sockets in @socket_dir (relative to base_dir), either
+ * NULL when not used, and a program's time limit of 130 s as in the
+ * shipped configuration (filters/dovecot/90-extbody.conf-2.3 and -2.4). */
+G_GNUC_UNUSED static char *
+dt_conf_sieve (const char *before, const char *bin_dir, const char *socket_dir)
+{
+  g_autoptr (GString) s = g_string_new (NULL);
+  if (dt_is_24 ()) {
+    g_string_append (s, "protocol lmtp {\n  mail_plugins {\n    sieve = yes\n  }\n}\n"
+                        "sieve_script personal {\n  path = ~/sieve\n  active_path = ~/.dovecot.sieve\n}\n");
+    g_string_append_printf (s, "sieve_script extbody {\n  type = before\n  path = %s\n}\n", before);
+    g_string_append (s, "sieve_plugins {\n  sieve_extprograms = yes\n}\n"
+                        "sieve_global_extensions {\n  vnd.dovecot.filter = yes\n}\n");
+    if (bin_dir)
+      g_string_append_printf (s, "sieve_filter_bin_dir = %s\nsieve_filter_exec_timeout = 130s\n", bin_dir);
+    if (socket_dir)
+      g_string_append_printf (s, "sieve_filter_socket_dir = %s\n", socket_dir);
+    return g_string_free (g_steal_pointer (&s), FALSE);
+  }
+  g_string_append_printf (s, "protocol lmtp {\n  mail_plugins = sieve\n}\n"
+                             "plugin {\n  sieve = file:~/sieve;active=~/.dovecot.sieve\n  sieve_before = %s\n"
+                             "  sieve_plugins = sieve_extprograms\n  sieve_global_extensions = +vnd.dovecot.filter\n",
+                          before);
+  if (bin_dir)
+    g_string_append_printf (s, "  sieve_filter_bin_dir = %s\n  sieve_filter_exec_timeout = 130s\n", bin_dir);
+  if (socket_dir)
+    g_string_append_printf (s, "  sieve_filter_socket_dir = %s\n", socket_dir);
+  g_string_append (s, "}\n");
+  return g_string_free (g_steal_pointer (&s), FALSE);
+}
+
+/* No address-space limit for @service's processes (Dovecot's default
+ * vsz_limit is 256 MB): 2.3 says 0, 2.4 "unlimited" (and refuses 0). */
+G_GNUC_UNUSED static char *
+dt_conf_vsz_unlimited (const char *service)
+{
+  return g_strdup_printf ("service %s {\n  vsz_limit = %s\n}\n", service, dt_is_24 () ? "unlimited" : "0");
+}
+
 /* Exits 77 unless root, Dovecot and python3 are here. @extra: further
- * programs the test needs (sieve tools), NULL-terminated. */
+ * programs the test needs (sieve tools), NULL-terminated. Then the
+ * version is known (dt_version: exit 1 when it is neither 2.3 nor 2.4). */
 G_GNUC_UNUSED static void
 dt_require (const char *const *extra)
 {
@@ -79,6 +232,7 @@ dt_require (const char *const *extra)
                 extra ? ", dovecot-lmtpd, dovecot-sieve" : "");
     exit (77);
   }
+  g_test_message ("Dovecot %d.%d", dt_version () / 10, dt_version () % 10);
 }
 
 typedef struct {
@@ -89,7 +243,8 @@ typedef struct {
 } DtServer;
 
 /* WORK/dovecot.conf: the common part (no listener but @port when @port is
- * not 0: LMTP on 127.0.0.1) and @extra; then starts Dovecot and waits (at
+ * not 0: LMTP on 127.0.0.1) and @extra (from the dt_conf_* helpers, in the
+ * form of the version installed); then starts Dovecot and waits (at
  * most 20 s) until doveadm reaches it. FALSE when it does not start. */
 G_GNUC_UNUSED static gboolean
 dt_start (DtServer *s, guint port, const char *extra)
@@ -99,10 +254,14 @@ dt_start (DtServer *s, guint port, const char *extra)
     dovecot = g_strdup ("/usr/sbin/dovecot");
   s->conf = g_build_filename (s->work, "dovecot.conf", NULL);
   s->log = g_build_filename (s->work, "dovecot.log", NULL);
+  /* 2.3 gives a listener its address; 2.4 has no such setting there, and
+   * listens where the global listen (127.0.0.1 here) says */
   g_autofree char *lmtp = port ? g_strdup_printf ("service lmtp {\n  inet_listener lmtp {\n"
-                                                  "    address = 127.0.0.1\n    port = %u\n  }\n}\n", port)
+                                                  "%s    port = %u\n  }\n}\n",
+                                                  dt_is_24 () ? "" : "    address = 127.0.0.1\n", port)
                                : g_strdup ("");
   g_autofree char *text = g_strdup_printf (
+    "%s"
     "base_dir = %s/run\n"
     "state_dir = %s/state\n"
     "log_path = %s\n"
@@ -115,7 +274,7 @@ dt_start (DtServer *s, guint port, const char *extra)
     "service pop3-login {\n  inet_listener pop3 {\n    port = 0\n  }\n}\n"
     "service submission-login {\n  inet_listener submission {\n    port = 0\n  }\n}\n"
     "%s%s",
-    s->work, s->work, s->log, port ? " lmtp" : "", lmtp, extra);
+    dt_conf_head (), s->work, s->work, s->log, port ? " lmtp" : "", lmtp, extra);
   dt_put (s->conf, text, 0644);
   g_autofree char *state = g_build_filename (s->work, "state", NULL);
   g_mkdir (state, 0755);

@@ -180,36 +180,31 @@ main (int argc, char **argv)
   /* users: each its home (mdbox under it) and its sieve_before */
   g_autofree char *passwd = g_build_filename (server.work, "users", NULL);
   g_autoptr (GString) users = g_string_new (NULL);
-  const struct { const char *user, *script, *extra; } us[] = {
-    { "resolver", sc_resolve, "" }, { "person", sc_resolve, "" }, { "leaver", sc_resolve, "" },
-    { "failer", sc_half, "" },
-    { "killed", sc_die, "" }, { "staller", sc_stall, "" },
+  const struct { const char *user, *script; } us[] = {
+    { "resolver", sc_resolve }, { "person", sc_resolve }, { "leaver", sc_resolve },
+    { "failer", sc_half }, { "killed", sc_die }, { "staller", sc_stall },
   };
-  for (guint i = 0; i < G_N_ELEMENTS (us); i++)
-    g_string_append_printf (users, "%s::65534:65534::%s/home/%s::userdb_sieve_before=%s%s\n", us[i].user,
-                            server.work, us[i].user, us[i].script, us[i].extra);
+  for (guint i = 0; i < G_N_ELEMENTS (us); i++) {
+    g_autofree char *home = g_strdup_printf ("%s/home/%s", server.work, us[i].user);
+    g_autofree char *line = dt_user_line (us[i].user, home, us[i].script);
+    g_string_append (users, line);
+  }
   dt_put (passwd, users->str, 0644);
   g_autofree char *homes = g_strdup_printf ("mkdir -p '%s/home' && chown nobody:nogroup '%s/home'", server.work, server.work);
   g_assert_cmpint (dt_sh (homes, NULL), ==, 0);
 
-  g_autofree char *extra = g_strdup_printf (
-    "mail_location = mdbox:~/mail\n"
-    "passdb {\n  driver = static\n  args = nopassword=y\n}\n"
-    "userdb {\n  driver = passwd-file\n  args = %s\n}\n"
-    "lmtp_add_received_header = no\n"
-    "lmtp_hdr_delivery_address = none\n"
-    "protocol lmtp {\n  mail_plugins = sieve\n}\n"
-    "plugin {\n"
-    "  sieve = file:~/sieve;active=~/.dovecot.sieve\n"
-    "  sieve_plugins = sieve_extprograms\n"
-    "  sieve_global_extensions = +vnd.dovecot.filter\n"
-    "  sieve_filter_bin_dir = %s\n"
-    "  sieve_filter_exec_timeout = 130s\n"
-    "}\n"
-    /* a sanitizer build's extbody reserves terabytes of address space for
-     * its shadow memory: lift Dovecot's vsz_limit (256 MB by default), under
-     * which the filter runs; a normal build runs under the default */
-    "%s", passwd, bin, g_getenv ("ASAN_OPTIONS") ? "service lmtp {\n  vsz_limit = 0\n}\n" : "");
+  g_autofree char *mail = dt_conf_mail ("mdbox", "~/mail", NULL);
+  g_autofree char *passdb = dt_conf_passdb_static (NULL);
+  g_autofree char *userdb = dt_conf_userdb_passwd_file (passwd);
+  g_autofree char *sieve = dt_conf_sieve (sc_resolve, bin, NULL);
+  /* a sanitizer build's extbody reserves terabytes of address space for
+   * its shadow memory: lift Dovecot's vsz_limit (256 MB by default), under
+   * which the filter runs; a normal build runs under the default */
+  g_autofree char *vsz = g_getenv ("ASAN_OPTIONS") ? dt_conf_vsz_unlimited ("lmtp") : g_strdup ("");
+  g_autofree char *extra = g_strconcat (mail, passdb, userdb,
+                                        "lmtp_add_received_header = no\n"
+                                        "lmtp_hdr_delivery_address = none\n",
+                                        sieve, vsz, NULL);
   int ret = 77;
   if (!dt_start_free_port (&server, &lmtp_port, extra)) {
     g_printerr ("skipped: dovecot did not start with LMTP on 127.0.0.1:%u\n", lmtp_port);

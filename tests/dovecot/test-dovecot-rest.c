@@ -532,10 +532,11 @@ main (int argc, char **argv)
 
   g_autofree char *homes = g_strdup_printf ("mkdir -p '%s/home' && chown nobody:nogroup '%s/home'", server.work, server.work);
   g_assert_cmpint (dt_sh (homes, NULL), ==, 0);
-  g_autofree char *extra = g_strdup_printf (
-    "mail_location = mdbox:~/mail\n"
-    "passdb {\n  driver = static\n  args = nopassword=y\n}\n"
-    "userdb {\n  driver = static\n  args = uid=nobody gid=nogroup home=%s/home/%%u\n}\n", server.work);
+  g_autofree char *mail = dt_conf_mail ("mdbox", "~/mail", NULL);
+  g_autofree char *passdb = dt_conf_passdb_static (NULL);
+  g_autofree char *home = g_strdup_printf ("%s/home/%%u", server.work);
+  g_autofree char *userdb = dt_conf_userdb_static (home);
+  g_autofree char *extra = g_strconcat (mail, passdb, userdb, NULL);
   int ret = 77;
   if (!dt_start (&server, 0, extra)) {
     g_printerr ("skipped: dovecot did not start\n");

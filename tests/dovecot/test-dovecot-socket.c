@@ -278,27 +278,24 @@ dovecot_config (const char *script)
   g_autofree char *passwd = g_build_filename (server.work, "users", NULL);
   g_autoptr (GString) users = g_string_new (NULL);
   const char *us[] = { "resolver", "large", "many", "reloaded", "stopped", "killed", "midkill" };
-  for (guint i = 0; i < G_N_ELEMENTS (us); i++)
-    g_string_append_printf (users, "%s::65534:65534::%s/home/%s::userdb_sieve_before=%s\n", us[i],
-                            server.work, us[i], script);
+  for (guint i = 0; i < G_N_ELEMENTS (us); i++) {
+    g_autofree char *home = g_strdup_printf ("%s/home/%s", server.work, us[i]);
+    g_autofree char *line = dt_user_line (us[i], home, script);
+    g_string_append (users, line);
+  }
   dt_put (passwd, users->str, 0644);
   g_autofree char *homes = g_strdup_printf ("mkdir -p '%s/home' && chown nobody:nogroup '%s/home'", server.work, server.work);
   g_assert_cmpint (dt_sh (homes, NULL), ==, 0);
-  return g_strdup_printf (
-    "mail_location = mdbox:~/mail\n"
-    "passdb {\n  driver = static\n  args = nopassword=y\n}\n"
-    "userdb {\n  driver = passwd-file\n  args = %s\n}\n"
-    "lmtp_add_received_header = no\n"
-    "lmtp_hdr_delivery_address = none\n"
-    "protocol lmtp {\n  mail_plugins = sieve\n}\n"
-    "plugin {\n"
-    "  sieve = file:~/sieve;active=~/.dovecot.sieve\n"
-    "  sieve_plugins = sieve_extprograms\n"
-    "  sieve_global_extensions = +vnd.dovecot.filter\n"
-    /* relative to base_dir (WORK/run), as /run/dovecot/../extbody in
-     * filters/dovecot/90-extbody.conf: WORK/extbody-run/extbody */
-    "  sieve_filter_socket_dir = ../extbody-run\n"
-    "}\n", passwd);
+  g_autofree char *mail = dt_conf_mail ("mdbox", "~/mail", NULL);
+  g_autofree char *passdb = dt_conf_passdb_static (NULL);
+  g_autofree char *userdb = dt_conf_userdb_passwd_file (passwd);
+  /* the socket directory relative to base_dir (WORK/run), as /run/dovecot/../extbody
+   * in filters/dovecot/90-extbody.conf-2.3 and -2.4: WORK/extbody-run/extbody */
+  g_autofree char *sieve = dt_conf_sieve (script, NULL, "../extbody-run");
+  return g_strconcat (mail, passdb, userdb,
+                      "lmtp_add_received_header = no\n"
+                      "lmtp_hdr_delivery_address = none\n",
+                      sieve, NULL);
 }
 
 int

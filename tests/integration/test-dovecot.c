@@ -12,9 +12,10 @@
  * message keeps its UID, and the rewritten file still belongs to its owner.
  *
  * Needs root (Dovecot starts its processes as its own users) and the Debian
- * packages dovecot-core and dovecot-imapd; otherwise, or when Dovecot does not
- * start, the test exits 77 (skipped). Never the machine's own Dovecot: nothing
- * of /etc/dovecot is read. */
+ * packages dovecot-core and dovecot-imapd (Dovecot 2.3 or 2.4: the
+ * configuration is written for the version found, tests/dovecot/dovecot-test.h);
+ * otherwise, or when Dovecot does not start, the test exits 77 (skipped).
+ * Never the machine's own Dovecot: nothing of /etc/dovecot is read. */
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <pwd.h>
@@ -26,6 +27,7 @@
 #include "eb-maildir.h"
 #include "run-command.h"
 #include "test-server.h"
+#include "../dovecot/dovecot-test.h"   /* the configuration of Dovecot 2.3 or 2.4 */
 
 static char *work;
 static char *maildir;
@@ -230,25 +232,33 @@ main (int argc, char **argv)
    * before Dovecot bound it ("Address already in use" in its log) */
   for (guint attempt = 0; attempt < TEST_PORT_ATTEMPTS && !up; attempt++) {
     port = test_free_port ();
+    /* in the form of the Dovecot installed (2.3 or 2.4, dovecot-test.h):
+     * 2.4 calls disable_plaintext_auth = no auth_allow_cleartext = yes, and
+     * its listeners take the global listen, having no address of their own */
+    g_autofree char *mail = dt_conf_mail ("maildir", maildir, NULL);
+    g_autofree char *passdb = dt_conf_passdb_static ("secret");
+    g_autofree char *home = g_build_filename (work, "home", NULL);
+    g_autofree char *userdb = dt_conf_userdb_static (home);
     g_autofree char *text = g_strdup_printf (
+      "%s"
       "base_dir = %s/run\n"
       "state_dir = %s/state\n"
       "log_path = %s\n"
       "protocols = imap\n"
       "listen = 127.0.0.1\n"
       "ssl = no\n"
-      "disable_plaintext_auth = no\n"
+      "%s\n"
       "auth_mechanisms = plain\n"
-      "mail_location = maildir:%s\n"
+      "%s"
       "first_valid_uid = 1\n"
-      "passdb {\n  driver = static\n  args = password=secret\n}\n"
-      "userdb {\n  driver = static\n  args = uid=nobody gid=nogroup home=%s/home\n}\n"
-      "service imap-login {\n  inet_listener imap {\n    address = 127.0.0.1\n    port = %u\n  }\n"
+      "%s%s"
+      "service imap-login {\n  inet_listener imap {\n%s    port = %u\n  }\n"
       "  inet_listener imaps {\n    port = 0\n  }\n}\n"
       "service pop3-login {\n  inet_listener pop3 {\n    port = 0\n  }\n}\n"
       "service submission-login {\n  inet_listener submission {\n    port = 0\n  }\n}\n"
       "service lmtp {\n  unix_listener lmtp {\n    mode = 0600\n  }\n}\n",
-      work, work, log, maildir, work, port);
+      dt_conf_head (), work, work, log, dt_is_24 () ? "auth_allow_cleartext = yes" : "disable_plaintext_auth = no",
+      mail, passdb, userdb, dt_is_24 () ? "" : "    address = 127.0.0.1\n", port);
     put (conf, text);
     g_unlink (log);
     /* in the foreground, and stopped with this process even when an assertion
