@@ -371,6 +371,18 @@ eb_fetch_transfer_setup (Transfer *t)
   t->errbuf[0] = '\0';
 }
 
+/* curl's code for a value that outgrew its limit: CURLE_OUT_OF_MEMORY up to
+ * curl 8.5 (Debian 12's 7.88), CURLE_TOO_LARGE from 8.6 (Debian 13's 8.14) */
+static gboolean
+code_is_too_large (CURLcode code)
+{
+#if LIBCURL_VERSION_NUM >= 0x080600
+  if (code == CURLE_TOO_LARGE)
+    return TRUE;
+#endif
+  return code == CURLE_OUT_OF_MEMORY;
+}
+
 /* A transfer that curl ended with an error: @r says why. */
 static void
 transfer_failed (Transfer *t, CURLcode code, gboolean is_http, EbFetchResult *r)
@@ -381,13 +393,22 @@ transfer_failed (Transfer *t, CURLcode code, gboolean is_http, EbFetchResult *r)
   } else if (code == CURLE_OPERATION_TIMEDOUT) {
     r->reason = EB_REASON_TIMED_OUT;
     r->detail = g_strdup (t->errbuf[0] ? t->errbuf : curl_easy_strerror (code));
-  } else if (code == CURLE_OUT_OF_MEMORY && is_http && !t->header_ended) {
-    /* curl's own limit on one header line (100 KB) reports itself so */
+  } else if (is_http && !t->header_ended && code_is_too_large (code)) {
+    /* curl's own limit on one header line (100 KB) */
     r->reason = EB_REASON_FETCH_FAILED;
     r->detail = g_strdup ("response header line too long");
   } else if (code == CURLE_FILESIZE_EXCEEDED) {
+    /* max_bytes, which curl enforces itself: before the body when the size
+     * was announced above it (every release), and from curl 8.4 also while
+     * a body of no announced size streams past it, before write_cb sees the
+     * bytes (the reason is the same, the detail says which) */
+    curl_off_t cl = -1;
+    curl_easy_getinfo (t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+    gboolean announced = (cl >= 0 && (guint64) cl > t->max_bytes)
+                         || (t->announced >= 0 && (guint64) t->announced > t->max_bytes);
     r->reason = EB_REASON_PART_TOO_LARGE;
-    r->detail = g_strdup_printf ("announced size above %" G_GUINT64_FORMAT " bytes", t->max_bytes);
+    r->detail = announced ? g_strdup_printf ("announced size above %" G_GUINT64_FORMAT " bytes", t->max_bytes)
+                          : g_strdup_printf ("more than %" G_GUINT64_FORMAT " bytes", t->max_bytes);
   } else {
     r->reason = EB_REASON_FETCH_FAILED;
     r->detail = g_strdup (t->errbuf[0] ? t->errbuf : curl_easy_strerror (code));

@@ -330,11 +330,11 @@ test_table_long (void)
   const char *cell = lines[1] + strlen ("4     url     ");
   const char *dots = strstr (cell, "...");
   g_assert_nonnull (dots);
-  g_assert_cmpmem (cell, dots - cell, LONG_URL, (gsize) (dots - cell));
+  g_assert_cmpmem (cell, (gsize) (dots - cell), LONG_URL, (gsize) (dots - cell));
   const char *tail_end = strstr (dots, "  fetch");
   gsize tl = (gsize) (tail_end - dots - 3);
   g_assert_cmpuint (tl, >, 0);
-  g_assert_cmpmem (dots + 3, tl, LONG_URL + strlen (LONG_URL) - tl, tl);
+  g_assert_cmpmem ((dots + 3), tl, (LONG_URL + strlen (LONG_URL) - tl), tl);
   /* two thirds before the cut, one third after */
   g_assert_cmpuint ((gsize) (dots - cell), >=, tl * 2 - 1);
 }
