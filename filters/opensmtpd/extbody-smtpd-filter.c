@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* extbody-smtpd-filter - an OpenSMTPD filter (smtpd-filters(7), protocol
- * 0.6) that hands each message received over SMTP to extbodyd's HTTP
+/* extbody-smtpd-filter - an OpenSMTPD filter (smtpd-filters(7), protocols
+ * 0.5 to 0.7: OpenSMTPD 6.8 on Debian 12, 7.6 on Debian 13) that hands each message received over SMTP to extbodyd's HTTP
  * listener (POST /rewrite, as extbodyc does) and gives smtpd the answer:
  * one long-lived process that smtpd starts (proc-exec), one poll(2) loop,
  * the sessions' messages side by side. Each message is kept whole in memory
@@ -425,9 +425,37 @@ on_data_line (const EbsLine *l)
   g_string_append (s->message, "\r\n");
 }
 
+/* The filter protocols whose data-line and link-disconnect lines (the only
+ * ones registered) this filter reads, and its answer, filter-dataline, are
+ * the same: 0.5 (OpenSMTPD 6.6), 0.6 (6.7, 6.8), 0.7 (7.4 and later: only
+ * link-auth's fields changed places). smtpd announces its version from 7.5 on
+ * (config|protocol|0.7); 6.8 announces none and speaks 0.6. */
+static const char *const known_protocols[] = { "0.5", "0.6", "0.7", NULL };
+
+/* config|protocol|V: a version this filter does not know gets one line, and
+ * its lines are read as 0.7's (they say their version each: a data-line that
+ * is no longer one is refused line by line, as any line not of the protocol) */
+static void
+on_protocol (const char *v)
+{
+  for (guint i = 0; known_protocols[i]; i++)
+    if (!strcmp (v, known_protocols[i])) {
+      if (opt.verbose)
+        say ("smtpd speaks filter protocol %s", v);
+      return;
+    }
+  say ("smtpd speaks filter protocol %s, which this filter does not know (it knows 0.5 to 0.7): "
+       "reading its lines as 0.7's", v);
+}
+
 static void
 on_config (const EbsLine *l)
 {
+  if (l->key.len == strlen ("protocol") && !memcmp (l->key.p, "protocol", l->key.len)) {
+    g_autofree char *v = g_strndup (l->value.p, MIN (l->value.len, 32));
+    on_protocol (v);
+    return;
+  }
   if (l->key.len == strlen ("smtp-session-timeout") && !memcmp (l->key.p, "smtp-session-timeout", l->key.len)) {
     g_autofree char *v = g_strndup (l->value.p, l->value.len);
     double t = g_ascii_strtod (v, NULL);

@@ -22,6 +22,7 @@
  * - a line that is not of the protocol is ignored; bad options exit 64.
  */
 #include <gio/gio.h>
+#include <glib/gstdio.h>
 #include <gio/gunixinputstream.h>
 #include <gio/gunixoutputstream.h>
 #include <poll.h>
@@ -39,6 +40,7 @@ typedef struct {
   int          in_fd;    /* its standard input */
   int          out_fd;   /* its standard output */
   GString     *got;      /* what it wrote so far */
+  char        *err;      /* the file its standard error goes to */
 } Filter;
 
 static Filter *
@@ -57,8 +59,12 @@ filter_start (const char *mode, const char *const *extra)
     g_ptr_array_add (argv, g_strdup (extra[i]));
   g_ptr_array_add (argv, NULL);
   g_autoptr (GError) error = NULL;
-  f->proc = g_subprocess_newv ((const char *const *) argv->pdata,
-                               G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error);
+  static guint n;
+  f->err = g_strdup_printf ("%s/filter-%u.err", dir, ++n);
+  g_autoptr (GSubprocessLauncher) l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_PIPE
+                                                                 | G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+  g_subprocess_launcher_set_stderr_file_path (l, f->err);
+  f->proc = g_subprocess_launcher_spawnv (l, (const char *const *) argv->pdata, &error);
   g_assert_no_error (error);
   f->in_fd = g_unix_output_stream_get_fd (G_UNIX_OUTPUT_STREAM (g_subprocess_get_stdin_pipe (f->proc)));
   f->out_fd = g_unix_input_stream_get_fd (G_UNIX_INPUT_STREAM (g_subprocess_get_stdout_pipe (f->proc)));
@@ -98,9 +104,10 @@ wait_for (Filter *f, const char *needle, double seconds)
   return TRUE;
 }
 
-/* Close its input (smtpd gone): it exits 0. */
-static void
-filter_end (Filter *f)
+/* Close its input (smtpd gone): it exits 0. Returns what it wrote to its
+ * standard error. */
+static char *
+filter_end_err (Filter *f)
 {
   g_autoptr (GError) error = NULL;
   g_output_stream_close (g_subprocess_get_stdin_pipe (f->proc), NULL, NULL);
@@ -110,7 +117,19 @@ filter_end (Filter *f)
   g_assert_cmpint (g_subprocess_get_exit_status (f->proc), ==, 0);
   g_object_unref (f->proc);
   g_string_free (f->got, TRUE);
+  char *err = NULL;
+  g_file_get_contents (f->err, &err, NULL, NULL);
+  g_unlink (f->err);
+  g_free (f->err);
   g_free (f);
+  return err ? err : g_strdup ("");
+}
+
+/* Close its input (smtpd gone): it exits 0. */
+static void
+filter_end (Filter *f)
+{
+  g_free (filter_end_err (f));
 }
 
 static const char *handshake =
@@ -137,14 +156,19 @@ static const char *const lines[] = {
   "body", "..one dot", "...two dots", "..", "", "trailing space ", NULL,
 };
 
+/* the protocol version smtpd_lines writes: 0.6 (OpenSMTPD 6.8) unless a
+ * case says otherwise */
+static const char *protocol = "0.6";
+
 /* The lines of @ls for @session/@token as smtpd writes them, then ".". */
 static char *
 smtpd_lines (const char *session, const char *token, const char *const *ls)
 {
   GString *s = g_string_new (NULL);
   for (guint i = 0; ls[i]; i++)
-    g_string_append_printf (s, "filter|0.6|1795774490.99%04u|smtp-in|data-line|%s|%s|%s\n", i, session, token, ls[i]);
-  g_string_append_printf (s, "filter|0.6|1795774491.000000|smtp-in|data-line|%s|%s|.\n", session, token);
+    g_string_append_printf (s, "filter|%s|1795774490.99%04u|smtp-in|data-line|%s|%s|%s\n", protocol, i, session,
+                            token, ls[i]);
+  g_string_append_printf (s, "filter|%s|1795774491.000000|smtp-in|data-line|%s|%s|.\n", protocol, session, token);
   return g_string_free (s, FALSE);
 }
 
@@ -174,6 +198,41 @@ test_good_answer (void)
     g_assert_cmpstr (f->got->str, ==, want);
     filter_end (f);
   }
+}
+
+/* OpenSMTPD 7.5 and later announce their protocol (config|protocol|0.7, 7.6
+ * on Debian 13) and say 0.7 in every line; a version the filter does not
+ * know is read as 0.7 and said once. The answers are the same. */
+static void
+test_protocols (void)
+{
+  const char *const versions[][2] = { { "7.6.0p1", "0.7" }, { "7.9.0p1", "0.8" } };
+  for (guint v = 0; v < G_N_ELEMENTS (versions); v++) {
+    protocol = versions[v][1];
+    Filter *f = filter_start ("echo", NULL);
+    g_autofree char *hs = g_strdup_printf ("config|smtpd-version|%s\nconfig|protocol|%s\n"
+                                           "config|smtp-session-timeout|300\nconfig|subsystem|smtp-in\n"
+                                           "config|admd|mta.test.example\nconfig|ready\n", versions[v][0], protocol);
+    put (f, hs);
+    g_assert_true (wait_for (f, "register|ready\n", 10));
+    g_assert_cmpstr (f->got->str, ==, "register|filter|smtp-in|data-line\nregister|report|smtp-in|link-disconnect\n"
+                                      "register|ready\n");
+    g_string_truncate (f->got, 0);
+    g_autofree char *in = smtpd_lines ("f65823c134db0d18", "26322c76ebf9b32f", lines);
+    put (f, in);
+    g_autofree char *want = answer_lines ("f65823c134db0d18", "26322c76ebf9b32f", "X-Answerd: changed", lines);
+    g_assert_true (wait_for (f, "|.\n", 10));
+    g_assert_cmpstr (f->got->str, ==, want);
+    g_autofree char *bye = g_strdup_printf ("report|%s|1795774492.000000|smtp-in|link-disconnect|f65823c134db0d18\n",
+                                            protocol);
+    put (f, bye);
+    g_autofree char *err = filter_end_err (f);
+    g_test_message ("%s", err);
+    g_autofree char *said = g_strdup_printf ("smtpd speaks filter protocol %s%s", protocol,
+                                             v == 0 ? "\n" : ", which this filter does not know (it knows 0.5 to 0.7)");
+    g_assert_nonnull (strstr (err, said));
+  }
+  protocol = "0.6";
 }
 
 static void
@@ -384,6 +443,7 @@ main (int argc, char **argv)
   server = test_server_start ("answerd.py", args, NULL, FALSE, &error);
   g_assert_no_error (error);
   g_test_add_func ("/smtpd-filter/good-answers", test_good_answer);
+  g_test_add_func ("/smtpd-filter/protocols", test_protocols);
   g_test_add_func ("/smtpd-filter/inet", test_inet);
   g_test_add_func ("/smtpd-filter/fallbacks", test_fallbacks);
   g_test_add_func ("/smtpd-filter/long-line", test_long_line);
