@@ -82,8 +82,12 @@ grep -q '^milter_socket = unix:/var/spool/postfix/extbody/extbody.sock$' /etc/ex
   || fail "the packaged configuration does not put the socket in Postfix's chroot"
 getent passwd extbody >/dev/null || fail "postinst made no extbody user"
 [ "$(stat -c %U /var/spool/postfix/extbody)" = extbody ] || fail "/var/spool/postfix/extbody is not extbody's"
-[ -f /lib/systemd/system/extbodyd.service ] || fail "no unit"
-grep -q '^ExecStart=/usr/sbin/extbodyd' /lib/systemd/system/extbodyd.service \
+# the unit where Debian 13 puts units, from either release's build
+[ -f /usr/lib/systemd/system/extbodyd.service ] || fail "no unit in /usr/lib/systemd/system"
+dpkg -S /usr/lib/systemd/system/extbodyd.service >/dev/null 2>&1 || fail "extbodyd does not own /usr/lib/systemd/system/extbodyd.service"
+grep -q 'deb-systemd-helper .*extbodyd.service' /var/lib/dpkg/info/extbodyd.postinst \
+  || fail "the postinst does not enable the unit (debhelper did not see it)"
+grep -q '^ExecStart=/usr/sbin/extbodyd' /usr/lib/systemd/system/extbodyd.service \
   || fail "the unit does not name the installed daemon"
 
 echo "==> one message through the installed command"
@@ -180,7 +184,7 @@ if [ -x "$exim" ]; then
 fi
 
 echo "==> the unit as installed: --check-mta after the start, the metrics directory writable"
-unit=/lib/systemd/system/extbodyd.service
+unit=/usr/lib/systemd/system/extbodyd.service
 grep -q '^ExecStartPost=-+/usr/sbin/extbodyd --check-mta postfix$' "$unit" || fail "the unit does not run --check-mta"
 grep -q '^ReadWritePaths=.* -/var/lib/prometheus/node-exporter' "$unit" \
   || fail "the unit does not let the daemon write /var/lib/prometheus/node-exporter"

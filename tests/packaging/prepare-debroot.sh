@@ -1,42 +1,66 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# prepare-debroot.sh - a bare Debian 12 root for the package tests, made once.
+# prepare-debroot.sh - a bare root of this machine's Debian release for the
+# package tests, made once.
 #
 #   sh tests/packaging/prepare-debroot.sh [DIR]     (default /opt/extbody-test-debroot)
 #
 # The package tests (tests/packaging/deb-orders.sh) install the .deb files built
-# from debian/ on a bare Debian 12, as a new administrator would, in both
-# orders: extbodyd before Postfix and after it. They must not remove this
-# machine's own Postfix, and they may not use the network, so this script,
-# run at set-up time (it may use the network), makes a minimal Debian 12 root
-# with `debootstrap --variant=minbase bookworm` from this machine's own apt
-# mirror, and downloads into its apt cache (apt-get install --download-only:
-# nothing is installed) the packages the tests then install offline: Postfix
-# and the extbody packages' run-time dependencies. The tests work on a
-# throw-away overlay of it; DIR itself is never changed by them.
+# from debian/ on a bare Debian, as a new administrator would, in both orders
+# (extbodyd before Postfix and after it) and beside Dovecot. They must not
+# remove this machine's own Postfix, and they may not use the network, so this
+# script, run at set-up time (it may use the network), makes a minimal root of
+# the release this machine runs (the packages are built here, against its
+# libraries: Debian 13 trixie or Debian 12 bookworm, read from /etc/os-release)
+# with `debootstrap --variant=minbase` from this machine's own apt mirror, and
+# downloads into its apt cache (apt-get install --download-only: nothing is
+# installed) the packages the tests then install offline: Postfix, Dovecot's
+# LMTP server and Sieve, and the extbody packages' run-time dependencies. Those
+# are not named here: they are the libraries debian/control's Build-Depends
+# (the -dev packages) depend on, as this release names them (libcurl4 on
+# Debian 12, libcurl4t64 on Debian 13). The tests work on a throw-away overlay
+# of it; DIR itself is never changed by them.
 #
 # Needs root and debootstrap (apt-get install debootstrap). Run again, it only
-# downloads what a changed package list adds. Remove DIR to start afresh.
+# downloads what a changed package list adds, and makes the root afresh when
+# this machine's release is no longer the root's. Remove DIR to start afresh.
 set -eu
 root=${1:-/opt/extbody-test-debroot}
-# Postfix, and what libextbody2, extbody and extbodyd depend on
-# (debian/control, python3 among them: extbody ships Python scripts such as
-# extbody-imap-rewrite; the shared libraries dpkg-shlibdeps finds in the build)
-pkgs="postfix adduser python3 libglib2.0-0 libgmime-3.0-0 libcurl4 libjson-glib-1.0-0
-  libmilter1.0.1 libmicrohttpd12 libhiredis0.14 libssl3"
+top=$(cd "$(dirname "$0")/../.." && pwd)
 
 [ "$(id -u)" -eq 0 ] || { echo "prepare-debroot: needs root" >&2; exit 77; }
 command -v debootstrap >/dev/null || { echo "prepare-debroot: apt-get install debootstrap" >&2; exit 69; }
+# shellcheck disable=SC1091
+suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+[ -n "$suite" ] || { echo "prepare-debroot: /etc/os-release names no release (VERSION_CODENAME)" >&2; exit 69; }
+
+# the run-time libraries of the build dependencies, by this release's names
+bd=$(sed -n '/^Build-Depends:/,/^[A-Z]/p' "$top/debian/control" | sed '1s/^Build-Depends://;$d' \
+     | tr ',' '\n' | sed 's/(.*)//;s/[[:space:]]//g' | grep -- '-dev$')
+# shellcheck disable=SC2086
+libs=$(apt-cache depends --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces \
+         --no-enhances $bd 2>/dev/null \
+       | sed -n 's/^ *|\{0,1\}Depends: \(lib[a-z0-9.+-]*\)$/\1/p' \
+       | grep -v -- '-\(dev\|bin\|doc\)$' | sort -u | tr '\n' ' ')
+[ -n "$libs" ] || { echo "prepare-debroot: apt-cache knows no dependencies of $(echo $bd) (apt-get update?)" >&2; exit 1; }
+# Postfix and Dovecot (LMTP, Sieve) for the orders deb-orders.sh tries; adduser
+# and python3, which the packages depend on by name
+pkgs="postfix dovecot-core dovecot-lmtpd dovecot-sieve adduser python3 $libs"
+
 src=/etc/apt/sources.list.d/debian.sources
 if [ -f "$src" ]; then
   mirror=$(awk '/^URIs:/{print $2; exit}' "$src")
 else
   mirror=$(awk '/^deb /{print $2; exit}' /etc/apt/sources.list)
 fi
+if [ -x "$root/usr/bin/apt-get" ] && [ "$(cat "$root/.extbody-test-suite" 2>/dev/null)" != "$suite" ]; then
+  echo "==> $root is not a $suite root (this machine's release): making it afresh"
+  rm -rf "$root"
+fi
 if [ ! -x "$root/usr/bin/apt-get" ]; then
-  echo "==> debootstrap --variant=minbase bookworm $root $mirror"
+  echo "==> debootstrap --variant=minbase $suite $root $mirror"
   rm -rf "$root"; mkdir -p "$root"
-  debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1 || {
+  debootstrap --variant=minbase "$suite" "$root" "$mirror" >"$root.debootstrap.log" 2>&1 || {
     tail -n 5 "$root.debootstrap.log" >&2; echo "prepare-debroot: debootstrap failed" >&2; exit 1; }
   if [ -f "$src" ]; then cp "$src" "$root/etc/apt/sources.list.d/"; rm -f "$root/etc/apt/sources.list"
   else cp /etc/apt/sources.list "$root/etc/apt/sources.list"; fi
@@ -46,6 +70,7 @@ if [ ! -x "$root/usr/bin/apt-get" ]; then
   chmod 0755 "$root/usr/sbin/policy-rc.d"
   echo extbody-test.example >"$root/etc/mailname"
   echo extbody-test >"$root/etc/hostname"
+  echo "$suite" >"$root/.extbody-test-suite"
 fi
 stamp="$root/.extbody-test-packages"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$(echo $pkgs)" ]; then
