@@ -205,6 +205,30 @@ dt_conf_sieve (const char *before, const char *bin_dir, const char *socket_dir)
   return g_string_free (g_steal_pointer (&s), FALSE);
 }
 
+/* The shipped configuration for the version installed,
+ * filters/dovecot/90-extbody.conf-2.3 or -2.4, as an administrator
+ * installs it, with its two paths of the Debian package replaced: the
+ * filter programs' directory by @bin_dir and the global script by @before.
+ * A test that runs with it shows that Dovecot not only reads the file
+ * (doveconf -n) but delivers through it. */
+G_GNUC_UNUSED static char *
+dt_conf_shipped (const char *bin_dir, const char *before)
+{
+  g_autofree char *name = g_strdup_printf ("90-extbody.conf-%d.%d", dt_version () / 10, dt_version () % 10);
+  g_autofree char *path = g_test_build_filename (G_TEST_DIST, "..", "filters", "dovecot", name, NULL);
+  g_autofree char *text = NULL;
+  g_autoptr (GError) error = NULL;
+  g_file_get_contents (path, &text, NULL, &error);
+  g_assert_no_error (error);
+  g_autoptr (GString) s = g_string_new (text);
+  g_assert_cmpuint (g_string_replace (s, "= /usr/libexec/extbody/sieve-filter\n", "= BIN\n", 0), ==, 1);
+  g_assert_cmpuint (g_string_replace (s, "= /etc/dovecot/sieve/extbody.sieve\n", "= BEFORE\n", 0), ==, 1);
+  g_autofree char *b = g_strdup_printf ("= %s\n", bin_dir), *f = g_strdup_printf ("= %s\n", before);
+  g_string_replace (s, "= BIN\n", b, 0);
+  g_string_replace (s, "= BEFORE\n", f, 0);
+  return g_string_free (g_steal_pointer (&s), FALSE);
+}
+
 /* No address-space limit for @service's processes (Dovecot's default
  * vsz_limit is 256 MB): 2.3 says 0, 2.4 "unlimited" (and refuses 0). */
 G_GNUC_UNUSED static char *

@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* test-dovecot-lmtp.c - extbody at delivery in a real Dovecot: messages sent
  * over LMTP to a private Dovecot (LMTP on a loopback port, mdbox, a
- * passwd-file userdb whose users each get a sieve_before script) pass through
- * Pigeonhole's filter command and filters/dovecot/extbody-sieve-filter, and are
- * read back over IMAP:
+ * passwd-file userdb whose users each get a sieve_before script, Sieve set
+ * up by the shipped filters/dovecot/90-extbody.conf-2.3 or -2.4, whichever
+ * fits the Dovecot installed) pass through Pigeonhole's filter command and
+ * filters/dovecot/extbody-sieve-filter, and are read back over IMAP:
  *   - a message with a data: reference is stored resolved (X-Extbody added);
  *   - a message whose reference cannot be resolved (fetching off) is stored
  *     exactly as sent;
  *   - when extbody fails (a stand-in that writes half a message and exits 70),
  *     when the filter program dies by a signal, and when extbody takes longer
  *     than the wrapper's -t, the message is stored exactly as sent. (Not when
- *     Pigeonhole's own sieve_filter_exec_timeout strikes: Dovecot 2.3.19's LMTP
- *     panics then; the wrapper gives up first, filters/dovecot/README.md.)
+ *     Pigeonhole's own sieve_filter_exec_timeout strikes: the LMTP process of
+ *     Dovecot 2.3.19 and of 2.4.1 panics then; the wrapper gives up first,
+ *     filters/dovecot/README.md.)
  * "Exactly as sent" means byte for byte after the one field Dovecot's LMTP
  * adds, Return-Path (lmtp_add_received_header = no, lmtp_hdr_delivery_address
  * = none), in IMAP's CRLF form.
@@ -196,7 +198,9 @@ main (int argc, char **argv)
   g_autofree char *mail = dt_conf_mail ("mdbox", "~/mail", NULL);
   g_autofree char *passdb = dt_conf_passdb_static (NULL);
   g_autofree char *userdb = dt_conf_userdb_passwd_file (passwd);
-  g_autofree char *sieve = dt_conf_sieve (sc_resolve, bin, NULL);
+  /* Sieve as filters/dovecot/90-extbody.conf-2.3 or -2.4 sets it up,
+   * with the test's programs and scripts */
+  g_autofree char *sieve = dt_conf_shipped (bin, sc_resolve);
   /* a sanitizer build's extbody reserves terabytes of address space for
    * its shadow memory: lift Dovecot's vsz_limit (256 MB by default), under
    * which the filter runs; a normal build runs under the default */
