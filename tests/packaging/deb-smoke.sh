@@ -50,6 +50,15 @@ echo "==> dpkg-buildpackage -b -us -uc"
   tail -40 "$work/build.log" >&2; echo "deb-smoke: dpkg-buildpackage failed" >&2; exit 1; }
 rm -rf "$out"; mkdir -p "$out"
 cp "$work"/*.deb "$out"/
+
+# lintian, this release's: no error (what Debian's archive would reject);
+# its warnings are listed in OUTDIR/lintian.txt and shown, not fatal
+command -v lintian >/dev/null || { echo "deb-smoke: no lintian (apt-get install lintian)" >&2; exit 1; }
+echo "==> lintian $(lintian --version | sed 's/^Lintian v//') on the packages and their .changes"
+rc=0
+lintian --fail-on error --no-tag-display-limit "$work"/*.changes >"$out/lintian.txt" 2>&1 || rc=$?
+grep -v 'running with root privileges' "$out/lintian.txt" || true
+[ "$rc" -eq 0 ] || { echo "deb-smoke: FAILED: lintian reports errors (E: above; exit $rc)" >&2; exit 1; }
 for d in "$out"/*.deb; do
   echo "--- $(basename "$d")"
   dpkg-deb -c "$d" | awk '{ print $6 }' | grep -v '/$'
