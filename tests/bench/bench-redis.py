@@ -208,7 +208,7 @@ def main():
     with open(os.path.join(work, "redis.conf"), "w") as f:
         f.write('port %d\nbind 127.0.0.1\nprotected-mode no\nsave ""\nappendonly no\n'
                 'daemonize no\ndir %s\nlogfile ""\nloglevel warning\n' % (rport, work))
-    redis = subprocess.Popen(["/usr/bin/redis-server", os.path.join(work, "redis.conf")],
+    redis = subprocess.Popen([os.environ.get("EXTBODY_TEST_REDIS_SERVER", "/usr/bin/redis-server"), os.path.join(work, "redis.conf")],
                              stdout=subprocess.DEVNULL)
     srv = subprocess.Popen([sys.executable, os.path.join(HERE, "..", "servers", "httpd.py"),
                             "--lifetime", "3600"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)

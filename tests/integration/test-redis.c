@@ -536,7 +536,14 @@ main (int argc, char **argv)
   g_log_set_writer_func (writer, NULL, NULL);
   redis = test_redis_start ();
   if (!redis)
-    test_skip_all ("no /usr/bin/redis-server (apt-get install redis-server)");
+    test_skip_all (g_strdup_printf ("no %s (apt-get install redis-server, or valkey-server for test-redis-valkey)",
+                                    test_redis_server ()));
+  {
+    g_autofree char *cmd = g_strdup_printf ("'%s' --version", test_redis_server ());
+    g_autofree char *version = NULL;
+    test_sh (cmd, &version);
+    g_test_message ("%s", version ? g_strstrip (version) : test_redis_server ());
+  }
   g_autoptr (GError) error = NULL;
   const char *args[] = { "--bind", "127.0.0.1", NULL };
   srv = test_server_start ("httpd.py", args, NULL, FALSE, &error);

@@ -712,8 +712,8 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   mta_postfix_require ("EXTBODYD", NULL);
-  if (!g_file_test ("/usr/bin/redis-server", G_FILE_TEST_IS_EXECUTABLE))
-    test_skip_all ("redis-server is not installed (apt-get install redis-server)");
+  if (!g_file_test (test_redis_server (), G_FILE_TEST_IS_EXECUTABLE))
+    test_skip_all (g_strdup_printf ("%s is not installed (apt-get install redis-server)", test_redis_server ()));
   guint wd_dir = 0;
   dir = mta_dir_make ("redis-pool", &wd_dir);
   conf = g_build_filename (dir, "extbody.conf", NULL);

@@ -352,6 +352,13 @@ redis_answers (guint port)
   return ok;
 }
 
+const char *
+test_redis_server (void)
+{
+  const char *e = g_getenv ("EXTBODY_TEST_REDIS_SERVER");
+  return e && *e ? e : "/usr/bin/redis-server";
+}
+
 static gboolean
 redis_spawn (TestRedis *r)
 {
@@ -359,7 +366,7 @@ redis_spawn (TestRedis *r)
   g_autoptr (GError) error = NULL;
   g_autoptr (GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
   g_subprocess_launcher_set_child_setup (launcher, server_child_setup, NULL, NULL);
-  r->proc = g_subprocess_launcher_spawn (launcher, &error, "/usr/bin/redis-server", conf, NULL);
+  r->proc = g_subprocess_launcher_spawn (launcher, &error, test_redis_server (), conf, NULL);
   g_assert_no_error (error);
   g_autofree char *kill_cmd = g_strdup_printf ("kill -CONT %s; kill -KILL %s",
                                                g_subprocess_get_identifier (r->proc),
@@ -368,7 +375,7 @@ redis_spawn (TestRedis *r)
   /* it listens within a second or two, on its own port (never another
    * process's); FALSE: the port was taken before it bound it */
   g_autofree char *log = g_build_filename (r->dir, "redis.log", NULL);
-  if (!wait_listening (r->proc, r->port, "redis-server", log, 10)) {
+  if (!wait_listening (r->proc, r->port, test_redis_server (), log, 10)) {
     g_subprocess_wait (r->proc, NULL, NULL);
     test_watchdog_remove (r->watchdog);
     g_clear_object (&r->proc);
@@ -383,7 +390,7 @@ redis_spawn (TestRedis *r)
 TestRedis *
 test_redis_start (void)
 {
-  if (!g_file_test ("/usr/bin/redis-server", G_FILE_TEST_IS_EXECUTABLE))
+  if (!g_file_test (test_redis_server (), G_FILE_TEST_IS_EXECUTABLE))
     return NULL;
   TestRedis *r = g_new0 (TestRedis, 1);
   r->dir = g_dir_make_tmp ("extbody-redis-XXXXXX", NULL);

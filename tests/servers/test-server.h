@@ -85,7 +85,12 @@ typedef struct {
   char        *dir;        /* its configuration and working directory */
 } TestRedis;
 
-/* NULL when redis-server is not installed (the caller skips). Returns once
+/* The server the tests run: EXTBODY_TEST_REDIS_SERVER (ctest sets it to
+ * /usr/bin/valkey-server for test-redis-valkey), else Debian's
+ * /usr/bin/redis-server. Valkey speaks the same protocol and reads the same
+ * configuration lines. */
+const char *test_redis_server (void);
+/* NULL when that server is not installed (the caller skips). Returns once
  * it answers PING. */
 TestRedis *test_redis_start (void);
 /* Kill it (SIGKILL: a crash, as far as extbody can tell); test_redis_restart
