@@ -199,6 +199,11 @@ field_value (const char *line, gsize n, const char *name)
   return g_strstrip (g_strndup (line + nl + 1, n - nl - 1));
 }
 
+/* a transfer coding other than chunked: refused by extbody at the header's
+ * end (curl 7.88), or by curl itself as the field arrives (8.x, before
+ * header_cb sees it, so its name is not known then) */
+#define TE_NOT_ASKED "the response has a Transfer-Encoding that was not asked for"
+
 static size_t
 header_cb (char *ptr, size_t size, size_t nmemb, void *userdata)
 {
@@ -248,8 +253,7 @@ header_cb (char *ptr, size_t size, size_t nmemb, void *userdata)
      * refused before any of its data is decoded */
     if (t->transfer_coding) {
       transfer_fail (t, EB_REASON_FETCH_FAILED,
-                     g_strdup_printf ("the response has Transfer-Encoding %.60s, which was not asked for",
-                                      t->transfer_coding));
+                     g_strdup_printf (TE_NOT_ASKED " (%.60s)", t->transfer_coding));
       return 0;
     }
   } else {
@@ -397,6 +401,12 @@ transfer_failed (Transfer *t, CURLcode code, gboolean is_http, EbFetchResult *r)
     /* curl's own limit on one header line (100 KB) */
     r->reason = EB_REASON_FETCH_FAILED;
     r->detail = g_strdup ("response header line too long");
+  } else if (is_http && !t->header_ended && code == CURLE_BAD_CONTENT_ENCODING) {
+    /* no coding is asked for (no Accept-Encoding, no TE), so the only one
+     * curl refuses in the header is a Transfer-Encoding it was not asked for */
+    r->reason = EB_REASON_FETCH_FAILED;
+    r->detail = t->transfer_coding ? g_strdup_printf (TE_NOT_ASKED " (%.60s)", t->transfer_coding)
+                                   : g_strdup (TE_NOT_ASKED);
   } else if (code == CURLE_FILESIZE_EXCEEDED) {
     /* max_bytes, which curl enforces itself: before the body when the size
      * was announced above it (every release), and from curl 8.4 also while

@@ -105,7 +105,7 @@ static const Fault faults[] = {
   { "http/206-unrequested-partial", HTTP, "/partial-206", TEXT, EB_REASON_HTTP_STATUS, .detail = "HTTP 206" },
   { "http/203-other-2xx", HTTP, "/status-203", TEXT, EB_REASON_HTTP_STATUS, .detail = "HTTP 203" },
   /* a transfer coding not asked for is refused, as a content coding is */
-  { "http/transfer-encoding-gzip", HTTP, "/transfer-encoding-gzip", TEXT, EB_REASON_FETCH_FAILED, .detail = "Transfer-Encoding gzip" },
+  { "http/transfer-encoding-gzip", HTTP, "/transfer-encoding-gzip", TEXT, EB_REASON_FETCH_FAILED, .detail = "a Transfer-Encoding that was not asked for" },
   /* the fetching issue's server faults (tests/servers/httpd.py) */
   { "httpd/404", HTTPD, "/status/404", TEXT, EB_REASON_HTTP_STATUS },
   { "httpd/500", HTTPD, "/status/500", TEXT, EB_REASON_HTTP_STATUS },

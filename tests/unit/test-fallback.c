@@ -8,6 +8,7 @@
  * handled as before (the reference alone replaced); an unresolved reference
  * changes nothing. data: URLs only: no server. */
 #include <gio/gio.h>
+#include "test-mem.h"
 #include "eb-gmime.h"
 #include <string.h>
 #include "eb-plan-private.h"
@@ -246,11 +247,11 @@ test_shape (gconstpointer data)
     gsize tail = in->len - ref->alt_end;
     g_assert_cmpmem (r.out->data + r.out->len - tail, tail, in->data + ref->alt_end, tail);
     if (!c->alt_root) {
-      g_assert_true (g_str_has_prefix ((const char *) in->data + ref->alt_start, "Content-Type: multipart/alternative"));
-      g_assert_true (g_str_has_prefix ((const char *) in->data + ref->alt_end, eol));
-      g_assert_true (g_str_has_prefix ((const char *) in->data + ref->alt_end + strlen (eol), "--outer"));
+      g_assert_true (test_mem_has_prefix (in->data + ref->alt_start, in->len - ref->alt_start, "Content-Type: multipart/alternative"));
+      g_assert_true (test_mem_has_prefix (in->data + ref->alt_end, in->len - ref->alt_end, eol));
+      g_assert_true (test_mem_has_prefix (in->data + ref->alt_end + strlen (eol), in->len - ref->alt_end - strlen (eol), "--outer"));
     } else if (*c->alt_path) {
-      g_assert_true (g_str_has_prefix ((const char *) in->data + ref->alt_start, "From: c@example.org"));
+      g_assert_true (test_mem_has_prefix (in->data + ref->alt_start, in->len - ref->alt_start, "From: c@example.org"));
     } else {
       g_assert_cmpuint (ref->alt_start, ==, 0);
       g_assert_cmpuint (ref->alt_end, ==, in->len);
