@@ -1,14 +1,15 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# deb-orders.sh - the Debian packages on a bare Debian 12, installed in both
-# orders an administrator may choose, and used through the shipped Postfix
-# snippet as it is.
+# deb-orders.sh - the Debian packages on a bare Debian of this machine's
+# release (13 or 12), installed in both orders an administrator may choose and
+# used through the shipped Postfix snippet as it is, and beside Dovecot as
+# its README says.
 #
 #   sh tests/packaging/deb-orders.sh DEBDIR [ROOT]
 #
 # DEBDIR holds the .deb files built from debian/ (tests/packaging/deb-smoke.sh
 # leaves them in build-deb/); ROOT (default /opt/extbody-test-debroot) is the
-# bare Debian 12 that tests/packaging/prepare-debroot.sh made, with Postfix and
+# bare root of this release that tests/packaging/prepare-debroot.sh made, with Postfix and
 # the run-time dependencies in its apt cache. Each order runs in a throw-away
 # overlay of ROOT (ROOT is never changed), chrooted, in private mount, PID and
 # network namespaces (no network: apt installs from the cache, offline; every
@@ -17,6 +18,12 @@
 #   A  extbodyd first, then Postfix (the trigger on /usr/sbin/postfix
 #      must put the postfix user in the extbody group);
 #   B  Postfix first, then extbodyd (its postinst does it).
+#   C  Dovecot (LMTP, Sieve: 2.4 on Debian 13, 2.3 on Debian 12), then the
+#      packages; the shell steps of the installed filters/dovecot/README.md
+#      run as they are written there; a message delivered over LMTP to a
+#      system user's mbox (Debian's default storage) arrives resolved through
+#      the per-message program, then, with the README's one line for the
+#      daemon, through extbodyd's Dovecot socket.
 #
 # In both: the postfix user is in the extbody group; the packaged daemon runs
 # as extbody; `extbodyd --check-mta postfix` says what is missing before
@@ -57,6 +64,61 @@ inst() {
   grep -i 'extbodyd:' /tmp/apt.log || true
 }
 ours="/debs/libextbody2_*.deb /debs/extbody_*.deb /debs/extbodyd_*.deb"
+if [ "$order" = C ]; then
+  # shellcheck disable=SC2086
+  inst dovecot-core dovecot-lmtpd dovecot-sieve
+  # shellcheck disable=SC2086
+  inst $ours
+  echo "==> order C: Dovecot $(dovecot --version)"
+  adduser --quiet --disabled-password --gecos '' alice
+  readme=/usr/share/doc/extbody/filters/dovecot/README.md
+  [ -f $readme ] || fail "the package does not ship $readme"
+  # the README's shell block of the per-message section, as written
+  sed -n '/^## At delivery with a program per message/,/^## /p' $readme \
+    | sed -n '/^```sh$/,/^```$/p' | sed '1d;$d' >/tmp/steps.sh
+  [ -s /tmp/steps.sh ] || fail "no shell steps in the README's section on delivery with a program"
+  echo "==> order C: the README's steps:"; sed 's/^/    /' /tmp/steps.sh
+  # Dovecot runs during the steps (doveadm reload), as on a live server
+  dovecot >/tmp/dovecot-start.log 2>&1 || { cat /tmp/dovecot-start.log >&2; doveconf -n >&2 || true; fail "dovecot does not start with Debian's configuration"; }
+  (set -e; . /tmp/steps.sh) >/tmp/steps.log 2>&1 || { cat /tmp/steps.log >&2; fail "the README's steps failed"; }
+  cat /tmp/steps.log
+  [ -f /etc/dovecot/conf.d/90-extbody.conf ] || fail "the steps installed no /etc/dovecot/conf.d/90-extbody.conf"
+  lmtp=$(doveconf -h base_dir)/lmtp
+  i=0; while [ $i -lt 100 ] && [ ! -S "$lmtp" ]; do sleep 0.1; i=$((i + 1)); done
+  deliver() {  # deliver WHAT: /tmp/references.eml over LMTP to alice
+    python3 - "$lmtp" <<'PY' || fail "LMTP delivery ($1)"
+import smtplib, sys
+with smtplib.LMTP(sys.argv[1], local_hostname="[127.0.0.1]") as s:
+    s.sendmail("sender@extbody-test.example", ["alice"], open("/tmp/references.eml", "rb").read())
+PY
+  }
+  deliver "the per-message program"
+  i=0; while [ $i -lt 100 ] && ! grep -q '^X-Extbody:' /var/mail/alice 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+  grep -q '^X-Extbody: resolved' /var/mail/alice || {
+    tail -n 30 /var/log/mail.log /tmp/dovecot.log 2>/dev/null >&2; doveadm log errors >&2 || true
+    ls -l /var/mail >&2; fail "the message was not stored resolved through the per-message program"; }
+  echo "==> order C: through the program: $(grep -c '^X-Extbody: resolved' /var/mail/alice) resolved in /var/mail/alice"
+
+  echo "==> order C: the daemon's Dovecot socket, with the README's one line"
+  install -d -o extbody -g extbody -m 0755 /run/extbody
+  setpriv --reuid=extbody --regid=extbody --init-groups --inh-caps=-all \
+    sh -c 'umask 007; exec /usr/sbin/extbodyd' >/tmp/daemon.log 2>&1 &
+  i=0; while [ $i -lt 100 ] && [ ! -S /run/extbody/extbody ]; do sleep 0.1; i=$((i + 1)); done
+  [ -S /run/extbody/extbody ] || { cat /tmp/daemon.log >&2; fail "no Dovecot socket /run/extbody/extbody with the shipped defaults"; }
+  grep -q '^#sieve_filter_socket_dir = ../extbody$' /etc/dovecot/conf.d/90-extbody.conf \
+    || fail "90-extbody.conf has no '#sieve_filter_socket_dir = ../extbody' line to uncomment"
+  sed -i 's|^#sieve_filter_socket_dir = ../extbody$|sieve_filter_socket_dir = ../extbody|' /etc/dovecot/conf.d/90-extbody.conf
+  doveconf -n >/dev/null && doveadm reload || fail "doveconf -n or doveadm reload with sieve_filter_socket_dir"
+  sleep 1
+  deliver "the daemon"
+  i=0; while [ $i -lt 100 ] && [ "$(grep -c '^X-Extbody: resolved' /var/mail/alice)" -lt 2 ]; do sleep 0.1; i=$((i + 1)); done
+  [ "$(grep -c '^X-Extbody: resolved' /var/mail/alice)" -eq 2 ] || { cat /tmp/daemon.log >&2; fail "the second message was not stored resolved"; }
+  grep -q 'msgid=<sample-references@example.org> references=6 resolved=3' /tmp/daemon.log \
+    || { cat /tmp/daemon.log >&2; fail "the daemon did not filter the second message (its log has no record of it)"; }
+  doveadm stop >/dev/null 2>&1 || true
+  echo "==> order C: passed"
+  exit 0
+fi
 case $order in
   # shellcheck disable=SC2086
   A) inst $ours; inst postfix ;;
@@ -177,4 +239,5 @@ EOF
 start=$(date +%s)
 run_order A
 run_order B
-echo "==> deb-orders: both orders passed in $(( $(date +%s) - start )) s"
+run_order C
+echo "==> deb-orders: both orders and Dovecot passed in $(( $(date +%s) - start )) s"

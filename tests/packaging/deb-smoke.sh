@@ -56,7 +56,7 @@ cp "$work"/*.deb "$out"/
 command -v lintian >/dev/null || { echo "deb-smoke: no lintian (apt-get install lintian)" >&2; exit 1; }
 echo "==> lintian $(lintian --version | sed 's/^Lintian v//') on the packages and their .changes"
 rc=0
-lintian --fail-on error --no-tag-display-limit "$work"/*.changes >"$out/lintian.txt" 2>&1 || rc=$?
+lintian --fail-on error --tag-display-limit 0 "$work"/*.changes >"$out/lintian.txt" 2>&1 || rc=$?
 grep -v 'running with root privileges' "$out/lintian.txt" || true
 [ "$rc" -eq 0 ] || { echo "deb-smoke: FAILED: lintian reports errors (E: above; exit $rc)" >&2; exit 1; }
 for d in "$out"/*.deb; do
@@ -147,7 +147,16 @@ done
 # the way without the daemon, which the snippet gives in a comment
 grep -q '^#   transport_filter = /usr/libexec/extbody/extbody-exim -q \$message_exim_id$' "$doc/exim/exim4-extbody.conf" \
   || fail "exim4-extbody.conf does not give the per-message /usr/libexec/extbody/extbody-exim"
-bindir=$(sed -n 's|^ *sieve_filter_bin_dir = ||p' "$doc/dovecot/90-extbody.conf")
+# the configuration for the Dovecot here (2.4 on Debian 13, 2.3 on Debian 12),
+# as the Dovecot README installs it; with no Dovecot, each file says the same
+dovecot_ver=
+command -v dovecot >/dev/null && dovecot_ver=$(dovecot --version | sed -n 's/^\([0-9]*\.[0-9]*\).*/\1/p')
+for v in 2.3 2.4; do
+  [ -f "$doc/dovecot/90-extbody.conf-$v" ] || fail "the package does not ship filters/dovecot/90-extbody.conf-$v"
+done
+dovecot_conf=$doc/dovecot/90-extbody.conf-${dovecot_ver:-2.4}
+[ -f "$dovecot_conf" ] || fail "no 90-extbody.conf for Dovecot $dovecot_ver (the README's step would fail)"
+bindir=$(sed -n 's|^ *sieve_filter_bin_dir = ||p' "$dovecot_conf")
 echo "    $bindir/extbody"
 [ "$bindir" = /usr/libexec/extbody/sieve-filter ] && [ -x "$bindir/extbody" ] \
   || fail "90-extbody.conf's sieve_filter_bin_dir ($bindir) holds no program extbody"
@@ -172,8 +181,13 @@ env -i "$bindir/extbody" -l stderr <"$top/data/samples/references.eml" >"$work/s
   || fail "the Sieve filter program exits $?"
 grep -q '^X-Extbody: resolved' "$work/sieve.eml" || fail "the Sieve filter did not resolve the sample"
 if command -v doveconf >/dev/null; then
-  echo "==> doveconf -n with the installed 90-extbody.conf"
-  printf 'protocols = lmtp\n!include %s\n' "$doc/dovecot/90-extbody.conf" >"$work/dovecot.conf"
+  echo "==> doveconf -n with the installed $(basename "$dovecot_conf") (Dovecot $(dovecot --version))"
+  {
+    # 2.4 wants its version settings first (Debian's dovecot.conf has them)
+    case $dovecot_ver in 2.3) ;; *) v=$(dovecot --version | sed 's/^\([0-9.]*[0-9]\).*/\1/')
+      printf 'dovecot_config_version = %s\ndovecot_storage_version = %s\n' "$v" "$v" ;; esac
+    printf 'protocols = lmtp\n!include %s\n' "$dovecot_conf"
+  } >"$work/dovecot.conf"
   doveconf -n -c "$work/dovecot.conf" >"$work/doveconf.out" 2>&1 || { cat "$work/doveconf.out" >&2; fail "doveconf -n"; }
   grep -q "sieve_filter_bin_dir = $bindir" "$work/doveconf.out" || fail "doveconf does not read sieve_filter_bin_dir"
 fi
@@ -219,7 +233,7 @@ done
 [ ! -e /etc/extbody/extbody.conf ] || fail "the purge left /etc/extbody/extbody.conf"
 [ ! -e /var/spool/postfix/extbody ] || fail "the purge left /var/spool/postfix/extbody"
 
-# On a bare Debian 12 (the root tests/packaging/prepare-debroot.sh made), in
+# On a bare root of this release (the one tests/packaging/prepare-debroot.sh made), in
 # both orders, with the shipped Postfix snippet as it is
-echo "==> deb-orders.sh: extbodyd before and after Postfix, on a bare Debian 12"
+echo "==> deb-orders.sh: extbodyd before and after Postfix, and beside Dovecot, on a bare $(. /etc/os-release && echo "$PRETTY_NAME")"
 sh "$top/tests/packaging/deb-orders.sh" "$out"
