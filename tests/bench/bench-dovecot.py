@@ -284,9 +284,9 @@ plugin {{
             t = time.monotonic()
             p = subprocess.run([sys.executable, os.path.join(TOP, "filters", "dovecot", "extbody-imap-rewrite"),
                                 "-c", econf, "-e", extbody, "-u", user, "--dovecot-config", conf] + how,
-                               check=True, stderr=subprocess.PIPE)
+                               check=True, stdout=subprocess.PIPE)
             v = n / (time.monotonic() - t)
-            for line in p.stderr.decode(errors="replace").splitlines():
+            for line in p.stdout.decode(errors="replace").splitlines():   # the count lines
                 if "INBOX:" in line:
                     seen_lines.setdefault(user.rsplit("_", 1)[0], line.split("INBOX: ")[1])
             return v

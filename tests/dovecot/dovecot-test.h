@@ -171,6 +171,24 @@ dt_user_line (const char *user, const char *home, const char *before)
                           dt_is_24 () ? "sieve_script/extbody/path" : "sieve_before", before);
 }
 
+/* A passwd-file line: @user, nobody:nogroup, home @home, and its mail in
+ * format @driver under the home, whatever the configuration's: "mdbox"
+ * (~/mail), "maildir" (~/Maildir), or "mbox" (~/mail, INBOX the file
+ * ~/inbox, as Debian's /var/mail/USER). 2.3 takes the userdb field mail
+ * (mail_location's form), 2.4 the settings mail_driver, mail_path and
+ * mail_inbox_path. */
+G_GNUC_UNUSED static char *
+dt_user_line_mail (const char *user, const char *home, const char *driver)
+{
+  gboolean mbox = g_str_equal (driver, "mbox");
+  const char *path = g_str_equal (driver, "maildir") ? "~/Maildir" : "~/mail";
+  if (dt_is_24 ())
+    return g_strdup_printf ("%s::65534:65534::%s::userdb_mail_driver=%s userdb_mail_path=%s%s\n", user, home, driver,
+                            path, mbox ? " userdb_mail_inbox_path=~/inbox" : "");
+  return g_strdup_printf ("%s::65534:65534::%s::userdb_mail=%s:%s%s\n", user, home, driver, path,
+                          mbox ? ":INBOX=~/inbox" : "");
+}
+
 /* Sieve at LMTP delivery: the personal script ~/.dovecot.sieve, the global
  * script @before run before it (a user's own from dt_user_line replaces it),
  * Pigeonhole's filter command for global scripts only, its programs in

@@ -1,23 +1,37 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-dovecot-rest.c - extbody over mail at rest in a real Dovecot: an mdbox
- * INBOX of generated messages (tests/bench/gen-corpus.py, half of them with
- * external-body parts) APPENDed with varied flags, keywords and internal
- * dates, then rewritten by filters/dovecot/extbody-imap-rewrite through
- * `doveadm exec imap`, and read back over IMAP:
+/* test-dovecot-rest.c - extbody over mail at rest in a real Dovecot (2.3 or
+ * 2.4, tests/dovecot/dovecot-test.h): an INBOX of generated messages
+ * (tests/bench/gen-corpus.py, half of them with external-body parts)
+ * APPENDed with varied flags, keywords and internal dates, then rewritten by
+ * filters/dovecot/extbody-imap-rewrite through `doveadm exec imap`, and read
+ * back over IMAP:
  *   - every data: reference the generator marks resolvable is resolved (its
  *     X-Extbody-Resolved field carries the content's sha256);
  *   - every message is byte for byte what plain `extbody rewrite` writes for
  *     what IMAP served before (the way of the tool when it ran a process per
  *     message): the others are untouched (same UID);
  *   - flags, keywords and internal dates are kept, the count is unchanged,
- *     each message is there once and no bookkeeping keyword is left;
+ *     each message is there once and no bookkeeping keyword is left, in
+ *     each format Debian sets up (mdbox, Maildir, and mbox, Debian's
+ *     default), the changed messages stored with UID REPLACE (RFC 8508)
+ *     where Dovecot 2.4 offers it, and with APPEND and UID EXPUNGE
+ *     (Dovecot 2.3, 2.4's mbox, --no-replace): which way is asserted, from
+ *     the tool's -v line and from Dovecot's own count of the session's
+ *     expunges (its "Logged out" line: REPLACE's are not counted there);
+ *   - a run that went well writes nothing on standard error (Dovecot's
+ *     "Logged out" line of the session included: a cron job mails whatever
+ *     comes there), and a session that fails shows Dovecot's reason there;
+ *   - a keyword of the tool's own still on a message at the end of a run
+ *     (as Dovecot's mbox left them when a flag change was synced with an
+ *     expunge) is removed before the run ends;
  *   - through extbodyd's HTTP listener (-s, POST /rewrite?stored) the store
  *     comes out the same as with one extbody process per batch;
  *   - issue 29's selection by BODYSTRUCTURE: references at every depth (top
  *     level, in a multipart/alternative, in a forwarded message/rfc822, in
- *     nested multiparts, in RFC 2231 sections) are found and resolved, a
- *     reference of another access-type is not fetched, and a store without
- *     references has no message fetched whole (the tool's count line);
+ *     nested multiparts, in RFC 2231 sections, RFC 2231 values with a
+ *     charset) are found and resolved, a reference of another access-type
+ *     is not fetched, and a store without references has no message fetched
+ *     whole (the tool's count line);
  *   - a store that changes during the run (through the tool's test hook): a
  *     message expunged and another flagged between fetching and storing,
  *     one that arrives between SELECT and the selection; the expunged one
@@ -25,12 +39,17 @@
  *     not touched;
  *   - killed (SIGKILL, through the tool's test hook) after each step of the
  *     third message it rewrites (changed messages stored in groups of two,
- *     one APPEND a group: the second group), the run loses nothing (every
- *     message still there, in its old or its new version), and a second run
- *     finishes with the same result as a run never interrupted.
+ *     one APPEND a group: the second group), in mdbox and in mbox, the run
+ *     loses nothing (every message still there, in its old or its new
+ *     version), and a second run finishes with the same result as a run
+ *     never interrupted; so too killed after the third UID REPLACE (the
+ *     first of the second group: Dovecot 2.4 only, 2.3 has no REPLACE),
+ *     where every message is there exactly once and no keyword is set.
  *
- * Needs root and the Debian packages dovecot-core and dovecot-imapd;
- * otherwise exits 77 (skipped). The daemon case needs EXTBODYD (ctest). */
+ * Every user's mail is in the format its passwd-file line names
+ * (dt_user_line_mail). Needs root and the Debian packages dovecot-core and
+ * dovecot-imapd; otherwise exits 77 (skipped). The daemon case needs
+ * EXTBODYD (ctest). */
 #include "dovecot-test.h"
 #include "mta-milter.h"
 
@@ -40,49 +59,80 @@ static char *special;        /* the selection's messages (write_special) */
 static GHashTable *expect;   /* Message-ID -> "sha256,sha256" */
 static GHashTable *wanted;   /* Message-ID -> GBytes: plain `extbody rewrite` of what IMAP served */
 static GPtrArray *loaded;    /* the messages as IMAP served them before any rewrite */
-static guint users;
 static MtaMilter *daemon_;   /* extbodyd with its http_socket, when EXTBODYD is set */
 static char *http_sock;
+#define USERS_PER_FORMAT 40
+static const char *const drivers[] = { "mdbox", "maildir", "mbox" };
 
-/* A fresh user with the messages of @dir (the corpus when NULL) in its INBOX. */
-static char *
-new_user_with (const char *dir)
+/* The passwd-file userdb @path: USERS_PER_FORMAT users of each format,
+ * DRIVER1, DRIVER2, ... (Dovecot looks at a passwd-file again at most once
+ * a second: the users are all there from the start). */
+static void
+write_users (const char *path)
 {
-  char *user = g_strdup_printf ("u%u", ++users);
+  g_autoptr (GString) text = g_string_new (NULL);
+  for (guint d = 0; d < G_N_ELEMENTS (drivers); d++)
+    for (guint i = 1; i <= USERS_PER_FORMAT; i++) {
+      g_autofree char *user = g_strdup_printf ("%s%u", drivers[d], i);
+      g_autofree char *home = g_strdup_printf ("%s/home/%s", server.work, user);
+      g_autofree char *line = dt_user_line_mail (user, home, drivers[d]);
+      g_string_append (text, line);
+    }
+  dt_put (path, text->str, 0644);
+}
+
+/* A fresh user, its mail in format @driver (mdbox, maildir, mbox), with the
+ * messages of @dir (the corpus when NULL) in its INBOX. */
+static char *
+new_user_in (const char *dir, const char *driver)
+{
+  static guint used[G_N_ELEMENTS (drivers)];
+  guint d = 0;
+  while (d < G_N_ELEMENTS (drivers) && !g_str_equal (drivers[d], driver))
+    d++;
+  g_assert_cmpuint (d, <, G_N_ELEMENTS (drivers));
+  g_assert_cmpuint (used[d], <, USERS_PER_FORMAT);
+  char *user = g_strdup_printf ("%s%u", driver, ++used[d]);
   G_GNUC_UNUSED g_autofree char *out = dt_client ((const char *const[]) { "load", server.conf, user, dir ? dir : corpus, NULL });
   return user;
 }
 
 static char *
+new_user_with (const char *dir)
+{
+  return new_user_in (dir, "mdbox");
+}
+
+static char *
 new_user (void)
 {
-  return new_user_with (NULL);
+  return new_user_in (NULL, "mdbox");
 }
 
 /* extbody-imap-rewrite for @user with the options @opts (NULL: one extbody
  * process per batch) and the environment assignments @env; its exit status
- * (128 + signal when killed), what it wrote in *@output. */
+ * (128 + signal when killed), what it wrote in *@output: its standard output,
+ * then its standard error. A run that exits 0 must have written nothing on
+ * standard error. */
 static int
 rewrite_full (const char *user, const char *opts, const char *env, char **output)
 {
   g_autofree char *tool = g_test_build_filename (G_TEST_DIST, "..", "filters", "dovecot", "extbody-imap-rewrite", NULL);
   g_autofree char *conf = g_build_filename (server.work, "extbody.conf", NULL);
-  g_autofree char *cmd = g_strdup_printf ("%s python3 '%s' -c '%s' -e '%s' %s -u '%s' --dovecot-config '%s' 2>&1",
+  g_autofree char *errfile = g_build_filename (server.work, "rewrite.err", NULL);
+  g_autofree char *cmd = g_strdup_printf ("%s python3 '%s' -c '%s' -e '%s' %s -u '%s' --dovecot-config '%s' 2>'%s'",
                                           env ? env : "", tool, conf, g_getenv ("EXTBODY"),
-                                          opts ? opts : "--no-daemon", user, server.conf);
-  g_autofree char *out = NULL;
+                                          opts ? opts : "--no-daemon", user, server.conf, errfile);
+  g_autofree char *out = NULL, *err = NULL;
   int rc = dt_sh (cmd, &out);
-  g_test_message ("extbody-imap-rewrite (%s %s): %d: %s", opts ? opts : "", env ? env : "whole run", rc, out);
+  g_assert_true (g_file_get_contents (errfile, &err, NULL, NULL));
+  g_test_message ("extbody-imap-rewrite (%s %s): %d: %s%s%s", opts ? opts : "", env ? env : "whole run", rc, out,
+                  *err ? "standard error: " : "", err);
+  if (rc == 0)
+    g_assert_cmpstr (err, ==, "");
   if (output)
-    *output = g_steal_pointer (&out);
+    *output = g_strconcat (out, err, NULL);
   return rc;
-}
-
-static int
-rewrite (const char *user, const char *kill_at)
-{
-  g_autofree char *env = kill_at ? g_strdup_printf ("EXTBODY_IMAP_REWRITE_KILL='%s'", kill_at) : NULL;
-  return rewrite_full (user, NULL, env, NULL);
 }
 
 /* The numbers of the count line "INBOX: N messages, F fetched whole, C changed". */
@@ -90,8 +140,46 @@ static void
 counts (const char *out, guint *n, guint *fetched, guint *changed)
 {
   const char *at = strstr (out, "INBOX: ");
+  while (at && !g_ascii_isdigit (at[7]))
+    at = strstr (at + 1, "INBOX: ");   /* past the -v lines of INBOX */
   g_assert_nonnull (at);
   g_assert_cmpint (sscanf (at, "INBOX: %u messages, %u fetched whole, %u changed", n, fetched, changed), ==, 3);
+}
+
+/* The way the run of @out stored the changed messages of INBOX, as the
+ * tool's -v line says it and as Dovecot's own count of the session's
+ * expunges shows it (the "Logged out" line, which -v prints): with UID
+ * REPLACE where Dovecot 2.4 offers it, unless @driver is mbox or @opts
+ * hold --no-replace; otherwise with APPEND and UID EXPUNGE, for the reason
+ * given. Dovecot 2.4.1 does not count REPLACE's expunges in that line. */
+static void
+assert_stored_by (const char *out, const char *driver, const char *opts)
+{
+  gboolean no_replace = opts && strstr (opts, "--no-replace");
+  gboolean mbox = g_str_equal (driver, "mbox");
+  guint n = 0, fetched = 0, changed = 0;
+  counts (out, &n, &fetched, &changed);
+  g_assert_cmpuint (changed, >, 0);
+  g_autofree char *expunged = NULL;
+  if (dt_is_24 () && !no_replace && !mbox) {
+    g_assert_nonnull (strstr (out, "INBOX: storing changed messages with UID REPLACE (RFC 8508)\n"));
+    expunged = g_strdup (" deleted=0 expunged=0 ");
+  } else {
+    const char *why = no_replace ? "--no-replace"
+                      : !dt_is_24 () ? "the server lacks REPLACE" : "an mbox, where Dovecot's REPLACE fails";
+    g_autofree char *line = g_strdup_printf ("INBOX: storing changed messages with APPEND and UID EXPUNGE (%s)\n", why);
+    g_assert_nonnull (strstr (out, line));
+    expunged = g_strdup_printf (" deleted=%u expunged=%u ", changed, changed);
+  }
+  g_assert_nonnull (strstr (out, "Info: Disconnected: Logged out "));
+  g_assert_nonnull (strstr (out, expunged));
+}
+
+static int
+rewrite (const char *user, const char *kill_at)
+{
+  g_autofree char *env = kill_at ? g_strdup_printf ("EXTBODY_IMAP_REWRITE_KILL='%s'", kill_at) : NULL;
+  return rewrite_full (user, NULL, env, NULL);
 }
 
 /* Plain `extbody rewrite` of each message of @msgs: Message-ID -> GBytes. */
@@ -172,13 +260,25 @@ assert_rewritten (GPtrArray *after)
   }
 }
 
+/* A format (and the tool's options) of a case. */
+typedef struct {
+  const char *driver;
+  const char *opts;   /* beside --no-daemon -v */
+} Format;
+
 static void
-test_whole_run (void)
+test_whole_run (gconstpointer data)
 {
-  g_autofree char *user = new_user ();
+  const Format *f = data;
+  g_autofree char *user = new_user_in (NULL, f->driver);
   g_autoptr (GPtrArray) before = dt_dump (&server, user);
   g_assert_cmpuint (before->len, ==, loaded->len);
-  g_assert_cmpint (rewrite (user, NULL), ==, 0);
+  for (guint i = 0; i < before->len; i++)   /* every format serves the messages loaded as mdbox does */
+    g_assert_true (g_bytes_equal (((DtMsg *) before->pdata[i])->body, ((DtMsg *) loaded->pdata[i])->body));
+  g_autofree char *opts = g_strdup_printf ("--no-daemon -v%s%s", f->opts ? " " : "", f->opts ? f->opts : "");
+  g_autofree char *out = NULL;
+  g_assert_cmpint (rewrite_full (user, opts, NULL, &out), ==, 0);
+  assert_stored_by (out, f->driver, f->opts);
   g_autoptr (GPtrArray) after = dt_dump (&server, user);
   assert_rewritten (after);
   /* a second run finds nothing more to do */
@@ -270,6 +370,12 @@ static const struct { const char *name; gboolean selected; const char *text; } s
     "Message-ID: <attach@sel>\nSubject: attachment\nMIME-Version: 1.0\n"
     "Content-Type: multipart/mixed; boundary=g\n\n--g\nContent-Type: text/plain\n\nhi\n"
     "--g\nContent-Type: application/pdf; name=a.pdf\nContent-Transfer-Encoding: base64\n\nJVBERi0xLjQK\n--g--\n" },
+  /* RFC 2231 values with a charset: Dovecot 2.3 shows them encoded (under
+   * access-type* and URL*: uncertain, fetched), 2.4 decoded (URL) */
+  { "m9.eml", TRUE,
+    "Message-ID: <charset@sel>\nSubject: charset\nMIME-Version: 1.0\n"
+    "Content-Type: message/external-body; access-type*=us-ascii'en'URL;\n URL*=us-ascii''data%3A%2Cencoded\n\n"
+    "Content-Type: text/plain\n\n" },
 };
 
 static void
@@ -325,13 +431,14 @@ test_selection (void)
   g_autofree char *none = g_build_filename (server.work, "none", NULL);
   g_autofree char *user2 = new_user_with (none);
   g_autofree char *out2 = NULL;
-  g_assert_cmpint (rewrite_full (user2, NULL, NULL, &out2), ==, 0);
+  g_assert_cmpint (rewrite_full (user2, "--no-daemon -v", NULL, &out2), ==, 0);
   counts (out2, &n, &fetched, &changed);
   g_assert_cmpuint (n, ==, G_N_ELEMENTS (special_msgs) - selected);
   g_assert_cmpuint (fetched, ==, 0);
   g_assert_cmpuint (changed, ==, 0);
-  /* Dovecot's own count of the session (doveadm exec imap's log line on
-   * standard error): not one body served */
+  /* Dovecot's own count of the session (doveadm exec imap's log line on its
+   * standard error, which the tool shows with -v only): not one body served */
+  g_assert_nonnull (strstr (out2, "session: "));
   g_assert_nonnull (strstr (out2, " body_count=0 body_bytes=0"));
 }
 
@@ -348,7 +455,7 @@ test_modes (void)
   g_assert_cmpint (rewrite_full (user, "--no-daemon -n", NULL, &out), ==, 0);
   g_assert_nonnull (strstr (out, "(dry run: nothing stored)"));
   counts (out, &n, &fetched, &changed);
-  g_assert_cmpuint (changed, ==, 5);
+  g_assert_cmpuint (changed, ==, 6);
   g_autoptr (GPtrArray) same = dt_dump (&server, user);
   g_assert_cmpuint (same->len, ==, before->len);
   for (guint i = 0; i < before->len; i++) {
@@ -365,29 +472,39 @@ test_modes (void)
   g_assert_cmpint (dt_sh (mk, NULL), ==, 0);
   g_autofree char *out2 = NULL;
   g_assert_cmpint (rewrite_full (user, "--no-daemon --all", NULL, &out2), ==, 0);
-  g_assert_nonnull (strstr (out2, "INBOX: 8 messages, 5 fetched whole, 5 changed"));
-  g_assert_nonnull (strstr (out2, "Old mail: 8 messages, 5 fetched whole, 5 changed"));
+  g_assert_nonnull (strstr (out2, "INBOX: 9 messages, 6 fetched whole, 6 changed"));
+  g_assert_nonnull (strstr (out2, "Old mail: 9 messages, 6 fetched whole, 6 changed"));
   g_autofree char *out3 = NULL;
   g_assert_cmpint (rewrite_full (user, "--no-daemon --all", NULL, &out3), ==, 0);
-  g_assert_nonnull (strstr (out3, "INBOX: 8 messages, 0 fetched whole, 0 changed"));
-  g_assert_nonnull (strstr (out3, "Old mail: 8 messages, 0 fetched whole, 0 changed"));
+  g_assert_nonnull (strstr (out3, "INBOX: 9 messages, 0 fetched whole, 0 changed"));
+  g_assert_nonnull (strstr (out3, "Old mail: 9 messages, 0 fetched whole, 0 changed"));
 
   /* every message fetched whole: the same store, nothing more to change */
   g_autofree char *out4 = NULL;
   g_assert_cmpint (rewrite_full (user, "--no-daemon --every-message", NULL, &out4), ==, 0);
-  g_assert_nonnull (strstr (out4, "INBOX: 8 messages, 8 fetched whole, 0 changed"));
+  g_assert_nonnull (strstr (out4, "INBOX: 9 messages, 9 fetched whole, 0 changed"));
 
   /* --command: the session given, here the same doveadm exec imap */
   g_autofree char *user2 = new_user_with (special);
   g_autofree char *tool = g_test_build_filename (G_TEST_DIST, "..", "filters", "dovecot", "extbody-imap-rewrite", NULL);
   g_autofree char *conf = g_build_filename (server.work, "extbody.conf", NULL);
-  g_autofree char *cmd = g_strdup_printf ("python3 '%s' -c '%s' -e '%s' --no-daemon "
-                                          "--command \"doveadm -c '%s' exec imap -u %s\" 2>&1",
-                                          tool, conf, g_getenv ("EXTBODY"), server.conf, user2);
-  g_autofree char *out5 = NULL;
+  g_autofree char *errfile = g_build_filename (server.work, "command.err", NULL);
+  g_autofree char *cmd = g_strdup_printf ("python3 '%s' -c '%s' -e '%s' --no-daemon -v "
+                                          "--command \"doveadm -c '%s' exec imap -u %s\" 2>'%s'",
+                                          tool, conf, g_getenv ("EXTBODY"), server.conf, user2, errfile);
+  g_autofree char *out5 = NULL, *err5 = NULL;
   g_assert_cmpint (dt_sh (cmd, &out5), ==, 0);
   g_test_message ("%s", out5);
-  g_assert_nonnull (strstr (out5, "INBOX: 8 messages, 5 fetched whole, 5 changed"));
+  g_assert_true (g_file_get_contents (errfile, &err5, NULL, NULL));
+  g_assert_cmpstr (err5, ==, "");
+  g_assert_nonnull (strstr (out5, "INBOX: 9 messages, 6 fetched whole, 6 changed"));
+  /* the session does not show Dovecot's mail format, and 2.4's REPLACE
+   * fails in its mbox: APPEND, as on 2.3, which lacks REPLACE */
+  g_assert_nonnull (strstr (out5, dt_is_24 () ? "INBOX: storing changed messages with APPEND and UID EXPUNGE "
+                                                "(a Dovecot whose mail format the session does not show; "
+                                                "REPLACE fails in its mbox)\n"
+                                              : "INBOX: storing changed messages with APPEND and UID EXPUNGE "
+                                                "(the server lacks REPLACE)\n"));
   /* extbody's configuration wrong: 78 before anything is read */
   g_autofree char *badconf = g_build_filename (server.work, "bad.conf", NULL);
   dt_put (badconf, "fetch = maybe\n", 0644);
@@ -401,14 +518,21 @@ test_modes (void)
   g_autofree char *bad = g_strdup_printf ("python3 '%s' -e '%s' --no-daemon --command false 2>&1", tool,
                                           g_getenv ("EXTBODY"));
   g_assert_cmpint (dt_sh (bad, NULL), ==, 69);
+  /* and one that Dovecot refuses (no such user in the passwd-file): 69,
+   * with what doveadm said on standard error */
+  g_autofree char *out7 = NULL;
+  g_assert_cmpint (rewrite_full ("nosuchuser", NULL, NULL, &out7), ==, 69);
+  g_assert_nonnull (strstr (out7, "cannot open the IMAP session: the server closed the connection; "
+                                  "its standard error: "));
 }
 
 /* The store changes while the tool runs: a message arrives between SELECT
  * and the selection; once the batch is fetched and resolved, one message to
  * rewrite is expunged and another flagged by another session. */
 static void
-test_store_changes (void)
+test_store_changes (gconstpointer data)
 {
+  const char *opts = data;
   g_autofree char *user = new_user ();
   g_autoptr (GPtrArray) before = dt_dump (&server, user);
   /* the first two messages that will be rewritten */
@@ -434,7 +558,7 @@ test_store_changes (void)
     "doveadm -c %s flags add -u %s \"\\\\Flagged\" mailbox INBOX uid %u'",
     server.conf, user, arrival, server.conf, user, gone->uid, server.conf, user, flagged->uid);
   g_autofree char *out = NULL;
-  g_assert_cmpint (rewrite_full (user, NULL, env, &out), ==, 0);
+  g_assert_cmpint (rewrite_full (user, opts, env, &out), ==, 0);
   g_autoptr (GPtrArray) after = dt_dump (&server, user);
   g_assert_cmpuint (after->len, ==, before->len);   /* one gone, one arrived */
   for (guint i = 0; i < before->len; i++) {
@@ -467,15 +591,49 @@ test_store_changes (void)
   g_assert_false (dt_contains (a->body, "data:,new"));
 }
 
+/* A keyword of the tool's own left on a message when the run ends (as
+ * Dovecot's mbox kept one whose removal its IMAP server synced with an
+ * expunge): the run removes it before it ends. Here another session puts
+ * $ExtbodyNew on a message the run does not change, once the run has looked
+ * for what an interrupted run left. */
+static void
+test_keyword_left (gconstpointer data)
+{
+  const Format *f = data;
+  g_autofree char *user = new_user_in (NULL, f->driver);
+  g_autoptr (GPtrArray) before = dt_dump (&server, user);
+  const DtMsg *plain = NULL;
+  for (guint i = 0; i < before->len && !plain; i++)
+    if (!g_hash_table_lookup (expect, ((DtMsg *) before->pdata[i])->msgid))
+      plain = before->pdata[i];
+  g_assert_nonnull (plain);
+  g_autofree char *env = g_strdup_printf ("EXTBODY_IMAP_REWRITE_RUN='fetched:doveadm -c %s flags add -u %s "
+                                          "\\$ExtbodyNew mailbox INBOX uid %u'", server.conf, user, plain->uid);
+  g_autofree char *out = NULL;
+  g_assert_cmpint (rewrite_full (user, "--no-daemon -v", env, &out), ==, 0);
+  g_assert_nonnull (strstr (out, "INBOX: $ExtbodyOld or $ExtbodyNew was still on 1 message at the end; removed\n"));
+  g_autoptr (GPtrArray) after = dt_dump (&server, user);
+  assert_rewritten (after);
+}
+
+/* A kill: after which step, in which format. */
+typedef struct {
+  const char *step;     /* marked, appended, flagged, expunged (APPEND); replaced (UID REPLACE) */
+  const char *driver;
+} Kill;
+
 static void
 test_killed (gconstpointer data)
 {
-  const char *step = data;
-  g_autofree char *user = new_user ();
-  /* changed messages are stored again in groups of 2 (one APPEND each):
-   * the third is the first of the second group */
-  g_autofree char *env = g_strdup_printf ("EXTBODY_IMAP_REWRITE_KILL='%s:3'", step);
-  g_assert_cmpint (rewrite_full (user, "--no-daemon --group 2", env, NULL), ==, 128 + SIGKILL);
+  const Kill *kill = data;
+  gboolean replace = g_str_equal (kill->step, "replaced");
+  g_autofree char *user = new_user_in (NULL, kill->driver);
+  /* changed messages are stored again in groups of 2 (one APPEND, or two
+   * UID REPLACEs, each): the third is the first of the second group */
+  g_autofree char *env = g_strdup_printf ("EXTBODY_IMAP_REWRITE_KILL='%s:3'", kill->step);
+  g_assert_cmpint (rewrite_full (user, replace ? "--no-daemon --group 2" : "--no-daemon --group 2 --no-replace", env,
+                                 NULL),
+                   ==, 128 + SIGKILL);
   /* nothing lost: every message there, old or new version */
   g_autoptr (GPtrArray) mid = dt_dump (&server, user);
   for (guint i = 0; i < loaded->len; i++) {
@@ -485,16 +643,22 @@ test_killed (gconstpointer data)
     g_assert_cmpuint (n, >=, 1);
   }
   /* the kill came in the middle of a group's rewrite: after the append and
-   * before the expunge, both versions of its two messages are there */
-  if (g_str_equal (step, "appended") || g_str_equal (step, "flagged"))
+   * before the expunge, both versions of its two messages are there; a
+   * REPLACE leaves each message once, and no keyword */
+  if (g_str_equal (kill->step, "appended") || g_str_equal (kill->step, "flagged"))
     g_assert_cmpuint (mid->len, ==, loaded->len + 2);
   else
     g_assert_cmpuint (mid->len, ==, loaded->len);
+  for (guint i = 0; replace && i < mid->len; i++)
+    g_assert_null (strstr (((DtMsg *) mid->pdata[i])->flags, "$Extbody"));
   /* the killed run left its temporary Maildir; the next one removes it */
   g_autofree char *left = NULL;
   dt_sh ("ls -d /dev/shm/extbody-imap-rewrite-* ${TMPDIR:-/tmp}/extbody-imap-rewrite-* 2>/dev/null", &left);
   g_assert_cmpstr (left, !=, "");
-  g_assert_cmpint (rewrite (user, NULL), ==, 0);
+  g_autofree char *out = NULL;
+  g_assert_cmpint (rewrite_full (user, NULL, NULL, &out), ==, 0);
+  /* the keywords the APPEND way left, found and finished first */
+  g_assert_true (replace == !strstr (out, "INBOX: finished an interrupted run ("));
   g_autoptr (GPtrArray) after = dt_dump (&server, user);
   assert_rewritten (after);
   g_autofree char *left2 = NULL;
@@ -534,8 +698,9 @@ main (int argc, char **argv)
   g_assert_cmpint (dt_sh (homes, NULL), ==, 0);
   g_autofree char *mail = dt_conf_mail ("mdbox", "~/mail", NULL);
   g_autofree char *passdb = dt_conf_passdb_static (NULL);
-  g_autofree char *home = g_strdup_printf ("%s/home/%%u", server.work);
-  g_autofree char *userdb = dt_conf_userdb_static (home);
+  g_autofree char *users_file = g_build_filename (server.work, "users", NULL);
+  write_users (users_file);
+  g_autofree char *userdb = dt_conf_userdb_passwd_file (users_file);
   g_autofree char *extra = g_strconcat (mail, passdb, userdb, NULL);
   int ret = 77;
   if (!dt_start (&server, 0, extra)) {
@@ -562,15 +727,42 @@ main (int argc, char **argv)
         g_usleep (50000);
       g_assert_true (g_file_test (http_sock, G_FILE_TEST_EXISTS));
     }
-    g_test_add_func ("/dovecot-rest/rewritten", test_whole_run);
+    /* every format Debian sets up, each the way the tool picks for it
+     * (UID REPLACE on 2.4 except in mbox), and the APPEND way where 2.4
+     * would take REPLACE (on 2.3 the same way for another reason) */
+    static const Format formats[] = {
+      { "mdbox", NULL }, { "maildir", NULL }, { "mbox", NULL },
+      { "mdbox", "--no-replace" }, { "maildir", "--no-replace" },
+    };
+    static const char *const format_names[] = { "rewritten", "rewritten-maildir", "rewritten-mbox",
+                                                "rewritten-mdbox-no-replace", "rewritten-maildir-no-replace" };
+    for (guint i = 0; i < G_N_ELEMENTS (formats); i++) {
+      g_autofree char *path = g_strdup_printf ("/dovecot-rest/%s", format_names[i]);
+      g_test_add_data_func (path, &formats[i], test_whole_run);
+    }
     g_test_add_func ("/dovecot-rest/daemon-same-store", test_daemon);
     g_test_add_func ("/dovecot-rest/small-batches", test_small_batches);
     g_test_add_func ("/dovecot-rest/selection", test_selection);
-    g_test_add_func ("/dovecot-rest/store-changes-during-the-run", test_store_changes);
+    g_test_add_data_func ("/dovecot-rest/store-changes-during-the-run", "--no-daemon", test_store_changes);
+    g_test_add_data_func ("/dovecot-rest/store-changes-during-the-run-no-replace", "--no-daemon --no-replace",
+                          test_store_changes);
     g_test_add_func ("/dovecot-rest/dry-run-all-every-message-command", test_modes);
-    for (const char *const *s = (const char *const[]) { "marked", "appended", "flagged", "expunged", NULL }; *s; s++) {
-      g_autofree char *path = g_strdup_printf ("/dovecot-rest/killed-after-%s", *s);
-      g_test_add_data_func (path, *s, test_killed);
+    g_test_add_data_func ("/dovecot-rest/keyword-left-removed", &formats[0], test_keyword_left);
+    g_test_add_data_func ("/dovecot-rest/keyword-left-removed-mbox", &formats[2], test_keyword_left);
+    /* the APPEND way's steps in mdbox and mbox; UID REPLACE's (2.4: 2.3
+     * has none, so this case is not made there) in mdbox and Maildir */
+    static const Kill kills[] = {
+      { "marked", "mdbox" }, { "appended", "mdbox" }, { "flagged", "mdbox" }, { "expunged", "mdbox" },
+      { "marked", "mbox" }, { "appended", "mbox" }, { "flagged", "mbox" }, { "expunged", "mbox" },
+      { "replaced", "mdbox" }, { "replaced", "maildir" },
+    };
+    for (guint i = 0; i < G_N_ELEMENTS (kills); i++) {
+      if (g_str_equal (kills[i].step, "replaced") && !dt_is_24 ())
+        continue;
+      g_autofree char *path = g_strdup_printf ("/dovecot-rest/%s%skilled-after-%s",
+                                               g_str_equal (kills[i].driver, "mdbox") ? "" : kills[i].driver,
+                                               g_str_equal (kills[i].driver, "mdbox") ? "" : "-", kills[i].step);
+      g_test_add_data_func (path, &kills[i], test_killed);
     }
     ret = g_test_run ();
     if (ret != 0) {

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """extbody-imap-rewrite's reading of IMAP responses (RFC 3501 section 9) and
 its selection by BODYSTRUCTURE: literals, NIL, nested message/rfc822, odd
-case, RFC 2231 parameters as Dovecot 2.3 shows them (continuations joined:
-URL*0/URL*1 come as URL; a charset-encoded one stays URL* or access-type*),
-and structures it cannot read (then the message is fetched: a false positive
+case, RFC 2231 parameters as Dovecot 2.3 and 2.4 show them (continuations
+joined by both: URL*0/URL*1 come as URL; a charset-encoded one stays URL* or
+access-type* in 2.3, and comes decoded, as URL or access-type, in 2.4), and
+structures it cannot read (then the message is fetched: a false positive
 costs a fetch, a false negative a resolution).
 
     python3 test-imap-bodystructure.py [PATH-OF-extbody-imap-rewrite]
@@ -196,6 +197,16 @@ class Selection(unittest.TestCase):
         # URL*0/URL*1 continuations: Dovecot joins them
         self.assertTrue(self.sel(b'("message" "external-body" ("access-type" "URL" "URL" '
                                  b'"http://www.example.com/a/very/long/path/file.pdf") NIL NIL "7bit" 33 NIL NIL NIL NIL)'))
+
+    def test_rfc2231_decoded(self):
+        # access-type*=us-ascii'en'URL; URL*=us-ascii''data%3A...: Dovecot
+        # 2.4.1's answer, the charset-encoded values decoded (2.3.19 leaves
+        # them encoded under access-type* and URL*: test_uncertain_is_fetched)
+        self.assertTrue(self.sel(b'("message" "external-body" ("access-type" "URL" "URL" "data:") '
+                                 b'NIL NIL "7bit" 28 NIL NIL NIL NIL)'))
+        # decoded as another access-type: left alone, as extbody leaves it
+        self.assertFalse(self.sel(b'("message" "external-body" ("access-type" "mail-server" "server" "a@b") '
+                                  b'NIL NIL "7bit" 28 NIL NIL NIL NIL)'))
 
     def test_literal_parameter(self):
         # a value Dovecot cannot quote comes as a literal
