@@ -4,7 +4,9 @@
 # kept. As a sieve_before script, a personal script that runs after it (fileinto,
 # discard) replaces this keep, and gets the rewritten message. When the filter
 # fails, the message goes on exactly as it came.
-# Precompile it (global scripts are not compiled at delivery):
+# Precompile it (global scripts are not compiled at delivery), once
+# 90-extbody.conf is in /etc/dovecot/conf.d (it makes the filter command
+# known; before it sievec fails: unknown Sieve capability vnd.dovecot.filter):
 #   sievec /etc/dovecot/sieve/extbody.sieve
 require "vnd.dovecot.filter";
 filter "extbody";
