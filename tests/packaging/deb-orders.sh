@@ -105,9 +105,10 @@ PY
     sh -c 'umask 007; exec /usr/sbin/extbodyd' >/tmp/daemon.log 2>&1 &
   i=0; while [ $i -lt 100 ] && [ ! -S /run/extbody/extbody ]; do sleep 0.1; i=$((i + 1)); done
   [ -S /run/extbody/extbody ] || { cat /tmp/daemon.log >&2; fail "no Dovecot socket /run/extbody/extbody with the shipped defaults"; }
-  grep -q '^#sieve_filter_socket_dir = ../extbody$' /etc/dovecot/conf.d/90-extbody.conf \
+  # (indented inside plugin { } in 2.3's file, at the top level in 2.4's)
+  grep -q '^ *#sieve_filter_socket_dir = ../extbody$' /etc/dovecot/conf.d/90-extbody.conf \
     || fail "90-extbody.conf has no '#sieve_filter_socket_dir = ../extbody' line to uncomment"
-  sed -i 's|^#sieve_filter_socket_dir = ../extbody$|sieve_filter_socket_dir = ../extbody|' /etc/dovecot/conf.d/90-extbody.conf
+  sed -i 's|^\( *\)#sieve_filter_socket_dir = ../extbody$|\1sieve_filter_socket_dir = ../extbody|' /etc/dovecot/conf.d/90-extbody.conf
   doveconf -n >/dev/null && doveadm reload || fail "doveconf -n or doveadm reload with sieve_filter_socket_dir"
   sleep 1
   deliver "the daemon"
