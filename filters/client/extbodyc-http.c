@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* extbodyc-http.c - one HTTP/1.1 answer (RFC 9112) read from the bytes
- * received: status line, header fields, the body framed by Content-Length,
- * by chunks or by the connection's end. Strict where leniency could let a
- * wrong body through as the message: a bare CR, a folded field, two
+/* extbodyc-http.c - HTTP/1.1 framing (RFC 9112) by one set of rules for
+ * both ends. extbodyc reads one answer from the bytes received: status line,
+ * header fields, the body framed by Content-Length, by chunks or by the
+ * connection's end. extbodyd's HTTP listener reads each request's head with
+ * the same field rules (ebc_http_parse_request) and its chunked body with the
+ * same decoder, as it comes (ebc_http_chunks). Strict where leniency could
+ * let a wrong body through as the message: a bare CR, a folded field, two
  * different lengths, a length and chunks together, a transfer coding other
- * than chunked, bytes after the answer are all INVALID, and the client then
- * passes the message through unchanged. A line may end in LF alone (RFC 9112
- * section 2.2 lets a recipient read it so); nothing else is forgiven. */
+ * than chunked are refused on both sides (bytes after an answer too: the
+ * client then passes the message through unchanged; the daemon answers a
+ * request it refuses with 400, or 501 for a coding, and closes the
+ * connection). A line may end in LF alone (RFC 9112 section 2.2 lets a
+ * recipient read it so); nothing else is forgiven. */
 #include "extbodyc-http.h"
 
 #include <arpa/inet.h>
@@ -86,19 +91,22 @@ is_text (const char *s, size_t n)
   return 1;
 }
 
+static char
+lower (char c)
+{
+  return c >= 'A' && c <= 'Z' ? (char) (c - 'A' + 'a') : c;
+}
+
+/* @s[0..@n) is @word (lowercase) in any case. */
 static int
 equals_nocase (const char *s, size_t n, const char *word)
 {
   size_t w = strlen (word);
   if (n != w)
     return 0;
-  for (size_t i = 0; i < n; i++) {
-    char a = s[i], b = word[i];
-    if (a >= 'A' && a <= 'Z')
-      a = (char) (a - 'A' + 'a');
-    if (a != b)
+  for (size_t i = 0; i < n; i++)
+    if (lower (s[i]) != word[i])
       return 0;
-  }
   return 1;
 }
 
@@ -136,153 +144,300 @@ status_line (const char *s, size_t n)
   return status;
 }
 
-/* What the header fields say, before the framing is decided. */
+/* What the header fields say about the framing, the same for both ends. */
 typedef struct {
   long long length;     /* Content-Length, -1 absent */
   int       chunked;    /* Transfer-Encoding: chunked seen */
+  int       coding;     /* a transfer coding other than chunked seen */
 } Fields;
 
-/* One "name: value" line: 0, or -1 with a->reason. @final: the fields of
- * the final answer (an interim answer's and the trailer's are only checked). */
+/* One field line @s[0..@n): its name is [0, *@name_len), its value, white
+ * space around it taken off, [*@v, *@ve). 0, or -1 with *@why. */
 static int
-field_line (const char *s, size_t n, int final, Fields *f, EbcHttpAnswer *a)
+field_split (const char *s, size_t n, size_t *name_len, size_t *v, size_t *ve, const char **why)
 {
   if (s[0] == ' ' || s[0] == '\t') {
-    a->reason = "a folded header field (obsolete line folding)";
+    *why = "a folded header field (obsolete line folding)";
     return -1;
   }
   size_t colon = 0;
   while (colon < n && is_tchar ((unsigned char) s[colon]))
     colon++;
   if (colon == 0 || colon >= n || s[colon] != ':') {
-    a->reason = "a header line that is no field";
+    *why = "a header line that is no field";
     return -1;
   }
-  size_t v = colon + 1, e = n;
-  while (v < e && (s[v] == ' ' || s[v] == '\t'))
-    v++;
-  while (e > v && (s[e - 1] == ' ' || s[e - 1] == '\t'))
+  size_t a = colon + 1, e = n;
+  while (a < e && (s[a] == ' ' || s[a] == '\t'))
+    a++;
+  while (e > a && (s[e - 1] == ' ' || s[e - 1] == '\t'))
     e--;
-  if (!is_text (s + v, e - v)) {
-    a->reason = "a control character in a header field";
+  if (!is_text (s + a, e - a)) {
+    *why = "a control character in a header field";
     return -1;
   }
-  if (!final)
-    return 0;
-  const char *val = s + v;
-  size_t vn = e - v;
-  if (equals_nocase (s, colon, "content-length")) {
+  *name_len = colon;
+  *v = a;
+  *ve = e;
+  return 0;
+}
+
+/* Content-Length and Transfer-Encoding, as both ends read them (RFC 9112
+ * section 6): one decimal length, the same however often it is given;
+ * chunked, once. 0 (other fields too), or -1 with *@why. */
+static int
+framing_field (const char *name, size_t nl, const char *val, size_t vn, Fields *f, const char **why)
+{
+  if (equals_nocase (name, nl, "content-length")) {
     long long l = decimal (val, vn);
     if (l < 0 || (f->length >= 0 && f->length != l)) {
-      a->reason = "a wrong or repeated Content-Length";
+      *why = "a wrong or repeated Content-Length";
       return -1;
     }
     f->length = l;
-  } else if (equals_nocase (s, colon, "transfer-encoding")) {
-    if (f->chunked || !equals_nocase (val, vn, "chunked")) {
-      a->reason = "a transfer coding other than chunked";
+  } else if (equals_nocase (name, nl, "transfer-encoding")) {
+    if (!equals_nocase (val, vn, "chunked")) {
+      f->coding = 1;
+      *why = "a transfer coding other than chunked";
+      return -1;
+    }
+    if (f->chunked) {
+      *why = "chunked twice";
       return -1;
     }
     f->chunked = 1;
-  } else if (equals_nocase (s, colon, "extbody-changed")) {
-    a->changed = equals_nocase (val, vn, "yes") ? 1 : equals_nocase (val, vn, "no") ? 0 : -1;
-  } else if (equals_nocase (s, colon, "extbody-references")) {
-    a->references = decimal (val, vn);
-  } else if (equals_nocase (s, colon, "extbody-resolved")) {
-    a->resolved = decimal (val, vn);
   }
   return 0;
 }
 
+/* What a field line of the final answer tells the client besides its
+ * framing. */
+static void
+answer_field (const char *name, size_t nl, const char *val, size_t vn, EbcHttpAnswer *a)
+{
+  if (equals_nocase (name, nl, "extbody-changed"))
+    a->changed = equals_nocase (val, vn, "yes") ? 1 : equals_nocase (val, vn, "no") ? 0 : -1;
+  else if (equals_nocase (name, nl, "extbody-references"))
+    a->references = decimal (val, vn);
+  else if (equals_nocase (name, nl, "extbody-resolved"))
+    a->resolved = decimal (val, vn);
+}
+
 /* Field lines from @pos to the empty line, within @limit: *@pos goes past
- * the empty line. */
+ * the empty line. With @f, the framing fields are read into it (and with
+ * @a the answer's own fields into @a); without, the lines are only checked
+ * (an interim answer's, the trailer's). INVALID sets *@why. */
 static EbcHttpState
-fields (const char *buf, size_t len, size_t limit, int at_eof, int final, size_t *pos, Fields *f,
-        EbcHttpAnswer *a)
+fields (const char *buf, size_t len, size_t limit, int at_eof, size_t *pos, Fields *f, EbcHttpAnswer *a,
+        const char **why)
 {
   size_t end, next;
   for (;;) {
     int r = next_line (buf, len < limit ? len : limit, *pos, &end, &next);
-    if (r < 0)
-      return invalid (a, "a NUL or a bare CR in the header");
+    if (r < 0) {
+      *why = "a NUL or a bare CR in the header";
+      return EBC_HTTP_INVALID;
+    }
     if (r == 0) {
-      if (len >= limit)
-        return invalid (a, "a header over 64 KiB");
-      return incomplete (a, at_eof, "the connection closed inside the header");
+      if (len >= limit) {
+        *why = "a header over 64 KiB";
+        return EBC_HTTP_INVALID;
+      }
+      *why = "the connection closed inside the header";
+      return at_eof ? EBC_HTTP_INVALID : EBC_HTTP_INCOMPLETE;
     }
     if (end == *pos) {
       *pos = next;
       return EBC_HTTP_COMPLETE;
     }
-    if (field_line (buf + *pos, end - *pos, final, f, a) < 0)
+    const char *s = buf + *pos;
+    size_t nl, v, ve;
+    if (field_split (s, end - *pos, &nl, &v, &ve, why) < 0)
       return EBC_HTTP_INVALID;
+    if (f && framing_field (s, nl, s + v, ve - v, f, why) < 0)
+      return EBC_HTTP_INVALID;
+    if (a)
+      answer_field (s, nl, s + v, ve - v, a);
     *pos = next;
   }
 }
 
-/* The chunked body from @pos: its decoded length in a->body_len and its
- * end in a->total_len when COMPLETE; with @out, the chunks copied there. */
+/* ---- chunked bodies ---------------------------------------------------------- */
+
+enum { CH_SIZE, CH_DATA, CH_DATA_END, CH_TRAILER, CH_DONE };
+
+/* A chunk-size line [@s, @e): hex digits, optional white space, then
+ * nothing or ';' and extensions. The size, or -1. */
+static long long
+chunk_size (const char *s, const char *e, const char **why)
+{
+  long long size = 0;
+  const char *p = s;
+  for (; p < e && p - s < EBC_HTTP_MAX_HEX_DIGITS + 1; p++) {
+    char c = *p;
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0)
+      break;
+    size = size * 16 + d;
+  }
+  if (p == s || p - s > EBC_HTTP_MAX_HEX_DIGITS) {
+    *why = "a chunk size that is no hex number";
+    return -1;
+  }
+  while (p < e && (*p == ' ' || *p == '\t'))
+    p++;
+  if (p < e && (*p != ';' || !is_text (p, (size_t) (e - p)))) {
+    *why = "garbage after a chunk size";
+    return -1;
+  }
+  return size;
+}
+
+/* One step of the trailer: a field line checked, or its end. */
+static EbcHttpState
+chunks_trailer (EbcHttpChunks *c, const char *in, size_t len, int at_eof, size_t *pos, const char **why)
+{
+  size_t room = EBC_HTTP_MAX_HEADER - c->trailer;
+  size_t limit = len - *pos > room ? *pos + room : len + 1;
+  size_t at = *pos;
+  EbcHttpState s = fields (in, len, limit, at_eof, &at, NULL, NULL, why);
+  /* the lines checked are taken whether or not the empty line came */
+  if (s == EBC_HTTP_INCOMPLETE) {
+    /* only whole lines are taken: find the last one */
+    size_t end, next, p = *pos;
+    while (next_line (in, len, p, &end, &next) == 1 && end != p)
+      p = next;
+    c->trailer += p - *pos;
+    *pos = p;
+    *why = "the connection closed inside the chunked body";
+    return s;
+  }
+  if (s == EBC_HTTP_COMPLETE) {
+    c->trailer += at - *pos;
+    *pos = at;
+    c->state = CH_DONE;
+  }
+  return s;
+}
+
+EbcHttpState
+ebc_http_chunks (EbcHttpChunks *c, const char *in, size_t len, int at_eof, unsigned long long max_body,
+                 size_t *used, size_t *data, size_t *data_len, const char **why)
+{
+  const char *closed = "the connection closed inside the chunked body";
+  size_t pos = 0, end, next;
+  *data = *data_len = 0;
+  *why = NULL;
+  for (;;) {
+    *used = pos;
+    switch (c->state) {
+    case CH_SIZE: {
+      size_t limit = len - pos > EBC_HTTP_MAX_CHUNK_LINE ? pos + EBC_HTTP_MAX_CHUNK_LINE : len;
+      int r = next_line (in, limit, pos, &end, &next);
+      if (r < 0) {
+        *why = "a NUL or a bare CR in a chunk-size line";
+        return EBC_HTTP_INVALID;
+      }
+      if (r == 0) {
+        if (len - pos >= EBC_HTTP_MAX_CHUNK_LINE) {
+          *why = "a chunk-size line over 1 KiB";
+          return EBC_HTTP_INVALID;
+        }
+        *why = closed;
+        return at_eof ? EBC_HTTP_INVALID : EBC_HTTP_INCOMPLETE;
+      }
+      long long size = chunk_size (in + pos, in + end, why);
+      if (size < 0)
+        return EBC_HTTP_INVALID;
+      pos = next;
+      if (size == 0) {
+        c->state = CH_TRAILER;
+        break;
+      }
+      if ((unsigned long long) size > max_body - c->total) {
+        *why = "a chunked body over the limit";
+        return EBC_HTTP_INVALID;
+      }
+      c->left = (unsigned long long) size;
+      c->state = CH_DATA;
+      break;
+    }
+    case CH_DATA: {
+      size_t have = len - pos;
+      if (have == 0) {
+        *why = closed;
+        return at_eof ? EBC_HTTP_INVALID : EBC_HTTP_INCOMPLETE;
+      }
+      size_t n = (unsigned long long) have < c->left ? have : (size_t) c->left;
+      *data = pos;
+      *data_len = n;
+      c->left -= n;
+      c->total += n;
+      if (c->left == 0)
+        c->state = CH_DATA_END;
+      *used = pos + n;
+      return EBC_HTTP_INCOMPLETE;
+    }
+    case CH_DATA_END:
+      /* the chunk's data ends in CR LF (or LF) */
+      if (pos < len && in[pos] == '\n')
+        pos++;
+      else if (pos + 1 < len && in[pos] == '\r' && in[pos + 1] == '\n')
+        pos += 2;
+      else if (pos == len || (pos + 1 == len && in[pos] == '\r')) {
+        *why = closed;
+        return at_eof ? EBC_HTTP_INVALID : EBC_HTTP_INCOMPLETE;
+      } else {
+        *why = "a chunk longer than its size";
+        return EBC_HTTP_INVALID;
+      }
+      c->state = CH_SIZE;
+      break;
+    case CH_TRAILER: {
+      EbcHttpState s = chunks_trailer (c, in, len, at_eof, &pos, why);
+      *used = pos;
+      if (s != EBC_HTTP_COMPLETE)
+        return s;
+      break;
+    }
+    default:
+      *used = pos;
+      return EBC_HTTP_COMPLETE;
+    }
+  }
+}
+
+/* The chunked body of an answer from @pos: its decoded length in
+ * a->body_len and its end in a->total_len when COMPLETE; with @out, the
+ * chunks copied there. */
 static EbcHttpState
 chunks (const char *buf, size_t len, size_t pos, int at_eof, size_t max_body, EbcHttpAnswer *a,
         char *out)
 {
-  size_t decoded = 0, end, next;
-  const char *closed = "the connection closed inside the chunked body";
+  EbcHttpChunks c = { 0 };
+  size_t decoded = 0;
   for (;;) {
-    size_t limit = len - pos > EBC_HTTP_MAX_CHUNK_LINE ? pos + EBC_HTTP_MAX_CHUNK_LINE : len;
-    int r = next_line (buf, limit, pos, &end, &next);
-    if (r < 0)
-      return invalid (a, "a NUL or a bare CR in a chunk-size line");
-    if (r == 0) {
-      if (limit < len || len - pos >= EBC_HTTP_MAX_CHUNK_LINE)
-        return invalid (a, "a chunk-size line over 1 KiB");
-      return incomplete (a, at_eof, closed);
+    size_t used, data, data_len;
+    const char *why;
+    EbcHttpState s = ebc_http_chunks (&c, buf + pos, len - pos, at_eof, max_body, &used, &data, &data_len, &why);
+    if (data_len && out)
+      memmove (out + decoded, buf + pos + data, data_len);
+    decoded += data_len;
+    pos += used;
+    if (s == EBC_HTTP_INVALID) {
+      /* the answer's words for its own limit */
+      return invalid (a, strcmp (why, "a chunked body over the limit") == 0
+                           ? "a chunked body over the answer's limit" : why);
     }
-    size_t size = 0, i = pos;
-    for (; i < end && i - pos < EBC_HTTP_MAX_HEX_DIGITS + 1; i++) {
-      char c = buf[i];
-      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-      if (d < 0)
-        break;
-      size = size * 16 + (size_t) d;
+    if (s == EBC_HTTP_COMPLETE) {
+      a->body_len = decoded;
+      a->total_len = pos;
+      return s;
     }
-    if (i == pos || i - pos > EBC_HTTP_MAX_HEX_DIGITS)
-      return invalid (a, "a chunk size that is no hex number");
-    while (i < end && (buf[i] == ' ' || buf[i] == '\t'))
-      i++;
-    if (i < end && (buf[i] != ';' || !is_text (buf + i, end - i)))
-      return invalid (a, "garbage after a chunk size");
-    pos = next;
-    if (size == 0)
-      break;
-    if (size > max_body - decoded)
-      return invalid (a, "a chunked body over the answer's limit");
-    if (size > len - pos)
-      return incomplete (a, at_eof, closed);
-    if (out)
-      memmove (out + decoded, buf + pos, size);
-    decoded += size;
-    pos += size;
-    /* the chunk's data ends in CR LF (or LF) */
-    if (pos < len && buf[pos] == '\n')
-      pos++;
-    else if (pos + 1 < len && buf[pos] == '\r' && buf[pos + 1] == '\n')
-      pos += 2;
-    else if (pos == len || (pos + 1 == len && buf[pos] == '\r'))
-      return incomplete (a, at_eof, closed);
-    else
-      return invalid (a, "a chunk longer than its size");
+    if (data_len == 0)
+      return EBC_HTTP_INCOMPLETE;
   }
-  /* the trailer fields, checked and dropped, bounded as a header is */
-  Fields ignored = { -1, 0 };
-  size_t limit = len - pos > EBC_HTTP_MAX_HEADER ? pos + EBC_HTTP_MAX_HEADER : len + 1;
-  EbcHttpState s = fields (buf, len, limit, at_eof, 0, &pos, &ignored, a);
-  if (s != EBC_HTTP_COMPLETE)
-    return s;
-  a->body_len = decoded;
-  a->total_len = pos;
-  return EBC_HTTP_COMPLETE;
 }
 
 /* The status lines and header fields, interim answers skipped: the final
@@ -313,9 +468,12 @@ head (const char *buf, size_t len, int at_eof, EbcHttpAnswer *a, Fields *f)
       return invalid (a, "too many interim answers");
     pos = next;
     int final = a->status >= 200;
-    EbcHttpState s = fields (buf, len, EBC_HTTP_MAX_HEADER, at_eof, final, &pos, f, a);
-    if (s != EBC_HTTP_COMPLETE)
-      return s;
+    const char *why = NULL;
+    EbcHttpState s = fields (buf, len, EBC_HTTP_MAX_HEADER, at_eof, &pos, final ? f : NULL, final ? a : NULL, &why);
+    if (s == EBC_HTTP_INVALID)
+      return invalid (a, why);
+    if (s == EBC_HTTP_INCOMPLETE)
+      return incomplete (a, at_eof, why);
     if (final) {
       a->header_len = pos;
       return EBC_HTTP_COMPLETE;
@@ -331,7 +489,7 @@ ebc_http_parse (const char *buf, size_t len, int at_eof, size_t max_body, EbcHtt
   a->changed = -1;
   a->references = -1;
   a->resolved = -1;
-  Fields f = { -1, 0 };
+  Fields f = { -1, 0, 0 };
   if (len == 0)
     return incomplete (a, at_eof, "the connection closed without an answer");
   EbcHttpState s = head (buf, len, at_eof, a, &f);
@@ -379,6 +537,207 @@ ebc_http_body (const char *buf, const EbcHttpAnswer *a, char *out)
   EbcHttpAnswer again = *a;
   chunks (buf, a->total_len, a->header_len, 1, a->body_len, &again, out);
   return a->body_len;
+}
+
+/* ---- requests ----------------------------------------------------------------- */
+
+static EbcHttpState
+refuse (EbcHttpRequest *r, int status, const char *why)
+{
+  r->status = status;
+  r->reason = why;
+  return EBC_HTTP_INVALID;
+}
+
+/* "method SP request-target SP HTTP/1.x" (RFC 9112 section 3) into @r: 0,
+ * or -1 with r->status and r->reason. */
+static int
+request_line (const char *buf, size_t pos, size_t end, EbcHttpRequest *r)
+{
+  size_t p = pos;
+  while (p < end && is_tchar ((unsigned char) buf[p]))
+    p++;
+  if (p == pos || p >= end || buf[p] != ' ') {
+    refuse (r, 400, "a malformed request line");
+    return -1;
+  }
+  r->method = pos;
+  r->method_len = p - pos;
+  size_t t = ++p;
+  while (p < end && (unsigned char) buf[p] > 0x20 && buf[p] != 0x7f)
+    p++;
+  if (p == t || p >= end || buf[p] != ' ') {
+    refuse (r, 400, "a malformed request line");
+    return -1;
+  }
+  if (p - t > EBC_HTTP_MAX_TARGET) {
+    refuse (r, 414, "a request target over 8 KiB");
+    return -1;
+  }
+  r->target = t;
+  r->target_len = p - t;
+  const char *v = buf + p + 1;
+  size_t vn = end - p - 1;
+  if (vn != 8 || memcmp (v, "HTTP/", 5) != 0 || v[5] < '0' || v[5] > '9' || v[6] != '.' || v[7] < '0'
+      || v[7] > '9') {
+    refuse (r, 400, "a malformed request line");
+    return -1;
+  }
+  if (v[5] != '1') {
+    refuse (r, 505, "an HTTP version other than 1.x");
+    return -1;
+  }
+  r->minor = v[7] - '0';
+  return 0;
+}
+
+/* Does the list @val[0..@vn) (tokens separated by commas) hold @token? */
+static int
+has_token (const char *val, size_t vn, const char *token)
+{
+  size_t i = 0;
+  while (i < vn) {
+    while (i < vn && (val[i] == ' ' || val[i] == '\t' || val[i] == ','))
+      i++;
+    size_t s = i;
+    while (i < vn && val[i] != ',')
+      i++;
+    size_t e = i;
+    while (e > s && (val[e - 1] == ' ' || val[e - 1] == '\t'))
+      e--;
+    if (e > s && equals_nocase (val + s, e - s, token))
+      return 1;
+  }
+  return 0;
+}
+
+/* What a request's fields say besides the framing. */
+typedef struct {
+  int hosts;
+  int close, keep_alive, expect_other;
+} RequestFields;
+
+static void
+request_field (const char *name, size_t nl, const char *val, size_t vn, EbcHttpRequest *r, RequestFields *rf)
+{
+  if (equals_nocase (name, nl, "host"))
+    rf->hosts++;
+  else if (equals_nocase (name, nl, "connection")) {
+    rf->close |= has_token (val, vn, "close");
+    rf->keep_alive |= has_token (val, vn, "keep-alive");
+  } else if (equals_nocase (name, nl, "expect")) {
+    if (equals_nocase (val, vn, "100-continue"))
+      r->expect_continue = 1;
+    else
+      rf->expect_other = 1;
+  }
+}
+
+/* The field lines of a request from @pos: 0 with *@pos past the empty line,
+ * 1 when more bytes are needed, -1 with r->status. */
+static int
+request_fields (const char *buf, size_t len, size_t *pos, Fields *f, RequestFields *rf, EbcHttpRequest *r)
+{
+  size_t end, next;
+  for (;;) {
+    int k = next_line (buf, len < EBC_HTTP_MAX_HEADER ? len : EBC_HTTP_MAX_HEADER, *pos, &end, &next);
+    if (k < 0) {
+      refuse (r, 400, "a NUL or a bare CR in the header");
+      return -1;
+    }
+    if (k == 0) {
+      if (len >= EBC_HTTP_MAX_HEADER) {
+        refuse (r, 431, "a header over 64 KiB");
+        return -1;
+      }
+      return 1;
+    }
+    if (end == *pos) {
+      *pos = next;
+      return 0;
+    }
+    const char *s = buf + *pos, *why = NULL;
+    size_t nl, v, ve;
+    if (field_split (s, end - *pos, &nl, &v, &ve, &why) < 0 || framing_field (s, nl, s + v, ve - v, f, &why) < 0) {
+      refuse (r, f->coding ? 501 : 400, why);
+      return -1;
+    }
+    request_field (s, nl, s + v, ve - v, r, rf);
+    *pos = next;
+  }
+}
+
+EbcHttpState
+ebc_http_parse_request (const char *buf, size_t len, EbcHttpRequest *r)
+{
+  memset (r, 0, sizeof *r);
+  size_t pos = 0, end, next;
+  int line;
+  for (int empty = 0;; empty++) {
+    line = next_line (buf, len < EBC_HTTP_MAX_HEADER ? len : EBC_HTTP_MAX_HEADER, pos, &end, &next);
+    if (line <= 0 || end != pos)
+      break;
+    if (empty == EBC_HTTP_MAX_EMPTY_LINES)
+      return refuse (r, 400, "empty lines instead of a request");
+    pos = next;
+  }
+  /* garbage is told at its first bytes: a request line begins with a method */
+  for (size_t i = pos; i < len && i < pos + 16 && buf[i] != ' '; i++)
+    if (!is_tchar ((unsigned char) buf[i]) && buf[i] != '\r' && buf[i] != '\n')
+      return refuse (r, 400, "no request line");
+  if (line < 0)
+    return refuse (r, 400, "a NUL or a bare CR in the request line");
+  if (line == 0)
+    return len >= EBC_HTTP_MAX_HEADER ? refuse (r, 431, "a request line over 64 KiB") : EBC_HTTP_INCOMPLETE;
+  if (request_line (buf, pos, end, r) < 0)
+    return EBC_HTTP_INVALID;
+  pos = next;
+  Fields f = { -1, 0, 0 };
+  RequestFields rf = { 0 };
+  int k = request_fields (buf, len, &pos, &f, &rf, r);
+  if (k < 0)
+    return EBC_HTTP_INVALID;
+  if (k > 0)
+    return EBC_HTTP_INCOMPLETE;
+  if (f.chunked && f.length >= 0)
+    return refuse (r, 400, "both Content-Length and chunked");
+  if (f.chunked && r->minor == 0)
+    return refuse (r, 400, "Transfer-Encoding in an HTTP/1.0 request");
+  if (rf.hosts > 1 || (rf.hosts == 0 && r->minor >= 1))
+    return refuse (r, 400, rf.hosts ? "two Host fields" : "an HTTP/1.1 request without Host");
+  if (rf.expect_other)
+    return refuse (r, 417, "an expectation other than 100-continue");
+  r->head_len = pos;
+  r->frame = f.chunked ? EBC_HTTP_FRAME_CHUNKED : f.length >= 0 ? EBC_HTTP_FRAME_LENGTH : EBC_HTTP_FRAME_EOF;
+  r->length = f.length >= 0 ? (unsigned long long) f.length : 0;
+  r->close = rf.close || (r->minor == 0 && !rf.keep_alive);
+  return EBC_HTTP_COMPLETE;
+}
+
+const char *
+ebc_http_field (const char *buf, size_t head_len, const char *name, size_t *value_len)
+{
+  size_t pos = 0, end, next, nn = strlen (name);
+  int seen_line = 0;   /* the request line: what follows are fields */
+  *value_len = 0;
+  while (next_line (buf, head_len, pos, &end, &next) == 1) {
+    const char *s = buf + pos, *why;
+    size_t nl, v, ve;
+    if (end == pos && seen_line)
+      return NULL;
+    if (end != pos && seen_line && field_split (s, end - pos, &nl, &v, &ve, &why) == 0 && nl == nn) {
+      size_t i = 0;
+      while (i < nl && lower (s[i]) == lower (name[i]))
+        i++;
+      if (i == nl) {
+        *value_len = ve - v;
+        return s + v;
+      }
+    }
+    seen_line |= end != pos;
+    pos = next;
+  }
+  return NULL;
 }
 
 int

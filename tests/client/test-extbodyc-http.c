@@ -3,7 +3,10 @@
  * case by case: each framing, what is forgiven (LF alone, interim answers,
  * chunk extensions and trailers) and what is refused (a bare CR, a folded
  * field, two lengths, a length and chunks, another transfer coding, bytes
- * past the framing, the limits), and the INCOMPLETE/INVALID line at EOF. */
+ * past the framing, the limits), and the INCOMPLETE/INVALID line at EOF;
+ * and the daemon's side of the same rules (issue 39): a request's head, its
+ * refusals and their statuses, the same field lines refused by both ends,
+ * and the chunk decoder fed in two pieces cut anywhere. */
 #include <glib.h>
 #include <string.h>
 
@@ -137,6 +140,159 @@ test_head (void)
   g_assert_cmpint (a.references, ==, -1);
 }
 
+/* ---- requests: the daemon's side of the same rules ------------------------ */
+
+static EbcHttpState
+parse_req (const char *text, EbcHttpRequest *r)
+{
+  return ebc_http_parse_request (text, strlen (text), r);
+}
+
+static void
+assert_refused (const char *text, int status, const char *reason)
+{
+  EbcHttpRequest r;
+  g_test_message ("%s", text);
+  g_assert_cmpint (parse_req (text, &r), ==, EBC_HTTP_INVALID);
+  g_assert_cmpint (r.status, ==, status);
+  g_assert_nonnull (strstr (r.reason, reason));
+}
+
+static void
+test_request (void)
+{
+  const char *t = "\r\nPOST /rewrite?stored HTTP/1.1\r\nHost: localhost\r\ncontent-length: 5\r\n"
+                  "Extbody-Queue-Id:  Q1 \r\nConnection: keep-alive, Close\r\nExpect: 100-Continue\r\n\r\nhello";
+  EbcHttpRequest r;
+  g_assert_cmpint (parse_req (t, &r), ==, EBC_HTTP_COMPLETE);
+  g_assert_cmpmem (t + r.method, r.method_len, "POST", 4);
+  g_assert_cmpmem (t + r.target, r.target_len, "/rewrite?stored", 15);
+  g_assert_cmpint (r.minor, ==, 1);
+  g_assert_cmpint (r.frame, ==, EBC_HTTP_FRAME_LENGTH);
+  g_assert_cmpuint (r.length, ==, 5);
+  g_assert_true (r.close);
+  g_assert_true (r.expect_continue);
+  g_assert_cmpstr (t + r.head_len, ==, "hello");
+  gsize n = 0;
+  const char *q = ebc_http_field (t, r.head_len, "extbody-queue-id", &n);
+  g_assert_cmpmem (q, n, "Q1", 2);
+  g_assert_null (ebc_http_field (t, r.head_len, "Extbody-Queue", &n));
+  /* every cut of the head waits for more */
+  for (gsize cut = 0; cut < r.head_len; cut++) {
+    g_autofree char *p = g_strndup (t, cut);
+    g_assert_cmpint (parse_req (p, &r), ==, EBC_HTTP_INCOMPLETE);
+  }
+  /* chunked, no body, HTTP/1.0 closes unless kept alive, LF alone */
+  g_assert_cmpint (parse_req ("POST / HTTP/1.1\nHost: x\nTransfer-Encoding: chunked\n\n", &r), ==, EBC_HTTP_COMPLETE);
+  g_assert_cmpint (r.frame, ==, EBC_HTTP_FRAME_CHUNKED);
+  g_assert_false (r.close);
+  g_assert_cmpint (parse_req ("GET /metrics HTTP/1.0\r\n\r\n", &r), ==, EBC_HTTP_COMPLETE);
+  g_assert_cmpint (r.frame, ==, EBC_HTTP_FRAME_EOF);
+  g_assert_true (r.close);
+  g_assert_cmpint (parse_req ("GET /metrics HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", &r), ==, EBC_HTTP_COMPLETE);
+  g_assert_false (r.close);
+  /* the framing RFC 9112 section 6.3 calls ambiguous, and the rest refused */
+  assert_refused ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nTransfer-Encoding: chunked\r\n\r\n", 400, "both");
+  assert_refused ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 10\r\n\r\n", 400, "both");
+  assert_refused ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", 400, "Content-Length");
+  assert_refused ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 5\r\n\r\n", 400, "Content-Length");
+  assert_refused ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0x5\r\n\r\n", 400, "Content-Length");
+  assert_refused ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1234567890123456789\r\n\r\n", 400, "Content-Length");
+  assert_refused ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "transfer coding");
+  assert_refused ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+                  400, "chunked twice");
+  assert_refused ("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400, "HTTP/1.0");
+  assert_refused ("POST / HTTP/1.1\r\n\r\n", 400, "without Host");
+  assert_refused ("POST / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n", 400, "two Host");
+  assert_refused ("POST / HTTP/1.1\r\nHost: x\r\nX : y\r\n\r\n", 400, "no field");
+  assert_refused ("POST / HTTP/1.1\r\nHost: x\r\nX: y\r\n z\r\n\r\n", 400, "folded");
+  assert_refused ("POST / HTTP/1.1\r\nHost: x\rX: y\r\n\r\n", 400, "bare CR");
+  assert_refused ("POST / HTTP/1.1\r\nHost: x\r\nX: a\001b\r\n\r\n", 400, "control character");
+  assert_refused ("POST / HTTP/2.0\r\n\r\n", 505, "version");
+  assert_refused ("POST  / HTTP/1.1\r\n\r\n", 400, "request line");
+  assert_refused ("POST / HTTP/1.1 \r\n\r\n", 400, "request line");
+  assert_refused ("POST / HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\n\r\n", 417, "expectation");
+  assert_refused ("\r\n\r\n\r\n\r\n\r\nPOST / HTTP/1.1\r\n", 400, "empty lines");
+  assert_refused ("\x16\x03\x01", 400, "no request line");
+  g_autofree char *pad = g_strnfill (EBC_HTTP_MAX_TARGET + 1, 'a');
+  g_autofree char *long_target = g_strconcat ("GET /", pad, " HTTP/1.1\r\n", NULL);
+  assert_refused (long_target, 414, "target");
+  g_autofree char *pad2 = g_strnfill (EBC_HTTP_MAX_HEADER, 'a');
+  g_autofree char *huge = g_strconcat ("POST / HTTP/1.1\r\nHost: x\r\nX: ", pad2, NULL);
+  assert_refused (huge, 431, "64 KiB");
+}
+
+/* The same field lines are refused by both ends, or by neither: one set of
+ * rules (the framing fields included). */
+static void
+test_same_rules (void)
+{
+  const char *fields[] = {
+    "Content-Length: 5\r\n", "Content-Length: 5\r\nContent-Length: 5\r\n", "Content-Length: 5\r\nContent-Length: 4\r\n",
+    "Content-Length: +5\r\n", "Content-Length: 5, 5\r\n", "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n",
+    "Transfer-Encoding: gzip\r\n", "Transfer-Encoding: CHUNKED\r\n", "X: a\r\n b\r\n", "X : a\r\n", "X: a\rb\r\n",
+    "X:\r\n", "X:a\r\n", "\"X\": a\r\n", "X\001: a\r\n", "X: \xff\r\n",
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (fields); i++) {
+    g_autofree char *answer = g_strconcat ("HTTP/1.1 200 OK\r\n", fields[i], "\r\n", NULL);
+    g_autofree char *request = g_strconcat ("POST / HTTP/1.1\r\nHost: x\r\n", fields[i], "\r\n", NULL);
+    EbcHttpAnswer a;
+    EbcHttpRequest r;
+    EbcHttpState sa = ebc_http_parse (answer, strlen (answer), 0, MAX_BODY, &a);
+    EbcHttpState sr = parse_req (request, &r);
+    g_test_message ("%s: answer %d, request %d", fields[i], sa, sr);
+    g_assert_cmpint (sa == EBC_HTTP_INVALID, ==, sr == EBC_HTTP_INVALID);
+  }
+}
+
+/* The chunk decoder as the daemon runs it, the bytes given in two pieces
+ * cut anywhere, the rest of a line not yet ended given again: the same data
+ * and the same end as in one piece. */
+static void
+test_chunks_split (void)
+{
+  const char *body = "5;a=b\r\nhello\r\n1\r\n \r\nA \r\n0123456789\r\n0\r\nX-Trailer: 1\r\n\r\nNEXT";
+  gsize len = strlen (body);
+  for (gsize cut = 0; cut <= len; cut++) {
+    EbcHttpChunks c = { 0 };
+    GString *data = g_string_new (NULL);
+    GString *in = g_string_new_len (body, (gssize) cut);
+    gboolean fed = FALSE;
+    EbcHttpState s;
+    for (;;) {
+      gsize used, at, dl;
+      const char *why;
+      s = ebc_http_chunks (&c, in->str, in->len, fed, 1000, &used, &at, &dl, &why);
+      g_string_append_len (data, in->str + at, (gssize) dl);
+      g_string_erase (in, 0, (gssize) used);
+      if (s != EBC_HTTP_INCOMPLETE)
+        break;
+      if (dl == 0) {
+        g_assert_false (fed);
+        g_string_append_len (in, body + cut, (gssize) (len - cut));
+        fed = TRUE;
+      }
+    }
+    g_assert_cmpint (s, ==, EBC_HTTP_COMPLETE);
+    if (!fed)   /* complete within the first piece: the rest is the next message's */
+      g_string_append_len (in, body + cut, (gssize) (len - cut));
+    g_assert_cmpstr (data->str, ==, "hello 0123456789");
+    g_assert_cmpstr (in->str, ==, "NEXT");
+    g_assert_cmpuint (c.total, ==, 16);
+    g_string_free (data, TRUE);
+    g_string_free (in, TRUE);
+  }
+  /* the limit, and a size line without end */
+  EbcHttpChunks c = { 0 };
+  gsize used, at, dl;
+  const char *why;
+  g_assert_cmpint (ebc_http_chunks (&c, "11\r\n", 4, 0, 16, &used, &at, &dl, &why), ==, EBC_HTTP_INVALID);
+  g_assert_nonnull (strstr (why, "over the limit"));
+  memset (&c, 0, sizeof c);
+  g_autofree char *ext = g_strnfill (EBC_HTTP_MAX_CHUNK_LINE, ';');
+  g_assert_cmpint (ebc_http_chunks (&c, ext, strlen (ext), 0, 16, &used, &at, &dl, &why), ==, EBC_HTTP_INVALID);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -145,5 +301,8 @@ main (int argc, char **argv)
   g_test_add_func ("/extbodyc-http/chunked", test_chunked);
   g_test_add_func ("/extbodyc-http/eof", test_eof);
   g_test_add_func ("/extbodyc-http/head", test_head);
+  g_test_add_func ("/extbodyc-http/request", test_request);
+  g_test_add_func ("/extbodyc-http/same-rules", test_same_rules);
+  g_test_add_func ("/extbodyc-http/chunks-split", test_chunks_split);
   return g_test_run ();
 }
