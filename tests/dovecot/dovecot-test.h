@@ -193,8 +193,10 @@ dt_user_line_mail (const char *user, const char *home, const char *driver)
  * script @before run before it (a user's own from dt_user_line replaces it),
  * Pigeonhole's filter command for global scripts only, its programs in
  * @bin_dir and its sockets in @socket_dir (relative to base_dir), either
- * NULL when not used, and a program's time limit of 130 s as in the
- * shipped configuration (filters/dovecot/90-extbody.conf-2.3 and -2.4). */
+ * NULL when not used, and the time limit of 130 s the shipped configuration
+ * (filters/dovecot/90-extbody.conf-2.3 and -2.4) gives a program or a socket
+ * alike (Pigeonhole's default, 10 s, applies to the socket too: with it, a
+ * machine loaded enough stored a many-sessions message as it came). */
 G_GNUC_UNUSED static char *
 dt_conf_sieve (const char *before, const char *bin_dir, const char *socket_dir)
 {
@@ -206,9 +208,11 @@ dt_conf_sieve (const char *before, const char *bin_dir, const char *socket_dir)
     g_string_append (s, "sieve_plugins {\n  sieve_extprograms = yes\n}\n"
                         "sieve_global_extensions {\n  vnd.dovecot.filter = yes\n}\n");
     if (bin_dir)
-      g_string_append_printf (s, "sieve_filter_bin_dir = %s\nsieve_filter_exec_timeout = 130s\n", bin_dir);
+      g_string_append_printf (s, "sieve_filter_bin_dir = %s\n", bin_dir);
     if (socket_dir)
       g_string_append_printf (s, "sieve_filter_socket_dir = %s\n", socket_dir);
+    if (bin_dir || socket_dir)
+      g_string_append (s, "sieve_filter_exec_timeout = 130s\n");
     return g_string_free (g_steal_pointer (&s), FALSE);
   }
   g_string_append_printf (s, "protocol lmtp {\n  mail_plugins = sieve\n}\n"
@@ -216,9 +220,11 @@ dt_conf_sieve (const char *before, const char *bin_dir, const char *socket_dir)
                              "  sieve_plugins = sieve_extprograms\n  sieve_global_extensions = +vnd.dovecot.filter\n",
                           before);
   if (bin_dir)
-    g_string_append_printf (s, "  sieve_filter_bin_dir = %s\n  sieve_filter_exec_timeout = 130s\n", bin_dir);
+    g_string_append_printf (s, "  sieve_filter_bin_dir = %s\n", bin_dir);
   if (socket_dir)
     g_string_append_printf (s, "  sieve_filter_socket_dir = %s\n", socket_dir);
+  if (bin_dir || socket_dir)
+    g_string_append (s, "  sieve_filter_exec_timeout = 130s\n");
   g_string_append (s, "}\n");
   return g_string_free (g_steal_pointer (&s), FALSE);
 }
