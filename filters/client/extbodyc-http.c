@@ -279,7 +279,10 @@ chunk_size (const char *s, const char *e, const char **why)
             : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
     if (d < 0)
       break;
-    size = size * 16 + d;
+    /* one digit past the limit is read only to be refused below: 15 hex
+     * digits fit in a long long, a 16th could overflow it */
+    if (p - s < EBC_HTTP_MAX_HEX_DIGITS)
+      size = size * 16 + d;
   }
   if (p == s || p - s > EBC_HTTP_MAX_HEX_DIGITS) {
     *why = "a chunk size that is no hex number";
