@@ -26,8 +26,19 @@
  * read and left unused: the daemon's configuration applies.
  *
  * One thread per connection, at most dovecot_max_connections at once: past
- * it a connection waits in the socket's backlog until one ends. A client idle
- * for dovecot_timeout seconds is cut off. The socket is bound at start,
+ * it a connection waits in the socket's backlog until one ends. One user (the
+ * client's credentials, daemon-peer.c) holds at most
+ * dovecot_max_peer_connections of them: past it a new connection of theirs is
+ * answered "-" at once, so that one local user's flood of slow connections
+ * leaves the other deliveries their places (root and the daemon's own user
+ * are not counted). A client idle for dovecot_timeout seconds is cut off, and
+ * so is one that has not sent its header and message within
+ * dovecot_request_timeout of its connection, however steadily it sends; the
+ * answer must be read within as long again. The message is spooled
+ * (daemon-spool.c): in memory up to milter_spill_size, past it in an unlinked
+ * file of its own, mapped for the plan, and so is the answer, sent from its
+ * file: the daemon's memory follows its connections, not their messages'
+ * size. The socket is bound at start,
  * before privileges are dropped; the threads start once the daemon has
  * detached. At the stop the socket goes (Pigeonhole then falls back to
  * sieve_filter_bin_dir, or keeps the message) and the connections in flight
@@ -53,6 +64,9 @@ static int    dc_fd = -1;            /* the listening socket */
 static DaemonSocket dc_unix;          /* its file, removed at the stop */
 static guint  dc_max;                /* dovecot_max_connections at start */
 static guint  dc_timeout;            /* dovecot_timeout at start */
+static guint  dc_request_timeout;    /* dovecot_request_timeout at start */
+static DaemonPeerShare dc_share;     /* dovecot_max_peer_connections */
+static gboolean dc_share_ready;
 static int    dc_wake[2] = { -1, -1 };   /* ends the accept thread's wait */
 static GThread *dc_accept_thread;
 static GMutex dc_lock;               /* guards what follows */
@@ -65,11 +79,14 @@ static gint   dc_cancel;             /* set when the drain is over: fetches stop
 /* One connection, from its accept to its close. */
 typedef struct {
   int         fd;
+  DaemonPeer  peer;
+  DaemonIo    io;
   Gen        *gen;
-  GByteArray *in;         /* the header, then the message */
+  GByteArray *in;         /* the protocol's header (and the message's first bytes) */
   gsize       header;     /* the header's bytes at the start of @in */
+  DaemonSpool msg;        /* the message */
   guint64     n_in;       /* message bytes that came */
-  gsize       n_out;      /* message bytes written */
+  guint64     n_out;      /* message bytes written */
   gboolean    too_large;
   const char *why;        /* why the answer was "-", or NULL */
 } DcConn;
@@ -91,24 +108,27 @@ daemon_dovecot_open (const EbConfig *config, const char *user, GError **error)
   dc_fd = fd;
   dc_max = (guint) eb_config_get_uint64 (config, "dovecot_max_connections");
   dc_timeout = (guint) eb_config_get_uint64 (config, "dovecot_timeout");
+  dc_request_timeout = (guint) eb_config_get_uint64 (config, "dovecot_request_timeout");
+  daemon_peer_share_init (&dc_share, (guint) eb_config_get_uint64 (config, "dovecot_max_peer_connections"));
+  dc_share_ready = TRUE;
   return TRUE;
 }
 
 /* ---- one connection ----------------------------------------------------------- */
 
 static gboolean
-dc_write_all (int fd, const char *data, gsize len)
+dc_write_all (DcConn *c, const char *data, gsize len)
 {
-  while (len) {
-    ssize_t n = send (fd, data, len, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return FALSE;
-    data += n;
-    len -= (gsize) n;
-  }
-  return TRUE;
+  DaemonIoEnd end;
+  return daemon_io_write (&c->io, data, len, &end);
+}
+
+/* Why reading stopped short, for the log. */
+static const char *
+dc_cut (DaemonIoEnd end, const char *gone)
+{
+  return end == DAEMON_IO_LATE ? "cut off after dovecot_request_timeout"
+         : end == DAEMON_IO_IDLE ? "cut off after dovecot_timeout" : gone;
 }
 
 /* Reads the header: up to its empty line, checked. FALSE (c->why set) when
@@ -119,12 +139,10 @@ dc_read_header (DcConn *c)
   char buf[4096];
   const char *end = NULL;
   while (!end) {
-    ssize_t n = recv (c->fd, buf, sizeof buf, 0);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      c->why = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? "cut off after dovecot_timeout"
-               : "the client went away before the message";
+    DaemonIoEnd e;
+    gsize n = daemon_io_read (&c->io, buf, sizeof buf, &e);
+    if (n == 0) {
+      c->why = dc_cut (e, "the client went away before the message");
       return FALSE;
     }
     g_byte_array_append (c->in, (const guint8 *) buf, (guint) n);
@@ -154,79 +172,108 @@ dc_read_header (DcConn *c)
   return FALSE;
 }
 
-/* Reads the message to the end of the input, keeping at most
+/* Reads the message to the end of the input into c->msg, keeping at most
  * max_message_size bytes (past it the rest is read and dropped). */
 static gboolean
 dc_read_message (DcConn *c)
 {
-  guint64 max = eb_config_get_uint64 (c->gen->config, "max_message_size");
-  g_byte_array_remove_range (c->in, 0, (guint) c->header);
-  c->n_in = c->in->len;
+  guint64 max = c->gen->max_message_size;
+  daemon_spool_init (&c->msg, c->gen->spill_size);
+  daemon_spool_append (&c->msg, c->in->data + c->header, c->in->len - c->header);
+  g_byte_array_set_size (c->in, 0);
+  c->n_in = c->msg.size;
   char buf[65536];
   for (;;) {
-    c->too_large = c->n_in > max;
-    if (c->too_large && c->in->len)
-      g_byte_array_set_size (c->in, 0);
-    ssize_t n = recv (c->fd, buf, sizeof buf, 0);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n == 0)
+    if (c->n_in > max && !c->too_large) {
+      c->too_large = TRUE;
+      daemon_spool_drop (&c->msg);
+    }
+    DaemonIoEnd e;
+    gsize n = daemon_io_read (&c->io, buf, sizeof buf, &e);
+    if (n == 0 && e == DAEMON_IO_EOF)
       return TRUE;
-    if (n < 0) {
-      c->why = errno == EAGAIN || errno == EWOULDBLOCK ? "cut off after dovecot_timeout" : "the client went away";
+    if (n == 0) {
+      c->why = dc_cut (e, "the client went away");
       return FALSE;
     }
-    c->n_in += (guint64) n;
-    if (!c->too_large && c->n_in <= max)
-      g_byte_array_append (c->in, (const guint8 *) buf, (guint) n);
+    daemon_spool_append (&c->msg, buf, n);
+    c->n_in = c->msg.size;
   }
 }
 
+/* Writes the new message (the memory stream @out's, or the file @fd's)
+ * and "+", within dovecot_request_timeout. */
+static gboolean
+dc_answer (DcConn *c, GOutputStream *out, int fd, guint64 len)
+{
+  daemon_io_deadline (&c->io, dc_request_timeout);
+  DaemonIoEnd e;
+  gboolean ok = fd >= 0 ? daemon_io_write_file (&c->io, fd, len, &e)
+                        : daemon_io_write (&c->io, g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (out)),
+                                           (gsize) len, &e);
+  if (!ok || !daemon_io_write (&c->io, "+\n", 2, &e)) {
+    c->why = e == DAEMON_IO_EOF || e == DAEMON_IO_ERROR ? "the client went away before the answer"
+             : "the answer not read within dovecot_timeout or dovecot_request_timeout";
+    return FALSE;
+  }
+  c->n_out = len;
+  return TRUE;
+}
+
 /* Plans the message as `extbody rewrite --filter` does and writes the
- * result and "+"; FALSE (c->why set) when nothing was written. */
+ * result and "+"; FALSE (c->why set) when nothing was written. The new
+ * message goes to a spool file of its own when the message was spooled, or
+ * when it and what its references bring pass milter_spill_size. */
 static gboolean
 dc_filter (DcConn *c)
 {
-  const EbConfig *config = c->gen->config;
-  EbRewriteFlags flags = EB_REWRITE_FILTER_FIELD;
-  if (eb_config_get_boolean (config, "strip_trace_fields"))
-    flags |= EB_REWRITE_STRIP_TRACE;
-  g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
-  g_autoptr (EbPlan) plan = NULL;
   g_autoptr (GError) error = NULL;
+  gsize len = 0;
+  const char *buf = daemon_spool_bytes (&c->msg, &len, &error);
+  if (!buf) {
+    log_line (LOG_WARNING, "dovecot: %s", error->message);
+    c->why = "the message could not be spooled";
+    return FALSE;
+  }
+  EbRewriteFlags flags = EB_REWRITE_FILTER_FIELD;
+  if (c->gen->strip_trace)
+    flags |= EB_REWRITE_STRIP_TRACE;
   eb_fetch_set_thread_cancel (&dc_cancel);
-  gboolean ok = eb_rewrite ((const char *) c->in->data, c->in->len, config, c->gen->fetcher, flags, out, &plan, &error);
+  g_autoptr (EbPlan) plan = eb_rewrite_plan (buf, len, c->gen->config, c->gen->fetcher, flags);
   eb_fetch_set_thread_cancel (NULL);
-  if (!ok || !g_output_stream_close (out, NULL, &error)) {
+  guint64 grows = 0;
+  for (guint i = 0; i < eb_plan_get_n_refs (plan); i++)
+    grows += eb_plan_get_ref_size (plan, i);
+  int fd = -1;
+  g_autoptr (GOutputStream) out = daemon_spool_output (len + grows, c->gen->spill_size, c->msg.fd >= 0, &fd);
+  gboolean ok = eb_plan_write (plan, out, &error);
+  guint64 n = fd >= 0 ? (guint64) lseek (fd, 0, SEEK_CUR)
+                      : g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (out));
+  if (!ok) {
     log_line (LOG_WARNING, "dovecot: cannot write the message: %s", error ? error->message : "unknown error");
     c->why = "the plan failed";
     return FALSE;
   }
   eb_stats_add_result (daemon_main_stats, plan);
-  eb_stats_add_bytes (daemon_main_stats, c->in->len);
+  eb_stats_add_bytes (daemon_main_stats, len);
   if (eb_plan_get_changed (plan))
     eb_stats_add_changed (daemon_main_stats, 1);
   if (eb_plan_get_n_refs (plan) || eb_plan_get_reason (plan) != EB_REASON_RESOLVED) {
     g_autofree char *mid = eb_plan_get_message_id (plan);
     eb_log_message (NULL, mid, plan);
   }
-  GMemoryOutputStream *mem = G_MEMORY_OUTPUT_STREAM (out);
-  gsize n = g_memory_output_stream_get_data_size (mem);
-  if (!dc_write_all (c->fd, g_memory_output_stream_get_data (mem), n) || !dc_write_all (c->fd, "+\n", 2)) {
-    c->why = "the client went away before the answer";
-    return FALSE;
-  }
-  c->n_out = n;
-  return TRUE;
+  /* the message's own bytes are not needed any more */
+  g_clear_pointer (&plan, eb_plan_free);
+  daemon_spool_drop (&c->msg);
+  return dc_answer (c, out, fd, n);
 }
 
 /* The whole exchange on one connection, and its line in the log. */
 static void
 dc_serve (DcConn *c)
 {
-  struct timeval tv = { .tv_sec = dc_timeout };
-  setsockopt (c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt (c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  daemon_io_init (&c->io, c->fd, dc_timeout);
+  daemon_io_deadline (&c->io, dc_request_timeout);
   gboolean ok = dc_read_header (c);
   /* a message whose header came before the stop is finished, as the
    * milter's; one that begins once stopping is set is not */
@@ -241,16 +288,18 @@ dc_serve (DcConn *c)
   if (ok && c->too_large) {
     c->why = "larger than max_message_size";
     ok = FALSE;
-  } else if (ok && c->in->len == 0) {
+  } else if (ok && c->msg.size == 0) {
     c->why = "empty, not a message";
     ok = FALSE;
   }
   if (ok)
     ok = dc_filter (c);
-  if (!ok)
-    dc_write_all (c->fd, "-\n", 2);   /* to a client gone away: nobody reads it */
+  if (!ok) {
+    daemon_io_deadline (&c->io, dc_request_timeout);
+    dc_write_all (c, "-\n", 2);   /* to a client gone away: nobody reads it */
+  }
   if (ok)
-    log_line (LOG_INFO, "dovecot: filter +, %" G_GUINT64_FORMAT " bytes in, %" G_GSIZE_FORMAT " bytes out",
+    log_line (LOG_INFO, "dovecot: filter +, %" G_GUINT64_FORMAT " bytes in, %" G_GUINT64_FORMAT " bytes out",
               c->n_in, c->n_out);
   else
     log_line (LOG_INFO, "dovecot: filter -, %" G_GUINT64_FORMAT " bytes in: %s; the message stays as it came",
@@ -262,6 +311,7 @@ dc_run (gpointer data)
 {
   DcConn *c = data;
   c->in = g_byte_array_new ();
+  c->msg.fd = -1;
   dc_serve (c);
   g_mutex_lock (&dc_lock);
   dc_open = g_slist_remove (dc_open, GINT_TO_POINTER (c->fd));
@@ -269,8 +319,10 @@ dc_run (gpointer data)
   dc_conns--;
   g_cond_broadcast (&dc_cond);
   g_mutex_unlock (&dc_lock);
+  daemon_peer_share_leave (&dc_share, &c->peer);
   if (c->gen)
     daemon_generation_unref (c->gen);
+  daemon_spool_clear (&c->msg);
   g_byte_array_unref (c->in);
   g_free (c);
   return NULL;
@@ -299,6 +351,16 @@ dc_accept_one (void)
     return TRUE;
   DcConn *c = g_new0 (DcConn, 1);
   c->fd = fd;
+  daemon_peer_of (fd, &c->peer);
+  if (!daemon_peer_share_enter (&dc_share, &c->peer)) {
+    log_line (LOG_WARNING, "dovecot: a connection from %s refused: it holds dovecot_max_peer_connections (%u) already; "
+              "the message stays as it came", c->peer.name, dc_share.limit);
+    daemon_io_write_now (fd, "-\n");
+    shutdown (fd, SHUT_WR);
+    close (fd);
+    g_free (c);
+    return TRUE;
+  }
   g_mutex_lock (&dc_lock);
   dc_conns++;
   dc_open = g_slist_prepend (dc_open, GINT_TO_POINTER (fd));
@@ -310,11 +372,12 @@ dc_accept_one (void)
     return TRUE;
   }
   log_line (LOG_WARNING, "dovecot: cannot start a thread: %s; the message stays as it came", error->message);
-  dc_write_all (fd, "-\n", 2);
+  daemon_io_write_now (fd, "-\n");
   g_mutex_lock (&dc_lock);
   dc_open = g_slist_remove (dc_open, GINT_TO_POINTER (fd));
   dc_conns--;
   g_mutex_unlock (&dc_lock);
+  daemon_peer_share_leave (&dc_share, &c->peer);
   close (fd);
   g_free (c);
   return TRUE;
@@ -392,4 +455,7 @@ daemon_dovecot_stop (void)
       close (dc_wake[i]);
     dc_wake[i] = -1;
   }
+  if (dc_share_ready)
+    daemon_peer_share_clear (&dc_share);
+  dc_share_ready = FALSE;
 }

@@ -17,6 +17,8 @@ daemon_generation_unref (Gen *g)
     return;
   eb_fetcher_free (g->fetcher);
   eb_store_free (g->store);
+  daemon_keys_clients_free (g->externalize_clients);
+  daemon_keys_clients_free (g->metrics_clients);
   eb_config_free (g->config);
   g_free (g);
 }
@@ -74,7 +76,7 @@ daemon_generation_install (Gen *g)
   g_mutex_unlock (&gen_lock);
   daemon_generation_unref (old);
 }
-  const char        *config;   /* -c, or NULL for the default path */
+
 /* Load the configuration as the daemon reads it: the file, every -o, every
  * --allow-network and -p, then the fetch policy built from it (whether
  * fetching is on or not: -n checks what the daemon would use).
@@ -117,8 +119,22 @@ daemon_generation_load (const ConfigArgs *a, int *status, GError **error)
       return NULL;
     }
   }
+  /* the users and groups named, looked up once (the check passed: a failure
+   * here is a name that went away in between) */
+  g_autoptr (DaemonClients) ext = daemon_keys_clients_parse (eb_config_get_string (config, "http_externalize_clients"), error);
+  if (!ext) {
+    g_prefix_error (error, "http_externalize_clients: ");
+    return NULL;
+  }
+  g_autoptr (DaemonClients) met = daemon_keys_clients_parse (eb_config_get_string (config, "http_metrics_clients"), error);
+  if (!met) {
+    g_prefix_error (error, "http_metrics_clients: ");
+    return NULL;
+  }
   Gen *g = g_new0 (Gen, 1);
   g->refs = 1;
+  g->externalize_clients = g_steal_pointer (&ext);
+  g->metrics_clients = g_steal_pointer (&met);
   g->store = g_steal_pointer (&store);
   if (eb_config_get_boolean (config, "fetch"))
     g->fetcher = g_steal_pointer (&fetcher);
@@ -145,17 +161,27 @@ daemon_generation_reload (Life *life, const char *signame)
   if (strcmp (eb_config_get_string (old->config, "milter_socket"), eb_config_get_string (g->config, "milter_socket")) != 0)
     log_line (LOG_WARNING, "%s: milter_socket is now %s: the daemon listens on %s until it is restarted",
               signame, eb_config_get_string (g->config, "milter_socket"), eb_config_get_string (old->config, "milter_socket"));
-  /* the HTTP listener's socket and limits are the daemon's, set at start */
-  if (strcmp (eb_config_get_string (old->config, "http_socket"), eb_config_get_string (g->config, "http_socket")) != 0
-      || eb_config_get_uint64 (old->config, "http_max_connections") != eb_config_get_uint64 (g->config, "http_max_connections")
-      || eb_config_get_uint64 (old->config, "http_timeout") != eb_config_get_uint64 (g->config, "http_timeout"))
-    log_line (LOG_WARNING, "%s: http_socket, http_max_connections and http_timeout stay as they were at start "
-              "until the daemon is restarted", signame);
-  if (strcmp (eb_config_get_string (old->config, "dovecot_filter_socket"), eb_config_get_string (g->config, "dovecot_filter_socket")) != 0
-      || eb_config_get_uint64 (old->config, "dovecot_max_connections") != eb_config_get_uint64 (g->config, "dovecot_max_connections")
-      || eb_config_get_uint64 (old->config, "dovecot_timeout") != eb_config_get_uint64 (g->config, "dovecot_timeout"))
-    log_line (LOG_WARNING, "%s: dovecot_filter_socket, dovecot_max_connections and dovecot_timeout stay as they were "
-              "at start until the daemon is restarted", signame);
+  /* the doors' sockets and limits are the daemon's, set at start (who may
+   * store or read the counters goes with each request's configuration) */
+  static const char *const http_keys[] = { "http_max_connections", "http_timeout", "http_request_timeout",
+                                           "http_max_peer_connections" };
+  static const char *const dc_keys[] = { "dovecot_max_connections", "dovecot_timeout", "dovecot_request_timeout",
+                                         "dovecot_max_peer_connections" };
+  gboolean http_changed = strcmp (eb_config_get_string (old->config, "http_socket"),
+                                  eb_config_get_string (g->config, "http_socket")) != 0;
+  for (guint i = 0; i < G_N_ELEMENTS (http_keys); i++)
+    http_changed |= eb_config_get_uint64 (old->config, http_keys[i]) != eb_config_get_uint64 (g->config, http_keys[i]);
+  if (http_changed)
+    log_line (LOG_WARNING, "%s: http_socket, http_max_connections, http_timeout, http_request_timeout and "
+              "http_max_peer_connections stay as they were at start until the daemon is restarted", signame);
+  gboolean dc_changed = strcmp (eb_config_get_string (old->config, "dovecot_filter_socket"),
+                                eb_config_get_string (g->config, "dovecot_filter_socket")) != 0;
+  for (guint i = 0; i < G_N_ELEMENTS (dc_keys); i++)
+    dc_changed |= eb_config_get_uint64 (old->config, dc_keys[i]) != eb_config_get_uint64 (g->config, dc_keys[i]);
+  if (dc_changed)
+    log_line (LOG_WARNING, "%s: dovecot_filter_socket, dovecot_max_connections, dovecot_timeout, "
+              "dovecot_request_timeout and dovecot_max_peer_connections stay as they were at start until the "
+              "daemon is restarted", signame);
   daemon_generation_install (g);
   log_line (LOG_INFO, "%s: reloaded configuration from %s%s", signame, path,
             g->store ? " (milter_mode = externalize)"

@@ -2,60 +2,123 @@
 /* daemon-http.c - the daemon's HTTP/1.1 listener (http_socket): POST /rewrite, /inspect, /externalize, GET /metrics
  *
  * Exim, Postfix's pipe and scripts reach the warm engine through it (extbodyc)
- * instead of starting a process per message. libmicrohttpd serves each
- * connection on a thread of its own: a request's body is gathered in its
- * context (Req) up to its Content-Length, which max_message_size bounds
- * before a byte of the body is read, then planned on that thread with the
- * configuration generation in force when the request began. The socket is
- * bound here, at start, before privileges are dropped (libmicrohttpd cannot
- * bind a unix socket itself, and is handed the descriptor); the threads start
- * once the daemon has detached. At the stop the listener takes no connection
- * any more and the requests in flight get milter_stop_timeout to finish, as
- * the milter's messages do; a request that begins meanwhile on a connection
- * already open is answered 503.
+ * instead of starting a process per message. Every local user may connect
+ * (client_umask), so every byte a client sends is hostile input, and the door
+ * is the daemon's own: an accept thread, a thread per connection, and the
+ * HTTP/1.1 rules of extbodyc's own answer parser (filters/client/extbodyc-http.c,
+ * compiled in), so that both ends frame a message by the same code and the
+ * door behaves the same whatever the system's libraries. Until 0.2.0 it was
+ * libmicrohttpd's, which left the framing, the time a request may take and
+ * who holds the connections to the library and to its version: Debian 12's
+ * 0.9.75 and Debian 13's 1.0.1 acted on a body whose length was ambiguous
+ * (Content-Length with chunks, two lengths) in different ways, 0.9.75 answered
+ * some refusals twice, neither bounds the time a header may take in all, and
+ * neither knows who a unix socket's client is.
+ *
+ * A request is read thus, on its connection's thread:
+ *
+ *   - its head (ebc_http_parse_request), at most 64 KiB, from its first byte
+ *     within http_request_timeout in all and http_timeout between two reads;
+ *     a head that frames its body ambiguously, or is malformed, is answered
+ *     400 (or 414, 417, 431, 501, 505) and the connection closed: the daemon
+ *     never acts on bytes other than the body the framing gives;
+ *   - its body, within the same http_request_timeout: Content-Length bytes
+ *     (max_message_size bounds the length before a byte of it is read), or
+ *     chunks (ebc_http_chunks, max_message_size bounding what they add up
+ *     to), into a spool (daemon-spool.c): in memory up to
+ *     milter_spill_size, past it in an unlinked file of its own, which the
+ *     plan reads mapped and the answer, spooled the same way, is sent from;
+ *   - its answer, written within http_request_timeout again; then the next
+ *     request on the connection (keep-alive and pipelining: bytes past a
+ *     body are the next request's), unless the request or the answer said
+ *     Connection: close.
+ *
+ * Who may do what (daemon-peer.c): a unix socket's client is its user (the
+ * kernel's credentials, SO_PEERCRED), an inet client its address. One peer
+ * holds at most http_max_peer_connections connections (past it: 503 at once);
+ * root, the daemon's own user and loopback addresses are not counted.
+ * Rewriting and inspecting are open to every client; POST /externalize and
+ * GET /metrics are for root, the daemon's user and the clients
+ * http_externalize_clients and http_metrics_clients name (others: 403).
  *
  * http_max_connections bounds the requests being worked on: from a request's
- * header to the moment its answer is queued. The count drops before the
+ * head to the moment its answer is written out. The count drops before the
  * client can read a byte of the answer, so a client that sends its requests
- * one after the other never meets its own previous connection still counted
- * (libmicrohttpd tells of a closed connection later, from its polling thread).
- * Idle connections are bounded by libmicrohttpd itself, at twice as many.
+ * one after the other never meets its own previous request still counted.
+ * Twice as many connections may be open (idle between requests, or sending
+ * one); past that, a new connection waits in the socket's backlog. The
+ * socket is bound at start, before privileges are dropped; the threads start
+ * once the daemon has detached. At the stop the listener takes no
+ * connection any more and the requests in flight get milter_stop_timeout to
+ * finish, as the milter's messages do; a request that begins meanwhile on a
+ * connection already open is answered 503.
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <microhttpd.h>
+#include <glib-unix.h>
 
 #include <extbody/extbody.h>
 
+#include "extbodyc-http.h"
 #include "daemon.h"
 
 typedef enum { EP_NONE, EP_REWRITE, EP_INSPECT, EP_EXTERNALIZE, EP_METRICS } Endpoint;
 
-/* One request, from its header to its answer (libmicrohttpd's con_cls). */
+/* One connection, from its accept to its close, on a thread of its own. */
 typedef struct {
-  Gen        *gen;        /* the configuration in force when it began */
-  Endpoint    ep;
-  char       *method, *path;   /* for the log */
-  GByteArray *body;       /* NULL: no body is read (answered at once, or GET) */
-  guint64     expected;   /* its Content-Length */
-  guint64     in;         /* body bytes that came */
-  guint       status;     /* 0: not answered yet */
-  gsize       out;        /* response body bytes */
-  gboolean    busy;       /* counted in http_busy: begun, not yet answered */
-} Req;
+  int         fd;
+  DaemonPeer  peer;
+  DaemonIo    io;
+  GByteArray *in;        /* bytes read and not used yet: a head, a body's start, the next request */
+  guint       requests;  /* heads read on it */
+} HttpConn;
 
-static struct MHD_Daemon *http_daemon;
-static int    http_fd = -1;        /* the listening socket until it is handed over or closed */
+/* One request, from its head to its answer. */
+typedef struct {
+  HttpConn      *c;
+  Gen           *gen;        /* the configuration in force when its head came */
+  EbcHttpRequest h;
+  char          *head;       /* its head's bytes (h's offsets are into them) */
+  char          *method, *path, *query;   /* the target split at '?' */
+  Endpoint       ep;
+  DaemonSpool    body;
+  guint          status;     /* 0: not answered */
+  guint64        out;        /* answer body bytes */
+  gboolean       busy;       /* counted in http_busy: begun, not yet answered */
+  gboolean       body_read;  /* its whole body was read (or it has none) */
+  gboolean       close;      /* the connection ends after the answer */
+  const char    *cut;        /* ended unanswered: why */
+} HttpReq;
+
+/* What an answer's body is: bytes in memory (g_malloc'd) or a spool file. */
+typedef struct {
+  char    *mem;
+  guint64  len;
+  int      fd;     /* -1: @mem */
+} HttpBody;
+
+static int    http_fd = -1;        /* the listening socket */
 static DaemonSocket http_unix;     /* a unix socket's file, removed at the stop */
 static guint  http_max;            /* http_max_connections at start */
+static guint  http_idle_s;         /* http_timeout at start */
+static guint  http_request_s;      /* http_request_timeout at start */
 static EbConfig *http_start_config; /* the configuration at start: http_allow_networks */
+static DaemonPeerShare http_share; /* http_max_peer_connections */
+static gboolean http_share_ready;
+static int    http_wake[2] = { -1, -1 };   /* ends the accept thread's wait */
+static GThread *http_accept_thread;
+static GMutex http_lock;           /* guards what follows */
+static GCond  http_cond;
+static guint  http_conns;          /* connections open */
+static GSList *http_open;          /* their descriptors, shut down at the stop */
 static gint   http_busy;           /* requests begun and not answered yet */
-static gint   http_in_flight;      /* requests between their header and their end */
+static gint   http_in_flight;      /* requests between their head and their end */
 static gint   http_stopping;       /* set at the stop: new requests get 503 */
 static gint   http_cancel;         /* set when the drain is over: fetches in flight stop */
 
@@ -137,43 +200,67 @@ daemon_http_open (const EbConfig *config, const char *user, GError **error)
   }
   http_fd = fd;
   http_max = (guint) eb_config_get_uint64 (config, "http_max_connections");
+  http_idle_s = (guint) eb_config_get_uint64 (config, "http_timeout");
+  http_request_s = (guint) eb_config_get_uint64 (config, "http_request_timeout");
+  daemon_peer_share_init (&http_share, (guint) eb_config_get_uint64 (config, "http_max_peer_connections"));
+  http_share_ready = TRUE;
   http_start_config = eb_config_copy (config);
   return TRUE;
 }
 
-/* A TCP client from neither loopback nor http_allow_networks is closed at
- * once, with a line in the log (a unix socket's clients pass). */
-static enum MHD_Result
-http_accept (void *cls, const struct sockaddr *addr, socklen_t addrlen)
+/* A TCP client from neither loopback nor http_allow_networks is refused,
+ * with a line in the log (a unix socket's clients pass). */
+static gboolean
+http_address_allowed (const struct sockaddr_storage *ss, socklen_t len)
 {
-  if (!addr || addrlen < sizeof (sa_family_t) || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
-    return MHD_YES;
-  g_autoptr (GSocketAddress) sa = g_socket_address_new_from_native ((gpointer) addr, addrlen);
+  if (len < sizeof (sa_family_t) || (ss->ss_family != AF_INET && ss->ss_family != AF_INET6))
+    return TRUE;
+  g_autoptr (GSocketAddress) sa = g_socket_address_new_from_native ((gpointer) ss, len);
   GInetAddress *ia = sa && G_IS_INET_SOCKET_ADDRESS (sa) ? g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (sa)) : NULL;
   if ((ia && g_inet_address_get_is_loopback (ia))
-      || eb_config_networks_contain (http_start_config, "http_allow_networks", addr))
-    return MHD_YES;
+      || eb_config_networks_contain (http_start_config, "http_allow_networks", (const struct sockaddr *) ss))
+    return TRUE;
   g_autofree char *who = ia ? g_inet_address_to_string (ia) : g_strdup ("?");
   log_line (LOG_WARNING, "http: a client from %s refused: not loopback, not in http_allow_networks", who);
-  return MHD_NO;
+  return FALSE;
 }
 
 /* ---- answers ----------------------------------------------------------------- */
 
-static void
-req_free (Req *r)
+static const char *
+reason_phrase (guint status)
 {
-  daemon_generation_unref (r->gen);
-  if (r->body)
-    g_byte_array_unref (r->body);
-  g_free (r->method);
-  g_free (r->path);
-  g_free (r);
+  static const struct { guint status; const char *text; } phrases[] = {
+    { 100, "Continue" }, { 200, "OK" }, { 400, "Bad Request" }, { 403, "Forbidden" }, { 404, "Not Found" },
+    { 405, "Method Not Allowed" }, { 408, "Request Timeout" }, { 411, "Length Required" },
+    { 413, "Content Too Large" }, { 414, "URI Too Long" }, { 417, "Expectation Failed" },
+    { 431, "Request Header Fields Too Large" }, { 499, "Client Closed Request" },
+    { 500, "Internal Server Error" }, { 501, "Not Implemented" }, { 503, "Service Unavailable" },
+    { 505, "HTTP Version Not Supported" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (phrases); i++)
+    if (phrases[i].status == status)
+      return phrases[i].text;
+  return "Unknown";
+}
+
+/* The Date field's value (RFC 9110 5.6.7), in English whatever the locale. */
+static char *
+http_date (void)
+{
+  static const char *const days[] = { "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun" };
+  static const char *const months[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                        "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+  g_autoptr (GDateTime) now = g_date_time_new_now_utc ();
+  return g_strdup_printf ("%s, %02d %s %04d %02d:%02d:%02d GMT", days[g_date_time_get_day_of_week (now) - 1],
+                          g_date_time_get_day_of_month (now), months[g_date_time_get_month (now) - 1],
+                          g_date_time_get_year (now), g_date_time_get_hour (now),
+                          g_date_time_get_minute (now), g_date_time_get_second (now));
 }
 
 /* @r is no longer worked on: answered, or ended unanswered. */
 static void
-req_idle (Req *r)
+req_idle (HttpReq *r)
 {
   if (r->busy) {
     r->busy = FALSE;
@@ -181,61 +268,74 @@ req_idle (Req *r)
   }
 }
 
-/* Queue @body (transfer full, g_malloc'd; NULL when @len is 0) with the
- * status @status and the type @type; @close ends the connection after it
- * (an answer given before the body was read). */
-static enum MHD_Result
-reply (struct MHD_Connection *conn, Req *r, guint status, const char *type, char *body, gsize len,
-       gboolean close, const char *const *fields)
+/* Write the answer @status with @body (taken; its type @type) and @fields
+ * (name, value pairs). A HEAD request gets the head alone. FALSE when the
+ * client did not take it all (it is gone, or too slow: the connection ends). */
+static gboolean
+reply (HttpReq *r, guint status, const char *type, HttpBody *body, const char *const *fields)
 {
-  struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback (len, body, g_free);
-  if (!resp) {
-    g_free (body);
-    return MHD_NO;
-  }
-  MHD_add_response_header (resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+  g_autofree char *date = http_date ();
+  GString *h = g_string_new (NULL);
+  g_string_append_printf (h, "HTTP/1.1 %u %s\r\nDate: %s\r\n", status, reason_phrase (status), date);
+  if (r->close)
+    g_string_append (h, "Connection: close\r\n");
+  g_string_append_printf (h, "Content-Type: %s\r\n", type);
   for (guint i = 0; fields && fields[i]; i += 2)
-    MHD_add_response_header (resp, fields[i], fields[i + 1]);
-  if (close)
-    MHD_add_response_header (resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    g_string_append_printf (h, "%s: %s\r\n", fields[i], fields[i + 1]);
+  g_string_append_printf (h, "Content-Length: %" G_GUINT64_FORMAT "\r\n\r\n", body->len);
   r->status = status;
-  r->out = len;
+  r->out = body->len;
   req_idle (r);
-  enum MHD_Result ok = MHD_queue_response (conn, status, resp);
-  MHD_destroy_response (resp);
+  HttpConn *c = r->c;
+  daemon_io_deadline (&c->io, http_request_s);
+  DaemonIoEnd end;
+  gboolean head_only = r->method && strcmp (r->method, "HEAD") == 0;
+  gboolean ok = daemon_io_write (&c->io, h->str, h->len, &end);
+  if (ok && !head_only)
+    ok = body->fd >= 0 ? daemon_io_write_file (&c->io, body->fd, body->len, &end)
+                       : daemon_io_write (&c->io, body->mem, (gsize) body->len, &end);
+  g_string_free (h, TRUE);
+  g_clear_pointer (&body->mem, g_free);
+  if (body->fd >= 0)
+    close (body->fd);
+  body->fd = -1;
+  if (!ok)
+    r->cut = end == DAEMON_IO_EOF || end == DAEMON_IO_ERROR ? "the client went away before its answer"
+             : "its answer not read within http_timeout or http_request_timeout";
   return ok;
 }
 
-/* An error: one line of text. */
-static enum MHD_Result G_GNUC_PRINTF (4, 5)
-reply_error (struct MHD_Connection *conn, Req *r, guint status, const char *format, ...)
+/* An error: one line of text. A request whose body is still to come ends
+ * its connection (the body is not read). */
+static gboolean G_GNUC_PRINTF (3, 4)
+reply_error (HttpReq *r, guint status, const char *format, ...)
 {
   va_list ap;
   va_start (ap, format);
   g_autofree char *line = g_strdup_vprintf (format, ap);
   va_end (ap);
-  char *body = g_strconcat (line, "\n", NULL);
-  /* a body not read yet is not read at all */
-  gboolean close = r->body && r->in < r->expected;
-  const char *allow[] = { MHD_HTTP_HEADER_ALLOW, r->ep == EP_METRICS ? "GET" : "POST", NULL };
-  return reply (conn, r, status, "text/plain", body, strlen (body), close || r->body == NULL,
-                status == MHD_HTTP_METHOD_NOT_ALLOWED ? allow : NULL);
+  char *text = g_strconcat (line, "\n", NULL);
+  HttpBody body = { text, strlen (text), -1 };
+  if (!r->body_read)
+    r->close = TRUE;
+  const char *allow[] = { "Allow", r->ep == EP_METRICS ? "GET, HEAD" : "POST", NULL };
+  return reply (r, status, "text/plain", &body, status == 405 ? allow : NULL);
 }
 
 /* The MTA's id of the message, as extbodyc -q sends it (Extbody-Queue-Id),
  * for the log line; NULL when absent or not 1 to 64 of letters, digits, '.',
  * '_' and '-' (anyone who can connect may send anything). */
-static const char *
-queue_id_of (struct MHD_Connection *conn)
+static char *
+queue_id_of (const HttpReq *r)
 {
-  const char *q = MHD_lookup_connection_value (conn, MHD_HEADER_KIND, "Extbody-Queue-Id");
-  gsize n = q ? strlen (q) : 0;
-  if (n < 1 || n > 64)
+  gsize n = 0;
+  const char *q = ebc_http_field (r->head, r->h.head_len, "Extbody-Queue-Id", &n);
+  if (!q || n < 1 || n > 64)
     return NULL;
   for (gsize i = 0; i < n; i++)
     if (!g_ascii_isalnum (q[i]) && q[i] != '.' && q[i] != '_' && q[i] != '-')
       return NULL;
-  return q;
+  return g_strndup (q, n);
 }
 
 /* While a request's fetches run: the drain's end, or the client gone (its
@@ -256,31 +356,66 @@ progress_cb (gpointer data)
     g_atomic_int_set (&w->cancelled, 1);
 }
 
-/* An argument of the request's query (POST /rewrite?stored), looked for. */
-typedef struct {
-  const char *name;
-  gboolean    found;
-} ArgWanted;
-
-static enum MHD_Result
-find_arg (void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+/* Does the request's query (POST /rewrite?stored) name @name? */
+static gboolean
+has_arg (const HttpReq *r, const char *name)
 {
-  (void) kind;
-  (void) value;
-  ArgWanted *want = cls;
-  if (key && strcmp (key, want->name) == 0) {
-    want->found = TRUE;
-    return MHD_NO;
+  g_auto (GStrv) args = g_strsplit (r->query ? r->query : "", "&", -1);
+  for (guint i = 0; args[i]; i++) {
+    char *eq = strchr (args[i], '=');
+    if (eq)
+      *eq = '\0';
+    if (strcmp (args[i], name) == 0)
+      return TRUE;
   }
-  return MHD_YES;
+  return FALSE;
 }
 
-static gboolean
-has_arg (struct MHD_Connection *conn, const char *name)
+/* The plan's counts, logged and added up as the milter's messages are. */
+static void
+count_plan (HttpReq *r, const EbPlan *plan, gsize len)
 {
-  ArgWanted want = { name, FALSE };
-  MHD_get_connection_values (conn, MHD_GET_ARGUMENT_KIND, find_arg, &want);
-  return want.found;
+  eb_stats_add_result (daemon_main_stats, plan);
+  eb_stats_add_bytes (daemon_main_stats, len);
+  if (eb_plan_get_changed (plan))
+    eb_stats_add_changed (daemon_main_stats, 1);
+  if (eb_plan_get_n_refs (plan) || eb_plan_get_reason (plan) != EB_REASON_RESOLVED) {
+    g_autofree char *mid = eb_plan_get_message_id (plan);
+    g_autofree char *qid = queue_id_of (r);
+    eb_log_message (qid, mid, plan);
+  }
+}
+
+/* The plan of POST /rewrite (and ?stored) or /externalize; NULL when the
+ * client went away while its fetches ran (answered 499, for the log). */
+static EbPlan *
+plan_of (HttpReq *r, const char *buf, gsize len)
+{
+  const EbConfig *config = r->gen->config;
+  if (r->ep == EP_EXTERNALIZE)
+    return eb_externalize_plan (buf, len, config, r->gen->store, EB_EXTERNALIZE_FILTER_FIELD);
+  EbRewriteFlags flags = EB_REWRITE_FILTER_FIELD;
+  if (r->gen->strip_trace)
+    flags |= EB_REWRITE_STRIP_TRACE;
+  if (has_arg (r, "stored"))
+    flags = EB_REWRITE_DROP_CONTENT_LENGTH;
+  /* the drain's end cuts the fetches off, as the milter's at its stop;
+   * so does the client's going away */
+  Waiting w = { r->c->fd, 0 };
+  eb_fetch_set_thread_progress (progress_cb, &w);
+  eb_fetch_set_thread_cancel (&w.cancelled);
+  EbPlan *plan = eb_rewrite_plan (buf, len, config, r->gen->fetcher, flags);
+  eb_fetch_set_thread_cancel (NULL);
+  eb_fetch_set_thread_progress (NULL, NULL);
+  if (g_atomic_int_get (&w.cancelled) && !g_atomic_int_get (&http_cancel)) {
+    /* nobody to answer: logged, not counted as a message */
+    log_line (LOG_INFO, "http: POST %s: the client closed the connection: the fetches were cancelled", r->path);
+    eb_plan_free (plan);
+    r->close = TRUE;
+    reply_error (r, 499, "the client closed the connection");
+    return NULL;
+  }
+  return plan;
 }
 
 /* POST /rewrite and /externalize: the bytes `extbody rewrite --filter` (or
@@ -288,51 +423,42 @@ has_arg (struct MHD_Connection *conn, const char *name)
  * as the milter's messages are. POST /rewrite?stored: the bytes `extbody
  * rewrite --maildir` writes for a stored message instead (mail at rest, as
  * extbody-imap-rewrite sends it): its trace fields kept, no X-Extbody field
- * added, and the Content-Length fields of a changed message removed. */
-static enum MHD_Result
-answer_rewrite (struct MHD_Connection *conn, Req *r)
+ * added, and the Content-Length fields of a changed message removed. The
+ * answer is spooled as the body was: to a file of its own when the message
+ * was, or when it and what its references bring pass milter_spill_size. */
+static gboolean
+answer_rewrite (HttpReq *r, const char *buf, gsize len)
 {
-  const EbConfig *config = r->gen->config;
-  const char *buf = (const char *) r->body->data;
-  gsize len = r->body->len;
-  g_autoptr (GOutputStream) out = g_memory_output_stream_new_resizable ();
-  g_autoptr (EbPlan) plan = NULL;
+  g_autoptr (EbPlan) plan = plan_of (r, buf, len);
+  if (!plan)
+    return FALSE;
+  guint64 grows = 0;
+  for (guint i = 0; i < eb_plan_get_n_refs (plan); i++)
+    grows += eb_plan_get_ref_size (plan, i);
+  int fd = -1;
+  g_autoptr (GOutputStream) out = daemon_spool_output (len + grows, r->gen->spill_size, r->body.fd >= 0, &fd);
   g_autoptr (GError) error = NULL;
-  gboolean ok;
-  if (r->ep == EP_EXTERNALIZE) {
-    plan = eb_externalize_plan (buf, len, config, r->gen->store, EB_EXTERNALIZE_FILTER_FIELD);
-    ok = eb_plan_write (plan, out, &error);
-  } else {
-    EbRewriteFlags flags = EB_REWRITE_FILTER_FIELD;
-    if (eb_config_get_boolean (config, "strip_trace_fields"))
-      flags |= EB_REWRITE_STRIP_TRACE;
-    if (has_arg (conn, "stored"))
-      flags = EB_REWRITE_DROP_CONTENT_LENGTH;
-    /* the drain's end cuts the fetches off, as the milter's at its stop;
-     * so does the client's going away */
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info (conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    Waiting w = { ci ? ci->connect_fd : -1, 0 };
-    eb_fetch_set_thread_progress (progress_cb, &w);
-    eb_fetch_set_thread_cancel (&w.cancelled);
-    ok = eb_rewrite (buf, len, config, r->gen->fetcher, flags, out, &plan, &error);
-    eb_fetch_set_thread_cancel (NULL);
-    eb_fetch_set_thread_progress (NULL, NULL);
-    if (ok && g_atomic_int_get (&w.cancelled) && !g_atomic_int_get (&http_cancel)) {
-      /* nobody to answer: logged, not counted as a message */
-      log_line (LOG_INFO, "http: POST %s: the client closed the connection: the fetches were cancelled", r->path);
-      return reply_error (conn, r, 499, "the client closed the connection");
-    }
+  HttpBody body = { NULL, 0, -1 };
+  gboolean ok = eb_plan_write (plan, out, &error);
+  if (ok && fd >= 0) {
+    /* the stream (unbuffered) closes the descriptor: the answer keeps a copy */
+    body.fd = dup (fd);
+    body.len = (guint64) lseek (fd, 0, SEEK_CUR);
+    ok = body.fd >= 0;
   }
-  if (!ok || !g_output_stream_close (out, NULL, &error))
-    return reply_error (conn, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot write the message: %s", error->message);
-  eb_stats_add_result (daemon_main_stats, plan);
-  eb_stats_add_bytes (daemon_main_stats, len);
-  if (eb_plan_get_changed (plan))
-    eb_stats_add_changed (daemon_main_stats, 1);
-  if (eb_plan_get_n_refs (plan) || eb_plan_get_reason (plan) != EB_REASON_RESOLVED) {
-    g_autofree char *mid = eb_plan_get_message_id (plan);
-    eb_log_message (queue_id_of (conn), mid, plan);
+  if (!g_output_stream_close (out, NULL, ok ? &error : NULL) && ok)
+    ok = FALSE;
+  if (!ok) {
+    if (body.fd >= 0)
+      close (body.fd);
+    return reply_error (r, 500, "cannot write the message: %s", error ? error->message : g_strerror (errno));
   }
+  if (fd < 0) {
+    GMemoryOutputStream *mem = G_MEMORY_OUTPUT_STREAM (out);
+    body.len = g_memory_output_stream_get_data_size (mem);
+    body.mem = g_memory_output_stream_steal_data (mem);
+  }
+  count_plan (r, plan, len);
   g_autofree char *refs = g_strdup_printf ("%u", eb_plan_get_n_refs (plan));
   g_autofree char *resolved = g_strdup_printf ("%u", eb_plan_get_n_resolved (plan));
   const char *fields[] = {
@@ -341,19 +467,15 @@ answer_rewrite (struct MHD_Connection *conn, Req *r)
     "Extbody-Resolved", resolved,
     NULL
   };
-  GMemoryOutputStream *mem = G_MEMORY_OUTPUT_STREAM (out);
-  gsize n = g_memory_output_stream_get_data_size (mem);
-  char *data = g_memory_output_stream_steal_data (mem);
-  return reply (conn, r, MHD_HTTP_OK, "message/rfc822", data, n, FALSE, fields);
+  return reply (r, 200, "message/rfc822", &body, fields);
 }
 
 /* POST /inspect: the lines `extbody inspect --json -` prints for the
  * message (nothing fetched, as inspect without --fetch). */
-static enum MHD_Result
-answer_inspect (struct MHD_Connection *conn, Req *r)
+static gboolean
+answer_inspect (HttpReq *r, const char *buf, gsize len)
 {
-  g_autoptr (EbPlan) plan = eb_rewrite_plan ((const char *) r->body->data, r->body->len, r->gen->config,
-                                             r->gen->fetcher, EB_REWRITE_NO_FETCH);
+  g_autoptr (EbPlan) plan = eb_rewrite_plan (buf, len, r->gen->config, r->gen->fetcher, EB_REWRITE_NO_FETCH);
   GString *s = g_string_new (NULL);
   guint n = eb_plan_get_n_refs (plan);
   for (guint i = 0; i < n; i++) {
@@ -361,20 +483,193 @@ answer_inspect (struct MHD_Connection *conn, Req *r)
     g_string_append (s, line);
     g_string_append_c (s, '\n');
   }
-  gsize len = s->len;
-  return reply (conn, r, MHD_HTTP_OK, "application/json", g_string_free (s, FALSE), len, FALSE, NULL);
+  HttpBody body = { NULL, s->len, -1 };
+  body.mem = g_string_free (s, FALSE);
+  return reply (r, 200, "application/json", &body, NULL);
 }
 
 /* The whole body has come. */
-static enum MHD_Result
-answer_body (struct MHD_Connection *conn, Req *r)
+static gboolean
+answer_body (HttpReq *r)
 {
-  if (r->body->len == 0)
-    return reply_error (conn, r, MHD_HTTP_BAD_REQUEST, "empty body, not a message");
+  if (r->body.size == 0)
+    return reply_error (r, 400, "empty body, not a message");
+  g_autoptr (GError) error = NULL;
+  gsize len = 0;
+  const char *buf = daemon_spool_bytes (&r->body, &len, &error);
+  if (!buf)
+    return reply_error (r, 500, "%s", error->message);
   if (r->ep == EP_INSPECT)
-    return answer_inspect (conn, r);
-  return answer_rewrite (conn, r);
+    return answer_inspect (r, buf, len);
+  return answer_rewrite (r, buf, len);
 }
+
+/* ---- reading a request --------------------------------------------------------- */
+
+/* Could the head end within the bytes from @from on (an empty line)? The
+ * head is parsed again only then, so that a client sending a byte at a time
+ * costs no quadratic time. */
+static gboolean
+head_may_end (const GByteArray *in, gsize from)
+{
+  from = from > 2 ? from - 2 : 0;
+  for (gsize i = from; i + 1 < in->len; i++)
+    if (in->data[i] == '\n' && (in->data[i + 1] == '\n' || (in->data[i + 1] == '\r' && i + 2 < in->len
+                                                             && in->data[i + 2] == '\n')))
+      return TRUE;
+  return FALSE;
+}
+
+/* Read more bytes into c->in, up to @max at once. */
+static gsize
+read_more (HttpConn *c, gsize max, DaemonIoEnd *end)
+{
+  guint old = c->in->len;
+  g_byte_array_set_size (c->in, old + (guint) max);
+  gsize n = daemon_io_read (&c->io, c->in->data + old, max, end);
+  g_byte_array_set_size (c->in, old + (guint) n);
+  return n;
+}
+
+typedef enum { HEAD_COMPLETE, HEAD_INVALID, HEAD_NONE, HEAD_CUT } HeadRead;
+
+/* The next request's head, from the bytes there are and those that come:
+ * COMPLETE or INVALID (@h says what), NONE when the connection ended or
+ * idled out between requests, CUT when it ended inside a head (@why). Its
+ * first byte starts http_request_timeout. */
+static HeadRead
+read_head (HttpConn *c, EbcHttpRequest *h, const char **why)
+{
+  DaemonIoEnd end = DAEMON_IO_OK;
+  daemon_io_deadline (&c->io, 0);
+  if (c->in->len == 0 && read_more (c, 65536, &end) == 0)
+    return HEAD_NONE;
+  daemon_io_deadline (&c->io, http_request_s);
+  gboolean first = TRUE;
+  gsize scanned = 0;
+  for (;;) {
+    if (first || head_may_end (c->in, scanned) || c->in->len >= EBC_HTTP_MAX_HEADER) {
+      EbcHttpState s = ebc_http_parse_request ((const char *) c->in->data, c->in->len, h);
+      if (s == EBC_HTTP_COMPLETE)
+        return HEAD_COMPLETE;
+      if (s == EBC_HTTP_INVALID)
+        return HEAD_INVALID;
+    }
+    first = FALSE;
+    scanned = c->in->len;
+    if (read_more (c, 65536, &end) == 0)
+      break;
+  }
+  *why = end == DAEMON_IO_LATE ? "its head did not come within http_request_timeout"
+         : end == DAEMON_IO_IDLE ? "cut off after http_timeout inside its head"
+         : "ended by the client inside its head";
+  return HEAD_CUT;
+}
+
+/* Why a body stopped coming, for the log. */
+static const char *
+cut_reason (DaemonIoEnd end)
+{
+  switch (end) {
+  case DAEMON_IO_LATE:
+    return "cut off after http_request_timeout";
+  case DAEMON_IO_IDLE:
+    return "cut off after http_timeout";
+  default:
+    return g_atomic_int_get (&http_cancel) ? "cut off at the stop" : "ended by the client";
+  }
+}
+
+/* A Content-Length body: its bytes already read, then the rest, never
+ * past it (what follows is the next request's). */
+static gboolean
+read_length_body (HttpReq *r, DaemonIoEnd *end)
+{
+  HttpConn *c = r->c;
+  guint64 need = r->h.length;
+  gsize have = (gsize) MIN ((guint64) c->in->len, need);
+  daemon_spool_append (&r->body, c->in->data, have);
+  g_byte_array_remove_range (c->in, 0, (guint) have);
+  need -= have;
+  char buf[65536];
+  while (need) {
+    gsize n = daemon_io_read (&c->io, buf, (gsize) MIN ((guint64) sizeof buf, need), end);
+    if (n == 0)
+      return FALSE;
+    daemon_spool_append (&r->body, buf, n);
+    need -= n;
+  }
+  return TRUE;
+}
+
+/* A chunked body, as its chunks come (ebc_http_chunks); its data adds up
+ * to max_message_size at most. FALSE with *@end, or with *@bad (and *@why)
+ * when the chunks are malformed (400) or too many (413). */
+static gboolean
+read_chunked_body (HttpReq *r, guint64 max, DaemonIoEnd *end, guint *bad, const char **why)
+{
+  HttpConn *c = r->c;
+  EbcHttpChunks ch = { 0 };
+  for (;;) {
+    gsize pos = 0;
+    EbcHttpState s = EBC_HTTP_INCOMPLETE;
+    for (;;) {
+      gsize used, data, data_len;
+      s = ebc_http_chunks (&ch, (const char *) c->in->data + pos, c->in->len - pos, FALSE, max, &used, &data,
+                           &data_len, why);
+      if (data_len)
+        daemon_spool_append (&r->body, c->in->data + pos + data, data_len);
+      pos += used;
+      if (s != EBC_HTTP_INCOMPLETE || data_len == 0)
+        break;
+    }
+    g_byte_array_remove_range (c->in, 0, (guint) pos);
+    if (s == EBC_HTTP_COMPLETE)
+      return TRUE;
+    if (s == EBC_HTTP_INVALID) {
+      *bad = strstr (*why, "over the limit") ? 413 : 400;
+      return FALSE;
+    }
+    if (read_more (c, 65536, end) == 0)
+      return FALSE;
+  }
+}
+
+/* Read the request's body into r->body: TRUE when it is whole, else FALSE
+ * once it has been answered (a malformed or too large body) or cut off. */
+static gboolean
+read_body (HttpReq *r)
+{
+  guint64 max = r->gen->max_message_size;
+  daemon_spool_init (&r->body, r->gen->spill_size);
+  if (r->h.expect_continue && r->c->in->len == 0) {
+    DaemonIoEnd end;
+    daemon_io_write (&r->c->io, "HTTP/1.1 100 Continue\r\n\r\n", 25, &end);
+  }
+  DaemonIoEnd end = DAEMON_IO_OK;
+  guint bad = 0;
+  const char *why = NULL;
+  gboolean ok = r->h.frame == EBC_HTTP_FRAME_CHUNKED ? read_chunked_body (r, max, &end, &bad, &why)
+                                                     : read_length_body (r, &end);
+  if (ok) {
+    r->body_read = TRUE;
+    return TRUE;
+  }
+  if (bad == 413)
+    reply_error (r, 413, "message larger than max_message_size (%" G_GUINT64_FORMAT ")", max);
+  else if (bad)
+    reply_error (r, 400, "%s", why);
+  else if (end == DAEMON_IO_LATE || end == DAEMON_IO_IDLE) {
+    r->close = TRUE;
+    reply_error (r, 408, "the body did not come within %s",
+                 end == DAEMON_IO_LATE ? "http_request_timeout" : "http_timeout");
+    r->cut = cut_reason (end);
+  } else
+    r->cut = cut_reason (end);
+  return FALSE;
+}
+
+/* ---- one request ---------------------------------------------------------------- */
 
 /* The endpoint of @path and whether @method goes with it (HEAD with GET). */
 static Endpoint
@@ -395,131 +690,258 @@ endpoint_of (const char *path, const char *method, gboolean *method_ok)
   return EP_NONE;
 }
 
-/* The request's header has come: answer at once what needs no body, else
- * get ready for the body. */
-static enum MHD_Result
-answer_header (struct MHD_Connection *conn, Req *r)
+/* May the client of @r use its endpoint? Storing and the counters are for
+ * root, the daemon's user and the clients the keys name. */
+static gboolean
+allowed (HttpReq *r)
 {
-  if (g_atomic_int_get (&http_stopping))
-    return reply_error (conn, r, MHD_HTTP_SERVICE_UNAVAILABLE, "stopping: try again later");
-  r->busy = TRUE;
-  if ((guint) g_atomic_int_add (&http_busy, 1) + 1 > http_max)
-    return reply_error (conn, r, MHD_HTTP_SERVICE_UNAVAILABLE, "too many connections (http_max_connections = %u)", http_max);
-  gboolean method_ok = FALSE;
-  r->ep = endpoint_of (r->path, r->method, &method_ok);
-  if (r->ep == EP_NONE)
-    return reply_error (conn, r, MHD_HTTP_NOT_FOUND, "no such path: POST /rewrite, /inspect, /externalize or GET /metrics");
-  if (!method_ok)
-    return reply_error (conn, r, MHD_HTTP_METHOD_NOT_ALLOWED, "%s takes %s only", r->path,
-                        r->ep == EP_METRICS ? "GET" : "POST");
-  if (r->ep == EP_METRICS) {
-    char *text = eb_metrics_format_prometheus (daemon_main_stats);
-    return reply (conn, r, MHD_HTTP_OK, "text/plain; version=0.0.4", text, strlen (text), FALSE, NULL);
-  }
-  const char *cl = MHD_lookup_connection_value (conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-  if (!cl)
-    return reply_error (conn, r, MHD_HTTP_LENGTH_REQUIRED, "Content-Length required");
-  guint64 n = 0;
-  if (!g_ascii_string_to_unsigned (cl, 10, 0, G_MAXUINT64, &n, NULL))
-    return reply_error (conn, r, MHD_HTTP_BAD_REQUEST, "Content-Length is not a number");
-  guint64 max = eb_config_get_uint64 (r->gen->config, "max_message_size");
-  if (n > max)
-    return reply_error (conn, r, MHD_HTTP_CONTENT_TOO_LARGE, "message of %" G_GUINT64_FORMAT
-                        " bytes is larger than max_message_size (%" G_GUINT64_FORMAT ")", n, max);
-  if (r->ep == EP_EXTERNALIZE && !r->gen->store)
-    return reply_error (conn, r, MHD_HTTP_SERVICE_UNAVAILABLE, "no externalize_store configured");
-  /* grown as the body comes, never past its Content-Length: a client that
-   * announces much and sends little holds no more than it sent */
-  r->expected = n;
-  r->body = g_byte_array_sized_new ((guint) MIN (n, 64 * 1024));
-  return MHD_YES;
+  const DaemonClients *who = r->ep == EP_EXTERNALIZE ? r->gen->externalize_clients
+                             : r->ep == EP_METRICS ? r->gen->metrics_clients : NULL;
+  if (r->ep != EP_EXTERNALIZE && r->ep != EP_METRICS)
+    return TRUE;
+  if (daemon_peer_is (&r->c->peer, who))
+    return TRUE;
+  const char *key = r->ep == EP_EXTERNALIZE ? "http_externalize_clients" : "http_metrics_clients";
+  log_line (LOG_WARNING, "http: %s %s refused to %s: not root, not the daemon's user, not in %s", r->method,
+            r->path, r->c->peer.name, key);
+  reply_error (r, 403, "%s %s is for the clients %s names", r->method, r->path, key);
+  return FALSE;
 }
 
-/* A connection's context (libmicrohttpd's socket_context): whether a request
- * began on it. libmicrohttpd reads what a client sent up to the end of its
- * input before it parses a byte of it: a client that sends a header and part
- * of a body and closes at once never becomes a request (no Req, nothing
- * logged by http_completed), so the connection's end says so. */
+/* The request's head has come: what needs no body is answered at once,
+ * else its body is read and the message planned. */
 static void
-http_connection (void *cls, struct MHD_Connection *conn, void **socket_context,
-                 enum MHD_ConnectionNotificationCode toe)
+answer (HttpReq *r)
 {
-  (void) cls;
-  (void) conn;
-  if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-    *socket_context = g_new0 (gboolean, 1);
+  r->body_read = r->h.frame == EBC_HTTP_FRAME_EOF || (r->h.frame == EBC_HTTP_FRAME_LENGTH && r->h.length == 0);
+  if (g_atomic_int_get (&http_stopping)) {
+    reply_error (r, 503, "stopping: try again later");
     return;
   }
-  gboolean *requested = *socket_context;
-  if (requested && !*requested)
-    log_line (LOG_INFO, "http: connection ended by the client before a request was read");
-  g_free (requested);
-  *socket_context = NULL;
+  r->busy = TRUE;
+  if ((guint) g_atomic_int_add (&http_busy, 1) + 1 > http_max) {
+    reply_error (r, 503, "too many connections (http_max_connections = %u)", http_max);
+    return;
+  }
+  gboolean method_ok = FALSE;
+  r->ep = endpoint_of (r->path, r->method, &method_ok);
+  if (r->ep == EP_NONE) {
+    reply_error (r, 404, "no such path: POST /rewrite, /inspect, /externalize or GET /metrics");
+    return;
+  }
+  if (!method_ok) {
+    reply_error (r, 405, "%s takes %s only", r->path, r->ep == EP_METRICS ? "GET" : "POST");
+    return;
+  }
+  if (!allowed (r))
+    return;
+  if (r->ep == EP_METRICS) {
+    char *text = eb_metrics_format_prometheus (daemon_main_stats);
+    HttpBody body = { text, strlen (text), -1 };
+    reply (r, 200, "text/plain; version=0.0.4", &body, NULL);
+    return;
+  }
+  guint64 max = r->gen->max_message_size;
+  if (r->h.frame == EBC_HTTP_FRAME_EOF)
+    reply_error (r, 411, "Content-Length required");
+  else if (r->h.frame == EBC_HTTP_FRAME_LENGTH && r->h.length > max)
+    reply_error (r, 413, "message of %llu bytes is larger than max_message_size (%" G_GUINT64_FORMAT ")",
+                 r->h.length, max);
+  else if (r->ep == EP_EXTERNALIZE && !r->gen->store)
+    reply_error (r, 503, "no externalize_store configured");
+  else if (read_body (r))
+    answer_body (r);
 }
 
-static enum MHD_Result
-http_answer (void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-             const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+/* The target split into its path and query; an absolute-form target
+ * (http://host/path) names its path. */
+static void
+split_target (HttpReq *r, const char *buf)
 {
-  Req *r = *con_cls;
-  if (!r) {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info (conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    if (ci && ci->socket_context)
-      *(gboolean *) ci->socket_context = TRUE;
-    r = g_new0 (Req, 1);
-    r->gen = daemon_generation_get ();
-    r->method = g_strdup (method);
-    r->path = g_strdup (url);
-    *con_cls = r;
-    g_atomic_int_inc (&http_in_flight);
-    return answer_header (conn, r);
+  g_autofree char *target = g_strndup (buf + r->h.target, r->h.target_len);
+  char *path = target;
+  if (g_ascii_strncasecmp (path, "http://", 7) == 0 || g_ascii_strncasecmp (path, "https://", 8) == 0) {
+    char *slash = strchr (strstr (path, "//") + 2, '/');
+    path = slash ? slash : (char *) "/";
   }
-  if (*upload_data_size) {
-    gsize n = *upload_data_size;
-    r->in += n;
-    /* libmicrohttpd holds the body to its Content-Length, which
-     * max_message_size bounded */
-    if (!r->status && r->body && r->body->len + n <= r->expected)
-      g_byte_array_append (r->body, (const guint8 *) upload_data, (guint) n);
-    *upload_data_size = 0;
-    return MHD_YES;
-  }
-  if (r->status || !r->body)
-    return MHD_YES;
-  return answer_body (conn, r);
+  char *q = strchr (path, '?');
+  r->query = q ? g_strdup (q + 1) : NULL;
+  r->path = q ? g_strndup (path, (gsize) (q - path)) : g_strdup (path);
 }
 
 /* The request has ended, answered or cut off: one line in the log. */
 static void
-http_completed (void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+log_request (const HttpReq *r)
 {
-  Req *r = *con_cls;
-  if (!r)
-    return;
-  *con_cls = NULL;
   g_autofree char *path = g_strescape (r->path, NULL);
   if (strlen (path) > 200)
     path[200] = '\0';
-  if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
-    log_line (LOG_INFO, "http: %s %s %u, %" G_GUINT64_FORMAT " bytes in, %" G_GSIZE_FORMAT " bytes out",
-              r->method, path, r->status, r->in, r->out);
+  g_autofree char *method = g_strescape (r->method, NULL);
+  if (r->status && !r->cut)
+    log_line (LOG_INFO, "http: %s %s %u, %" G_GUINT64_FORMAT " bytes in, %" G_GUINT64_FORMAT " bytes out",
+              method, path, r->status, r->body.size, r->out);
   else
-    log_line (LOG_INFO, "http: %s %s %s, %" G_GUINT64_FORMAT " bytes in", r->method, path,
-              toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? "cut off after http_timeout"
-              : toe == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN ? "cut off at the stop"
-              : "ended by the client", r->in);
-  req_idle (r);
-  req_free (r);
-  g_atomic_int_add (&http_in_flight, -1);
+    log_line (LOG_INFO, "http: %s %s %s, %" G_GUINT64_FORMAT " bytes in%s%s", method, path,
+              r->cut ? r->cut : "ended", r->body.size, r->status ? ", answered " : "",
+              r->status ? reason_phrase (r->status) : "");
 }
 
+/* A head refused: its status and reason, and the connection closed. */
 static void
-http_mhd_log (void *cls, const char *format, va_list ap)
+refuse_head (HttpConn *c, const EbcHttpRequest *h)
 {
-  g_autofree char *line = g_strdup_vprintf (format, ap);
-  g_strchomp (line);
-  /* mostly about one connection (a client gone away): not a warning */
-  log_line (LOG_INFO, "http: %s", line);
+  HttpReq r = { .c = c, .close = TRUE, .body_read = TRUE };
+  log_line (LOG_INFO, "http: a request from %s refused (%d): %s", c->peer.name, h->status, h->reason);
+  reply_error (&r, (guint) h->status, "%s", h->reason);
+}
+
+/* Serve one request on @c: FALSE when the connection is to end. */
+static gboolean
+serve_one (HttpConn *c)
+{
+  EbcHttpRequest h;
+  const char *why = NULL;
+  HeadRead hr = read_head (c, &h, &why);
+  if (hr == HEAD_NONE)
+    return FALSE;
+  if (hr == HEAD_CUT) {
+    log_line (LOG_INFO, "http: a connection from %s ended: %s (%u bytes)", c->peer.name, why, c->in->len);
+    if (strstr (why, "http_request_timeout")) {
+      HttpReq r = { .c = c, .close = TRUE, .body_read = TRUE };
+      reply_error (&r, 408, "the request's head did not come within http_request_timeout");
+    }
+    return FALSE;
+  }
+  if (hr == HEAD_INVALID) {
+    refuse_head (c, &h);
+    return FALSE;
+  }
+  c->requests++;
+  HttpReq *r = g_new0 (HttpReq, 1);
+  r->c = c;
+  r->h = h;
+  r->gen = daemon_generation_get ();
+  r->head = g_strndup ((const char *) c->in->data, h.head_len);
+  g_byte_array_remove_range (c->in, 0, (guint) h.head_len);
+  r->method = g_strndup (r->head + h.method, h.method_len);
+  split_target (r, r->head);
+  r->close = h.close;
+  r->body.fd = -1;
+  g_atomic_int_inc (&http_in_flight);
+  answer (r);
+  log_request (r);
+  gboolean keep = !r->close && !r->cut && r->status;
+  req_idle (r);
+  daemon_spool_clear (&r->body);
+  daemon_generation_unref (r->gen);
+  g_free (r->head);
+  g_free (r->method);
+  g_free (r->path);
+  g_free (r->query);
+  g_free (r);
+  g_atomic_int_add (&http_in_flight, -1);
+  return keep;
+}
+
+/* ---- connections ------------------------------------------------------------- */
+
+static gpointer
+conn_run (gpointer data)
+{
+  HttpConn *c = data;
+  daemon_io_init (&c->io, c->fd, http_idle_s);
+  c->in = g_byte_array_new ();
+  while (serve_one (c))
+    ;
+  g_mutex_lock (&http_lock);
+  http_open = g_slist_remove (http_open, GINT_TO_POINTER (c->fd));
+  shutdown (c->fd, SHUT_WR);
+  close (c->fd);
+  http_conns--;
+  g_cond_broadcast (&http_cond);
+  g_mutex_unlock (&http_lock);
+  daemon_peer_share_leave (&http_share, &c->peer);
+  g_byte_array_unref (c->in);
+  g_free (c);
+  return NULL;
+}
+
+/* A connection refused before a byte of it is read: a short answer if the
+ * socket takes it at once, and the close. */
+static void
+refuse_connection (int fd, const char *line)
+{
+  g_autofree char *text = g_strdup_printf ("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
+                                           "Content-Type: text/plain\r\nContent-Length: %" G_GSIZE_FORMAT
+                                           "\r\n\r\n%s\n", strlen (line) + 1, line);
+  daemon_io_write_now (fd, text);
+  shutdown (fd, SHUT_WR);
+  close (fd);
+}
+
+/* Waits for a place (twice http_max_connections) and a connection, and
+ * gives it a thread; FALSE once the listener is told to end. */
+static gboolean
+accept_one (void)
+{
+  g_mutex_lock (&http_lock);
+  while (http_conns >= 2 * http_max && !g_atomic_int_get (&http_stopping))
+    g_cond_wait (&http_cond, &http_lock);
+  g_mutex_unlock (&http_lock);
+  struct pollfd p[2] = { { .fd = http_fd, .events = POLLIN }, { .fd = http_wake[0], .events = POLLIN } };
+  if (g_atomic_int_get (&http_stopping))
+    return FALSE;
+  if (poll (p, 2, -1) < 0)
+    return errno == EINTR;
+  if (p[1].revents)
+    return FALSE;
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  int fd = accept4 (http_fd, (struct sockaddr *) &ss, &sl, SOCK_CLOEXEC);
+  if (fd < 0)
+    return TRUE;
+  if (!http_address_allowed (&ss, sl)) {
+    close (fd);
+    return TRUE;
+  }
+  HttpConn *c = g_new0 (HttpConn, 1);
+  c->fd = fd;
+  daemon_peer_of (fd, &c->peer);
+  if (!daemon_peer_share_enter (&http_share, &c->peer)) {
+    log_line (LOG_WARNING, "http: a connection from %s refused: it holds http_max_peer_connections (%u) already",
+              c->peer.name, http_share.limit);
+    refuse_connection (fd, "too many connections from one client (http_max_peer_connections)");
+    g_free (c);
+    return TRUE;
+  }
+  g_mutex_lock (&http_lock);
+  http_conns++;
+  http_open = g_slist_prepend (http_open, GINT_TO_POINTER (fd));
+  g_mutex_unlock (&http_lock);
+  g_autoptr (GError) error = NULL;
+  GThread *t = g_thread_try_new ("http", conn_run, c, &error);
+  if (t) {
+    g_thread_unref (t);
+    return TRUE;
+  }
+  log_line (LOG_WARNING, "http: cannot start a thread: %s", error->message);
+  g_mutex_lock (&http_lock);
+  http_open = g_slist_remove (http_open, GINT_TO_POINTER (fd));
+  http_conns--;
+  g_mutex_unlock (&http_lock);
+  daemon_peer_share_leave (&http_share, &c->peer);
+  refuse_connection (fd, "cannot start a thread");
+  g_free (c);
+  return TRUE;
+}
+
+static gpointer
+accept_run (gpointer data)
+{
+  (void) data;
+  while (accept_one ())
+    ;
+  return NULL;
 }
 
 /* ---- lifecycle ---------------------------------------------------------------- */
@@ -529,29 +951,16 @@ http_mhd_log (void *cls, const char *format, va_list ap)
 gboolean
 daemon_http_start (const EbConfig *config, GError **error)
 {
+  (void) config;
   if (http_fd < 0)
     return TRUE;
-  /* past http_max_connections as many connections again are let in, to be
-   * told 503 or to wait idle (libmicrohttpd itself closes one past its limit
-   * unanswered) */
-  unsigned int limit = http_max * 2;
-  unsigned int timeout = (unsigned int) eb_config_get_uint64 (config, "http_timeout");
-  http_daemon = MHD_start_daemon (MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION
-                                  | MHD_USE_ITC | MHD_USE_ERROR_LOG,
-                                  0, http_accept, NULL, http_answer, NULL,
-                                  MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, NULL,
-                                  MHD_OPTION_LISTEN_SOCKET, http_fd,
-                                  MHD_OPTION_CONNECTION_LIMIT, limit,
-                                  MHD_OPTION_CONNECTION_TIMEOUT, timeout,
-                                  MHD_OPTION_NOTIFY_COMPLETED, http_completed, NULL,
-                                  MHD_OPTION_NOTIFY_CONNECTION, http_connection, NULL,
-                                  MHD_OPTION_END);
-  if (!http_daemon) {
-    g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "cannot start the HTTP listener on %s",
-                 eb_config_get_string (config, "http_socket"));
+  if (!g_unix_open_pipe (http_wake, FD_CLOEXEC, error))
+    return FALSE;
+  http_accept_thread = g_thread_try_new ("http-accept", accept_run, NULL, error);
+  if (!http_accept_thread) {
+    g_prefix_error (error, "cannot start the HTTP listener on %s: ", eb_config_get_string (config, "http_socket"));
     return FALSE;
   }
-  http_fd = -1;   /* libmicrohttpd's now */
   return TRUE;
 }
 
@@ -561,9 +970,16 @@ void
 daemon_http_quiesce (void)
 {
   g_atomic_int_set (&http_stopping, 1);
-  int fd = http_daemon ? MHD_quiesce_daemon (http_daemon) : http_fd;
-  if (fd >= 0)
-    close (fd);
+  g_mutex_lock (&http_lock);
+  g_cond_broadcast (&http_cond);
+  g_mutex_unlock (&http_lock);
+  if (http_wake[1] >= 0 && write (http_wake[1], "x", 1) < 0)
+    log_line (LOG_WARNING, "http: cannot wake the listener: %s", g_strerror (errno));
+  if (http_accept_thread)
+    g_thread_join (http_accept_thread);
+  http_accept_thread = NULL;
+  if (http_fd >= 0)
+    close (http_fd);
   http_fd = -1;
   daemon_listen_remove (&http_unix);
 }
@@ -575,15 +991,26 @@ daemon_http_in_flight (void)
   return (guint) g_atomic_int_get (&http_in_flight);
 }
 
-/* The end: fetches in flight are cut off, every connection closed, every
- * thread joined. Safe to call twice. */
+/* The end: fetches in flight are cut off, every connection shut down, and
+ * their threads waited for. Safe to call twice. */
 void
 daemon_http_stop (void)
 {
   daemon_http_quiesce ();
   g_atomic_int_set (&http_cancel, 1);
-  if (http_daemon)
-    MHD_stop_daemon (http_daemon);
-  http_daemon = NULL;
+  g_mutex_lock (&http_lock);
+  for (GSList *l = http_open; l; l = l->next)
+    shutdown (GPOINTER_TO_INT (l->data), SHUT_RDWR);
+  while (http_conns > 0)
+    g_cond_wait (&http_cond, &http_lock);
+  g_mutex_unlock (&http_lock);
+  for (int i = 0; i < 2; i++) {
+    if (http_wake[i] >= 0)
+      close (http_wake[i]);
+    http_wake[i] = -1;
+  }
   g_clear_pointer (&http_start_config, eb_config_free);
+  if (http_share_ready)
+    daemon_peer_share_clear (&http_share);
+  http_share_ready = FALSE;
 }

@@ -5,6 +5,8 @@
 #include "daemon-keys.h"
 
 #include <arpa/inet.h>
+#include <grp.h>
+#include <pwd.h>
 #include <string.h>
 
 /* ---- the checks of their values ------------------------------------------ */
@@ -124,6 +126,75 @@ check_file (const char *value, GError **error)
   return FALSE;
 }
 
+/* ---- the clients a door lets do more ----------------------------------------- */
+
+void
+daemon_keys_clients_free (DaemonClients *c)
+{
+  if (!c)
+    return;
+  g_array_unref (c->uids);
+  g_array_unref (c->gids);
+  g_ptr_array_unref (c->nets);
+  g_free (c);
+}
+
+/* One item of a clients list: a user, @group or ADDRESS/BITS. */
+static gboolean
+clients_add (DaemonClients *c, const char *item, GError **error)
+{
+  if (strchr (item, '/')) {
+    GInetAddressMask *m = g_inet_address_mask_new_from_string (item, NULL);
+    if (!m) {
+      g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\" is not a CIDR block", item);
+      return FALSE;
+    }
+    g_ptr_array_add (c->nets, m);
+    return TRUE;
+  }
+  if (item[0] == '@') {
+    struct group *gr = item[1] ? getgrnam (item + 1) : NULL;
+    if (!gr) {
+      g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\": no such group", item);
+      return FALSE;
+    }
+    gid_t gid = gr->gr_gid;
+    g_array_append_val (c->gids, gid);
+    return TRUE;
+  }
+  struct passwd *pw = getpwnam (item);
+  if (!pw) {
+    g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\": no such user", item);
+    return FALSE;
+  }
+  uid_t uid = pw->pw_uid;
+  g_array_append_val (c->uids, uid);
+  return TRUE;
+}
+
+DaemonClients *
+daemon_keys_clients_parse (const char *value, GError **error)
+{
+  g_autoptr (DaemonClients) c = g_new0 (DaemonClients, 1);
+  c->uids = g_array_new (FALSE, FALSE, sizeof (uid_t));
+  c->gids = g_array_new (FALSE, FALSE, sizeof (gid_t));
+  c->nets = g_ptr_array_new_with_free_func (g_object_unref);
+  g_auto (GStrv) items = g_strsplit_set (value ? value : "", ", \t", -1);
+  for (guint i = 0; items[i]; i++)
+    if (*items[i] && !clients_add (c, items[i], error))
+      return NULL;
+  return g_steal_pointer (&c);
+}
+
+/* A list of users, @groups and CIDR blocks, each of them there. */
+static gboolean
+check_clients (const char *value, GError **error)
+{
+  DaemonClients *c = daemon_keys_clients_parse (value, error);
+  daemon_keys_clients_free (c);
+  return c != NULL;
+}
+
 /* ---- the keys --------------------------------------------------------------- */
 
 /* In the order extbody.conf(5) and the example file give them. */
@@ -137,11 +208,11 @@ static const EbConfigKeyInfo daemon_keys[] = {
   { "milter_umask", EB_CONFIG_KEY_STRING, "007", 0, 0, NULL, check_umask, "octal mask",
     "The file mode mask, in octal, extbodyd's unix socket is made with: 007 gives 0770, so that the daemon's user and group can connect (add the MTA's user, postfix, to that group); 000 lets every local user connect." },
   { "client_umask", EB_CONFIG_KEY_STRING, "000", 0, 0, NULL, check_umask, "octal mask",
-    "The file mode mask, in octal, the unix sockets of extbodyd's other doors are made with (http_socket and dovecot_filter_socket): 000 gives 0777, so that every local user can connect, as Exim's local deliveries and Dovecot's LMTP run as the recipient; 007 keeps them to the daemon's user and group. Whoever can connect has messages rewritten as extbody would for them, and, when externalize_store is set, stored through POST /externalize." },
+    "The file mode mask, in octal, the unix sockets of extbodyd's other doors are made with (http_socket and dovecot_filter_socket): 000 gives 0777, so that every local user can connect, as Exim's local deliveries and Dovecot's LMTP run as the recipient; 007 keeps them to the daemon's user and group. Whoever can connect has messages rewritten and inspected as extbody would for them; storing (POST /externalize) and the counters (GET /metrics) take more: http_externalize_clients and http_metrics_clients." },
   { "on_error", EB_CONFIG_KEY_STRING, "accept", 0, 0, "accept|tempfail", NULL, NULL,
     "What extbodyd answers when it fails inside: accept the message unchanged, or tempfail it." },
   { "milter_spill_size", EB_CONFIG_KEY_SIZE, "1M", 0, G_GUINT64_CONSTANT (1) << 40, NULL, NULL, NULL,
-    "Message bytes extbodyd keeps in memory; a larger message is spooled to a temporary file, and so is the new body of a message that is, or whose resolved data is, larger." },
+    "Message bytes extbodyd keeps in memory, on every door (the milter, http_socket, dovecot_filter_socket); a larger message is spooled to a temporary file of its own (unlinked, mode 0600, in TMPDIR or /tmp), and so is the new message or body of one that is, or whose resolved data is, larger: the daemon's memory follows the connections it serves, not their messages' size." },
   { "milter_stop_timeout", EB_CONFIG_KEY_NUMBER, "60", 0, 3600, NULL, NULL, NULL,
     "Seconds extbodyd lets the messages in flight finish once told to stop (SIGTERM, SIGINT); meanwhile it accepts no connection and tempfails new messages; a message still unfinished then is cut off, and the MTA's milter_default_action applies to it." },
   { "http_socket", EB_CONFIG_KEY_STRING, "unix:/run/extbody/http.sock", 0, 0, NULL, check_http_socket, "socket",
@@ -149,15 +220,27 @@ static const EbConfigKeyInfo daemon_keys[] = {
   { "http_allow_networks", EB_CONFIG_KEY_NETWORKS, "", 0, 0, NULL, NULL, NULL,
     "CIDR blocks whose clients may connect to an inet http_socket besides loopback; with it set, http_socket may name any address of this machine (inet:PORT@0.0.0.0: all). Mind that the listener asks no password: list only hosts that may have mail rewritten and make the daemon fetch. Empty (the default): loopback only." },
   { "http_max_connections", EB_CONFIG_KEY_NUMBER, "16", 1, 1000, NULL, NULL, NULL,
-    "Requests extbodyd's HTTP listener works on at once (from a request's header to its answer); past it a new one is answered 503. As many idle connections again may stay open; one more is closed unanswered." },
+    "Requests extbodyd's HTTP listener works on at once (from a request's header to its answer); past it a new one is answered 503. As many connections again may stay open (idle between requests, or sending one); a connection past that waits in the socket's backlog until one ends." },
   { "http_timeout", EB_CONFIG_KEY_NUMBER, "30", 1, 3600, NULL, NULL, NULL,
-    "Seconds an HTTP client of extbodyd may stay idle, or take between two pieces of its request, before it is cut off." },
+    "Seconds an HTTP client of extbodyd may stay idle, or take between two pieces of its request or of reading its answer, before it is cut off." },
+  { "http_request_timeout", EB_CONFIG_KEY_NUMBER, "60", 1, 3600, NULL, NULL, NULL,
+    "Seconds an HTTP request to extbodyd may take in all, from its first byte to the last of its body, however steadily it comes (a client that sends a byte now and then is cut off, answered 408); its answer must be read within as many seconds again." },
+  { "http_max_peer_connections", EB_CONFIG_KEY_NUMBER, "8", 1, 2000, NULL, NULL, NULL,
+    "Connections to extbodyd's HTTP listener one peer may hold at once: on a unix http_socket a peer is a user (the client's credentials), on an inet one an address; past it a new connection is answered 503 and closed, so that one local user cannot take every connection from the others. Root, the daemon's own user and loopback addresses (which every local user shares) are not counted. Where one user runs every delivery (OpenSMTPD's filter, Dovecot's virtual users), set it to twice http_max_connections." },
+  { "http_externalize_clients", EB_CONFIG_KEY_STRING, "", 0, 0, NULL, check_clients, "users, @groups, CIDR blocks",
+    "Who may store through POST /externalize of extbodyd's HTTP listener, besides root and the daemon's own user: user names and @group names (the credentials of a client of a unix http_socket, its supplementary groups included) and CIDR blocks (the address of a client of an inet http_socket: 127.0.0.1/32 lets every local user), separated by commas or spaces. Anyone else is answered 403. Empty (the default): no other local user writes to the store; POST /rewrite and /inspect stay open to every client." },
+  { "http_metrics_clients", EB_CONFIG_KEY_STRING, "", 0, 0, NULL, check_clients, "users, @groups, CIDR blocks",
+    "Who may read the counters through GET /metrics of extbodyd's HTTP listener, besides root and the daemon's own user, written as http_externalize_clients is (Prometheus scraping an inet http_socket: its address); anyone else is answered 403. metrics_file is the way that needs none." },
   { "dovecot_filter_socket", EB_CONFIG_KEY_STRING, "/run/extbody/extbody", 0, 0, NULL, check_dovecot_socket, "socket path",
     "extbodyd's listener for Dovecot's program-client protocol: the absolute path of a unix socket (made with the mode client_umask gives), where Pigeonhole's Sieve filter command connects instead of running a program when sieve_filter_socket_dir names its directory (relative to Dovecot's base_dir) and the socket is named as the program the script calls; each message is filtered as extbody rewrite --filter does, and on any failure Dovecot keeps the message as it came; empty: none." },
   { "dovecot_max_connections", EB_CONFIG_KEY_NUMBER, "16", 1, 1000, NULL, NULL, NULL,
     "Connections extbodyd's Dovecot listener serves at once; past it a new one waits in the socket's backlog until one ends." },
   { "dovecot_timeout", EB_CONFIG_KEY_NUMBER, "30", 1, 3600, NULL, NULL, NULL,
     "Seconds a Dovecot client of extbodyd may stay idle before it is cut off (its message stays as it came)." },
+  { "dovecot_request_timeout", EB_CONFIG_KEY_NUMBER, "60", 1, 3600, NULL, NULL, NULL,
+    "Seconds a Dovecot client of extbodyd may take in all, from its connection to the end of its message, however steadily it sends; past it the client is cut off and its message stays as it came. The answer must be read within as many seconds again." },
+  { "dovecot_max_peer_connections", EB_CONFIG_KEY_NUMBER, "8", 1, 1000, NULL, NULL, NULL,
+    "Connections to extbodyd's Dovecot listener one user (the client's credentials) may hold at once; past it a new connection is answered at once with a failure (its message stays as it came), so that one local user cannot make every other delivery wait. Root and the daemon's own user are not counted. Where Dovecot delivers for every user as one (virtual users: vmail), set it to dovecot_max_connections." },
   { "milter_mode", EB_CONFIG_KEY_STRING, "resolve", 0, 0, "resolve|externalize", NULL, NULL,
     "What extbodyd does to each message: resolve its message/external-body references (resolve), or store its large attachments in externalize_store and replace them with references (externalize), for an instance on the outgoing path (the submission service); externalize needs externalize_store." },
 };

@@ -12,6 +12,7 @@
  * lists and checks the whole file, as postconf knows every daemon's
  * parameters. Public API only (extbody.h). */
 #pragma once
+#include <gio/gio.h>
 #include <extbody/extbody.h>
 
 G_BEGIN_DECLS
@@ -19,5 +20,20 @@ G_BEGIN_DECLS
 /* Adds extbodyd's keys to the library's, before any configuration is made
  * (again: nothing). FALSE only when the table is wrong (a programming error). */
 gboolean daemon_keys_register (GError **error);
+
+/* The value of http_externalize_clients or http_metrics_clients, parsed
+ * once (names looked up when the configuration loads: a user or group made
+ * later needs a reload): the users, groups and networks named. */
+typedef struct {
+  GArray    *uids;   /* uid_t */
+  GArray    *gids;   /* gid_t */
+  GPtrArray *nets;   /* GInetAddressMask */
+} DaemonClients;
+
+/* Parse @value; NULL with @error (%EB_ERROR_SYNTAX) naming the item that is
+ * no user, group or CIDR block. */
+DaemonClients *daemon_keys_clients_parse (const char *value, GError **error);
+void daemon_keys_clients_free (DaemonClients *c);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (DaemonClients, daemon_keys_clients_free)
 
 G_END_DECLS

@@ -50,6 +50,15 @@
  *                        connection
  *   daemon-listen.c      the unix sockets of those two doors: bound at start,
  *                        removed at the stop while still theirs
+ *   daemon-peer.c        who is at the other end of a connection of those
+ *                        doors (its credentials or address), the share of
+ *                        connections one peer may hold, and whether it is
+ *                        one of the clients a key names
+ *   daemon-io.c          reading and writing a connection of those doors
+ *                        within its time limits: idle, and in all
+ *   daemon-spool.c       a message's bytes, or an answer's, in memory up to
+ *                        milter_spill_size and in a file of their own past
+ *                        it, on every door
  *
  * A message flows through them thus: daemon-main.c registers the callbacks
  * (milter_session_desc) and serves; at MAIL FROM milter-session.c counts the
@@ -71,6 +80,8 @@
 #include <libmilter/mfapi.h>
 
 #include <extbody/extbody.h>
+
+#include "daemon-keys.h"
 
 
 /* every line goes through libextbody's log (eb_log_init: the journal under
@@ -95,6 +106,8 @@ typedef struct {
   guint64    max_message_size;
   gboolean   strip_trace;   /* strip_trace_fields */
   gboolean   tempfail;      /* on_error = tempfail */
+  DaemonClients *externalize_clients;   /* http_externalize_clients */
+  DaemonClients *metrics_clients;       /* http_metrics_clients */
 } Gen;
 void daemon_generation_unref (Gen *g);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (Gen, daemon_generation_unref)
@@ -103,12 +116,21 @@ Gen *daemon_generation_ref (Gen *g);
 Gen *daemon_generation_get (void);
 void daemon_generation_install (Gen *g);
 
+/* daemon-spool.c: bytes as they come, in memory up to @spill, then in an unlinked file of
+ * their own (g_file_open_tmp: TMPDIR or /tmp, mode 0600), which the
+ * memory's bytes move to. */
+typedef struct {
+  GByteArray  *mem;
+  int          fd;       /* the file once spilled, else -1 */
+  guint64      size;     /* bytes appended */
+  guint64      spill;
+  int          error;    /* errno of a write that failed, 0 */
+  GMappedFile *map;      /* the file mapped by daemon_spool_bytes */
+} DaemonSpool;
+
 typedef struct {
   Gen        *gen;          /* the configuration of this message */
-  GByteArray *mem;
-  int         fd;           /* spill file, or -1 */
-  guint64     size;
-  gboolean    failed;       /* writing the spill file failed */
+  DaemonSpool spool;        /* the message as collected */
   gboolean    cannot_hold;  /* the top-level type is neither multipart nor message */
   gboolean    has_type;     /* a Content-Type field came (none: text/plain) */
   guint       n_trace[2];   /* incoming fields named as trace_names (strip_trace_fields) */
@@ -218,6 +240,94 @@ gboolean daemon_dovecot_start (const EbConfig *config, GError **error);
 void daemon_dovecot_quiesce (void);
 guint daemon_dovecot_in_flight (void);
 void daemon_dovecot_stop (void);
+
+/* ---- daemon-spool.c ------------------------------------------------------ */
+
+/* (DaemonSpool is above, with the milter's Msg that holds one.) */
+void daemon_spool_init (DaemonSpool *s, guint64 spill);
+/* FALSE once a write has failed (s->error): what follows is dropped. */
+gboolean daemon_spool_append (DaemonSpool *s, const void *data, gsize len);
+/* Drop the bytes (nothing more is kept; size still counts what came). */
+void daemon_spool_drop (DaemonSpool *s);
+/* The bytes: the memory's, or the file mapped (read-only). NULL with
+ * @error when the file cannot be mapped or a write failed. */
+const char *daemon_spool_bytes (DaemonSpool *s, gsize *len, GError **error);
+void daemon_spool_clear (DaemonSpool *s);
+
+/* Where an answer (a new message) of about @expect bytes is written: a
+ * memory stream, or past @spill (or when @to_file) an unlinked file whose
+ * descriptor *@fd gets (the stream closes it); -1 for memory. */
+GOutputStream *daemon_spool_output (guint64 expect, guint64 spill, gboolean to_file, int *fd);
+
+/* ---- daemon-io.c --------------------------------------------------------- */
+
+typedef enum {
+  DAEMON_IO_OK,
+  DAEMON_IO_EOF,       /* the peer closed its end */
+  DAEMON_IO_IDLE,      /* nothing came (or went) for the idle time */
+  DAEMON_IO_LATE,      /* the deadline passed */
+  DAEMON_IO_ERROR,     /* the connection broke (errno) */
+} DaemonIoEnd;
+
+/* A connection's socket (non-blocking once daemon_io_init has run) and its
+ * limits: one wait at most @idle_ms, everything before @deadline. */
+typedef struct {
+  int    fd;
+  int    idle_ms;
+  gint64 deadline;   /* monotonic, microseconds; 0: none */
+} DaemonIo;
+
+void daemon_io_init (DaemonIo *io, int fd, guint idle_s);
+/* The deadline @seconds from now (0: none). */
+void daemon_io_deadline (DaemonIo *io, guint seconds);
+/* Read what there is, up to @len bytes, waiting within the limits: the
+ * count, or 0 with *@end saying why nothing (EOF, IDLE, LATE, ERROR). */
+gsize daemon_io_read (DaemonIo *io, void *buf, gsize len, DaemonIoEnd *end);
+/* Write all of @data within the limits. */
+gboolean daemon_io_write (DaemonIo *io, const void *data, gsize len, DaemonIoEnd *end);
+/* Write @len bytes of the file @fd from its start within the limits. */
+gboolean daemon_io_write_file (DaemonIo *io, int fd, guint64 len, DaemonIoEnd *end);
+/* A short answer (a refusal) written at once if the socket takes it, never
+ * waiting. */
+void daemon_io_write_now (int fd, const char *text);
+
+/* ---- daemon-peer.c ------------------------------------------------------- */
+
+/* The other end of a connection. */
+typedef struct {
+  gboolean has_creds;     /* a unix socket's: uid, gid, groups */
+  uid_t    uid;
+  gid_t    gid;
+  pid_t    pid;
+  gid_t    groups[64];    /* supplementary groups (SO_PEERGROUPS), the first 64 */
+  guint    n_groups;
+  struct sockaddr_storage addr;   /* an inet socket's */
+  socklen_t addr_len;
+  gboolean exempt;        /* root, the daemon's own user, loopback: outside any share */
+  char     key[64];       /* who it is for the shares: "uid N" or the address */
+  char     name[128];     /* for the log: "uid N (user)" or the address */
+} DaemonPeer;
+
+/* Who is at the other end of the accepted socket @fd. */
+void daemon_peer_of (int fd, DaemonPeer *peer);
+
+/* The connections each peer holds on one door, at most @limit each. */
+typedef struct {
+  GMutex      lock;
+  GHashTable *held;    /* key -> count */
+  guint       limit;
+} DaemonPeerShare;
+
+void daemon_peer_share_init (DaemonPeerShare *s, guint limit);
+/* Count one more connection of @peer: FALSE (nothing counted) when it holds
+ * its share already. An exempt peer is always let in. */
+gboolean daemon_peer_share_enter (DaemonPeerShare *s, const DaemonPeer *peer);
+void daemon_peer_share_leave (DaemonPeerShare *s, const DaemonPeer *peer);
+void daemon_peer_share_clear (DaemonPeerShare *s);
+
+/* Root, the daemon's own user, or one of @clients (its uid, its primary or
+ * a supplementary group, or its inet address in a block)? */
+gboolean daemon_peer_is (const DaemonPeer *peer, const DaemonClients *clients);
 
 /* ---- daemon-main.c ------------------------------------------------------- */
 

@@ -37,10 +37,7 @@ msg_free (Msg *m)
 {
   if (!m)
     return;
-  if (m->mem)
-    g_byte_array_unref (m->mem);
-  if (m->fd >= 0)
-    close (m->fd);
+  daemon_spool_clear (&m->spool);
   if (m->gen) {
     daemon_generation_unref (m->gen);
     g_atomic_int_add (&milter_session_in_flight, -1);
@@ -48,30 +45,12 @@ msg_free (Msg *m)
   g_free (m);
 }
 
+/* The message's bytes: in memory up to milter_spill_size, then in a spill
+ * file of their own (daemon-spool.c). */
 static void
 msg_append (Msg *m, const void *p, gsize n)
 {
-  m->size += n;
-  if (m->failed)
-    return;
-  if (m->fd < 0 && m->mem->len + n > m->gen->spill_size) {
-    g_autofree char *path = NULL;
-    m->fd = g_file_open_tmp ("extbodyd-XXXXXX", &path, NULL);
-    if (m->fd < 0) {
-      m->failed = TRUE;
-      return;
-    }
-    unlink (path);   /* the open descriptor keeps it; nothing is left behind */
-    if (write (m->fd, m->mem->data, m->mem->len) != (ssize_t) m->mem->len)
-      m->failed = TRUE;
-    g_byte_array_set_size (m->mem, 0);
-  }
-  if (m->fd >= 0) {
-    if (write (m->fd, p, n) != (ssize_t) n)
-      m->failed = TRUE;
-  } else {
-    g_byte_array_append (m->mem, p, (guint) n);
-  }
+  daemon_spool_append (&m->spool, p, n);
 }
 
 /* Nothing of the message is needed any more but the trace field counts. */
@@ -79,11 +58,7 @@ static void
 msg_strip_only (Msg *m)
 {
   m->strip_only = TRUE;
-  g_byte_array_set_size (m->mem, 0);
-  if (m->fd >= 0) {
-    close (m->fd);
-    m->fd = -1;
-  }
+  daemon_spool_drop (&m->spool);
 }
 
 static Conn *
@@ -168,8 +143,7 @@ cb_envfrom (SMFICTX *ctx, char **argv)
   }
   c->msg = g_new0 (Msg, 1);
   c->msg->gen = daemon_generation_get ();
-  c->msg->mem = g_byte_array_new ();
-  c->msg->fd = -1;
+  daemon_spool_init (&c->msg->spool, c->msg->gen->spill_size);
   return SMFIS_CONTINUE;
 }
 
@@ -246,7 +220,7 @@ cb_body (SMFICTX *ctx, unsigned char *chunk, size_t len)
   if (c->msg->strip_only)
     return c->can_skip ? SMFIS_SKIP : SMFIS_CONTINUE;
   msg_append (c->msg, chunk, len);
-  if (c->msg->size > c->msg->gen->max_message_size) {
+  if (c->msg->spool.size > c->msg->gen->max_message_size) {
     log_line (LOG_INFO, "%s: message larger than max_message_size: passed unchanged%s", queue_id (ctx),
               msg_has_trace (c->msg) ? " but for the trace fields it arrived with" : "");
     if (msg_has_trace (c->msg)) {
@@ -378,8 +352,7 @@ typedef struct {
   Msg             *m;
   Gen             *gen;        /* the message's configuration, held to the end */
   sfsistat         status;
-  GMappedFile     *mapped;     /* the spooled message, when spilled */
-  const char      *buf;        /* the message */
+  const char      *buf;        /* the message (its spool's: memory, or its file mapped) */
   gsize            len;
   GOutputStream   *out;        /* the new body (body_stream) */
   int              out_fd;
@@ -397,7 +370,6 @@ eom_clear (Eom *e)
   g_clear_pointer (&e->result, eb_plan_free);
   g_clear_pointer (&e->out_map, g_mapped_file_unref);
   g_clear_object (&e->out);
-  g_clear_pointer (&e->mapped, g_mapped_file_unref);
   g_clear_pointer (&e->gen, daemon_generation_unref);
 }
 
@@ -416,23 +388,12 @@ eom_input (Eom *e)
   Msg *m = e->m;
   if (m->strip_only)
     return eom_unchanged (e, SMFIS_CONTINUE);
-  if (m->failed) {
-    log_line (LOG_ERR, "%s: cannot spool the message: %s", queue_id (e->ctx), g_strerror (errno));
-    return eom_unchanged (e, on_error_status (m));
-  }
-  if (m->fd < 0) {
-    e->buf = (const char *) m->mem->data;
-    e->len = m->mem->len;
-    return TRUE;
-  }
   g_autoptr (GError) error = NULL;
-  e->mapped = g_mapped_file_new_from_fd (m->fd, FALSE, &error);
-  if (!e->mapped) {
-    log_line (LOG_ERR, "%s: cannot map the spooled message: %s", queue_id (e->ctx), error->message);
+  e->buf = daemon_spool_bytes (&m->spool, &e->len, &error);
+  if (!e->buf) {
+    log_line (LOG_ERR, "%s: %s", queue_id (e->ctx), error->message);
     return eom_unchanged (e, on_error_status (m));
   }
-  e->buf = g_mapped_file_get_contents (e->mapped);
-  e->len = g_mapped_file_get_length (e->mapped);
   return TRUE;
 }
 
@@ -533,8 +494,9 @@ cb_eom (SMFICTX *ctx)
   Eom e = { .ctx = ctx, .m = c->msg, .gen = daemon_generation_ref (c->msg->gen), .status = SMFIS_CONTINUE, .out_fd = -1 };
   if (eom_input (&e) && eom_rewrite (&e) && eom_new_body (&e) && eom_mods (&e))
     eom_send (&e);
-  msg_done (ctx);
+  /* the plan borrows the message's bytes: it goes first */
   eom_clear (&e);
+  msg_done (ctx);
   return e.status;
 }
 

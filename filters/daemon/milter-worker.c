@@ -10,8 +10,6 @@
 #include <unistd.h>
 
 #include <gio/gio.h>
-#include <glib/gstdio.h>
-#include <gio/gunixoutputstream.h>
 
 #include <extbody/extbody.h>
 
@@ -176,20 +174,10 @@ progress_cb (gpointer data)
 static GOutputStream *
 body_stream (const Msg *m, const EbPlan *result, gsize len, int *out_fd)
 {
-  guint64 spill = m->gen->spill_size;
   guint64 grows = 0;
   for (guint i = 0; i < eb_plan_get_n_refs (result); i++)
     grows += eb_plan_get_ref_size (result, i);
-  if (m->fd >= 0 || len + grows > spill) {
-    g_autofree char *opath = NULL;
-    int fd = g_file_open_tmp ("extbodyd-XXXXXX", &opath, NULL);
-    if (fd >= 0) {
-      g_unlink (opath);
-      *out_fd = fd;
-      return g_unix_output_stream_new (fd, TRUE);   /* closed with the stream */
-    }
-  }
-  return g_memory_output_stream_new_resizable ();
+  return daemon_spool_output (len + grows, m->gen->spill_size, m->spool.fd >= 0, out_fd);
 }
 
 /* Plan the message and, when something was resolved, write its new body to

@@ -7,8 +7,13 @@
  * max_message_size, another protocol and an idle client (dovecot_timeout)
  * get "-\n" alone; past dovecot_max_connections a connection waits for one
  * to end; at the stop the socket goes at once and a message in flight is
- * finished. */
+ * finished. Issue 39: a client that sends a byte now and then is cut off
+ * after dovecot_request_timeout ("-"); a flood of slow connections from one
+ * local user (nobody) holds at most dovecot_max_peer_connections while
+ * another user's deliveries are served as usual; and four 16 MiB messages
+ * at once are spooled (the daemon's VmHWM read from /proc). */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -19,11 +24,13 @@
 #include <glib/gstdio.h>
 
 #include "mta-dir.h"
+#include "mta-doors.h"
 #include "mta-milter.h"
 #include "test-server.h"
 
 #define TEST_MAX_MESSAGE_SIZE 4000
 #define TEST_TIMEOUT 1
+#define TEST_REQUEST_TIMEOUT 3
 #define HEADER "VERSION\tscript\t4\t0\nenv_USER=u\nenv_SENDER=s@example.org\n-\n-c\n/ignored\n\n"
 #define CRLF "\r\n"
 #define REF_MSG                                                                                   \
@@ -180,6 +187,138 @@ test_max_connections (void)
   g_assert_cmpstr (a, ==, b);
 }
 
+/* A client that keeps sending, a byte every 0.3 s (faster than
+ * dovecot_timeout), is cut off dovecot_request_timeout after it connected,
+ * answered "-" (the message stays as it came). */
+static void
+test_slow_request (void)
+{
+  int fd = dc_connect ();
+  gint64 t0 = g_get_monotonic_time ();
+  dc_send (fd, HEADER "From: a", strlen (HEADER) + 7);
+  GString *got = g_string_new (NULL);
+  gboolean closed = FALSE;
+  while (!closed && g_get_monotonic_time () - t0 < 3 * TEST_REQUEST_TIMEOUT * G_USEC_PER_SEC) {
+    send (fd, "a", 1, MSG_NOSIGNAL);
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    if (poll (&p, 1, 300) > 0) {
+      char buf[256];
+      ssize_t n = recv (fd, buf, sizeof buf, 0);
+      if (n <= 0)
+        closed = TRUE;
+      else
+        g_string_append_len (got, buf, n);
+    }
+  }
+  close (fd);
+  double took = (double) (g_get_monotonic_time () - t0) / G_USEC_PER_SEC;
+  g_test_message ("answered \"%s\" after %.1f s", got->str, took);
+  g_assert_true (closed);
+  g_assert_cmpstr (got->str, ==, "-\n");
+  g_string_free (got, TRUE);
+  g_assert_cmpfloat (took, >=, TEST_REQUEST_TIMEOUT - 0.5);
+  g_assert_cmpfloat (took, <, TEST_REQUEST_TIMEOUT + 3);
+  g_assert_true (mta_milter_log_wait (milter, "cut off after dovecot_request_timeout", 1));
+}
+
+/* A delivery as @user through @sock, as Dovecot makes it: the answer, and
+ * how long it took. */
+static char *
+deliver_as (const char *user, const char *sock, const char *msg, double *took)
+{
+  const char *py =
+    "import socket, sys\n"
+    "s = socket.socket(socket.AF_UNIX); s.settimeout(20); s.connect(sys.argv[1])\n"
+    "s.sendall(b'VERSION\\tscript\\t4\\t0\\n-\\n\\n' + sys.argv[2].encode())\n"
+    "s.shutdown(socket.SHUT_WR)\n"
+    "out = b''\n"
+    "while True:\n"
+    "    d = s.recv(65536)\n"
+    "    if not d: break\n"
+    "    out += d\n"
+    "sys.stdout.buffer.write(out)\n";
+  gint64 t0 = g_get_monotonic_time ();
+  g_autoptr (GSubprocess) p = mta_doors_spawn_as (user, G_SUBPROCESS_FLAGS_STDOUT_PIPE,
+                                                  (const char *[]) { "/usr/bin/python3", "-c", py, sock, msg, NULL });
+  char *out = NULL;
+  g_autoptr (GError) error = NULL;
+  g_subprocess_communicate_utf8 (p, NULL, NULL, &out, NULL, &error);
+  g_assert_no_error (error);
+  *took = (double) (g_get_monotonic_time () - t0) / G_USEC_PER_SEC;
+  return out;
+}
+
+/* A daemon of its own named @name, of default limits but for @extra. */
+static MtaMilter *
+own_daemon (const char *name, const char *extra, char **sock)
+{
+  g_autofree char *oconf = g_strdup_printf ("%s/%s.conf", dir, name);
+  *sock = g_strdup_printf ("%s/%s-extbody", dir, name);
+  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\ndovecot_filter_socket = %s\n%s", *sock, extra);
+  g_assert_true (g_file_set_contents (oconf, text, -1, NULL));
+  g_autofree char *msock = g_strdup_printf ("%s/%s-milter.sock", dir, name);
+  g_autofree char *log = g_strdup_printf ("%s/%s.log", dir, name);
+  return mta_milter_start (msock, oconf, log, NULL);
+}
+
+/* A flood of slow connections from one local user (nobody, 40 connections,
+ * each sending a byte of a message that never ends every 0.5 s) against a
+ * daemon of default limits but for short timeouts: nobody holds at most
+ * dovecot_max_peer_connections of them (the rest answered "-" at once, those
+ * held cut off after dovecot_request_timeout), and meanwhile another
+ * ordinary user's deliveries (uid 65533) are filtered, each within the usual
+ * latency. */
+static void
+test_peer_flood (void)
+{
+  if (!mta_doors_can_switch_user ()) {
+    g_test_skip ("needs root, setpriv and the user nobody");
+    return;
+  }
+  g_autofree char *fsock = NULL;
+  g_autoptr (MtaMilter) m = own_daemon ("flood", "dovecot_timeout = 2\ndovecot_request_timeout = 6\n", &fsock);
+  double usual = 0;
+  g_autofree char *first = deliver_as ("65533", fsock, REF_MSG, &usual);
+  g_assert_true (g_str_has_suffix (first, CRLF CRLF "hello+\n"));
+  g_autofree char *source = g_test_build_filename (G_TEST_DIST, "milter", "slow-clients.py", NULL);
+  g_autofree char *script = mta_doors_for_everyone (dir, source);
+  g_autoptr (GSubprocess) flood = mta_doors_spawn_as ("nobody", G_SUBPROCESS_FLAGS_STDOUT_PIPE, (const char *[]) {
+    "/usr/bin/python3", script, "--socket", fsock, "--door", "dovecot", "--connections", "40", "--interval", "0.5",
+    "--duration", "9", NULL });
+  g_usleep (1500000);   /* the flood has begun */
+  for (guint i = 0; i < 8; i++) {
+    double took = 0;
+    g_autofree char *out = deliver_as ("65533", fsock, REF_MSG, &took);
+    g_test_message ("delivery %u: %.2f s (alone: %.2f s)", i, took, usual);
+    g_assert_cmpstr (out, ==, first);
+    g_assert_cmpfloat (took, <, usual + 2);
+    g_usleep (500000);
+  }
+  g_autofree char *report = NULL;
+  g_autoptr (GError) error = NULL;
+  g_subprocess_communicate_utf8 (flood, NULL, NULL, &report, NULL, &error);
+  g_assert_no_error (error);
+  g_test_message ("nobody's flood: %s", report);
+  g_assert_nonnull (strstr (report, "opened 40 refused-at-once 32 cut 8 open 0 answers -=40"));
+  g_assert_cmpuint (mta_milter_log_count (m, "dovecot: a connection from uid 65534 (nobody) refused: it holds "
+                                             "dovecot_max_peer_connections (8) already"), ==, 32);
+  g_assert_cmpuint (mta_milter_log_count (m, "cut off after dovecot_request_timeout"), ==, 8);
+  g_assert_cmpint (mta_milter_stop (m, FALSE), ==, 0);
+}
+
+/* Memory per message: four 16 MiB messages at once raise the daemon's peak
+ * memory by less than the messages themselves (spooled, and so are their
+ * answers; it was three times them, all in memory). */
+static void
+test_big_messages (void)
+{
+  g_autofree char *bsock = NULL;
+  g_autoptr (MtaMilter) m = own_daemon ("big", "", &bsock);
+  double ratio = mta_doors_big_at_once (m, bsock, TRUE, 4, 16);
+  g_assert_cmpfloat (ratio, <, 1.2);
+  g_assert_cmpint (mta_milter_stop (m, FALSE), ==, 0);
+}
+
 /* SIGTERM while a message is on its way: the socket goes at once, the
  * message in flight is finished ("+"), and the daemon exits 0. */
 static void
@@ -215,8 +354,8 @@ main (int argc, char **argv)
   dsock = g_build_filename (dir, "extbody", NULL);
   g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\ndovecot_filter_socket = %s\n"
                                            "max_message_size = %d\ndovecot_timeout = %d\n"
-                                           "dovecot_max_connections = 1\n",
-                                           dsock, TEST_MAX_MESSAGE_SIZE, TEST_TIMEOUT);
+                                           "dovecot_max_connections = 1\ndovecot_request_timeout = %d\n",
+                                           dsock, TEST_MAX_MESSAGE_SIZE, TEST_TIMEOUT, TEST_REQUEST_TIMEOUT);
   g_assert_true (g_file_set_contents (conf, text, -1, NULL));
   g_autofree char *sock = g_build_filename (dir, "milter.sock", NULL);
   g_autofree char *log = g_build_filename (dir, "milter.log", NULL);
@@ -225,6 +364,9 @@ main (int argc, char **argv)
   g_test_add_func ("/dovecot-protocol/failures", test_failures);
   g_test_add_func ("/dovecot-protocol/idle", test_idle);
   g_test_add_func ("/dovecot-protocol/max-connections", test_max_connections);
+  g_test_add_func ("/dovecot-protocol/slow-request", test_slow_request);
+  g_test_add_func ("/dovecot-protocol/peer-flood", test_peer_flood);
+  g_test_add_func ("/dovecot-protocol/big-messages", test_big_messages);
   g_test_add_func ("/dovecot-protocol/drain", test_drain);   /* the last: it stops the daemon */
   int rc = g_test_run ();
   if (milter->proc)

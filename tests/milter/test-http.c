@@ -8,12 +8,21 @@
  * times across requests half-sent, a client gone in the middle of its body
  * (logged, the next request served, /metrics read by prometheus_client), and
  * the daemon killed in the middle of a message (no answer at all; extbodyc
- * passes the message through as it came). Requests are written by hand. */
+ * passes the message through as it came). Issue 39's hostile clients: heads
+ * whose framing is ambiguous refused (400) whatever the chunk sizes, chunked
+ * bodies and pipelined requests, a client dribbling its head or body cut off
+ * after http_request_timeout (408), a flood of slow connections from nobody
+ * held to http_max_peer_connections while another user's messages resolve,
+ * /externalize and /metrics refused to nobody until the configuration names
+ * it, and four 16 MiB messages at once spooled (the daemon's VmHWM read from
+ * /proc). Requests are written by hand. */
 #include <errno.h>
 #include <signal.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <gio/gio.h>
@@ -21,12 +30,14 @@
 #include <glib/gstdio.h>
 
 #include "mta-dir.h"
+#include "mta-doors.h"
 #include "mta-milter.h"
 #include "test-server.h"
 
 /* the test configuration's limits */
 #define TEST_MAX_MESSAGE_SIZE 200000
 #define TEST_HTTP_TIMEOUT     2
+#define TEST_HTTP_REQUEST_TIMEOUT 4
 #define TEST_HTTP_MAX_CONNS   2
 
 static char      *dir;      /* the test's directory */
@@ -377,7 +388,7 @@ test_too_large (void)
 }
 
 /* A client that sends half its body and stops is cut off after
- * http_timeout; the daemon answers the next request. */
+ * http_timeout, answered 408; the daemon answers the next request. */
 static void
 test_slow_client (void)
 {
@@ -387,7 +398,9 @@ test_slow_client (void)
   gint64 t0 = g_get_monotonic_time ();
   g_autoptr (GBytes) raw = read_to_end (c);
   double waited = (double) (g_get_monotonic_time () - t0) / G_USEC_PER_SEC;
-  g_assert_cmpuint (g_bytes_get_size (raw), ==, 0);   /* closed, unanswered */
+  g_autoptr (Response) r408 = parse_response (raw);
+  assert_error (r408, 408);
+  g_assert_cmpstr (g_hash_table_lookup (r408->fields, "connection"), ==, "close");
   g_assert_cmpfloat (waited, >=, TEST_HTTP_TIMEOUT - 0.5);
   g_assert_cmpfloat (waited, <, TEST_HTTP_TIMEOUT + 5);
   g_assert_true (mta_milter_log_wait (milter, "cut off after http_timeout", 1));
@@ -470,7 +483,8 @@ test_allow_networks (void)
   g_autofree char *nconf = g_build_filename (dir, "nets.conf", NULL);
   g_autofree char *nlog = g_build_filename (dir, "nets.log", NULL);
   g_assert_true (g_file_set_contents (nconf, "[extbody]\nfetch = off\nhttp_socket = inet:8025@0.0.0.0\n"
-                                      "http_allow_networks = 10.9.9.0/24\ndovecot_filter_socket =\n", -1, NULL));
+                                      "http_allow_networks = 10.9.9.0/24\ndovecot_filter_socket =\n"
+                                      "http_metrics_clients = 10.9.9.0/24, 127.0.0.1/32\n", -1, NULL));
   g_autofree char *script = g_strdup_printf (
     "set -u; ip link set lo up && ip addr add 10.9.9.9/32 dev lo && ip addr add 10.8.8.8/32 dev lo || exit 70\n"
     "'%s' -c '%s' -p unix:'%s'/nets-milter.sock 2>'%s' & pid=$!\n"
@@ -506,7 +520,8 @@ free_port (void)
   return ntohs (a.sin_port);
 }
 
-/* The listener on inet:PORT@127.0.0.1. */
+/* The listener on inet:PORT@127.0.0.1; GET /metrics there only once
+ * http_metrics_clients names loopback. */
 static void
 test_tcp (void)
 {
@@ -527,8 +542,18 @@ test_tcp (void)
   g_autoptr (Response) r = request_on (c, "POST", "/rewrite", msg);
   g_assert_cmpuint (r->status, ==, 200);
   g_assert_true (g_bytes_equal (r->body, want));
+  /* the counters: over TCP a client is its address, and loopback is every
+   * local user's: refused until http_metrics_clients names it */
   g_autoptr (GSocketConnection) c2 = connect_to (addr);
-  g_autoptr (Response) rm = request_on (c2, "GET", "/metrics", NULL);
+  g_autoptr (Response) r403 = request_on (c2, "GET", "/metrics", NULL);
+  assert_error (r403, 403);
+  g_autofree char *named = g_strconcat (text, "http_metrics_clients = 127.0.0.0/8\n", NULL);
+  g_assert_true (g_file_set_contents (tconf, named, -1, NULL));
+  mta_milter_signal (m, SIGHUP);
+  g_assert_true (mta_milter_log_wait (m, "SIGHUP: reloaded configuration", 1));
+  g_autoptr (GSocketConnection) c3 = connect_to (addr);
+  g_autoptr (Response) rm = request_on (c3, "GET", "/metrics", NULL);
+  g_assert_cmpuint (rm->status, ==, 200);
   g_assert_cmpuint (metric (rm->body, "extbody_messages_total"), ==, 1);
   g_assert_cmpint (mta_milter_stop (m, TRUE), ==, 0);
 }
@@ -974,6 +999,445 @@ test_killed_mid_message (void)
   g_assert_cmpint (test_http_get_number (httpd->port, "/open?gate=client-kill"), ==, 0);
 }
 
+/* ---- issue 39: the door trusts no client ----------------------------------- */
+
+/* Write @len bytes of @req to the unix socket @sock and read what comes back
+ * until the daemon closes the connection or @wait_ms pass in silence
+ * (*@closed says which). */
+static GBytes *
+raw_exchange (const char *sock, const void *req, gsize len, int wait_ms, gboolean *closed)
+{
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  g_strlcpy (sa.sun_path, sock, sizeof sa.sun_path);
+  int fd = socket (AF_UNIX, SOCK_STREAM, 0);
+  g_assert_cmpint (connect (fd, (struct sockaddr *) &sa, sizeof sa), ==, 0);
+  const char *p = req;
+  while (len) {
+    ssize_t n = send (fd, p, len, MSG_NOSIGNAL);
+    if (n <= 0)
+      break;   /* the daemon closed early: what it said is read below */
+    p += n;
+    len -= (gsize) n;
+  }
+  GByteArray *all = g_byte_array_new ();
+  *closed = FALSE;
+  for (;;) {
+    struct pollfd pf = { .fd = fd, .events = POLLIN };
+    if (poll (&pf, 1, wait_ms) <= 0)
+      break;
+    char buf[65536];
+    ssize_t n = recv (fd, buf, sizeof buf, 0);
+    if (n <= 0) {
+      *closed = TRUE;
+      break;
+    }
+    g_byte_array_append (all, (guint8 *) buf, (guint) n);
+  }
+  close (fd);
+  return g_byte_array_free_to_bytes (all);
+}
+
+/* The answers in @raw, one after the other, each framed by its
+ * Content-Length. */
+static GPtrArray *
+parse_responses (GBytes *raw)
+{
+  GPtrArray *out = g_ptr_array_new_with_free_func ((GDestroyNotify) response_free);
+  gsize len = 0, off = 0;
+  const char *data = g_bytes_get_data (raw, &len);
+  while (off < len) {
+    const char *end = g_strstr_len (data + off, (gssize) (len - off), "\r\n\r\n");
+    g_assert_nonnull (end);
+    g_autofree char *head = g_strndup (data + off, (gsize) (end - data - off));
+    const char *cl = strstr (head, "\r\nContent-Length: ");
+    g_assert_nonnull (cl);
+    gsize body = (gsize) g_ascii_strtoull (cl + 18, NULL, 10);
+    gsize next = (gsize) (end + 4 - data) + body;
+    g_assert_cmpuint (next, <=, len);
+    g_autoptr (GBytes) one = g_bytes_new_from_bytes (raw, off, next - off);
+    g_ptr_array_add (out, parse_response (one));
+    off = next;
+  }
+  return out;
+}
+
+/* The message these cases send (a data: reference, so that its rewrite is
+ * not the message itself) and what `extbody rewrite --filter` makes of it. */
+static GBytes *
+framing_message (GBytes **want)
+{
+  g_autoptr (GBytes) msg = burst_message (39);
+  g_autofree char *file = g_build_filename (dir, "framing.eml", NULL);
+  g_assert_true (g_file_set_contents (file, g_bytes_get_data (msg, NULL), (gssize) g_bytes_get_size (msg), NULL));
+  *want = run_command (NULL, (const char *[]) { "rewrite", "--filter", "-c", conf, file, NULL });
+  g_assert_false (g_bytes_equal (*want, msg));
+  return g_steal_pointer (&msg);
+}
+
+/* @msg as a chunked body of chunks of @size bytes (the last one shorter),
+ * @ext after each size, and @trailer fields before the end. */
+static GString *
+chunked (GBytes *msg, gsize size, const char *ext, const char *trailer)
+{
+  gsize len = 0;
+  const char *d = g_bytes_get_data (msg, &len);
+  GString *s = g_string_new (NULL);
+  for (gsize i = 0; i < len; i += size) {
+    gsize n = MIN (size, len - i);
+    g_string_append_printf (s, "%" G_GSIZE_MODIFIER "x%s\r\n", n, ext);
+    g_string_append_len (s, d + i, (gssize) n);
+    g_string_append (s, "\r\n");
+  }
+  g_string_append_printf (s, "0\r\n%s\r\n", trailer);
+  return s;
+}
+
+/* @req is refused with @status and one line naming @reason, and the
+ * connection closed: nothing is rewritten. */
+static void
+assert_refused (const char *what, GString *req, guint status, const char *reason)
+{
+  g_test_message ("%s", what);
+  gboolean closed = FALSE;
+  g_autoptr (GBytes) raw = raw_exchange (http_sock, req->str, req->len, 5000, &closed);
+  g_assert_true (closed);
+  g_autoptr (GPtrArray) rs = parse_responses (raw);
+  g_assert_cmpuint (rs->len, ==, 1);
+  Response *r = rs->pdata[0];
+  assert_error (r, status);
+  g_assert_cmpstr (g_hash_table_lookup (r->fields, "connection"), ==, "close");
+  g_autofree char *line = g_strndup (g_bytes_get_data (r->body, NULL), g_bytes_get_size (r->body));
+  g_assert_nonnull (strstr (line, reason));
+}
+
+/* RFC 9112 section 6.3: a request whose length is ambiguous is refused
+ * (400) and its connection closed, whatever its chunk sizes; so are the other
+ * heads the daemon cannot frame; a chunked body is framed by its chunks
+ * whatever their sizes (extensions and trailer fields read and dropped); and
+ * requests pipelined on one connection are answered in order. Written by
+ * hand on raw sockets. */
+static void
+test_framing (void)
+{
+  g_autoptr (GBytes) want = NULL;
+  g_autoptr (GBytes) msg = framing_message (&want);
+  gsize len = g_bytes_get_size (msg);
+  const char *post = "POST /rewrite HTTP/1.1\r\nHost: localhost\r\n";
+  /* a length and chunks: 10 bytes by the length, the message by the chunks */
+  for (gsize size = 5; size <= len; size = size == 5 ? len : len + 1) {
+    g_autoptr (GString) body = chunked (msg, size, "", "");
+    g_autoptr (GString) req = g_string_new (post);
+    g_string_append_printf (req, "Content-Length: 10\r\nTransfer-Encoding: chunked\r\n\r\n%s", body->str);
+    assert_refused ("Content-Length and chunked", req, 400, "both Content-Length and chunked");
+  }
+  g_autoptr (GString) two = g_string_new (post);
+  g_string_append_printf (two, "Content-Length: 5\r\nContent-Length: %" G_GSIZE_FORMAT "\r\n\r\n", len);
+  g_string_append_len (two, g_bytes_get_data (msg, NULL), (gssize) len);
+  assert_refused ("two lengths that differ", two, 400, "Content-Length");
+  const char *bad_lengths[] = { "1x", "+52", "52, 52", "" };
+  for (guint i = 0; i < G_N_ELEMENTS (bad_lengths); i++) {
+    g_autoptr (GString) req = g_string_new (post);
+    g_string_append_printf (req, "Content-Length: %s\r\n\r\n", bad_lengths[i]);
+    g_string_append_len (req, g_bytes_get_data (msg, NULL), (gssize) len);
+    assert_refused (bad_lengths[i], req, 400, "Content-Length");
+  }
+  const struct { const char *head; guint status; const char *reason; } heads[] = {
+    { "POST /rewrite HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501, "transfer coding" },
+    { "POST /rewrite HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400, "chunked" },
+    { "POST /rewrite HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400, "HTTP/1.0" },
+    { "POST /rewrite HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 400, "Host" },
+    { "POST /rewrite HTTP/1.1\r\nHost: a\r\nHost: b\r\nContent-Length: 0\r\n\r\n", 400, "Host" },
+    { "POST /rewrite HTTP/1.1\r\nHost: localhost\r\nContent-Length : 5\r\n\r\nhello", 400, "no field" },
+    { "POST /rewrite HTTP/1.1\r\nHost: localhost\r\nX-Folded: a\r\n b\r\nContent-Length: 0\r\n\r\n", 400, "folded" },
+    { "POST /rewrite HTTP/2.0\r\nHost: localhost\r\n\r\n", 505, "version" },
+    { "POST /rewrite HTTP/1.1\r\nHost: localhost\r\nExpect: 200-ok\r\n\r\n", 417, "expectation" },
+    { "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 400, "no request line" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (heads); i++) {
+    g_autoptr (GString) req = g_string_new (heads[i].head);
+    assert_refused (heads[i].head, req, heads[i].status, heads[i].reason);
+  }
+  g_assert_true (mta_milter_log_wait (milter, "refused (400): both Content-Length and chunked", 2));
+  /* chunks of any size, pipelined, with a length-framed request between
+   * them and a GET at the end: each answered in its turn */
+  g_autoptr (GString) pipe = g_string_new (NULL);
+  const gsize sizes[] = { 1, 7, len - 1, len };
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++) {
+    g_autoptr (GString) body = chunked (msg, sizes[i], i % 2 ? ";name=value" : "", i == 2 ? "X-Trailer: 1\r\n" : "");
+    g_string_append_printf (pipe, "%sTransfer-Encoding: chunked\r\nContent-Type: message/rfc822\r\n\r\n%s", post,
+                            body->str);
+    g_string_append_printf (pipe, "%sContent-Length: %" G_GSIZE_FORMAT "\r\n\r\n", post, len);
+    g_string_append_len (pipe, g_bytes_get_data (msg, NULL), (gssize) len);
+  }
+  g_string_append (pipe, "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+  gboolean closed = FALSE;
+  g_autoptr (GBytes) raw = raw_exchange (http_sock, pipe->str, pipe->len, 10000, &closed);
+  g_assert_true (closed);
+  g_autoptr (GPtrArray) rs = parse_responses (raw);
+  g_assert_cmpuint (rs->len, ==, 2 * G_N_ELEMENTS (sizes) + 1);
+  for (guint i = 0; i + 1 < rs->len; i++) {
+    Response *r = rs->pdata[i];
+    g_assert_cmpuint (r->status, ==, 200);
+    g_assert_true (g_bytes_equal (r->body, want));
+    n_rewrites++;
+  }
+  g_assert_cmpuint (((Response *) rs->pdata[rs->len - 1])->status, ==, 200);
+  g_assert_cmpuint (metric (((Response *) rs->pdata[rs->len - 1])->body, "extbody_messages_total"), ==, n_rewrites);
+}
+
+/* A client that keeps sending, a byte at a time and faster than
+ * http_timeout, is cut off http_request_timeout after its first byte,
+ * answered 408, whether it is in its head or in its body. */
+static void
+test_slow_request (void)
+{
+  const char *starts[] = {
+    "POST /rewrite HTTP/1.1\r\nHost: localhost\r\nX-Slow: ",
+    "POST /rewrite HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100000\r\n\r\nSubject: slow\r\n\r\n",
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (starts); i++) {
+    g_autoptr (GSocketConnection) c = connect_unix ();
+    GSocket *sock = g_socket_connection_get_socket (c);
+    gint64 t0 = g_get_monotonic_time ();
+    send_bytes (c, starts[i], strlen (starts[i]));
+    GByteArray *got = g_byte_array_new ();
+    gboolean closed = FALSE;
+    /* a byte every 0.3 s, for at most three times http_request_timeout */
+    while (!closed && g_get_monotonic_time () - t0 < 3 * TEST_HTTP_REQUEST_TIMEOUT * G_USEC_PER_SEC) {
+      g_socket_send (sock, "a", 1, NULL, NULL);
+      if (g_socket_condition_timed_wait (sock, G_IO_IN, 300000, NULL, NULL)) {
+        char buf[4096];
+        gssize n = g_socket_receive (sock, buf, sizeof buf, NULL, NULL);
+        if (n <= 0)
+          closed = TRUE;
+        else
+          g_byte_array_append (got, (guint8 *) buf, (guint) n);
+      }
+    }
+    double took = (double) (g_get_monotonic_time () - t0) / G_USEC_PER_SEC;
+    g_autoptr (GBytes) raw = g_byte_array_free_to_bytes (got);
+    g_test_message ("%s: %u bytes after %.1f s", i ? "body" : "head", (guint) g_bytes_get_size (raw), took);
+    g_assert_true (closed);
+    g_autoptr (Response) r = parse_response (raw);
+    assert_error (r, 408);
+    g_assert_cmpfloat (took, >=, TEST_HTTP_REQUEST_TIMEOUT - 0.5);
+    g_assert_cmpfloat (took, <, TEST_HTTP_REQUEST_TIMEOUT + 3);
+  }
+  g_assert_true (mta_milter_log_wait (milter, "its head did not come within http_request_timeout", 1));
+  g_assert_true (mta_milter_log_wait (milter, "cut off after http_request_timeout", 1));
+}
+
+/* extbodyc on @msg through @sock, as @user (NULL: as the test, root): its
+ * output, and how long it took. */
+static GBytes *
+client_run (const char *sock, GBytes *msg, const char *user, double *took)
+{
+  g_autofree char *file = g_strdup_printf ("%s/client-%p.eml", dir, (void *) msg);
+  g_assert_true (g_file_set_contents (file, g_bytes_get_data (msg, NULL), (gssize) g_bytes_get_size (msg), NULL));
+  g_autofree char *spec = g_strdup_printf ("unix:%s", sock);
+  /* another user may not reach the build tree */
+  g_autofree char *client = user ? mta_doors_for_everyone (dir, g_getenv ("EXTBODYC")) : g_strdup (g_getenv ("EXTBODYC"));
+  const char *argv[] = { client, "-s", spec, "-t", "20", "-l", "stderr", NULL };
+  g_autoptr (GSubprocessLauncher) l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE
+                                                                 | G_SUBPROCESS_FLAGS_STDERR_MERGE);
+  g_subprocess_launcher_set_stdin_file_path (l, file);
+  g_autoptr (GError) error = NULL;
+  gint64 t0 = g_get_monotonic_time ();
+  g_autoptr (GPtrArray) a = g_ptr_array_new_with_free_func (g_free);
+  if (user) {
+    g_ptr_array_add (a, g_strdup ("setpriv"));
+    g_ptr_array_add (a, g_strdup_printf ("--reuid=%s", user));
+    g_ptr_array_add (a, g_strdup_printf ("--regid=%s", user));
+    g_ptr_array_add (a, g_strdup ("--clear-groups"));
+    g_ptr_array_add (a, g_strdup ("--"));
+  }
+  for (guint i = 0; argv[i]; i++)
+    g_ptr_array_add (a, g_strdup (argv[i]));
+  g_ptr_array_add (a, NULL);
+  g_autoptr (GSubprocess) p = g_subprocess_launcher_spawnv (l, (const char *const *) a->pdata, &error);
+  g_assert_no_error (error);
+  GBytes *out = NULL;
+  g_subprocess_communicate (p, NULL, NULL, &out, NULL, &error);
+  g_assert_no_error (error);
+  *took = (double) (g_get_monotonic_time () - t0) / G_USEC_PER_SEC;
+  g_unlink (file);
+  return out;
+}
+
+/* A flood of slow connections from one local user (nobody, 40 connections,
+ * each sending a byte of a head that never ends every 0.5 s) against a
+ * daemon of default limits but for short timeouts: nobody holds at most
+ * http_max_peer_connections of them (the rest answered 503 at once, those
+ * held cut off, 408, after http_request_timeout), and meanwhile another
+ * ordinary user's messages (uid 65533) through extbodyc are resolved, each
+ * within the usual latency. */
+static void
+test_peer_flood (void)
+{
+  if (!mta_doors_can_switch_user ()) {
+    g_test_skip ("needs root, setpriv and the user nobody");
+    return;
+  }
+  g_autofree char *fconf = g_build_filename (dir, "flood.conf", NULL);
+  g_autofree char *fsock = g_build_filename (dir, "flood-http.sock", NULL);
+  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\nhttp_socket = unix:%s\nhttp_timeout = 2\n"
+                                           "http_request_timeout = 6\n", fsock);
+  g_assert_true (g_file_set_contents (fconf, text, -1, NULL));
+  g_autofree char *msock = g_build_filename (dir, "flood-milter.sock", NULL);
+  g_autofree char *log = g_build_filename (dir, "flood.log", NULL);
+  g_autoptr (MtaMilter) m = mta_milter_start (msock, fconf, log, NULL);
+  g_autoptr (GBytes) msg = burst_message (3939);
+  double usual = 0;
+  g_autoptr (GBytes) first = client_run (fsock, msg, "65533", &usual);
+  g_assert_nonnull (g_strstr_len (g_bytes_get_data (first, NULL), (gssize) g_bytes_get_size (first), "burst 3939"));
+  g_autofree char *source = g_test_build_filename (G_TEST_DIST, "milter", "slow-clients.py", NULL);
+  g_autofree char *script = mta_doors_for_everyone (dir, source);
+  g_autoptr (GSubprocess) flood = mta_doors_spawn_as ("nobody", G_SUBPROCESS_FLAGS_STDOUT_PIPE, (const char *[]) {
+    "/usr/bin/python3", script, "--socket", fsock, "--door", "http", "--connections", "40", "--interval", "0.5",
+    "--duration", "9", NULL });
+  g_usleep (1500000);   /* the flood has begun */
+  for (guint i = 0; i < 8; i++) {
+    double took = 0;
+    g_autoptr (GBytes) out = client_run (fsock, msg, "65533", &took);
+    g_autofree char *o = g_strndup (g_bytes_get_data (out, NULL), g_bytes_get_size (out));
+    g_test_message ("message %u: %.2f s (alone: %.2f s)", i, took, usual);
+    g_assert_nonnull (strstr (o, "\r\n\r\nburst 3939"));   /* resolved */
+    g_assert_null (strstr (o, "extbodyc:"));
+    g_assert_cmpfloat (took, <, usual + 2);
+    g_usleep (500000);
+  }
+  g_autofree char *report = NULL;
+  g_autoptr (GError) error = NULL;
+  g_subprocess_communicate_utf8 (flood, NULL, NULL, &report, NULL, &error);
+  g_assert_no_error (error);
+  g_test_message ("nobody's flood: %s", report);
+  g_assert_nonnull (strstr (report, "opened 40 refused-at-once 32 cut 8 open 0 "));
+  g_assert_nonnull (strstr (report, "HTTP/1.1 503 Service Unavailable=32"));
+  g_assert_nonnull (strstr (report, "HTTP/1.1 408 Request Timeout=8"));
+  g_assert_cmpuint (mta_milter_log_count (m, "http: a connection from uid 65534 (nobody) refused: it holds "
+                                             "http_max_peer_connections (8) already"), ==, 32);
+  g_assert_cmpint (mta_milter_stop (m, FALSE), ==, 0);
+}
+
+/* curl as nobody: the status of @method @path (with @file as the body). */
+static guint
+status_as_nobody (const char *sock, const char *method, const char *path, const char *file)
+{
+  g_autofree char *url = g_strdup_printf ("http://localhost%s", path);
+  g_autofree char *data = file ? g_strdup_printf ("@%s", file) : NULL;
+  const char *argv[] = { "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20",
+                         "--unix-socket", sock, "-X", method, url, file ? "--data-binary" : NULL, data, NULL };
+  g_autoptr (GSubprocess) p = mta_doors_spawn_as ("nobody", G_SUBPROCESS_FLAGS_STDOUT_PIPE, argv);
+  g_autofree char *out = NULL;
+  g_autoptr (GError) error = NULL;
+  g_subprocess_communicate_utf8 (p, NULL, NULL, &out, NULL, &error);
+  g_assert_no_error (error);
+  return (guint) g_ascii_strtoull (out, NULL, 10);
+}
+
+static guint
+files_in (const char *path)
+{
+  g_autoptr (GDir) d = g_dir_open (path, 0, NULL);
+  guint n = 0;
+  while (d && g_dir_read_name (d))
+    n++;
+  return n;
+}
+
+/* Who may do what, by the credentials of a unix socket's client: with
+ * milter_mode = externalize and a store, nobody (any local user) has
+ * messages rewritten and inspected but may not store (403, the store left
+ * empty) nor read the counters (403), which root may; once the
+ * configuration names nobody (http_externalize_clients) and its group
+ * (http_metrics_clients, @nogroup) and is reloaded, nobody may. A name that
+ * is no user is a configuration error naming the key. */
+static void
+test_permissions (void)
+{
+  g_autofree char *curl = g_find_program_in_path ("curl");
+  if (!mta_doors_can_switch_user () || !curl) {
+    g_test_skip ("needs root, setpriv, curl and the user nobody");
+    return;
+  }
+  g_autofree char *store = g_build_filename (dir, "perm-store", NULL);
+  g_assert_cmpint (g_mkdir (store, 0755), ==, 0);
+  g_autofree char *pconf = g_build_filename (dir, "perm.conf", NULL);
+  g_autofree char *psock = g_build_filename (dir, "perm-http.sock", NULL);
+  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\nhttp_socket = unix:%s\nmilter_mode = externalize\n"
+                                           "externalize_store = %s\nexternalize_base_url = http://127.0.0.1:9/\n"
+                                           "externalize_min_size = 1K\n", psock, store);
+  g_assert_true (g_file_set_contents (pconf, text, -1, NULL));
+  g_autofree char *msock = g_build_filename (dir, "perm-milter.sock", NULL);
+  g_autofree char *log = g_build_filename (dir, "perm.log", NULL);
+  g_autoptr (MtaMilter) m = mta_milter_start (msock, pconf, log, NULL);
+  g_autofree char *att = g_strnfill (20000, 'x');
+  g_autofree char *mtext = g_strdup_printf ("From: a@example.org\r\nMIME-Version: 1.0\r\n"
+                                            "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n"
+                                            "Content-Type: text/plain\r\n\r\nsee\r\n--b\r\n"
+                                            "Content-Type: application/octet-stream\r\n"
+                                            "Content-Disposition: attachment; filename=x.bin\r\n\r\n%s\r\n--b--\r\n", att);
+  g_autofree char *mfile = g_build_filename (dir, "perm.eml", NULL);
+  g_assert_true (g_file_set_contents (mfile, mtext, -1, NULL));
+  g_chmod (mfile, 0644);
+  g_assert_cmpuint (status_as_nobody (psock, "POST", "/externalize", mfile), ==, 403);
+  g_assert_cmpuint (files_in (store), ==, 0);
+  g_assert_cmpuint (status_as_nobody (psock, "GET", "/metrics", NULL), ==, 403);
+  g_assert_cmpuint (status_as_nobody (psock, "POST", "/rewrite", mfile), ==, 200);
+  g_assert_cmpuint (status_as_nobody (psock, "POST", "/inspect", mfile), ==, 200);
+  g_assert_true (mta_milter_log_wait (m, "http: POST /externalize refused to uid 65534 (nobody): not root, not "
+                                         "the daemon's user, not in http_externalize_clients", 1));
+  g_assert_true (mta_milter_log_wait (m, "http: GET /metrics refused to uid 65534 (nobody)", 1));
+  /* root may */
+  g_autoptr (GSocketAddress) addr = g_unix_socket_address_new (psock);
+  g_autoptr (GSocketConnection) c = connect_to (addr);
+  g_autoptr (GBytes) mb = g_bytes_new (mtext, strlen (mtext));
+  g_autoptr (Response) r = request_on (c, "POST", "/externalize", mb);
+  g_assert_cmpuint (r->status, ==, 200);
+  g_assert_cmpstr (g_hash_table_lookup (r->fields, "extbody-changed"), ==, "yes");
+  g_assert_cmpuint (files_in (store), ==, 1);
+  /* named, and reloaded */
+  g_autofree char *named = g_strconcat (text, "http_externalize_clients = root, nobody\n"
+                                        "http_metrics_clients = @nogroup\n", NULL);
+  g_assert_true (g_file_set_contents (pconf, named, -1, NULL));
+  mta_milter_signal (m, SIGHUP);
+  g_assert_true (mta_milter_log_wait (m, "SIGHUP: reloaded configuration", 1));
+  g_assert_cmpuint (status_as_nobody (psock, "POST", "/externalize", mfile), ==, 200);
+  g_assert_cmpuint (status_as_nobody (psock, "GET", "/metrics", NULL), ==, 200);
+  g_assert_cmpint (mta_milter_stop (m, FALSE), ==, 0);
+  /* a user that does not exist */
+  const char *argv[] = { g_getenv ("EXTBODYD"), "-n", "-c", pconf, "-o", "http_metrics_clients=extbody-no-such-user", NULL };
+  g_autoptr (GSubprocess) p = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDERR_PIPE, NULL);
+  g_autofree char *err = NULL;
+  g_subprocess_communicate_utf8 (p, NULL, NULL, NULL, &err, NULL);
+  g_assert_cmpint (g_subprocess_get_exit_status (p), ==, 78);
+  g_assert_nonnull (strstr (err, "http_metrics_clients"));
+  g_assert_nonnull (strstr (err, "no such user"));
+}
+
+/* Memory per message: large messages are spooled to files of their own
+ * (milter_spill_size) and so are their answers, so that four 16 MiB
+ * messages at once raise the daemon's peak memory by less than the messages
+ * themselves (it was three times them, all in memory). */
+static void
+test_big_messages (void)
+{
+  g_autofree char *bconf = g_build_filename (dir, "big.conf", NULL);
+  g_autofree char *bsock = g_build_filename (dir, "big-http.sock", NULL);
+  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\nhttp_socket = unix:%s\n", bsock);
+  g_assert_true (g_file_set_contents (bconf, text, -1, NULL));
+  g_autofree char *msock = g_build_filename (dir, "big-milter.sock", NULL);
+  g_autofree char *log = g_build_filename (dir, "big.log", NULL);
+  g_autoptr (MtaMilter) m = mta_milter_start (msock, bconf, log, NULL);
+  /* warm: the first message's allocations are the daemon's, not the size's */
+  g_autoptr (GBytes) small = burst_message (1);
+  double took;
+  g_autoptr (GBytes) out = client_run (bsock, small, NULL, &took);
+  double ratio = mta_doors_big_at_once (m, bsock, FALSE, 4, 16);
+  g_assert_cmpfloat (ratio, <, 1.2);
+  g_assert_cmpint (mta_milter_stop (m, FALSE), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -985,8 +1449,10 @@ main (int argc, char **argv)
   conf = g_build_filename (dir, "extbody.conf", NULL);
   http_sock = g_build_filename (dir, "http.sock", NULL);
   g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\nhttp_socket = unix:%s\n"
-                                           "max_message_size = %d\nhttp_timeout = %d\nhttp_max_connections = %d\n",
-                                           http_sock, TEST_MAX_MESSAGE_SIZE, TEST_HTTP_TIMEOUT, TEST_HTTP_MAX_CONNS);
+                                           "max_message_size = %d\nhttp_timeout = %d\nhttp_max_connections = %d\n"
+                                           "http_request_timeout = %d\n",
+                                           http_sock, TEST_MAX_MESSAGE_SIZE, TEST_HTTP_TIMEOUT, TEST_HTTP_MAX_CONNS,
+                                           TEST_HTTP_REQUEST_TIMEOUT);
   g_assert_true (g_file_set_contents (conf, text, -1, NULL));
   g_autofree char *sock = g_build_filename (dir, "milter.sock", NULL);
   g_autofree char *log = g_build_filename (dir, "milter.log", NULL);
@@ -1009,6 +1475,11 @@ main (int argc, char **argv)
   g_test_add_func ("/http/200-messages-10-sessions", test_burst);
   g_test_add_func ("/http/200-messages-reloaded-4-times", test_burst_reloaded);
   g_test_add_func ("/http/killed-mid-message", test_killed_mid_message);
+  g_test_add_func ("/http/framing", test_framing);
+  g_test_add_func ("/http/slow-request", test_slow_request);
+  g_test_add_func ("/http/peer-flood", test_peer_flood);
+  g_test_add_func ("/http/permissions", test_permissions);
+  g_test_add_func ("/http/big-messages", test_big_messages);
   int rc = g_test_run ();
   g_assert_cmpint (mta_milter_stop (milter, TRUE), ==, 0);
   g_assert_false (g_file_test (http_sock, G_FILE_TEST_EXISTS));   /* removed at the stop */
