@@ -104,7 +104,7 @@ install () {
 
 # --- packages ------------------------------------------------------------
 packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
-  libcurl4-openssl-dev libjson-glib-dev libmilter-dev libmicrohttpd-dev libhiredis-dev libssl-dev ca-certificates"
+  libcurl4-openssl-dev libjson-glib-dev libmilter-dev libhiredis-dev libssl-dev ca-certificates"
 # the tests' own servers and certificates
 [ "$mode" = test ] && packages="$packages python3 python3-pyftpdlib python3-prometheus-client openssl curl miltertest postfix strace"
 # a real gopher server and a real news server (test-fetch /fetch/gopher and

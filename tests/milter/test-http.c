@@ -882,8 +882,7 @@ test_vanished_mid_body (void)
     send_bytes (c, g_bytes_get_data (msg, NULL), g_bytes_get_size (msg) / 2);
     g_assert_true (g_io_stream_close (G_IO_STREAM (c), NULL, NULL));
   }
-  /* logged ("... ended by the client", as a request or, when libmicrohttpd
-   * read the end of the input before the header, as a connection) */
+  /* logged ("... ended by the client", as the request it began) */
   g_assert_true (mta_milter_log_wait (milter, "ended by the client", ended + 1));
   g_autoptr (Response) r = request ("POST", "/rewrite", msg);
   n_rewrites++;
@@ -1438,6 +1437,103 @@ test_big_messages (void)
   g_assert_cmpint (mta_milter_stop (m, FALSE), ==, 0);
 }
 
+/* The externalize round trip through the daemon leaves nothing: a message
+ * whose whole body is the part, and a forwarded message that is, go through
+ * POST /externalize with externalize_fallback = on (the reference inside a
+ * multipart/alternative after a short text, marked with X-Extbody-Fallback),
+ * then through a resolving daemon's POST /rewrite and Dovecot door, fetching
+ * from the store (a private nginx): the part comes back in the alternative's
+ * place, and the mark is gone from whichever header held it, top-level or
+ * inside the forwarded message. */
+static void
+test_fallback_round_trip (void)
+{
+  g_autofree char *store = g_build_filename (dir, "rt-store", NULL);
+  g_assert_cmpint (g_mkdir (store, 0755), ==, 0);
+  g_autoptr (TestNginx) nginx = test_nginx_start (store);
+  if (!nginx) {
+    g_test_skip ("nginx is not installed");
+    return;
+  }
+  g_autofree char *xconf = g_build_filename (dir, "rt-x.conf", NULL);
+  g_autofree char *xsock = g_build_filename (dir, "rt-x-http.sock", NULL);
+  g_autofree char *xtext = g_strdup_printf ("[extbody]\nfetch = off\nhttp_socket = unix:%s\nmilter_mode = externalize\n"
+                                            "externalize_store = %s\nexternalize_base_url = http://127.0.0.1:%u/\n"
+                                            "externalize_min_size = 1K\nexternalize_fallback = on\n", xsock, store,
+                                            nginx->port);
+  g_assert_true (g_file_set_contents (xconf, xtext, -1, NULL));
+  g_autofree char *rconf = g_build_filename (dir, "rt-r.conf", NULL);
+  g_autofree char *rsock = g_build_filename (dir, "rt-r-http.sock", NULL);
+  g_autofree char *rdc = g_build_filename (dir, "rt-r-extbody", NULL);
+  g_autofree char *rtext = g_strdup_printf ("[extbody]\nfetch = on\nallow_networks = 127.0.0.1/32\n"
+                                            "http_socket = unix:%s\ndovecot_filter_socket = %s\n", rsock, rdc);
+  g_assert_true (g_file_set_contents (rconf, rtext, -1, NULL));
+  g_autofree char *xm = g_build_filename (dir, "rt-x-milter.sock", NULL);
+  g_autofree char *rm = g_build_filename (dir, "rt-r-milter.sock", NULL);
+  g_autofree char *xlog = g_build_filename (dir, "rt-x.log", NULL);
+  g_autofree char *rlog = g_build_filename (dir, "rt-r.log", NULL);
+  g_autoptr (MtaMilter) x = mta_milter_start (xm, xconf, xlog, NULL);
+  g_autoptr (MtaMilter) r = mta_milter_start (rm, rconf, rlog, NULL);
+  g_autofree char *data = g_strnfill (30000, 'r');
+  g_autofree char *b64 = g_base64_encode ((const guchar *) data, strlen (data));
+  GString *lines = g_string_new (NULL);
+  for (gsize i = 0; i < strlen (b64); i += 76)
+    g_string_append_printf (lines, "%.76s\r\n", b64 + i);
+  g_autofree char *part = g_strdup_printf ("From: a@example.org\r\nSubject: whole\r\nMIME-Version: 1.0\r\n"
+                                           "Content-Type: application/octet-stream; name=\"r.bin\"\r\n"
+                                           "Content-Disposition: attachment; filename=\"r.bin\"\r\n"
+                                           "Content-Transfer-Encoding: base64\r\n\r\n%s", lines->str);
+  g_string_free (lines, TRUE);
+  g_autofree char *fwd = g_strdup_printf ("From: c@example.org\r\nSubject: fwd\r\nMIME-Version: 1.0\r\n"
+                                          "Content-Type: multipart/mixed; boundary=o\r\n\r\n--o\r\n"
+                                          "Content-Type: text/plain\r\n\r\nsee below\r\n--o\r\n"
+                                          "Content-Type: message/rfc822\r\n\r\n%s\r\n--o--\r\n", part);
+  const char *msgs[] = { part, fwd };
+  for (guint i = 0; i < G_N_ELEMENTS (msgs); i++) {
+    g_autoptr (GBytes) in = g_bytes_new (msgs[i], strlen (msgs[i]));
+    g_autoptr (GSocketAddress) xa = g_unix_socket_address_new (xsock);
+    g_autoptr (GSocketConnection) xc = connect_to (xa);
+    g_autoptr (Response) ext = request_on (xc, "POST", "/externalize", in);
+    g_assert_cmpuint (ext->status, ==, 200);
+    g_autofree char *etext = g_strndup (g_bytes_get_data (ext->body, NULL), g_bytes_get_size (ext->body));
+    g_assert_nonnull (strstr (etext, "\r\nX-Extbody-Fallback: notice-sha256="));
+    g_assert_nonnull (strstr (etext, "multipart/alternative"));
+    g_autoptr (GSocketAddress) ra = g_unix_socket_address_new (rsock);
+    g_autoptr (GSocketConnection) rc = connect_to (ra);
+    g_autoptr (Response) back = request_on (rc, "POST", "/rewrite", ext->body);
+    g_assert_cmpuint (back->status, ==, 200);
+    g_assert_cmpstr (g_hash_table_lookup (back->fields, "extbody-resolved"), ==, "1");
+    /* and through the Dovecot door */
+    int fd = socket (AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    g_strlcpy (sa.sun_path, rdc, sizeof sa.sun_path);
+    g_assert_cmpint (connect (fd, (struct sockaddr *) &sa, sizeof sa), ==, 0);
+    g_autoptr (GString) dreq = g_string_new ("VERSION\tscript\t4\t0\n-\n\n");
+    g_string_append_len (dreq, etext, (gssize) strlen (etext));
+    g_assert_cmpint (send (fd, dreq->str, dreq->len, MSG_NOSIGNAL), ==, (gssize) dreq->len);
+    shutdown (fd, SHUT_WR);
+    GString *dout = g_string_new (NULL);
+    char buf[65536];
+    ssize_t n;
+    while ((n = recv (fd, buf, sizeof buf, 0)) > 0)
+      g_string_append_len (dout, buf, n);
+    close (fd);
+    g_autofree char *btext = g_strndup (g_bytes_get_data (back->body, NULL), g_bytes_get_size (back->body));
+    g_assert_true (g_str_has_suffix (dout->str, "+\n"));
+    g_string_truncate (dout, dout->len - 2);
+    g_assert_cmpstr (dout->str, ==, btext);
+    g_string_free (dout, TRUE);
+    g_test_message ("%s", i ? "forwarded" : "whole body");
+    g_assert_null (strstr (btext, "X-Extbody-Fallback"));
+    g_assert_null (strstr (btext, "multipart/alternative"));
+    g_assert_null (strstr (btext, "was taken out of this message"));
+    g_assert_nonnull (strstr (btext, "\r\nContent-Type: application/octet-stream; name=\"r.bin\"\r\n"));
+    g_assert_nonnull (strstr (btext, i ? "\r\nSubject: fwd\r\n" : "\r\nSubject: whole\r\n"));
+  }
+  g_assert_cmpint (mta_milter_stop (x, FALSE), ==, 0);
+  g_assert_cmpint (mta_milter_stop (r, FALSE), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1480,6 +1576,7 @@ main (int argc, char **argv)
   g_test_add_func ("/http/peer-flood", test_peer_flood);
   g_test_add_func ("/http/permissions", test_permissions);
   g_test_add_func ("/http/big-messages", test_big_messages);
+  g_test_add_func ("/http/fallback-round-trip", test_fallback_round_trip);
   int rc = g_test_run ();
   g_assert_cmpint (mta_milter_stop (milter, TRUE), ==, 0);
   g_assert_false (g_file_test (http_sock, G_FILE_TEST_EXISTS));   /* removed at the stop */
