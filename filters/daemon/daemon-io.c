@@ -67,10 +67,23 @@ wait_for (DaemonIo *io, short events, DaemonIoEnd *end)
   }
 }
 
+/* Has the deadline passed? Checked before every read and write too: a
+ * client that always has bytes ready never makes the daemon wait. */
+static gboolean
+late (const DaemonIo *io, DaemonIoEnd *end)
+{
+  if (!io->deadline || g_get_monotonic_time () < io->deadline)
+    return FALSE;
+  *end = DAEMON_IO_LATE;
+  return TRUE;
+}
+
 gsize
 daemon_io_read (DaemonIo *io, void *buf, gsize len, DaemonIoEnd *end)
 {
   for (;;) {
+    if (late (io, end))
+      return 0;
     ssize_t n = recv (io->fd, buf, len, 0);
     if (n > 0) {
       *end = DAEMON_IO_OK;
@@ -97,6 +110,8 @@ daemon_io_write (DaemonIo *io, const void *data, gsize len, DaemonIoEnd *end)
   const char *p = data;
   *end = DAEMON_IO_OK;
   while (len) {
+    if (late (io, end))
+      return FALSE;
     ssize_t n = send (io->fd, p, len, MSG_NOSIGNAL);
     if (n > 0) {
       p += n;

@@ -221,6 +221,33 @@ test_slow_request (void)
   g_assert_true (mta_milter_log_wait (milter, "cut off after dovecot_request_timeout", 1));
 }
 
+/* A client whose bytes are always there (a message past max_message_size
+ * that never ends, sent as fast as the daemon reads it, which drops it): it
+ * is cut off dovecot_request_timeout after it connected too, though the
+ * daemon never has to wait for it. */
+static void
+test_endless_message (void)
+{
+  guint before = mta_milter_log_count (milter, "bytes in: cut off after dovecot_request_timeout");
+  int fd = dc_connect ();
+  dc_send (fd, HEADER, strlen (HEADER));
+  char block[65536];
+  memset (block, 'a', sizeof block);
+  gint64 t0 = g_get_monotonic_time ();
+  guint64 sent = 0;
+  while (g_get_monotonic_time () - t0 < 20 * G_USEC_PER_SEC) {
+    ssize_t n = send (fd, block, sizeof block, MSG_NOSIGNAL);
+    if (n <= 0)
+      break;
+    sent += (guint64) n;
+  }
+  double took = (double) (g_get_monotonic_time () - t0) / G_USEC_PER_SEC;
+  g_autofree char *got = dc_read_all (fd);
+  g_test_message ("%" G_GUINT64_FORMAT " bytes sent in %.1f s, answered \"%s\"", sent, took, got);
+  g_assert_cmpfloat (took, <, TEST_REQUEST_TIMEOUT + 3);
+  g_assert_true (mta_milter_log_wait (milter, "bytes in: cut off after dovecot_request_timeout", before + 1));
+}
+
 /* A delivery as @user through @sock, as Dovecot makes it: the answer, and
  * how long it took. */
 static char *
@@ -365,6 +392,7 @@ main (int argc, char **argv)
   g_test_add_func ("/dovecot-protocol/idle", test_idle);
   g_test_add_func ("/dovecot-protocol/max-connections", test_max_connections);
   g_test_add_func ("/dovecot-protocol/slow-request", test_slow_request);
+  g_test_add_func ("/dovecot-protocol/endless-message", test_endless_message);
   g_test_add_func ("/dovecot-protocol/peer-flood", test_peer_flood);
   g_test_add_func ("/dovecot-protocol/big-messages", test_big_messages);
   g_test_add_func ("/dovecot-protocol/drain", test_drain);   /* the last: it stops the daemon */

@@ -1534,6 +1534,54 @@ test_fallback_round_trip (void)
   g_assert_cmpint (mta_milter_stop (r, FALSE), ==, 0);
 }
 
+/* A client whose bytes are always there, chunks of one byte each behind a
+ * long extension, faster than the daemon reads them and never ending: it is
+ * cut off http_request_timeout after its first byte (408) too, though the
+ * daemon never has to wait for it (max_message_size, 64 MiB here, is a
+ * thousand times further). */
+static void
+test_endless_chunks (void)
+{
+  g_autofree char *econf = g_build_filename (dir, "endless.conf", NULL);
+  g_autofree char *esock = g_build_filename (dir, "endless-http.sock", NULL);
+  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\nhttp_socket = unix:%s\nhttp_request_timeout = 3\n",
+                                           esock);
+  g_assert_true (g_file_set_contents (econf, text, -1, NULL));
+  g_autofree char *msock = g_build_filename (dir, "endless-milter.sock", NULL);
+  g_autofree char *log = g_build_filename (dir, "endless.log", NULL);
+  g_autoptr (MtaMilter) m = mta_milter_start (msock, econf, log, NULL);
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  g_strlcpy (sa.sun_path, esock, sizeof sa.sun_path);
+  int fd = socket (AF_UNIX, SOCK_STREAM, 0);
+  g_assert_cmpint (connect (fd, (struct sockaddr *) &sa, sizeof sa), ==, 0);
+  const char *head = "POST /rewrite HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n";
+  g_assert_cmpint (send (fd, head, strlen (head), MSG_NOSIGNAL), ==, (gssize) strlen (head));
+  g_autofree char *ext = g_strnfill (1000, 'x');
+  g_autofree char *chunk = g_strdup_printf ("1;%s\r\na\r\n", ext);
+  GString *many = g_string_new (NULL);
+  for (guint i = 0; i < 64; i++)
+    g_string_append (many, chunk);
+  gint64 t0 = g_get_monotonic_time ();
+  guint64 sent = 0;
+  while (g_get_monotonic_time () - t0 < 20 * G_USEC_PER_SEC) {
+    ssize_t n = send (fd, many->str, many->len, MSG_NOSIGNAL);
+    if (n <= 0)
+      break;
+    sent += (guint64) n;
+  }
+  double took = (double) (g_get_monotonic_time () - t0) / G_USEC_PER_SEC;
+  g_string_free (many, TRUE);
+  char buf[4096];
+  ssize_t n = recv (fd, buf, sizeof buf - 1, 0);
+  close (fd);
+  buf[MAX (n, 0)] = '\0';
+  g_test_message ("%" G_GUINT64_FORMAT " bytes sent in %.1f s: %.40s", sent, took, buf);
+  g_assert_true (g_str_has_prefix (buf, "HTTP/1.1 408 "));
+  g_assert_cmpfloat (took, <, 3 + 3);
+  g_assert_true (mta_milter_log_wait (m, "cut off after http_request_timeout", 1));
+  g_assert_cmpint (mta_milter_stop (m, FALSE), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1573,6 +1621,7 @@ main (int argc, char **argv)
   g_test_add_func ("/http/killed-mid-message", test_killed_mid_message);
   g_test_add_func ("/http/framing", test_framing);
   g_test_add_func ("/http/slow-request", test_slow_request);
+  g_test_add_func ("/http/endless-chunks", test_endless_chunks);
   g_test_add_func ("/http/peer-flood", test_peer_flood);
   g_test_add_func ("/http/permissions", test_permissions);
   g_test_add_func ("/http/big-messages", test_big_messages);
