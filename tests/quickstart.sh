@@ -443,7 +443,7 @@ if wanted packages; then
   echo "==> building, installing and trying the Debian packages"
   rc=0; sh tests/packaging/deb-smoke.sh build-deb || rc=$?
   case $rc in
-    0) stage_line packages "passed: built, lintian, installed, used, purged; both orders and Dovecot on a bare ${pretty:-root}" ;;
+    0) stage_line packages "passed: built, lintian, installed, used, purged; both orders, Dovecot and upgrades on a bare ${pretty:-root}" ;;
     77) if [ "${EXTBODY_ALLOW_SKIP:-0}" = 1 ]; then stage_line packages "skipped (see above)"
         else stage_line packages "SKIPPED (a skip fails the run; see above)" failed; fi ;;
     *) stage_line packages "FAILED (exit $rc)" failed ;;

@@ -237,3 +237,9 @@ done
 # both orders, with the shipped Postfix snippet as it is
 echo "==> deb-orders.sh: extbodyd before and after Postfix, and beside Dovecot, on a bare $(. /etc/os-release && echo "$PRETTY_NAME")"
 sh "$top/tests/packaging/deb-orders.sh" "$out"
+
+# Upgraded as servers upgrade, unattended: from 0.1.0 (Debian 12, from the
+# project's history) and to a next version, a message through Postfix at
+# every step
+echo "==> deb-upgrade.sh: upgrades by apt, unattended, on a bare $(. /etc/os-release && echo "$PRETTY_NAME")"
+sh "$top/tests/packaging/deb-upgrade.sh" "$out"

@@ -72,13 +72,17 @@ if [ ! -x "$root/usr/bin/apt-get" ]; then
   echo extbody-test >"$root/etc/hostname"
   echo "$suite" >"$root/.extbody-test-suite"
 fi
+# the root brought up to date with its release (security updates), so that
+# an offline `apt-get full-upgrade` in it (tests/packaging/deb-upgrade.sh)
+# has only the test's own packages to upgrade
+pkgs="$pkgs (full-upgrade)"
 stamp="$root/.extbody-test-packages"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$(echo $pkgs)" ]; then
-  echo "==> apt-get install --download-only $(echo $pkgs) (into $root)"
+  echo "==> apt-get full-upgrade, apt-get install --download-only $(echo $pkgs | sed 's/ (full-upgrade)$//') (into $root)"
   for m in proc sys dev; do mountpoint -q "$root/$m" || mount --bind "/$m" "$root/$m"; done
   # shellcheck disable=SC2086
   chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
-    sh -c "apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends --download-only $(echo $pkgs) >/dev/null" \
+    sh -c "apt-get update -q >/dev/null && apt-get full-upgrade -y -q >/dev/null && apt-get install -y -q --no-install-recommends --download-only $(echo $pkgs | sed 's/ (full-upgrade)$//') >/dev/null" \
     || rc=$?
   for m in dev sys proc; do umount "$root/$m" 2>/dev/null || true; done
   [ "${rc:-0}" -eq 0 ] || { echo "prepare-debroot: apt-get --download-only failed" >&2; exit 1; }
