@@ -170,6 +170,46 @@ same_file (const char *a, const char *b)
   return stat (a, &sa) == 0 && stat (b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* A main.cf that sets @param more than once: Postfix takes the last line
+ * ("overriding earlier entry"), so the milters of the earlier ones get no
+ * mail, as after appending a snippet to a main.cf that had its own
+ * smtpd_milters. The line saying so, or NULL. */
+static char *
+postfix_set_twice (const char *param)
+{
+  g_autofree char *dir_out = postconf ((const char *[]) { "-xh", "config_directory", NULL });
+  if (!dir_out)
+    return NULL;
+  g_autofree char *main_cf = g_build_filename (g_strstrip (dir_out), "main.cf", NULL);
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents (main_cf, &text, NULL, NULL))
+    return NULL;
+  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+  g_autoptr (GString) at = g_string_new (NULL);
+  g_autofree char *last = NULL;
+  guint n = 0;
+  gsize plen = strlen (param);
+  for (guint i = 0; lines[i]; i++) {
+    const char *l = lines[i];
+    if (strncmp (l, param, plen) != 0)
+      continue;   /* a comment, a continuation or another parameter */
+    const char *q = l + plen;
+    while (*q == ' ' || *q == '\t')
+      q++;
+    if (*q != '=')
+      continue;
+    g_string_append_printf (at, "%s%u", n ? ", " : "", i + 1);
+    g_free (last);
+    last = g_strstrip (g_strdup (q + 1));
+    n++;
+  }
+  if (n < 2)
+    return NULL;
+  return g_strdup_printf ("%s sets %s %u times (lines %s): Postfix uses the last, \"%s\", and the milters of "
+                          "the others get no mail; keep one line that lists every milter, in order: "
+                          "postconf -e '%s = ...'", main_cf, param, n, at->str, last, param);
+}
+
 /* Whether milter name @name reaches @t from a service chrooted or not. */
 static gboolean
 postfix_name_reaches (const char *name, const Target *t, const char *qd, gboolean chroot, char **where)
@@ -219,7 +259,8 @@ postfix_check (const Target *t, char **ok, char **line)
   g_strstrip (smtpd_main ? smtpd_main : (smtpd_main = g_strdup ("")));
   g_strstrip (non_smtpd_main ? non_smtpd_main : (non_smtpd_main = g_strdup ("")));
 
-  g_autofree char *first_miss = NULL;   /* the first setting that names another socket */
+  g_autofree char *first_miss = NULL;   /* the first setting that names another socket of extbody's */
+  g_autofree char *first_miss_name = NULL;   /* its name in main.cf's smtpd_milters */
   gboolean cleanup_names = FALSE;
   guint n_smtpd = 0;
   g_auto (GStrv) lines = g_strsplit (master, "\n", -1);
@@ -256,16 +297,38 @@ postfix_check (const Target *t, char **ok, char **line)
         if (!*ok)
           *ok = g_strdup_printf ("Postfix's %s (%s%s%s) names it as %s", param, service,
                                  chroot ? ", chrooted in " : "", chroot ? qd : "", names[k]);
-      } else if (!first_miss && is_smtpd) {
+      } else if (!first_miss && is_smtpd && strstr (names[k], "extbody")) {
+        /* extbody's by its name, but not this socket (an old snippet's
+         * name); any other milter is a neighbour (OpenDKIM, rspamd) */
         first_miss = g_strdup_printf ("%s = %s (%s%s%s) reaches %s", param, value, service,
                                       chroot ? ", chrooted in " : "", chroot ? qd : "",
                                       where ? where : names[k]);
+        if (!over)
+          first_miss_name = g_strdup (names[k]);
       }
     }
   }
+  g_autofree char *twice = postfix_set_twice ("smtpd_milters");
+  if (!twice)
+    twice = postfix_set_twice ("non_smtpd_milters");
+  if (twice) {
+    *line = g_steal_pointer (&twice);
+    g_clear_pointer (ok, g_free);
+    return EX_CONFIG;
+  }
   if (*ok || n_smtpd == 0)
     return 0;
-  g_autofree char *suggest = postfix_suggest (t, qd);
+  /* the name, after the milters main.cf already lists (a verifier such as
+   * OpenDKIM stays before extbodyd; extbodyd(8): neighbours) */
+  g_autofree char *name = postfix_suggest (t, qd);
+  g_autofree char *suggest = NULL;
+  const char *at = first_miss_name ? strstr (smtpd_main, first_miss_name) : NULL;
+  if (at)   /* the old name replaced in its place, the neighbours kept */
+    suggest = g_strdup_printf ("%.*s%s%s", (int) (at - smtpd_main), smtpd_main, name, at + strlen (first_miss_name));
+  else if (*smtpd_main && !first_miss)
+    suggest = g_strdup_printf ("%s, %s", smtpd_main, name);
+  else
+    suggest = g_strdup (name);
   if (first_miss)
     *line = g_strdup_printf ("Postfix's %s, but extbodyd listens on %s: mail passes unfiltered; "
                              "set smtpd_milters = %s in main.cf", first_miss, t->display, suggest);

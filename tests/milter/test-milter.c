@@ -672,6 +672,37 @@ test_check_mta (void)
                                                "listens on %s/extbody.sock: mail passes unfiltered; set smtpd_milters "
                                                "= unix:extbody/extbody.sock in main.cf", spool, spool, sdir);
       g_assert_nonnull (strstr (err, miss));
+      /* the old name beside a neighbour: replaced in its place, the neighbour kept */
+      g_free (text);
+      text = g_strdup_printf ("queue_directory = %s\ncompatibility_level = 3.6\n"
+                              "smtpd_milters = unix:opendkim/opendkim.sock, unix:/run/extbody/milter.sock\n", spool);
+      g_assert_true (g_file_set_contents (main_cf, text, -1, NULL));
+      g_clear_pointer (&out, g_free); g_clear_pointer (&err, g_free);
+      g_assert_cmpint (check_mta (psock, "postfix", "5", cfg, &out, &err), ==, 78);
+      g_assert_nonnull (strstr (err, "set smtpd_milters = unix:opendkim/opendkim.sock, unix:extbody/extbody.sock in main.cf"));
+      /* a neighbour only (issue 38): extbodyd goes after it, it stays */
+      g_free (text);
+      text = g_strdup_printf ("queue_directory = %s\ncompatibility_level = 3.6\n"
+                              "smtpd_milters = unix:opendkim/opendkim.sock\n", spool);
+      g_assert_true (g_file_set_contents (main_cf, text, -1, NULL));
+      g_clear_pointer (&out, g_free); g_clear_pointer (&err, g_free);
+      g_assert_cmpint (check_mta (psock, "postfix", "5", cfg, &out, &err), ==, 78);
+      g_assert_nonnull (strstr (err, "in smtpd_milters: mail received over SMTP passes unfiltered; set smtpd_milters "
+                                     "= unix:opendkim/opendkim.sock, unix:extbody/extbody.sock in main.cf"));
+      /* set twice, as appending a snippet to a main.cf with its own milters
+       * did (issue 38): the neighbour of the first line gets no mail, and the
+       * check says so even though the last line names the socket */
+      g_free (text);
+      text = g_strdup_printf ("queue_directory = %s\ncompatibility_level = 3.6\n"
+                              "smtpd_milters = unix:opendkim/opendkim.sock\n# extbodyd\n"
+                              "smtpd_milters = unix:extbody/extbody.sock\n", spool);
+      g_assert_true (g_file_set_contents (main_cf, text, -1, NULL));
+      g_clear_pointer (&out, g_free); g_clear_pointer (&err, g_free);
+      g_assert_cmpint (check_mta (psock, "postfix", "5", cfg, &out, &err), ==, 78);
+      g_autofree char *twice = g_strdup_printf ("%s sets smtpd_milters 2 times (lines 3, 5): Postfix uses the last, "
+                                                "\"unix:extbody/extbody.sock\", and the milters of the others get no "
+                                                "mail", main_cf);
+      g_assert_nonnull (strstr (err, twice));
       /* none at all */
       g_free (text);
       text = g_strdup_printf ("queue_directory = %s\ncompatibility_level = 3.6\n", spool);

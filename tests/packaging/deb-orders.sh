@@ -24,6 +24,11 @@
 #      system user's mbox (Debian's default storage) arrives resolved through
 #      the per-message program, then, with the README's one line for the
 #      daemon, through extbodyd's Dovecot socket.
+#   D  a site whose Postfix has a milter already (OpenDKIM, verifying): the
+#      packages, then the commands of the shipped postfix-main.cf as they are
+#      written there; OpenDKIM stays first in smtpd_milters and still sees
+#      every message, extbodyd resolves it, the site's milter_default_action
+#      is untouched, and --check-mta names a smtpd_milters set twice.
 #
 # In both: the postfix user is in the extbody group; the packaged daemon runs
 # as extbody; `extbodyd --check-mta postfix` says what is missing before
@@ -64,6 +69,87 @@ inst() {
   grep -i 'extbodyd:' /tmp/apt.log || true
 }
 ours="/debs/libextbody2_*.deb /debs/extbody_*.deb /debs/extbodyd_*.deb"
+# the commands of the shipped postfix-main.cf that add extbodyd to Postfix,
+# run as they are written there (Postfix running: they end in a reload and
+# extbodyd --check-mta postfix)
+postfix_steps() {
+  snippet=/usr/share/doc/extbody/filters/postfix-main.cf
+  [ -f "$snippet" ] || fail "the package does not ship $snippet"
+  awk '/Add extbodyd with these commands/ { f = 1 } /^# The last says OK/ { f = 0 }
+       f && /^#   / { sub(/^#   /, ""); print }' "$snippet" >/tmp/postfix-steps.sh
+  grep -q 'postconf -e' /tmp/postfix-steps.sh || fail "no commands in $snippet"
+  sed 's/^/    /' /tmp/postfix-steps.sh
+  (set -e; . /tmp/postfix-steps.sh) >/tmp/postfix-steps.log 2>&1 \
+    || { cat /tmp/postfix-steps.log >&2; fail "the documented commands failed"; }
+}
+if [ "$order" = D ]; then
+  # a site that already has a milter: OpenDKIM verifying (its
+  # Authentication-Results on every message, AlwaysAddARHeader), in
+  # Postfix's chroot as Debian's README.Debian of opendkim sets it up
+  inst postfix opendkim
+  adduser --quiet --disabled-password --gecos '' alice
+  install -d -o opendkim -g opendkim -m 0750 /var/spool/postfix/opendkim
+  adduser --quiet postfix opendkim
+  cat >/etc/opendkim.conf <<'CONF'
+Syslog no
+Mode v
+AlwaysAddARHeader yes
+AuthservID dkim.extbody-test.example
+# local submissions are verified too (by default 127.0.0.1 is internal: signed, not verified)
+InternalHosts 192.0.2.1
+UserID opendkim
+UMask 007
+Socket local:/var/spool/postfix/opendkim/opendkim.sock
+PidFile /run/opendkim.pid
+CONF
+  opendkim -x /etc/opendkim.conf >/tmp/opendkim.log 2>&1 || { cat /tmp/opendkim.log >&2; fail "opendkim does not start"; }
+  postconf -e 'smtpd_milters = unix:opendkim/opendkim.sock' 'non_smtpd_milters = $smtpd_milters' \
+    'milter_default_action = accept'
+  [ -x /usr/lib/postfix/configure-instance.sh ] && /usr/lib/postfix/configure-instance.sh - >/dev/null 2>&1 || true
+  postfix start >/tmp/postfix.log 2>&1 || { cat /tmp/postfix.log >&2; fail "postfix start"; }
+  n_delivered() { if [ -f /var/mail/alice ]; then grep -c '^Message-ID: <d-' /var/mail/alice || true; else echo 0; fi; }
+  deliver_d() {  # deliver_d N: the Nth message to alice, waited for, in /tmp/msg-N
+    sed "s/^Message-ID: .*/Message-ID: <d-$1@example.org>/" /tmp/references.eml \
+      | /usr/sbin/sendmail -f sender@extbody-test.example alice
+    i=0; while [ $i -lt 300 ] && [ "$(n_delivered)" -lt "$1" ]; do sleep 0.1; i=$((i + 1)); done
+    [ "$(n_delivered)" -eq "$1" ] || { postqueue -p >&2 || true; fail "message $1 was not delivered"; }
+    awk -v id="<d-$1@example.org>" '/^From /{n++} {m[n] = m[n] $0 "\n"} index($0, "Message-ID: " id) {w = n}
+      END {printf "%s", m[w]}' /var/mail/alice >/tmp/msg-$1
+  }
+  deliver_d 1
+  grep -q '^Authentication-Results: dkim.extbody-test.example' /tmp/msg-1 \
+    || { cat /tmp/msg-1 >&2; fail "OpenDKIM did not see the first message (no Authentication-Results)"; }
+  echo "==> order D: OpenDKIM verifying in smtpd_milters, before extbody: $(grep '^Authentication-Results' /tmp/msg-1)"
+  # shellcheck disable=SC2086
+  inst $ours
+  install -d -o extbody -g extbody -m 0755 /run/extbody
+  setpriv --reuid=extbody --regid=extbody --init-groups --inh-caps=-all \
+    sh -c 'umask 007; exec /usr/sbin/extbodyd' >/tmp/milter.log 2>&1 &
+  i=0; while [ $i -lt 100 ] && [ ! -S /var/spool/postfix/extbody/extbody.sock ]; do sleep 0.1; i=$((i + 1)); done
+  echo "==> order D: the documented commands of the shipped postfix-main.cf:"
+  postfix_steps
+  milters=$(postconf -h smtpd_milters)
+  [ "$milters" = "unix:opendkim/opendkim.sock, { unix:extbody/extbody.sock, default_action=accept }" ] \
+    || fail "smtpd_milters after the documented commands: $milters"
+  [ "$(grep -c '^smtpd_milters *=' /etc/postfix/main.cf)" -eq 1 ] || fail "main.cf sets smtpd_milters more than once"
+  [ "$(postconf -h milter_default_action)" = accept ] || fail "the site's own milter_default_action changed"
+  echo "==> order D: smtpd_milters = $milters"
+  deliver_d 2
+  grep -q '^Authentication-Results: dkim.extbody-test.example' /tmp/msg-2 \
+    || { cat /tmp/msg-2 >&2; fail "OpenDKIM no longer sees mail after the documented commands"; }
+  grep -q '^X-Extbody: resolved 3 of 6' /tmp/msg-2 || { cat /tmp/msg-2 >&2; fail "the message was not resolved"; }
+  echo "==> order D: OpenDKIM still verifies, extbodyd resolves: $(grep '^X-Extbody' /tmp/msg-2)"
+  # what appending the old snippet did: the check names it
+  printf '\nsmtpd_milters = unix:extbody/extbody.sock\n' >>/etc/postfix/main.cf
+  rc=0; extbodyd --check-mta postfix >/tmp/check.out 2>&1 || rc=$?
+  cat /tmp/check.out
+  [ "$rc" -eq 78 ] || fail "--check-mta exits $rc with smtpd_milters set twice, not 78"
+  grep -q 'main.cf sets smtpd_milters 2 times' /tmp/check.out || fail "--check-mta does not name smtpd_milters set twice"
+  postfix stop >/dev/null 2>&1 || true
+  kill "$(cat /run/opendkim.pid)" 2>/dev/null || true
+  echo "==> order D: passed"
+  exit 0
+fi
 if [ "$order" = C ]; then
   # shellcheck disable=SC2086
   inst dovecot-core dovecot-lmtpd dovecot-sieve
@@ -151,15 +237,16 @@ cat /tmp/check.out
 grep -q 'set smtpd_milters = unix:extbody/extbody.sock in main.cf' /tmp/check.out \
   || fail "--check-mta does not say what to set"
 
-echo "==> order $order: the shipped snippet appended to main.cf as it is"
-snippet=/usr/share/doc/extbody/filters/postfix-main.cf
-[ -f "$snippet" ] || fail "the package does not ship $snippet"
-cat "$snippet" >>/etc/postfix/main.cf
+echo "==> order $order: Postfix started; the documented commands of the shipped postfix-main.cf, as they are"
+[ -x /usr/lib/postfix/configure-instance.sh ] && /usr/lib/postfix/configure-instance.sh - >/dev/null 2>&1 || true
+postconf -e maillog_file=/var/log/postfix.log   # no syslog here: its log, for a failure
+postfix start >/tmp/postfix.log 2>&1 || { cat /tmp/postfix.log >&2; fail "postfix start"; }
+postfix_steps
 postconf -h smtpd_milters >/dev/null 2>/tmp/postconf.err && [ ! -s /tmp/postconf.err ] \
-  || fail "postconf warns about the snippet: $(cat /tmp/postconf.err)"
+  || fail "postconf warns after the documented commands: $(cat /tmp/postconf.err)"
 rc=0; extbodyd --check-mta postfix >/tmp/check.out 2>&1 || rc=$?
 cat /tmp/check.out
-[ "$rc" -eq 0 ] || fail "--check-mta postfix exits $rc with the shipped snippet"
+[ "$rc" -eq 0 ] || fail "--check-mta postfix exits $rc after the documented commands"
 grep -q '^extbodyd: OK: postfix connects to /var/spool/postfix/extbody/extbody.sock and negotiates milter protocol 6' \
   /tmp/check.out || fail "--check-mta's OK line"
 grep -q "Postfix's smtpd_milters (smtp/inet, chrooted in /var/spool/postfix) names it as unix:extbody/extbody.sock" \
@@ -179,14 +266,12 @@ cat /tmp/alice.err
 ! grep -qi metrics /tmp/alice.err || fail "alice's run says something about metrics"
 cmp -s /tmp/prom.before $prom || fail "alice's run changed the daemon's $prom"
 
-echo "==> order $order: Postfix started, a message submitted to it"
-[ -x /usr/lib/postfix/configure-instance.sh ] && /usr/lib/postfix/configure-instance.sh - >/dev/null 2>&1 || true
-postfix start >/tmp/postfix.log 2>&1 || { cat /tmp/postfix.log >&2; fail "postfix start"; }
+echo "==> order $order: a message submitted to Postfix"
 /usr/sbin/sendmail -f sender@extbody-test.example alice </tmp/references.eml
 i=0
 while [ $i -lt 600 ] && ! grep -q '^X-Extbody:' /var/mail/alice 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
 grep -q '^X-Extbody: resolved' /var/mail/alice || {
-  cat /tmp/milter.log >&2; ls -l /var/mail >&2; postqueue -p >&2 || true
+  cat /tmp/milter.log >&2; ls -l /var/mail >&2; postqueue -p >&2 || true; tail -n 30 /var/log/postfix.log >&2 || true
   fail "the message did not arrive through the milter (no X-Extbody field in /var/mail/alice)"; }
 echo "==> order $order: $(grep '^X-Extbody:' /var/mail/alice)"
 
@@ -238,7 +323,6 @@ EOF
 }
 
 start=$(date +%s)
-run_order A
-run_order B
-run_order C
-echo "==> deb-orders: both orders and Dovecot passed in $(( $(date +%s) - start )) s"
+# DEB_ORDERS: the orders to run (all of them by default)
+for o in ${DEB_ORDERS:-A B C D}; do run_order "$o"; done
+echo "==> deb-orders: both orders, Dovecot and OpenDKIM beside extbodyd passed in $(( $(date +%s) - start )) s"

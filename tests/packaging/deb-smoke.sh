@@ -132,9 +132,11 @@ done
 echo "==> the shipped snippets, as installed, name what the packages installed"
 doc=/usr/share/doc/extbody/filters
 sock=$(sed -n 's|^milter_socket = unix:||p' /etc/extbody/extbody.conf)
-grep -qx 'smtpd_milters = unix:extbody/extbody.sock' "$doc/postfix-main.cf" \
-  && [ "/var/spool/postfix/extbody/extbody.sock" = "$sock" ] \
-  || fail "postfix-main.cf's smtpd_milters is not the packaged socket ($sock) as smtpd's chroot names it"
+grep -q '^#   postconf -e "smtpd_milters = ${m:+$m, }{ unix:extbody/extbody.sock, default_action=accept }"$' \
+  "$doc/postfix-main.cf" && [ "/var/spool/postfix/extbody/extbody.sock" = "$sock" ] \
+  || fail "postfix-main.cf's commands do not add the packaged socket ($sock) as smtpd's chroot names it"
+! grep -q '^smtpd_milters' "$doc/postfix-main.cf" \
+  || fail "postfix-main.cf has a line that, appended to main.cf, would replace the site's milters"
 grep -q "S=unix:$sock," "$doc/sendmail.mc" || fail "sendmail.mc does not name the packaged socket $sock"
 for f in $(sed -n 's|^ *transport_filter = \([^ ]*\) .*|\1|p' "$doc/exim/exim4-extbody.conf" | sort -u) \
          $(sed -n 's|^  argv=\([^ ]*\) .*|\1|p' "$doc/pipe/README.md" | sort -u); do

@@ -248,10 +248,12 @@ to-next)
   sed -i 's/^#max_references = .*/max_references = 32/' $conf
   grep -q '^max_references = 32$' $conf || fail "could not edit the configuration"
   cp $conf /tmp/edited.conf
-  # the documented way into Postfix: the shipped snippet
-  cat /usr/share/doc/extbody/filters/postfix-main.cf >>/etc/postfix/main.cf
   postfix start >/dev/null 2>&1 || fail "postfix start"
   daemon_start
+  # the documented way into Postfix: the commands of the shipped postfix-main.cf
+  awk '/Add extbodyd with these commands/ { f = 1 } /^# The last says OK/ { f = 0 }
+       f && /^#   / { sub(/^#   /, ""); print }' /usr/share/doc/extbody/filters/postfix-main.cf >/tmp/steps.sh
+  (set -e; . /tmp/steps.sh) >/tmp/steps.log 2>&1 || { cat /tmp/steps.log >&2; fail "postfix-main.cf's commands"; }
   message_resolved "$THIS"
   use_repo next
   rc=0; apt_quiet full-upgrade || rc=$?

@@ -43,9 +43,10 @@ libs=$(apt-cache depends --no-recommends --no-suggests --no-conflicts --no-break
        | sed -n 's/^ *|\{0,1\}Depends: \(lib[a-z0-9.+-]*\)$/\1/p' \
        | grep -v -- '-\(dev\|bin\|doc\)$' | sort -u | tr '\n' ' ')
 [ -n "$libs" ] || { echo "prepare-debroot: apt-cache knows no dependencies of $(echo $bd) (apt-get update?)" >&2; exit 1; }
-# Postfix and Dovecot (LMTP, Sieve) for the orders deb-orders.sh tries; adduser
+# Postfix, Dovecot (LMTP, Sieve) and OpenDKIM for the orders deb-orders.sh
+# tries; adduser
 # and python3, which the packages depend on by name
-pkgs="postfix dovecot-core dovecot-lmtpd dovecot-sieve adduser python3 $libs"
+pkgs="postfix dovecot-core dovecot-lmtpd dovecot-sieve opendkim adduser python3 $libs"
 
 src=/etc/apt/sources.list.d/debian.sources
 if [ -f "$src" ]; then
