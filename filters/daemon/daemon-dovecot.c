@@ -100,7 +100,7 @@ gboolean
 daemon_dovecot_open (const EbConfig *config, const char *user, GError **error)
 {
   const char *path = eb_config_get_string (config, "dovecot_filter_socket");
-  if (!path || !*path)
+  if (!path || !*path || daemon_listen_dir_missing ("dovecot_filter_socket", path))
     return TRUE;
   int fd = daemon_listen_unix (&dc_unix, "dovecot_filter_socket", path, config, user, error);
   if (fd < 0)
@@ -112,6 +112,12 @@ daemon_dovecot_open (const EbConfig *config, const char *user, GError **error)
   daemon_peer_share_init (&dc_share, (guint) eb_config_get_uint64 (config, "dovecot_max_peer_connections"));
   dc_share_ready = TRUE;
   return TRUE;
+}
+
+gboolean
+daemon_dovecot_is_open (void)
+{
+  return dc_fd >= 0;
 }
 
 /* ---- one connection ----------------------------------------------------------- */

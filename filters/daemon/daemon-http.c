@@ -181,6 +181,8 @@ daemon_http_open (const EbConfig *config, const char *user, GError **error)
     return TRUE;
   int fd;
   if (g_str_has_prefix (spec, "unix:")) {
+    if (daemon_listen_dir_missing ("http_socket", spec + 5))
+      return TRUE;
     fd = daemon_listen_unix (&http_unix, "http_socket", spec + 5, config, user, error);
     if (fd < 0)
       return FALSE;
@@ -206,6 +208,12 @@ daemon_http_open (const EbConfig *config, const char *user, GError **error)
   http_share_ready = TRUE;
   http_start_config = eb_config_copy (config);
   return TRUE;
+}
+
+gboolean
+daemon_http_is_open (void)
+{
+  return http_fd >= 0;
 }
 
 /* A TCP client from neither loopback nor http_allow_networks is refused,

@@ -65,6 +65,18 @@ daemon_listen_unix (DaemonSocket *s, const char *key, const char *path, const Eb
   return fd;
 }
 
+gboolean
+daemon_listen_dir_missing (const char *key, const char *path)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+  struct stat st;
+  if (stat (dir, &st) == 0 && S_ISDIR (st.st_mode))
+    return FALSE;
+  log_line (LOG_WARNING, "%s %s: its directory %s does not exist, so this door is off (make the directory, "
+            "or set %s to another socket, or to nothing to say so)", key, path, dir, key);
+  return TRUE;
+}
+
 void
 daemon_listen_remove (DaemonSocket *s)
 {

@@ -217,6 +217,9 @@ signal_next (int timeout_ms)
 }
 
 static int milter_result = MI_SUCCESS;
+/* the milter's door is off: its socket's directory does not exist
+ * (daemon_listen_dir_missing), so libmilter is not started at all */
+static gboolean milter_off;
 
 static gpointer
 milter_run (gpointer data)
@@ -357,7 +360,7 @@ stop (Life *life, const char *signame)
               "cut off", nd, plural (nd), (guint) eb_config_get_uint64 (gen->config, "milter_stop_timeout"));
   daemon_http_stop ();
   daemon_dovecot_stop ();
-  if (!milter_ended) {
+  if (!milter_ended && !milter_off) {
     /* libmilter's listener notices the stop when its wait for a connection
      * ends: a kick ends it */
     GThread *t = thread_new_blocked ("stop", stop_run, NULL);
@@ -428,7 +431,7 @@ typedef struct {
   char     *config, *socket, *user, *pidfile, *check_mta;
   gint      check_timeout;
   GStrv     set, allow;
-  gboolean  daemon, version, no_nodelay, check;
+  gboolean  daemon, version, no_nodelay, check, if_installed;
   char     *upath_abs;     /* Life.upath */
   char     *pidfile_abs;   /* Life.pidfile */
 } Opts;
@@ -468,6 +471,8 @@ run_parse_options (Opts *o, int argc, char **argv)
       "Check the configuration (file, -o, --allow-network, -p) as the daemon reads it and exit: nothing printed when valid, one line naming the key and exit 78 when not", NULL },
     { "check-mta", 0, 0, G_OPTION_ARG_STRING, &o->check_mta,
       "Check that USER (the mail server's: postfix) reaches the daemon: connect to the configured socket as USER and negotiate the milter protocol; one line, OK or what is wrong (run as root)", "USER" },
+    { "if-installed", 0, 0, G_OPTION_ARG_NONE, &o->if_installed,
+      "With --check-mta: when USER does not exist (the mail server is not installed), say so and exit 0 (the unit's check after every start)", NULL },
     { "check-timeout", 0, 0, G_OPTION_ARG_INT, &o->check_timeout,
       "How long --check-mta waits for the socket to appear and answer (default 10)", "SECONDS" },
     { "no-nodelay", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &o->no_nodelay,
@@ -501,18 +506,16 @@ run_parse_options (Opts *o, int argc, char **argv)
   return -1;
 }
 
-/* Register with libmilter and open its socket (the mode from milter_umask),
- * recording in @life what is to be removed at stop. Returns: 0 or the exit
- * status. */
+/* libmilter's part of run_open_socket: the milter's socket @sock (@upath when
+ * a unix one), opened with the mode milter_umask gives. Returns: 0 or the
+ * exit status. */
 static int
-run_open_socket (Life *life, Opts *o, const EbConfig *config)
+run_open_milter (Life *life, Opts *o, const EbConfig *config, const char *sock, const char *upath)
 {
-  const char *sock = eb_config_get_string (config, "milter_socket");
   if (smfi_setconn ((char *) sock) != MI_SUCCESS || smfi_register (milter_session_desc) != MI_SUCCESS) {
     fprintf (stderr, "extbodyd: cannot use socket %s\n", sock);
     return EX_USAGE;
   }
-  const char *upath = unix_socket_path (sock);
   struct stat st;
   if (upath && lstat (upath, &st) == 0 && !S_ISSOCK (st.st_mode)) {
     fprintf (stderr, "extbodyd: %s exists and is not a socket (left alone)\n", upath);
@@ -544,19 +547,44 @@ run_open_socket (Life *life, Opts *o, const EbConfig *config)
   life->lfd = find_listener ();
   if (life->lfd >= 0)
     milter_worker_kick_set_address (life->lfd);
+  return 0;
+}
+
+/* Open the doors: the milter's through libmilter (the mode from
+ * milter_umask), recording in @life what is to be removed at stop, and the
+ * HTTP and Dovecot listeners; a door whose unix socket's directory does not
+ * exist is off with a line, and with none open the daemon does not start.
+ * Returns: 0 or the exit status. */
+static int
+run_open_socket (Life *life, Opts *o, const EbConfig *config)
+{
+  const char *sock = eb_config_get_string (config, "milter_socket");
+  const char *upath = unix_socket_path (sock);
+  milter_off = upath && daemon_listen_dir_missing ("milter_socket", upath);
+  int status = milter_off ? 0 : run_open_milter (life, o, config, sock, upath);
+  if (status)
+    return status;
   g_autoptr (GError) error = NULL;
   if (!daemon_http_open (config, o->user, &error) || !daemon_dovecot_open (config, o->user, &error)) {
     fprintf (stderr, "extbodyd: %s\n", error->message);
     return EX_UNAVAILABLE;
   }
+  if (milter_off && !daemon_http_is_open () && !daemon_dovecot_is_open ()) {
+    fprintf (stderr, "extbodyd: no door is open (the lines above say why): nothing to serve\n");
+    return EX_UNAVAILABLE;
+  }
   if (o->user) {
     struct passwd *pw = getpwnam (o->user);
-    if (pw && upath && chown (upath, pw->pw_uid, pw->pw_gid) != 0)
+    if (pw && upath && !milter_off && chown (upath, pw->pw_uid, pw->pw_gid) != 0)
       fprintf (stderr, "extbodyd: cannot chown %s: %s\n", upath, g_strerror (errno));
     return drop_privileges (o->user);
   }
+  if (geteuid () == 0)
+    log_line (LOG_WARNING, "running as root: no -u USER was given (the unit runs the daemon as extbody; by hand, "
+              "give -u extbody)");
   return 0;
 }
+
 
 /* Detach (--daemon) and write the pidfile. Returns: 0 or the exit status. */
 static int
@@ -639,15 +667,16 @@ run_serve (Life *life, const Gen *first)
   }
   if (milter_worker_kick_addr_len)
     milter_worker_kick_thread = g_thread_new ("kick", milter_worker_kick_run, NULL);
-  else
+  else if (!milter_off)
     log_line (LOG_WARNING, "cannot find the listening socket: a fetch that waits may hold up other sessions");
-  GThread *milter = g_thread_new ("milter", milter_run, NULL);
+  GThread *milter = milter_off ? NULL : g_thread_new ("milter", milter_run, NULL);
   pthread_sigmask (SIG_SETMASK, &unblocked, NULL);
 
   int exit_status = run_wait (life);
   daemon_http_stop ();   /* already stopped, unless libmilter ended on its own */
   daemon_dovecot_stop ();
-  g_thread_join (milter);
+  if (milter)
+    g_thread_join (milter);
   metrics_write ();
   g_clear_pointer (&metrics_failure, g_free);
   {
@@ -700,7 +729,7 @@ run (int argc, char **argv)
       return EX_USAGE;
     }
     return milter_check_mta (eb_config_get_string (first->config, "milter_socket"), o.check_mta,
-                             (guint) o.check_timeout);
+                             (guint) o.check_timeout, o.if_installed);
   }
   if (o.check)
     return 0;

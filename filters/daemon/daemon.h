@@ -214,6 +214,14 @@ int daemon_listen_unix (DaemonSocket *s, const char *key, const char *path, cons
 /* Remove @s's file when it is still the one bound, and forget it. */
 void daemon_listen_remove (DaemonSocket *s);
 
+/* TRUE, with a line in the log, when the directory of the unix socket @path
+ * (the value of @key) does not exist: that door is off. A door nobody asked
+ * for stays shut without stopping the others (an HTTP socket's /run/extbody
+ * when the daemon is started by hand without the unit's RuntimeDirectory;
+ * the milter's /var/spool/postfix/extbody on a host without Postfix); with
+ * no door open at all the daemon does not start (daemon-main.c). */
+gboolean daemon_listen_dir_missing (const char *key, const char *path);
+
 /* ---- daemon-http.c ------------------------------------------------------- */
 
 /* The HTTP listener (http_socket; nothing when it is empty): bound at start
@@ -226,6 +234,8 @@ gboolean daemon_http_start (const EbConfig *config, GError **error);
 void daemon_http_quiesce (void);
 guint daemon_http_in_flight (void);
 void daemon_http_stop (void);
+/* TRUE while the listener is open (after daemon_http_open, before the stop). */
+gboolean daemon_http_is_open (void);
 
 /* ---- daemon-dovecot.c ---------------------------------------------------- */
 
@@ -240,6 +250,8 @@ gboolean daemon_dovecot_start (const EbConfig *config, GError **error);
 void daemon_dovecot_quiesce (void);
 guint daemon_dovecot_in_flight (void);
 void daemon_dovecot_stop (void);
+/* TRUE while the listener is open (after daemon_dovecot_open, before the stop). */
+gboolean daemon_dovecot_is_open (void);
 
 /* ---- daemon-spool.c ------------------------------------------------------ */
 

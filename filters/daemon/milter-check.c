@@ -538,7 +538,7 @@ negotiate (int fd, const char *user, const char *display, guint timeout_s, gint6
 }
 
 int
-milter_check_mta (const char *spec, const char *user, guint timeout_s)
+milter_check_mta (const char *spec, const char *user, guint timeout_s, gboolean if_installed)
 {
   Target t;
   if (!target_parse (&t, spec)) {
@@ -550,6 +550,11 @@ milter_check_mta (const char *spec, const char *user, guint timeout_s)
   int status = 0;
   g_autofree char *line = NULL, *postfix_ok = NULL, *result = NULL, *name = NULL;
   struct passwd *pw = getpwnam (user);
+  if (!pw && if_installed) {
+    printf ("extbodyd: no user %s on this system: its mail server is not installed, nothing to check\n", user);
+    target_clear (&t);
+    return 0;
+  }
   if (!pw) {
     line = g_strdup_printf ("no user %s on this system (is the mail server installed?)", user);
     status = EX_NOUSER;

@@ -25,8 +25,9 @@ G_BEGIN_DECLS
  * EX_NOUSER; EX_NOPERM (permission denied: the user's groups, or not root);
  * EX_UNAVAILABLE (nothing listens); EX_PROTOCOL (something listens that does
  * not speak the milter protocol); EX_TEMPFAIL (no answer in time); EX_CONFIG
- * (Postfix names another socket, or none). */
-int milter_check_mta (const char *spec, const char *user, guint timeout_s);
+ * (Postfix names another socket, or none). With @if_installed, a @user that
+ * does not exist (the mail server is not installed here) is one line and 0. */
+int milter_check_mta (const char *spec, const char *user, guint timeout_s, gboolean if_installed);
 
 /* The path a Postfix milter name (unix:PATH or a bare path; inet: gives
  * NULL) reaches, for a service chrooted (@chroot) or not, with

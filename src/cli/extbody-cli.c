@@ -751,7 +751,7 @@ cmd_inspect (int argc, char **argv)
   eb_batch_set_recursive (batch, recursive);
   eb_batch_set_flags (batch, flags);
   eb_batch_set_notice_func (batch, print_notice, NULL);
-  guint n_refs = 0;
+  guint n_refs = 0, n_unread = 0;
   for (guint i = 0; mb && mb[i]; i++)
     n_refs += inspect_mailbox (batch, mb[i], BOX_MBOX, json, table, &status);
   for (guint i = 0; md && md[i]; i++)
@@ -790,6 +790,8 @@ cmd_inspect (int argc, char **argv)
         && (eb_plan_get_parsed (result) || reason == EB_REASON_MESSAGE_TOO_LARGE))
       fprintf (stderr, "%s: %s: message left unchanged: %s\n", prog, argv[a],
                eb_reason_text (reason));
+    if (reason == EB_REASON_MESSAGE_TOO_LARGE)
+      n_unread++;   /* its references, if any, were not looked for */
     guint n_refs_msg = eb_plan_get_n_refs (result);
     for (guint i = 0; i < n_refs_msg; i++) {
       n_refs++;
@@ -805,9 +807,14 @@ cmd_inspect (int argc, char **argv)
     if (n_refs) {
       g_autofree char *text = eb_table_finish (table);
       fputs (text, stdout);
-    } else {
+    } else if (!n_unread) {
       printf ("no external-body references\n");
     }
+    /* "no references" would be a claim about a message never read */
+    if (n_unread)
+      printf ("%s%u message%s not inspected: larger than max_message_size (%" G_GUINT64_FORMAT
+              " bytes; -o max_message_size=SIZE to look)\n", n_refs ? "" : "no external-body references found; ",
+              n_unread, n_unread == 1 ? "" : "s", eb_config_get_uint64 (config, "max_message_size"));
   }
   if (fflush (stdout) != 0) {
     die_line ("cannot write: %s", g_strerror (errno));

@@ -220,6 +220,23 @@ test_inspect_json (void)
   for (guint i = 0; tl[i]; i++)
     g_assert_cmpint (g_utf8_strlen (tl[i], -1), <=, 80);
   g_assert_nonnull (strstr (tout, "http://www.example.com/r...al-report.pdf  leave    fetch-off\n"));
+
+  /* a message over max_message_size is not read (issue 38): never "no
+   * external-body references" about it, alone or beside one that was read */
+  g_auto (CmdResult) big = { 0 };
+  RUN (&big, NULL, "inspect", "-o", "fetch=off", "-o", "max_message_size=1K", refs);
+  g_assert_cmpint (big.status, ==, 0);
+  g_autofree char *bout = bytes_str (big.out);
+  g_assert_cmpstr (bout, ==, "no external-body references found; 1 message not inspected: larger than "
+                             "max_message_size (1024 bytes; -o max_message_size=SIZE to look)\n");
+  g_autofree char *berr = bytes_str (big.err);
+  g_assert_nonnull (strstr (berr, "message left unchanged: message larger than max_message_size"));
+  g_autofree char *plain = sample ("plain.eml");   /* under 1 KiB, no reference */
+  g_auto (CmdResult) two = { 0 };
+  RUN (&two, NULL, "inspect", "-o", "fetch=off", "-o", "max_message_size=1K", plain, refs);
+  g_autofree char *tout2 = bytes_str (two.out);
+  g_assert_cmpstr (tout2, ==, "no external-body references found; 1 message not inspected: larger than "
+                              "max_message_size (1024 bytes; -o max_message_size=SIZE to look)\n");
 }
 
 static void

@@ -470,6 +470,70 @@ test_summary_at_exit (void)
   g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL);
 }
 
+/* Issue 38: a door whose unix socket's directory does not exist is off, with
+ * a line, and the others serve (started by hand with only milter_socket in
+ * mind, the HTTP and Dovecot doors' /run/extbody missing); with no door open
+ * it does not start (69); started as root without -u, it says so. */
+static void
+test_doors_off (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("extbodyd-doors-XXXXXX", NULL);
+  g_autofree char *conf = g_build_filename (dir, "milter.conf", NULL);
+  g_autofree char *text = g_strdup_printf ("http_socket = unix:%s/run/http.sock\n"
+                                           "dovecot_filter_socket = %s/run/extbody\n", dir, dir);
+  g_assert_true (g_file_set_contents (conf, text, -1, NULL));
+  g_autofree char *path = g_build_filename (dir, "milter.sock", NULL);
+  g_autofree char *spec = g_strdup_printf ("unix:%s", path);
+  g_autoptr (GError) error = NULL;
+  Milter m = { NULL, g_strdup (dir), g_strdup (spec), 0 };
+  m.proc = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_PIPE, &error, g_getenv ("EXTBODYD"), "-p", spec, "-c", conf,
+                             "-o", "fetch=off", NULL);
+  g_assert_no_error (error);
+  g_autofree char *kill_cmd = g_strdup_printf ("kill -KILL %s; rm -rf '%s'", g_subprocess_get_identifier (m.proc), dir);
+  m.watchdog = test_watchdog_add (kill_cmd);
+  for (int i = 0; i < 200 && !g_file_test (path, G_FILE_TEST_EXISTS); i++)
+    g_usleep (20000);
+  g_assert_true (g_file_test (path, G_FILE_TEST_EXISTS));
+  run_script (&m, "data-reference.lua");   /* the milter's door serves */
+  g_subprocess_send_signal (m.proc, SIGTERM);
+  g_autofree char *err = NULL;
+  g_assert_true (g_subprocess_communicate_utf8 (m.proc, NULL, NULL, NULL, &err, &error));
+  g_assert_no_error (error);
+  g_subprocess_wait (m.proc, NULL, NULL);
+  g_assert_true (g_subprocess_get_if_exited (m.proc));
+  g_assert_cmpint (g_subprocess_get_exit_status (m.proc), ==, 0);
+  test_watchdog_remove (m.watchdog);
+  g_test_message ("%s", err);
+  g_autofree char *http_off = g_strdup_printf ("extbodyd: http_socket %s/run/http.sock: its directory %s/run does not "
+                                               "exist, so this door is off", dir, dir);
+  g_autofree char *dc_off = g_strdup_printf ("extbodyd: dovecot_filter_socket %s/run/extbody: its directory %s/run "
+                                             "does not exist, so this door is off", dir, dir);
+  g_assert_nonnull (strstr (err, http_off));
+  g_assert_nonnull (strstr (err, dc_off));
+  if (geteuid () == 0)
+    g_assert_nonnull (strstr (err, "extbodyd: running as root: no -u USER was given"));
+  g_object_unref (m.proc);
+  g_free (m.dir);
+  g_free (m.sock);
+
+  /* the milter's socket in a missing directory too: no door, no start */
+  g_autofree char *gone = g_strdup_printf ("unix:%s/run/milter.sock", dir);
+  g_autofree char *out = NULL, *err2 = NULL;
+  int wait = 0;
+  g_assert_true (g_spawn_sync (NULL, (char *[]) { (char *) g_getenv ("EXTBODYD"), "-p", gone, "-c", conf, NULL }, NULL,
+                               G_SPAWN_DEFAULT, NULL, NULL, &out, &err2, &wait, &error));
+  g_assert_no_error (error);
+  g_test_message ("%s", err2);
+  g_assert_true (WIFEXITED (wait));
+  g_assert_cmpint (WEXITSTATUS (wait), ==, 69);
+  g_autofree char *milter_off = g_strdup_printf ("extbodyd: milter_socket %s/run/milter.sock: its directory %s/run does "
+                                                 "not exist, so this door is off", dir, dir);
+  g_assert_nonnull (strstr (err2, milter_off));
+  g_assert_nonnull (strstr (err2, "extbodyd: no door is open (the lines above say why): nothing to serve"));
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
+  g_spawn_sync (NULL, (char *[]) { "/bin/sh", "-c", rm, NULL }, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL);
+}
+
 /* A reference the milter could not fetch: its log line says why, in the
  * fetch's own words (the curl error naming the host and port), and never the
  * URL's path or query (issue 26). */
@@ -768,6 +832,7 @@ main (int argc, char **argv)
   g_test_add_func ("/milter/summary-at-exit", test_summary_at_exit);
   g_test_add_func ("/milter/log-detail", test_log_detail);
   g_test_add_func ("/milter/check-mta", test_check_mta);
+  g_test_add_func ("/milter/doors-off", test_doors_off);
   int rc = g_test_run ();
   milter_stop (milter);
   return rc;

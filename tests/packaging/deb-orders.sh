@@ -206,9 +206,30 @@ PY
   echo "==> order C: passed"
   exit 0
 fi
+# order A, before Postfix: a host with Exim and no Postfix. The package makes
+# no /var/spool/postfix; the daemon, as the unit starts it, keeps its milter
+# door off with a line and serves HTTP (extbodyc, as Exim calls it); the
+# unit's check after the start has nothing to check
+without_postfix() {
+  [ ! -e /var/spool/postfix ] || fail "the package made /var/spool/postfix on a host without Postfix"
+  install -d -o extbody -g extbody -m 0755 /run/extbody
+  setpriv --reuid=extbody --regid=extbody --init-groups --inh-caps=-all \
+    sh -c 'umask 007; exec /usr/sbin/extbodyd' >/tmp/nopostfix.log 2>&1 &
+  pid=$!
+  i=0; while [ $i -lt 100 ] && [ ! -S /run/extbody/http.sock ]; do sleep 0.1; i=$((i + 1)); done
+  grep -q '^extbodyd: milter_socket /var/spool/postfix/extbody/extbody.sock: its directory /var/spool/postfix/extbody does not exist, so this door is off' \
+    /tmp/nopostfix.log || { cat /tmp/nopostfix.log >&2; fail "no line saying the milter's door is off"; }
+  /usr/bin/extbodyc </tmp/references.eml >/tmp/nopostfix.eml 2>/tmp/nopostfix.err \
+    && grep -q '^X-Extbody: resolved' /tmp/nopostfix.eml || { cat /tmp/nopostfix.log /tmp/nopostfix.err >&2; fail "extbodyc through the HTTP door without Postfix"; }
+  rc=0; extbodyd --check-mta postfix --if-installed >/tmp/check.out 2>&1 || rc=$?
+  [ "$rc" -eq 0 ] && grep -q 'no user postfix on this system: its mail server is not installed, nothing to check' /tmp/check.out \
+    || { cat /tmp/check.out >&2; fail "the unit's check without Postfix exits $rc"; }
+  kill "$pid"; wait "$pid" || true
+  echo "==> order $order: without Postfix: the milter's door off with a line, HTTP served, the unit's check quiet"
+}
 case $order in
   # shellcheck disable=SC2086
-  A) inst $ours; inst postfix ;;
+  A) inst $ours; without_postfix; inst postfix ;;
   # shellcheck disable=SC2086
   B) inst postfix; inst $ours ;;
 esac

@@ -210,7 +210,7 @@ fi
 
 echo "==> the unit as installed: --check-mta after the start, the metrics directory writable"
 unit=/usr/lib/systemd/system/extbodyd.service
-grep -q '^ExecStartPost=-+/usr/sbin/extbodyd --check-mta postfix$' "$unit" || fail "the unit does not run --check-mta"
+grep -q '^ExecStartPost=-+/usr/sbin/extbodyd --check-mta postfix --if-installed$' "$unit" || fail "the unit does not run --check-mta"
 grep -q '^ReadWritePaths=.* -/var/lib/prometheus/node-exporter' "$unit" \
   || fail "the unit does not let the daemon write /var/lib/prometheus/node-exporter"
 zgrep -q /var/lib/prometheus/node-exporter /usr/share/man/man8/extbodyd.8.gz \
