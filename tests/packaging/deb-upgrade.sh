@@ -170,8 +170,9 @@ no_prompt() {  # the log of an apt run: no conffile question, no error
     || { cat /tmp/apt.log >&2; fail "$1: dpkg asked about a configuration file"; }
 }
 
-adduser --quiet --disabled-password --gecos '' alice
 apt_quiet install postfix || { cat /tmp/apt.log >&2; fail "apt-get install postfix"; }
+# (adduser comes with Postfix: Debian 13's minimal root has none)
+adduser --quiet --disabled-password --gecos '' alice
 [ -x /usr/lib/postfix/configure-instance.sh ] && /usr/lib/postfix/configure-instance.sh - >/dev/null 2>&1 || true
 
 case $scenario in
