@@ -217,6 +217,9 @@ typedef enum {
  * @EB_REASON_NOT_DOCUMENT: the URL names a directory listing, a gopher menu or
  *   search, a newsgroup: not a document
  * @EB_REASON_FILE_REMOTE_HOST: a file URL naming a host other than localhost
+ * @EB_REASON_SEALED_RECORD: the whole message: its header holds an X-Extbody
+ *   record this site sealed (trace_key_file) saying how its references were
+ *   resolved; a pass of this site handled it already, and nothing is done again
  * @EB_REASON_N: the number of reasons (not a reason)
  *
  * Why a reference was resolved or left alone, or why a whole message was left
@@ -272,6 +275,7 @@ typedef enum {
   EB_REASON_UNSUPPORTED_SCHEME,
   EB_REASON_NOT_DOCUMENT,
   EB_REASON_FILE_REMOTE_HOST,
+  EB_REASON_SEALED_RECORD,
   EB_REASON_N
 } EbReason;
 

@@ -189,6 +189,25 @@ EXTBODY_API guint64 eb_config_get_uint64 (const EbConfig *config, const char *ke
  */
 EXTBODY_API const char *eb_config_get_string (const EbConfig *config, const char *key);
 
+/**
+ * eb_seal_key_check:
+ * @config: a configuration
+ * @error: return location for a #GError
+ *
+ * Read now the site's secret named by trace_key_file, which seals the
+ * X-Extbody records of this site's passes (extbody.conf(5)), and keep it with
+ * @config. Without this call it is read when a message first needs it, and a
+ * program that cannot read it (another user's) seals and trusts nothing, as
+ * without the key; a daemon calls this when it loads its configuration, so
+ * that a key it cannot use is refused at once instead.
+ *
+ * Returns: TRUE when trace_key_file is empty or holds a usable key (a
+ *   regular file of 32 to 4096 bytes, neither readable nor writable by other
+ *   users); FALSE with @error (a #GFileError when it cannot be opened, else
+ *   %EB_ERROR_CONFIG) naming the file and what to do.
+ */
+EXTBODY_API gboolean eb_seal_key_check (const EbConfig *config, GError **error);
+
 /* ---- a program's own keys ---------------------------------------------------- */
 
 /**

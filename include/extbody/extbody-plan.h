@@ -64,16 +64,29 @@ G_BEGIN_DECLS
  * @EB_REWRITE_NO_FETCH: fetch nothing; what would be fetched is left with
  *   %EB_REASON_WOULD_FETCH
  * @EB_REWRITE_STRIP_TRACE: a mail filter's pass: remove the %EB_FILTER_FIELD
- *   and %EB_TRACE_FIELD fields of the message header (a sender can forge them)
+ *   and %EB_TRACE_FIELD fields of the message header (a sender can forge
+ *   them). With the site's key (trace_key_file, eb_seal_key_check()) an
+ *   %EB_FILTER_FIELD field whose seal verifies is this site's record and
+ *   stays; when it says how the references were resolved and the message has
+ *   as many references left as it says, a pass of this site handled the
+ *   message already: it is left alone (%EB_REASON_SEALED_RECORD), nothing
+ *   fetched, nothing removed but the fields without a valid seal
  * @EB_REWRITE_FILTER_FIELD: a mail filter's pass: when something was resolved,
  *   the written message gets the %EB_FILTER_FIELD field the milter adds, at the
- *   end of its header (eb_plan_filter_field_value())
+ *   end of its header (eb_plan_filter_field_value()); with the site's key it
+ *   is sealed, and written also when nothing was resolved in a message with
+ *   references (eb_plan_get_filter_field())
  * @EB_REWRITE_DROP_CONTENT_LENGTH: a mailbox's pass: when the message changes,
  *   the Content-Length fields of its header go too (some mbox writers give
  *   the body's length there; after a rewrite it would be wrong, and readers
  *   that believe it would cut the message or glue the next one on; what the
  *   old value counted depends on the program that wrote it, so it is removed
  *   rather than updated, and readers that find none split at From_ lines)
+ * @EB_REWRITE_HEADER_ONLY: the message given is its header alone, its body not kept
+ *   (a milter's message above max_message_size, or one whose type cannot hold
+ *   a reference): only its trace fields are judged, as for a message above
+ *   max_message_size (a record whose seal verifies stays), and nothing is
+ *   resolved
  *
  * How eb_rewrite_plan() and eb_rewrite() work.
  */
@@ -84,6 +97,7 @@ typedef enum {
   EB_REWRITE_STRIP_TRACE  = 1 << 2,
   EB_REWRITE_FILTER_FIELD = 1 << 3,
   EB_REWRITE_DROP_CONTENT_LENGTH = 1 << 4,
+  EB_REWRITE_HEADER_ONLY  = 1 << 5,
 } EbRewriteFlags;
 
 /**
@@ -433,11 +447,28 @@ typedef struct _EbHeaderEdit EbHeaderEdit;
  * The value of the %EB_FILTER_FIELD field for the message planned in @plan,
  * after the colon, as a milter passes it: " resolved 1 of 2 external-body
  * references"; for a plan of eb_externalize_plan(), " externalized 1 of 2
- * parts".
+ * parts". With the site's key (trace_key_file) it ends in "; seal=" and the
+ * record's seal for the message's Message-ID: " resolved 1 of 2
+ * external-body references; seal=Q2hhbmdlZCBieSBub2JvZHk".
  *
  * Returns: (transfer full): the value.
  */
 EXTBODY_API char *eb_plan_filter_field_value (const EbPlan *plan);
+
+/**
+ * eb_plan_get_filter_field:
+ * @plan: a result
+ *
+ * Whether the message planned gets the %EB_FILTER_FIELD field
+ * (eb_plan_filter_field_value()): made with %EB_REWRITE_FILTER_FIELD or
+ * %EB_EXTERNALIZE_FILTER_FIELD, when something was resolved or externalized;
+ * with the site's key (trace_key_file) also when a rewrite resolved nothing
+ * in a message with references, and never for a message left alone for this
+ * site's sealed record. eb_plan_write() writes it; a milter adds it.
+ *
+ * Returns: TRUE when the field is added.
+ */
+EXTBODY_API gboolean eb_plan_get_filter_field (const EbPlan *plan);
 
 /**
  * eb_plan_header_edits:

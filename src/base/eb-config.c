@@ -397,6 +397,8 @@ static const EbConfigKey keys[] = {
        "The same counters for extbody rewrite and extbody externalize --mbox and --maildir runs, added up over every run: each run reads this file, adds its counters and writes it back (under a lock on FILE.lock, waited for up to lock_timeout; mode 0644), so they only grow; every sample has the label writer=\"extbody\", apart from the daemon's. Empty (the default): the runs write no metrics. Name it another NAME.prom beside metrics_file, writable by the users whose runs count.", check_file, "absolute path"),
   BOOL (strip_trace_fields, "on",
         "Remove X-Extbody and X-Extbody-Resolved fields that arrive in a message's header (extbodyd, extbody-pipe): a sender can forge them."),
+  LIST (trace_key_file, "",
+       "A file holding the site's secret (32 to 4096 bytes, mode 0640, readable by extbodyd's user and by nobody else; the Debian package makes /etc/extbody/trace.key) that seals the X-Extbody records this site's passes write: each ends in \"; seal=\" and an HMAC-SHA256 of the record and the message's Message-ID. A pass (strip_trace_fields) keeps a record whose seal verifies and removes any other as forged; when that record says the references were resolved (\"resolved N of M external-body references\", as many references left as it says) the pass leaves the message alone and fetches nothing. With it a pass also writes its record when it resolved nothing (\"resolved 0 of 2 ...\") in a message with references, so that a later pass does not fetch them again. For a site where the milter and the daemon's Dovecot door both see a message; a program that cannot read the file (a user's extbody, the per-message Sieve program) seals and trusts nothing. Empty: no seal, every record removed.", check_file, "absolute path"),
   LIST (externalize_store, "",
        "Where extbody externalize stores the parts it takes out of messages: an absolute directory (served by a web server under externalize_base_url), or the http or https URL of a WebDAV collection (an S3 bucket with externalize_store_auth = aws-sigv4), written with HTTP PUT. Each object is named by the SHA-256 of its bytes (their HMAC-SHA256 with externalize_key), so a part sent to many recipients is stored once, and is read back and checked before any message refers to it. Empty: externalize refuses to run.", check_store, "directory or URL"),
   LIST (externalize_base_url, "",
@@ -576,6 +578,7 @@ eb_config_parse_size (const char *text, guint64 *out)
 }
 
 static void parse_list (EbConfig *config, const EbConfigKey *k);
+static void forget_trace_key (EbConfig *config);
 
 /* @text (taken) becomes the value of the program's key @k in @config. */
 static void
@@ -617,6 +620,8 @@ set_key (EbConfig *config, const EbConfigKey *k, const char *value, const char *
     }
     g_free (*(char **) field);
     *(char **) field = g_steal_pointer (&t);
+    if (own && k->offset == G_STRUCT_OFFSET (EbConfig, trace_key_file))
+      forget_trace_key (config);
     if (!own)
       set_program_value (config, k, text);
     parse_list (config, k);
@@ -749,6 +754,14 @@ free_lists (EbConfig *config)
   g_clear_pointer (&config->deny_domains_v, g_strfreev);
 }
 
+/* Forget the key of trace_key_file read so far (eb-seal.c reads it again). */
+static void
+forget_trace_key (EbConfig *config)
+{
+  g_clear_pointer (&config->trace_key, g_bytes_unref);
+  config->trace_key_read = FALSE;
+}
+
 static void
 free_strings (EbConfig *config)
 {
@@ -757,6 +770,7 @@ free_strings (EbConfig *config)
       g_clear_pointer ((char **) ((char *) config + keys[i].offset), g_free);
   g_clear_pointer (&config->program_values, g_hash_table_unref);
   free_lists (config);
+  forget_trace_key (config);
 }
 
 static void
@@ -776,6 +790,9 @@ copy_strings (EbConfig *config)
     while (g_hash_table_iter_next (&it, &name, &value))
       set_program_value (config, find_key (name), g_strdup (value));
   }
+  /* the key read is not shared: the copy reads it again */
+  config->trace_key = NULL;
+  config->trace_key_read = FALSE;
   /* the parsed lists are @config's own too, parsed again from its text */
   config->lists = NULL;
   config->networks = NULL;

@@ -69,6 +69,7 @@ struct _EbConfig {
   char    *mailbox_metrics_file; /* the mailbox runs' file, added up; empty: none */
   /* what a message arrives with */
   gboolean strip_trace_fields; /* remove incoming X-Extbody, X-Extbody-Resolved */
+  char    *trace_key_file;     /* the site's secret that seals its records (eb-seal.h); empty: none */
   /* externalize: where stored parts go (eb-store.h) */
   char    *externalize_store;          /* absolute directory or WebDAV http(s) URL; empty: none */
   char    *externalize_base_url;       /* URL the objects are served under */
@@ -89,6 +90,10 @@ struct _EbConfig {
   /* the keys programs added (eb_config_register_keys): key name -> its value
    * as text, normalized ("on", a number in decimal) */
   GHashTable *program_values;
+  /* the key of trace_key_file once read (eb-seal.c fills them, under its
+   * lock; a copy, a load and a new trace_key_file start unread) */
+  GBytes     *trace_key;       /* NULL: none, or unusable */
+  gboolean    trace_key_read;
 };
 
 typedef enum { EB_CONFIG_UINT, EB_CONFIG_SIZE, EB_CONFIG_BOOL, EB_CONFIG_STRING } EbConfigType;

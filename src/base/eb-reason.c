@@ -55,6 +55,7 @@ static const struct {
   { EB_REASON_UNSUPPORTED_SCHEME,"unsupported-scheme","a retrieval scheme extbody has no client for" },
   { EB_REASON_NOT_DOCUMENT,      "not-document",      "the URL names a listing, menu or search, not a document" },
   { EB_REASON_FILE_REMOTE_HOST,  "file-remote-host",  "file URL naming a host other than localhost" },
+  { EB_REASON_SEALED_RECORD,     "sealed-record",     "this site's sealed X-Extbody record: handled by an earlier pass" },
 };
 
 G_STATIC_ASSERT (G_N_ELEMENTS (reasons) == EB_REASON_N);

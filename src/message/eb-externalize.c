@@ -8,6 +8,7 @@
 #include "eb-header.h"
 #include "eb-message.h"
 #include "eb-plan-private.h"
+#include "eb-seal.h"
 #include "eb-store.h"
 #include "eb-transfer.h"
 #include "eb-urlparam.h"
@@ -438,15 +439,6 @@ consider (Ctx *c, EbLeaf *leaf, EbPlan *r)
   g_ptr_array_add (r->resolutions, res);
 }
 
-/* The fields of the message header a pass removes (eb_plan_remove_fields):
- * the trace fields, a sender's forgery; Content-Length, which no longer
- * holds. */
-static gboolean
-is_trace_field (const EbHeaderField *f, const char *buf, gconstpointer data)
-{
-  return eb_header_field_is (f, buf, EB_FILTER_FIELD) || eb_header_field_is (f, buf, EB_TRACE_FIELD);
-}
-
 /* What the plan changes, its removals settled: a Content-Length goes only
  * from a message that changes otherwise. */
 static EbPlan *
@@ -468,8 +460,14 @@ eb_externalize_plan (const char *buf0, gsize len0, const EbConfig *config, EbSto
   r->externalized = TRUE;
   const char *buf = r->message->buf;
   gsize len = r->message->len;
-  if (flags & EB_EXTERNALIZE_STRIP_TRACE)
-    r->n_trace = eb_plan_remove_fields (r, is_trace_field, NULL);
+  if (flags & (EB_EXTERNALIZE_STRIP_TRACE | EB_EXTERNALIZE_FILTER_FIELD))
+    r->seal_key = eb_seal_key (config);
+  if (flags & EB_EXTERNALIZE_STRIP_TRACE) {
+    /* the trace fields, a sender's forgery, but the records this site
+     * sealed (eb-seal.h): they stay, whatever they say */
+    g_autoptr (GArray) sealed = eb_plan_sealed_records (r);
+    r->n_trace = eb_plan_remove_trace (r, sealed, FALSE);
+  }
   if (flags & EB_EXTERNALIZE_DROP_CONTENT_LENGTH)
     eb_plan_remove_lines (r, "Content-Length");
   if (len > config->max_message_size) {

@@ -42,6 +42,10 @@ struct _EbPlan {
                                   for this message, for the statistics */
   gboolean       externalized; /* made by eb_externalize_plan: refs are the candidate
                                   parts, n_resolved those externalized */
+  GBytes        *seal_key;     /* (nullable) the site's key (trace_key_file, eb-seal.h):
+                                  the filter field written is sealed with it */
+  gboolean       sealed;       /* left alone for this site's sealed record
+                                  (EB_REASON_SEALED_RECORD) */
 };
 
 /* A plan of the @len bytes at @buf (borrowed) that changes nothing yet. */
@@ -62,6 +66,26 @@ guint eb_plan_remove_ranges (EbPlan *plan, const EbRange *ranges, guint n);
  * them (eb_header_find_lines: up to the blank line, whether or not the lines
  * before are fields); returns how many were new. */
 guint eb_plan_remove_lines (EbPlan *plan, const char *name);
+
+/* An X-Extbody field of the message header whose seal verifies: this site's
+ * record (eb_plan_sealed_records). */
+typedef struct {
+  gsize    start;      /* where the field starts */
+  gboolean resolve;    /* a rewrite's record: "resolved DONE of OF ..." */
+  guint    done, of;
+} EbSealedRecord;
+
+/* The X-Extbody fields of @plan's message header whose seal verifies with
+ * @plan's seal_key, in order; none without a key. Returns: (transfer full)
+ * (element-type EbSealedRecord). */
+GArray *eb_plan_sealed_records (EbPlan *plan);
+
+/* Add to @plan's removals the trace fields of the message header (X-Extbody,
+ * X-Extbody-Resolved: a sender can forge them) but the X-Extbody fields of
+ * @kept (element-type EbSealedRecord; nullable: none) and, with
+ * @keep_resolved_fields, every X-Extbody-Resolved; returns how many were
+ * added. */
+guint eb_plan_remove_trace (EbPlan *plan, const GArray *kept, gboolean keep_resolved_fields);
 
 /* Is the field that starts at @start one of @plan's removals? */
 gboolean eb_plan_removes (const EbPlan *plan, gsize start);

@@ -4,6 +4,7 @@
  * The producers (eb-rewrite, eb-externalize) fill it; the writers are in
  * eb-plan-write.c; everything else reads it through the accessors below. */
 #include "eb-plan-private.h"
+#include "eb-seal.h"
 #include <string.h>
 
 void
@@ -21,6 +22,8 @@ eb_plan_free (EbPlan *result)
     g_ptr_array_unref (result->actions);
   if (result->fetches)
     g_array_unref (result->fetches);
+  if (result->seal_key)
+    g_bytes_unref (result->seal_key);
   g_free (result);
 }
 
@@ -92,6 +95,63 @@ eb_plan_remove_lines (EbPlan *plan, const char *name)
   return eb_plan_remove_ranges (plan, (const EbRange *) ranges->data, ranges->len);
 }
 
+GArray *
+eb_plan_sealed_records (EbPlan *plan)
+{
+  GArray *out = g_array_new (FALSE, FALSE, sizeof (EbSealedRecord));
+  if (!plan->seal_key)
+    return out;
+  const char *buf = plan->message->buf;
+  const EbHeaderBlock *top = eb_message_get_top (plan->message);
+  g_autofree char *mid = NULL;
+  gboolean mid_read = FALSE;
+  for (guint i = 0; i < top->fields->len; i++) {
+    const EbHeaderField *f = &g_array_index (top->fields, EbHeaderField, i);
+    if (!eb_header_field_is (f, buf, EB_FILTER_FIELD))
+      continue;
+    if (!mid_read) {
+      mid = eb_message_get_field_value (plan->message, "Message-ID");
+      mid_read = TRUE;
+    }
+    g_autofree char *value = g_strndup (buf + f->value, f->value_end - f->value);
+    g_autofree char *record = NULL;
+    if (!eb_seal_verify (plan->seal_key, value, mid, &record))
+      continue;
+    EbSealedRecord s = { .start = f->start };
+    s.resolve = eb_seal_record_counts (record, &s.done, &s.of);
+    g_array_append_val (out, s);
+  }
+  return out;
+}
+
+typedef struct {
+  const GArray *kept;
+  gboolean      keep_resolved_fields;
+} TraceKept;
+
+/* A trace field (the filter's own field, and the one on every resolved
+ * part) that is not among those kept. */
+static gboolean
+is_trace_removed (const EbHeaderField *f, const char *buf, gconstpointer data)
+{
+  const TraceKept *k = data;
+  if (eb_header_field_is (f, buf, EB_TRACE_FIELD))
+    return !k->keep_resolved_fields;
+  if (!eb_header_field_is (f, buf, EB_FILTER_FIELD))
+    return FALSE;
+  for (guint i = 0; k->kept && i < k->kept->len; i++)
+    if (g_array_index (k->kept, EbSealedRecord, i).start == f->start)
+      return FALSE;
+  return TRUE;
+}
+
+guint
+eb_plan_remove_trace (EbPlan *plan, const GArray *kept, gboolean keep_resolved_fields)
+{
+  TraceKept k = { kept, keep_resolved_fields };
+  return eb_plan_remove_fields (plan, is_trace_removed, &k);
+}
+
 gboolean
 eb_plan_removes (const EbPlan *plan, gsize start)
 {
@@ -140,10 +200,22 @@ char *
 eb_plan_filter_field_value (const EbPlan *r)
 {
   guint n = r->scan ? r->scan->refs->len : 0;
-  if (r->externalized)
-    return g_strdup_printf (" externalized %u of %u part%s", r->n_resolved, n, n == 1 ? "" : "s");
-  return g_strdup_printf (" resolved %u of %u external-body reference%s", r->n_resolved, n,
-                          n == 1 ? "" : "s");
+  g_autofree char *record = r->externalized
+    ? g_strdup_printf (" externalized %u of %u part%s", r->n_resolved, n, n == 1 ? "" : "s")
+    : g_strdup_printf (" resolved %u of %u external-body reference%s", r->n_resolved, n, n == 1 ? "" : "s");
+  if (!r->seal_key)
+    return g_steal_pointer (&record);
+  /* the message's Message-ID: the written message keeps the field */
+  g_autofree char *mid = eb_message_get_field_value (r->message, "Message-ID");
+  g_autofree char *seal = eb_seal_make (r->seal_key, record, mid);
+  return g_strconcat (record, "; seal=", seal, NULL);
+}
+
+gboolean
+eb_plan_get_filter_field (const EbPlan *plan)
+{
+  g_return_val_if_fail (plan != NULL, FALSE);
+  return plan->filter_field;
 }
 
 typedef struct {

@@ -3,6 +3,7 @@
  * new parts (see eb-rewrite.h). */
 #include "eb-rewrite.h"
 #include "eb-plan-private.h"
+#include "eb-seal.h"
 #include <string.h>
 
 EbPlan *
@@ -30,24 +31,61 @@ local_room (const EbConfig *config, GPtrArray *fetched, guint i, guint64 budget)
   return held < config->max_message_bytes ? config->max_message_bytes - held : 0;
 }
 
-/* A trace field: the filter's own field and the one on every resolved part
- * (a sender can forge them). */
-static gboolean
-is_trace_field (const EbHeaderField *f, const char *buf, gconstpointer data)
+/* How many references the message of @r holds now, for a sealed record to
+ * be checked against; G_MAXUINT when the message is not read (its header
+ * alone, or above max_message_size): then the seal alone counts. */
+static guint
+refs_now (EbPlan *r, const EbConfig *config, EbRewriteFlags flags)
 {
-  return eb_header_field_is (f, buf, EB_FILTER_FIELD) || eb_header_field_is (f, buf, EB_TRACE_FIELD);
+  if ((flags & EB_REWRITE_HEADER_ONLY) || r->message->len > config->max_message_size)
+    return G_MAXUINT;
+  return eb_message_get_scan (r->message, config)->refs->len;
+}
+
+/* The trace fields a filter's pass removes (EB_REWRITE_STRIP_TRACE), this
+ * site's sealed records (eb-seal.h) judged first. A record of a rewrite
+ * whose count of references left ("resolved DONE of OF": OF - DONE) is the
+ * message's says that a pass of this site has handled the message: TRUE,
+ * every sealed record and X-Extbody-Resolved field stay, and only the
+ * X-Extbody fields without a valid seal go. Otherwise a rewrite's sealed
+ * record that does not fit the message goes too (stale, or copied from
+ * another message with its Message-ID), and an externalize record stays. */
+static gboolean
+plan_trace (EbPlan *r, const EbConfig *config, EbRewriteFlags flags)
+{
+  g_autoptr (GArray) sealed = eb_plan_sealed_records (r);
+  gboolean handled = FALSE;
+  guint now = 0;
+  gboolean counted = FALSE;
+  for (guint i = 0; i < sealed->len && !handled; i++) {
+    const EbSealedRecord *s = &g_array_index (sealed, EbSealedRecord, i);
+    if (!s->resolve)
+      continue;
+    if (!counted) {
+      now = refs_now (r, config, flags);
+      counted = TRUE;
+    }
+    handled = now == G_MAXUINT || s->of - s->done == now;
+  }
+  for (guint i = sealed->len; !handled && i-- > 0;)
+    if (g_array_index (sealed, EbSealedRecord, i).resolve)
+      g_array_remove_index (sealed, i);
+  r->n_trace = eb_plan_remove_trace (r, sealed, handled);
+  return handled;
 }
 
 /* The fields of the message header @flags removes: with
- * EB_REWRITE_STRIP_TRACE the trace fields, with EB_REWRITE_DROP_CONTENT_LENGTH
- * Content-Length (dropped again by plan_finish when nothing else changes). */
-static void
-plan_removals (EbPlan *r, EbRewriteFlags flags)
+ * EB_REWRITE_STRIP_TRACE the trace fields (TRUE when this site's sealed
+ * record says the message was handled: plan_trace), with
+ * EB_REWRITE_DROP_CONTENT_LENGTH Content-Length (dropped again by plan_finish
+ * when nothing else changes). */
+static gboolean
+plan_removals (EbPlan *r, const EbConfig *config, EbRewriteFlags flags)
 {
-  if (flags & EB_REWRITE_STRIP_TRACE)
-    r->n_trace = eb_plan_remove_fields (r, is_trace_field, NULL);
+  gboolean handled = (flags & EB_REWRITE_STRIP_TRACE) && plan_trace (r, config, flags);
   if (flags & EB_REWRITE_DROP_CONTENT_LENGTH)
     eb_plan_remove_lines (r, "Content-Length");
+  return handled;
 }
 
 /* What the plan changes, its removals settled: a Content-Length goes only
@@ -57,8 +95,11 @@ plan_finish (EbPlan *r, EbRewriteFlags flags)
 {
   if (r->n_resolved == 0 && r->n_trace == 0)
     g_array_set_size (r->removed, 0);
-  r->changed = r->n_resolved > 0 || r->removed->len > 0;
-  r->filter_field = (flags & EB_REWRITE_FILTER_FIELD) && r->n_resolved > 0;
+  /* with the site's key the record is written whatever was resolved, so
+   * that a later pass of the site does not fetch the references again */
+  gboolean record_due = r->n_resolved > 0 || (r->seal_key && r->scan && r->scan->refs->len > 0);
+  r->filter_field = (flags & EB_REWRITE_FILTER_FIELD) && !r->sealed && record_due;
+  r->changed = r->n_resolved > 0 || r->removed->len > 0 || r->filter_field;
   return r;
 }
 
@@ -156,7 +197,15 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
   EbPlan *r = eb_plan_new (buf0, len0);
   const char *buf = r->message->buf;
   gsize len = r->message->len;
-  plan_removals (r, flags);
+  if (flags & (EB_REWRITE_STRIP_TRACE | EB_REWRITE_FILTER_FIELD))
+    r->seal_key = eb_seal_key (config);
+  if (plan_removals (r, config, flags)) {
+    r->reason = EB_REASON_SEALED_RECORD;
+    r->sealed = TRUE;
+    return plan_finish (r, flags);
+  }
+  if (flags & EB_REWRITE_HEADER_ONLY)
+    return plan_finish (r, flags);
 
   if (!(flags & EB_REWRITE_NO_PRECHECK) && !eb_message_may_hold_external_body (buf, len))
     return plan_finish (r, flags);

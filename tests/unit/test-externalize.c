@@ -15,6 +15,7 @@
 #include "eb-header.h"
 #include "eb-resolve.h"
 #include "eb-plan-private.h"
+#include "eb-seal.h"
 #include "eb-store.h"
 #include "eb-urlparam.h"
 
@@ -508,6 +509,46 @@ test_strip_trace (Fixture *f, gconstpointer data G_GNUC_UNUSED)
   g_assert_true (eb_plan_get_changed (r));
   g_autoptr (GByteArray) out = write_plan (r, small, strlen (small));
   g_assert_cmpmem (out->data, out->len, want, strlen (want));
+}
+
+/* With the site's key (trace_key_file) a record this site sealed stays
+ * (whatever it says: externalize makes no decision by it), a forged one
+ * goes, and the pass's own record is sealed for the message's Message-ID. */
+static void
+test_strip_trace_sealed (Fixture *f, gconstpointer data G_GNUC_UNUSED)
+{
+  const char *secret = "0123456789abcdef0123456789abcdef";
+  g_autofree char *dir = g_dir_make_tmp ("eb-ext-seal-XXXXXX", NULL);
+  g_autofree char *key_file = g_build_filename (dir, "trace.key", NULL);
+  g_assert_true (g_file_set_contents (key_file, secret, -1, NULL));
+  g_assert_cmpint (g_chmod (key_file, 0600), ==, 0);
+  g_assert_true (eb_config_set (f->config, "trace_key_file", key_file, NULL));
+  g_autoptr (GBytes) key = g_bytes_new_static (secret, strlen (secret));
+  g_autofree char *seal = eb_seal_make (key, "resolved 1 of 1 external-body reference", "<ext@test.example>");
+  g_autoptr (GBytes) payload = NULL;
+  g_autofree char *b = base64_lines (3000, 7, &payload);
+  g_autofree char *msg = g_strdup_printf (
+    "From: a@example.org\nMessage-ID: <ext@test.example>\nX-Extbody: externalized 9 of 9 parts\n"
+    "X-Extbody: resolved 1 of 1 external-body reference; seal=%s\nMIME-Version: 1.0\n"
+    "Content-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: text/plain\n\nhi\n--b\n"
+    "Content-Type: application/zip\nContent-Transfer-Encoding: base64\n\n%s--b--\n", seal, b);
+  gsize len = strlen (msg);
+  g_autoptr (EbPlan) r = eb_externalize_plan (msg, len, f->config, f->store,
+                                              EB_EXTERNALIZE_STRIP_TRACE | EB_EXTERNALIZE_FILTER_FIELD);
+  g_assert_cmpuint (eb_plan_get_n_resolved (r), ==, 1);
+  g_assert_cmpuint (eb_plan_get_n_removed (r), ==, 1);
+  g_autoptr (GByteArray) out = write_plan (r, msg, len);
+  g_autofree char *o = g_strndup ((const char *) out->data, out->len);
+  g_assert_null (strstr (o, "9 of 9"));
+  g_autofree char *kept = g_strdup_printf ("\nX-Extbody: resolved 1 of 1 external-body reference; seal=%s\n", seal);
+  g_assert_nonnull (strstr (o, kept));
+  g_autofree char *value = eb_plan_filter_field_value (r);
+  g_assert_true (g_str_has_prefix (value, " externalized 1 of 1 part; seal="));
+  g_assert_true (eb_seal_verify (key, value, "<ext@test.example>", NULL));
+  g_autofree char *added = g_strdup_printf ("\nX-Extbody:%s\n", value);
+  g_assert_nonnull (strstr (o, added));
+  g_unlink (key_file);
+  g_rmdir (dir);
 }
 
 /* The fallback: a multipart/alternative with a text part naming the file and
@@ -1049,6 +1090,7 @@ main (int argc, char **argv)
   ADD ("/externalize/reference-crlf", test_reference_crlf);
   ADD ("/externalize/root", test_root);
   ADD ("/externalize/strip-trace", test_strip_trace);
+  ADD ("/externalize/strip-trace-sealed", test_strip_trace_sealed);
   ADD ("/externalize/fallback", test_fallback);
   ADD ("/externalize/dedup", test_dedup);
   ADD ("/externalize/store-failure", test_store_failure);

@@ -11,6 +11,7 @@
 #include "eb-gmime.h"
 #include "eb-resolve.h"
 #include "eb-plan-private.h"
+#include "eb-seal.h"
 
 /* Turn "\n" of @tmpl into @eol. */
 static GByteArray *
@@ -922,6 +923,9 @@ typedef struct {
   gboolean    local_dir;    /* local_file_dirs = a fresh temporary directory */
   gboolean    externalize;  /* through eb_externalize_plan (with a store that fails
                                when the reason is store-failed, with none otherwise) */
+  gboolean    sealed;       /* a filter's pass (strip_trace) with a key of the site's
+                               (trace_key_file), the message under the record it sealed
+                               ("resolved 0 of 1 ...") */
 } ReasonCase;
 
 static const ReasonCase reason_cases[] = {
@@ -1001,6 +1005,7 @@ static const ReasonCase reason_cases[] = {
   { EB_REASON_UNSUPPORTED_SCHEME, PART ("access-type=URL; URL=\"wais://h/db\"", "\n"), { NULL } },
   { EB_REASON_NOT_DOCUMENT, PART ("access-type=URL; URL=\"ftp://h/pub/\"", "\n"), { FETCH_ON, NULL } },
   { EB_REASON_FILE_REMOTE_HOST, PART ("access-type=URL; URL=\"file://evil.example/etc/passwd\"", "\n"), { NULL } },
+  { EB_REASON_SEALED_RECORD, DATA_REF ("\n"), { NULL }, 0, TRUE, FALSE, FALSE, FALSE, TRUE },
 };
 
 G_STATIC_ASSERT (G_N_ELEMENTS (reason_cases) == EB_REASON_N);
@@ -1034,9 +1039,24 @@ produce (const ReasonCase *c)
     g_assert_no_error (e);
     g_assert_cmpint (g_rmdir (sdir), ==, 0);
   }
+  g_autofree char *key_file = NULL;
+  if (c->sealed) {
+    /* the record a pass of the site wrote, sealed with the site's key */
+    dir = g_dir_make_tmp ("eb-reason-XXXXXX", NULL);
+    key_file = g_build_filename (dir, "trace.key", NULL);
+    const char *secret = "0123456789abcdef0123456789abcdef";
+    g_assert_true (g_file_set_contents (key_file, secret, -1, NULL));
+    g_assert_cmpint (g_chmod (key_file, 0600), ==, 0);
+    g_assert_true (eb_config_set (config, "trace_key_file", key_file, NULL));
+    g_autoptr (GBytes) key = g_bytes_new_static (secret, strlen (secret));
+    g_autofree char *seal = eb_seal_make (key, "resolved 0 of 1 external-body reference", NULL);
+    g_autofree char *field = g_strdup_printf ("X-Extbody: resolved 0 of 1 external-body reference; seal=%s\n", seal);
+    g_string_prepend (msg, field);
+  }
   g_autoptr (EbPlan) r = c->externalize
     ? eb_externalize_plan (msg->str, msg->len, config, store, EB_EXTERNALIZE_DEFAULT)
-    : eb_rewrite_plan (msg->str, msg->len, config, NULL, EB_REWRITE_NO_PRECHECK);
+    : eb_rewrite_plan (msg->str, msg->len, config, NULL,
+                       EB_REWRITE_NO_PRECHECK | (c->sealed ? EB_REWRITE_STRIP_TRACE : 0));
   EbReason got;
   if (c->whole) {
     g_assert_cmpuint (r->n_resolved, ==, 0);
@@ -1062,6 +1082,8 @@ produce (const ReasonCase *c)
       g_assert_nonnull (res2->detail);
     }
   }
+  if (key_file)
+    g_unlink (key_file);
   if (dir)
     g_rmdir (dir);
   g_string_free (msg, TRUE);

@@ -6,7 +6,9 @@
 #include <gio/gio.h>
 #include "eb-gmime.h"
 #include <string.h>
+#include <glib/gstdio.h>
 #include "eb-plan-private.h"
+#include "eb-seal.h"
 #include "eb-urlparam.h"
 #include "test-edits.h"
 
@@ -848,6 +850,263 @@ test_filter_field (void)
     }
 }
 
+/* ---- the site's sealed records (trace_key_file, eb-seal.h) ------------------ */
+
+#define SEAL_KEY "0123456789abcdef0123456789abcdef"
+#define SEAL_MID "<sealed.1@test.example>"
+/* a data: reference, a forged record, a forged X-Extbody-Resolved */
+#define SEAL_MSG                                                                              \
+  "From: a@example.org\nMessage-ID: " SEAL_MID "\n"                                            \
+  "X-Extbody: resolved 9 of 9 external-body references; seal=garbage\n"                       \
+  "X-Extbody-Resolved: forged\nContent-Type: multipart/mixed; boundary=b\n\n"                 \
+  "--b\nContent-Type: message/external-body; access-type=URL; URL=\"data:,one\"\n\n"          \
+  "Content-Type: text/plain\n\n--b--\n"
+/* an http reference, left with fetch = off */
+#define SEAL_HTTP_MSG                                                                         \
+  "From: a@example.org\nMessage-ID: <sealed.2@test.example>\nContent-Type: multipart/mixed; boundary=b\n\n" \
+  "--b\nContent-Type: message/external-body; access-type=URL; URL=\"http://127.0.0.1:1/x\"\n\n" \
+  "Content-Type: text/plain\n\n--b--\n"
+
+/* A configuration whose trace_key_file holds @key (NULL: none), in a fresh
+ * directory; *@dir gets it (remove with seal_dir_remove). */
+static EbConfig *
+seal_config (const char *key, char **dir)
+{
+  EbConfig *c = eb_config_new ();
+  *dir = g_dir_make_tmp ("eb-rewrite-seal-XXXXXX", NULL);
+  if (key) {
+    g_autofree char *path = g_build_filename (*dir, "trace.key", NULL);
+    g_assert_true (g_file_set_contents (path, key, -1, NULL));
+    g_assert_cmpint (g_chmod (path, 0600), ==, 0);
+    g_autoptr (GError) e = NULL;
+    g_assert_true (eb_config_set (c, "trace_key_file", path, &e));
+    g_assert_true (eb_seal_key_check (c, &e));
+  }
+  return c;
+}
+
+static void
+seal_dir_remove (char *dir)
+{
+  g_autofree char *path = g_build_filename (dir, "trace.key", NULL);
+  g_unlink (path);
+  g_rmdir (dir);
+  g_free (dir);
+}
+
+/* @text's X-Extbody fields (their values as written, after the colon). */
+static GPtrArray *
+filter_fields (const char *text)
+{
+  GPtrArray *v = g_ptr_array_new_with_free_func (g_free);
+  const char *end = strstr (text, "\n\n");
+  for (const char *p = strstr (text, "X-Extbody:"); p && (!end || p < end); p = strstr (p + 1, "X-Extbody:"))
+    if (p == text || p[-1] == '\n')
+      g_ptr_array_add (v, g_strndup (p + strlen ("X-Extbody:"), strcspn (p, "\n") - strlen ("X-Extbody:")));
+  return v;
+}
+
+/* A filter's pass with the key: the forged record and X-Extbody-Resolved
+ * field go, the reference is resolved, and the record written is sealed for
+ * the message's Message-ID. A second pass leaves that message byte for byte
+ * (the sealed record says the site handled it); without the key, or with
+ * another, the second pass removes the record as forged, as before. */
+static void
+test_seal_first_and_second_pass (void)
+{
+  char *dir = NULL;
+  g_autoptr (EbConfig) config = seal_config (SEAL_KEY, &dir);
+  g_autoptr (GByteArray) in = bytes_of (SEAL_MSG);
+  const EbRewriteFlags filter = EB_REWRITE_STRIP_TRACE | EB_REWRITE_FILTER_FIELD;
+  g_autoptr (EbPlan) r1 = NULL;
+  g_autoptr (GByteArray) first = write_with (in, config, filter, &r1);
+  g_autofree char *t1 = g_strndup ((const char *) first->data, first->len);
+  g_test_message ("first pass:\n%s", t1);
+  g_assert_cmpuint (r1->n_resolved, ==, 1);
+  g_assert_cmpuint (eb_plan_get_n_removed (r1), ==, 2);
+  g_assert_null (strstr (t1, "garbage"));
+  g_assert_null (strstr (t1, "X-Extbody-Resolved: forged"));
+  g_autoptr (GPtrArray) f1 = filter_fields (t1);
+  g_assert_cmpuint (f1->len, ==, 1);
+  g_autoptr (GBytes) key = g_bytes_new_static (SEAL_KEY, strlen (SEAL_KEY));
+  g_autofree char *seal = eb_seal_make (key, "resolved 1 of 1 external-body reference", SEAL_MID);
+  g_autofree char *want = g_strdup_printf (" resolved 1 of 1 external-body reference; seal=%s", seal);
+  g_assert_cmpstr (f1->pdata[0], ==, want);
+  g_autofree char *value = eb_plan_filter_field_value (r1);
+  g_assert_cmpstr (value, ==, want);
+
+  /* the second pass: byte for byte, the message's own reason */
+  g_autoptr (EbPlan) r2 = NULL;
+  g_autoptr (GByteArray) second = write_with (first, config, filter, &r2);
+  g_assert_cmpmem (second->data, second->len, first->data, first->len);
+  g_assert_false (r2->changed);
+  g_assert_false (eb_plan_get_filter_field (r2));
+  g_assert_cmpint (eb_plan_get_reason (r2), ==, EB_REASON_SEALED_RECORD);
+  g_assert_cmpuint (eb_plan_get_n_refs (r2), ==, 0);
+  g_autoptr (GPtrArray) edits = eb_plan_header_edits (r2);
+  g_assert_cmpuint (edits->len, ==, 0);
+
+  /* without the key, or with another, the record is removed as forged (and
+   * the record of that pass, when it writes one, is unsealed) */
+  char *dir0 = NULL, *dir2 = NULL;
+  g_autoptr (EbConfig) none = seal_config (NULL, &dir0);
+  g_autoptr (EbConfig) other = seal_config ("0123456789abcdef0123456789abcdeF", &dir2);
+  const EbConfig *configs[] = { none, other };
+  for (guint i = 0; i < G_N_ELEMENTS (configs); i++) {
+    g_autoptr (EbPlan) r = NULL;
+    g_autoptr (GByteArray) out = write_with (first, configs[i], filter, &r);
+    g_autofree char *t = g_strndup ((const char *) out->data, out->len);
+    g_assert_cmpint (eb_plan_get_reason (r), ==, EB_REASON_RESOLVED);
+    g_assert_true (r->changed);
+    g_autoptr (GPtrArray) f = filter_fields (t);
+    g_assert_cmpuint (f->len, ==, 0);   /* the record lost: nothing left to resolve, nothing written */
+  }
+  seal_dir_remove (dir0);
+  seal_dir_remove (dir2);
+  seal_dir_remove (dir);
+}
+
+/* A record is bound to its message: copied onto another Message-ID, or onto
+ * a message with more references left than it says, it is removed and the
+ * message resolved; a changed record is removed. */
+static void
+test_seal_bound_to_message (void)
+{
+  char *dir = NULL;
+  g_autoptr (EbConfig) config = seal_config (SEAL_KEY, &dir);
+  g_autoptr (GBytes) key = g_bytes_new_static (SEAL_KEY, strlen (SEAL_KEY));
+  g_autofree char *seal = eb_seal_make (key, "resolved 1 of 1 external-body reference", SEAL_MID);
+  g_autofree char *seal0 = eb_seal_make (key, "resolved 0 of 1 external-body reference", SEAL_MID);
+  struct {
+    const char *mid, *record, *seal;
+  } cases[] = {
+    /* another message's record */
+    { "<other@test.example>", "resolved 1 of 1 external-body reference", seal },
+    /* its own Message-ID, but the message still holds the reference it says was resolved */
+    { SEAL_MID, "resolved 1 of 1 external-body reference", seal },
+    /* the record changed */
+    { SEAL_MID, "resolved 0 of 2 external-body references", seal0 },
+  };
+  const EbRewriteFlags filter = EB_REWRITE_STRIP_TRACE | EB_REWRITE_FILTER_FIELD;
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autofree char *msg = g_strdup_printf (
+      "From: a@example.org\nMessage-ID: %s\nX-Extbody: %s; seal=%s\nContent-Type: multipart/mixed; boundary=b\n\n"
+      "--b\nContent-Type: message/external-body; access-type=URL; URL=\"data:,one\"\n\n"
+      "Content-Type: text/plain\n\n--b--\n", cases[i].mid, cases[i].record, cases[i].seal);
+    g_test_message ("%s", msg);
+    g_autoptr (GByteArray) in = bytes_of (msg);
+    g_autoptr (EbPlan) r = NULL;
+    g_autoptr (GByteArray) out = write_with (in, config, filter, &r);
+    g_autofree char *t = g_strndup ((const char *) out->data, out->len);
+    g_assert_cmpuint (r->n_resolved, ==, 1);
+    g_autoptr (GPtrArray) f = filter_fields (t);
+    g_assert_cmpuint (f->len, ==, 1);
+    g_autofree char *mine = eb_plan_filter_field_value (r);
+    g_assert_cmpstr (f->pdata[0], ==, mine);   /* the pass's own record, alone */
+  }
+  seal_dir_remove (dir);
+}
+
+/* Nothing resolved: with the key the pass still writes its sealed record
+ * ("resolved 0 of 1"), as a milter too (its header edits), so that a later
+ * pass of the site fetches nothing: with fetching on, that pass leaves the
+ * message byte for byte and makes no fetch, where without the record it
+ * tries the URL again. */
+static void
+test_seal_nothing_fetched_twice (void)
+{
+  char *dir = NULL;
+  g_autoptr (EbConfig) config = seal_config (SEAL_KEY, &dir);
+  g_autoptr (GByteArray) in = bytes_of (SEAL_HTTP_MSG);
+  const EbRewriteFlags filter = EB_REWRITE_STRIP_TRACE | EB_REWRITE_FILTER_FIELD;
+  g_autoptr (EbPlan) r1 = NULL;
+  g_autoptr (GByteArray) first = write_with (in, config, filter, &r1);
+  g_autofree char *t1 = g_strndup ((const char *) first->data, first->len);
+  g_assert_cmpuint (r1->n_resolved, ==, 0);
+  g_assert_true (r1->changed);
+  g_assert_true (eb_plan_get_filter_field (r1));
+  g_autoptr (GPtrArray) f1 = filter_fields (t1);
+  g_assert_cmpuint (f1->len, ==, 1);
+  g_assert_true (g_str_has_prefix (f1->pdata[0], " resolved 0 of 1 external-body reference; seal="));
+  /* the message as it came, the record added at the end of its header: what
+   * a milter makes of it too (no header edit, the field it adds) */
+  g_autofree char *value = eb_plan_filter_field_value (r1);
+  const char *blank = strstr (SEAL_HTTP_MSG, "\n\n");
+  g_autofree char *want = g_strdup_printf ("%.*sX-Extbody:%s\n%s", (int) (blank + 1 - SEAL_HTTP_MSG), SEAL_HTTP_MSG,
+                                           value, blank + 1);
+  g_assert_cmpstr (t1, ==, want);
+  g_autoptr (GPtrArray) edits = eb_plan_header_edits (r1);
+  g_assert_cmpuint (edits->len, ==, 0);
+  /* without the key: nothing written, as before */
+  char *dir0 = NULL;
+  g_autoptr (EbConfig) none = seal_config (NULL, &dir0);
+  g_autoptr (EbPlan) r0 = NULL;
+  g_autoptr (GByteArray) plain = write_with (in, none, filter, &r0);
+  g_assert_cmpmem (plain->data, plain->len, in->data, in->len);
+
+  /* the second pass, fetching on and the URL allowed (a closed loopback port) */
+  const char *on[] = { "fetch=on", "allow_networks=127.0.0.1/32", "allow_ports=1", "cache_ttl=0" };
+  for (guint i = 0; i < G_N_ELEMENTS (on); i++) {
+    g_assert_true (eb_config_apply_option (config, on[i], NULL));
+    g_assert_true (eb_config_apply_option (none, on[i], NULL));
+  }
+  g_autoptr (GError) e = NULL;
+  g_autoptr (EbFetcher) fetcher = eb_fetcher_new (config, &e);
+  g_assert_no_error (e);
+  g_autoptr (EbPlan) r2 = eb_rewrite_plan ((const char *) first->data, first->len, config, fetcher, filter);
+  g_assert_cmpint (eb_plan_get_reason (r2), ==, EB_REASON_SEALED_RECORD);
+  g_assert_false (r2->changed);
+  g_assert_cmpuint (eb_plan_get_n_fetches (r2), ==, 0);
+  g_autoptr (GOutputStream) mem = g_memory_output_stream_new_resizable ();
+  g_assert_true (eb_plan_write (r2, mem, &e));
+  g_output_stream_close (mem, NULL, NULL);
+  g_assert_cmpmem (g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (mem)),
+                   g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (mem)), first->data, first->len);
+  /* the control: the same pass without the key tries the URL */
+  g_autoptr (EbFetcher) fetcher0 = eb_fetcher_new (none, &e);
+  g_assert_no_error (e);
+  g_autoptr (EbPlan) r3 = eb_rewrite_plan ((const char *) first->data, first->len, none, fetcher0, filter);
+  g_assert_cmpuint (eb_plan_get_n_fetches (r3), ==, 1);
+  g_assert_cmpint (eb_plan_get_ref_reason (r3, 0), ==, EB_REASON_FETCH_FAILED);
+  seal_dir_remove (dir0);
+  seal_dir_remove (dir);
+}
+
+/* The header alone (a milter's message past max_message_size, or one whose
+ * type holds no reference): a sealed record stays on its seal, the forged
+ * fields go, nothing else is done. */
+static void
+test_seal_header_only (void)
+{
+  char *dir = NULL;
+  g_autoptr (EbConfig) config = seal_config (SEAL_KEY, &dir);
+  g_autoptr (GBytes) key = g_bytes_new_static (SEAL_KEY, strlen (SEAL_KEY));
+  g_autofree char *seal = eb_seal_make (key, "resolved 1 of 2 external-body references", SEAL_MID);
+  g_autofree char *header = g_strdup_printf (
+    "From: a@example.org\r\nMessage-ID: " SEAL_MID "\r\nX-Extbody: forged\r\n"
+    "X-Extbody: resolved 1 of 2 external-body references; seal=%s\r\nX-Extbody-Resolved: x\r\n"
+    "Content-Type: multipart/mixed; boundary=b\r\n", seal);
+  const EbRewriteFlags flags = EB_REWRITE_STRIP_TRACE | EB_REWRITE_HEADER_ONLY;
+  g_autoptr (EbPlan) r = eb_rewrite_plan (header, strlen (header), config, NULL, flags);
+  g_assert_cmpint (eb_plan_get_reason (r), ==, EB_REASON_SEALED_RECORD);
+  g_assert_cmpuint (eb_plan_get_n_removed (r), ==, 1);
+  g_autoptr (GPtrArray) edits = eb_plan_header_edits (r);
+  g_autofree char *want = g_strdup_printf (
+    "From: a@example.org\r\nMessage-ID: " SEAL_MID "\r\n"
+    "X-Extbody: resolved 1 of 2 external-body references; seal=%s\r\nX-Extbody-Resolved: x\r\n"
+    "Content-Type: multipart/mixed; boundary=b\r\n", seal);
+  test_edits_assert_as_written (r, header, strlen (header), want, strlen (want), FALSE);
+  /* without a valid seal every trace field goes */
+  g_autofree char *forged = g_strdup_printf ("From: a@example.org\r\nMessage-ID: <another@test.example>\r\n"
+                                             "X-Extbody: resolved 1 of 2 external-body references; seal=%s\r\n"
+                                             "X-Extbody-Resolved: x\r\n", seal);
+  g_autoptr (EbPlan) r2 = eb_rewrite_plan (forged, strlen (forged), config, NULL, flags);
+  g_assert_cmpint (eb_plan_get_reason (r2), ==, EB_REASON_RESOLVED);
+  g_assert_cmpuint (eb_plan_get_n_removed (r2), ==, 2);
+  g_assert_false (eb_plan_get_filter_field (r2));
+  seal_dir_remove (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -880,5 +1139,9 @@ main (int argc, char **argv)
   g_test_add_func ("/rewrite/identity/unchanged", test_identity);
   g_test_add_func ("/rewrite/hostile/shapes", test_hostile_shapes);
   g_test_add_func ("/rewrite/filter-field", test_filter_field);
+  g_test_add_func ("/rewrite/seal/first-and-second-pass", test_seal_first_and_second_pass);
+  g_test_add_func ("/rewrite/seal/bound-to-message", test_seal_bound_to_message);
+  g_test_add_func ("/rewrite/seal/nothing-fetched-twice", test_seal_nothing_fetched_twice);
+  g_test_add_func ("/rewrite/seal/header-only", test_seal_header_only);
   return g_test_run ();
 }
