@@ -107,6 +107,10 @@ daemon_generation_load (const ConfigArgs *a, int *status, GError **error)
   }
   if (!check_http_address (config, error))
     return NULL;
+  /* the site's key, read now as the daemon's user: one it cannot use is a
+   * configuration error, never records lost message after message */
+  if (!eb_seal_key_check (config, error))
+    return NULL;
   g_autoptr (EbFetcher) fetcher = eb_fetcher_new (config, error);
   if (!fetcher)
     return NULL;

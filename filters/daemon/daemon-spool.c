@@ -91,6 +91,26 @@ daemon_spool_drop (DaemonSpool *s)
   s->fd = -1;
 }
 
+void
+daemon_spool_truncate (DaemonSpool *s, guint64 n)
+{
+  g_clear_pointer (&s->map, g_mapped_file_unref);
+  if (s->error)
+    return;
+  if (s->fd >= 0) {
+    if (ftruncate (s->fd, (off_t) n) != 0)
+      s->error = errno ? errno : EIO;
+    return;
+  }
+  if (s->mem && s->mem->len > n) {
+    /* a copy of what stays: the memory of the rest goes, not only its length */
+    GByteArray *kept = g_byte_array_sized_new ((guint) n);
+    g_byte_array_append (kept, s->mem->data, (guint) n);
+    g_byte_array_unref (s->mem);
+    s->mem = kept;
+  }
+}
+
 const char *
 daemon_spool_bytes (DaemonSpool *s, gsize *len, GError **error)
 {

@@ -20,10 +20,14 @@
  * Every modification is checked to fit in a milter packet before the first is
  * sent (a message is changed whole or not at all); a refusal once they have
  * begun tempfails. X-Extbody and X-Extbody-Resolved fields that arrive in the
- * top-level header are deleted (strip_trace_fields). A message whose top-level
+ * top-level header are deleted (strip_trace_fields), but a record this site
+ * sealed (trace_key_file: the library judges, eb-seal.h), which may leave
+ * the message alone. A message whose top-level
  * Content-Type cannot hold an external-body is accepted at end of header,
  * without its body and without a MIME parse, unless it carries such fields:
- * then its body is skipped and the fields are deleted at end of message.
+ * then its body is skipped and the library judges its header alone at end of
+ * message (EB_REWRITE_HEADER_ONLY), as it does for a message past
+ * max_message_size that carries them.
  * While a message waits on its fetches, a kick thread keeps libmilter's worker
  * pool from leaving other sessions unserved (see milter_worker_kick_run), and
  * the fetches are cancelled when the MTA has closed the connection.
@@ -134,7 +138,9 @@ typedef struct {
   gboolean    cannot_hold;  /* the top-level type is neither multipart nor message */
   gboolean    has_type;     /* a Content-Type field came (none: text/plain) */
   guint       n_trace[2];   /* incoming fields named as trace_names (strip_trace_fields) */
-  gboolean    strip_only;   /* nothing to resolve: only the trace fields to remove */
+  gboolean    strip_only;   /* nothing to resolve: only the trace fields to judge (the
+                               spool keeps the header alone) */
+  guint64     header_len;   /* the header's bytes in the spool, known at its end */
 } Msg;
 
 typedef struct {
@@ -261,6 +267,8 @@ void daemon_spool_init (DaemonSpool *s, guint64 spill);
 gboolean daemon_spool_append (DaemonSpool *s, const void *data, gsize len);
 /* Drop the bytes (nothing more is kept; size still counts what came). */
 void daemon_spool_drop (DaemonSpool *s);
+/* Keep the first @n bytes alone (size still counts what came). */
+void daemon_spool_truncate (DaemonSpool *s, guint64 n);
 /* The bytes: the memory's, or the file mapped (read-only). NULL with
  * @error when the file cannot be mapped or a write failed. */
 const char *daemon_spool_bytes (DaemonSpool *s, gsize *len, GError **error);

@@ -53,12 +53,13 @@ msg_append (Msg *m, const void *p, gsize n)
   daemon_spool_append (&m->spool, p, n);
 }
 
-/* Nothing of the message is needed any more but the trace field counts. */
+/* Nothing of the message is needed any more but its header, whose trace
+ * fields are judged at its end (eom_header_only). */
 static void
 msg_strip_only (Msg *m)
 {
   m->strip_only = TRUE;
-  daemon_spool_drop (&m->spool);
+  daemon_spool_truncate (&m->spool, m->header_len);
 }
 
 static Conn *
@@ -198,6 +199,7 @@ cb_eoh (SMFICTX *ctx)
   else if (!cannot)
     /* the fields as they came (cb_header): the header is not read again */
     cannot = !c->msg->has_type;
+  c->msg->header_len = c->msg->spool.size;
   if (cannot && msg_has_trace (c->msg)) {
     /* no reference, but forged trace fields to remove at the end */
     msg_strip_only (c->msg);
@@ -381,13 +383,16 @@ eom_unchanged (Eom *e, sfsistat status)
   return FALSE;
 }
 
+static gboolean eom_header_only (Eom *e);
+static gboolean eom_edits_only (Eom *e);
+
 /* The message as collected: in memory, or the spill file mapped. */
 static gboolean
 eom_input (Eom *e)
 {
   Msg *m = e->m;
   if (m->strip_only)
-    return eom_unchanged (e, SMFIS_CONTINUE);
+    return eom_header_only (e);
   g_autoptr (GError) error = NULL;
   e->buf = daemon_spool_bytes (&m->spool, &e->len, &error);
   if (!e->buf) {
@@ -417,8 +422,8 @@ eom_rewrite (Eom *e)
     g_autofree char *mid = eb_plan_get_message_id (e->result);
     eb_log_message (smfi_getsymval (e->ctx, "i"), mid, e->result);
   }
-  if (!eb_plan_get_n_resolved (e->result))   /* unchanged, but for the trace fields it came with */
-    return eom_unchanged (e, SMFIS_CONTINUE);
+  if (!eb_plan_get_n_resolved (e->result))   /* the body as it came: the header's edits alone */
+    return eom_edits_only (e);
   return TRUE;
 }
 
@@ -461,8 +466,10 @@ eom_mods (Eom *e)
   /* the plan's edits delete the trace fields the message came with */
   g_autoptr (GPtrArray) edits = eb_plan_header_edits (e->result);
   mods_from_edits (e->mods, edits);
-  g_autofree char *trace = eb_plan_filter_field_value (e->result);
-  mods_add (e->mods, EB_FILTER_FIELD, 0, trace);
+  if (eb_plan_get_filter_field (e->result)) {
+    g_autofree char *trace = eb_plan_filter_field_value (e->result);
+    mods_add (e->mods, EB_FILTER_FIELD, 0, trace);
+  }
   const Mod *misfit = mods_misfit (e->mods);
   if (misfit) {
     gsize vlen = misfit->value ? strlen (misfit->value) : 0;
@@ -472,6 +479,43 @@ eom_mods (Eom *e)
     return eom_unchanged (e, SMFIS_ACCEPT);
   }
   return TRUE;
+}
+
+/* A plan that left the body as it came: its header edits (the trace fields
+ * it removes) and its X-Extbody field when due (a record this site seals
+ * also when nothing was resolved), without a new body; nothing to send
+ * leaves the message as it came. Ends the message. */
+static gboolean
+eom_edits_only (Eom *e)
+{
+  if (!eom_mods (e))
+    return FALSE;
+  guint removed = eb_plan_get_n_removed (e->result);
+  if (removed)
+    log_line (LOG_INFO, "%s: %u trace field%s removed", queue_id (e->ctx), removed, removed == 1 ? "" : "s");
+  e->status = e->mods->len ? mods_send (e->ctx, e->mods, NULL, 0, SMFIS_CONTINUE) : SMFIS_CONTINUE;
+  return FALSE;
+}
+
+/* Only the header was kept (strip_only: a message whose type cannot hold a
+ * reference, or one past max_message_size, that came with trace fields):
+ * the library judges them on the header alone (a record this site sealed
+ * stays) and the others are deleted; when the header cannot be read, every
+ * trace field the message came with is. Ends the message. */
+static gboolean
+eom_header_only (Eom *e)
+{
+  g_autoptr (GError) error = NULL;
+  e->buf = daemon_spool_bytes (&e->m->spool, &e->len, &error);
+  if (!e->buf) {
+    log_line (LOG_ERR, "%s: %s", queue_id (e->ctx), error->message);
+    return eom_unchanged (e, SMFIS_CONTINUE);
+  }
+  EbRewriteFlags flags = EB_REWRITE_HEADER_ONLY;
+  if (e->gen->strip_trace)
+    flags |= EB_REWRITE_STRIP_TRACE;
+  e->result = eb_rewrite_plan (e->buf, e->len, e->gen->config, NULL, flags);
+  return eom_edits_only (e);
 }
 
 /* The modifications and the new body, in one unbroken run. */

@@ -202,10 +202,14 @@ milter_worker_rewrite (SMFICTX *ctx, const Gen *gen, const Msg *m, const char *b
       flags |= EB_EXTERNALIZE_FALLBACK;
     *result = eb_externalize_plan (buf, len, config, gen->store, flags);
   } else {
-    /* the library removes the trace fields the message came with and gives
-     * the header edits; only the body is written here */
-    *result = eb_rewrite_plan (buf, len, config, gen->fetcher,
-                               gen->strip_trace ? EB_REWRITE_STRIP_TRACE : EB_REWRITE_DEFAULT);
+    /* the library removes the trace fields the message came with (this
+     * site's sealed record stays, and may leave the message alone) and gives
+     * the header edits and whether the X-Extbody field is due; only the body
+     * is written here */
+    EbRewriteFlags flags = EB_REWRITE_FILTER_FIELD;
+    if (gen->strip_trace)
+      flags |= EB_REWRITE_STRIP_TRACE;
+    *result = eb_rewrite_plan (buf, len, config, gen->fetcher, flags);
   }
   gboolean changed = eb_plan_get_n_resolved (*result) > 0;
   *out_fd = -1;
