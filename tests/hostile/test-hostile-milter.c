@@ -1674,6 +1674,137 @@ test_trace_kept (void)
   milter_free (x);
 }
 
+/* A message with a reference fetching is off for (the milter leaves it), its
+ * Message-ID from @token, and @fields first. */
+static char *
+left_text (const char *fields, const char *token)
+{
+  return g_strdup_printf ("%sFrom: sender@example.org\r\nMessage-ID: <%s@example.org>\r\nMIME-Version: 1.0\r\n"
+                          "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\n"
+                          "before\r\n--b\r\nContent-Type: message/external-body; access-type=URL;\r\n"
+                          "\tURL=\"http://127.0.0.1:9/%s\"\r\n\r\nContent-Type: text/plain\r\n\r\n--b--\r\n",
+                          fields, token, token);
+}
+
+/* The value of the one X-Extbody field @o added. */
+static const char *
+added_record (const Outcome *o)
+{
+  g_assert_cmpuint (o->added->len, ==, 1);
+  const char *f = o->added->pdata[0];
+  g_assert_true (g_str_has_prefix (f, "X-Extbody: "));
+  return f + strlen ("X-Extbody: ");
+}
+
+/* trace_key_file (issue 38): the milter seals its record, also when it
+ * resolved nothing; the same message with that record passes a second time
+ * untouched (what Dovecot's filter behind the milter does); a forged seal, a
+ * record copied onto another message or one whose count is stale is deleted
+ * like any forged field, and the message gets the milter's own. */
+static void
+test_trace_sealed (void)
+{
+  g_autofree char *key = g_build_filename (work, "trace.key", NULL);
+  g_assert_true (g_file_set_contents (key, "0123456789abcdef0123456789abcdef-hostile-milter", -1, NULL));
+  g_assert_cmpint (g_chmod (key, 0600), ==, 0);
+  g_autofree char *config = g_strdup_printf (CONFIG "trace_key_file = %s\n", key);
+  Milter *x = own_spawn ("sealed", config);
+  g_autoptr (Client) c = started (x);
+  Outcome o;
+
+  /* resolved: the record is sealed */
+  g_autofree char *token = next_token ("sealed");
+  g_autofree char *ref = ref_text (token, 0);
+  serve (c, ref, CHUNK_MAX, &o);
+  g_assert_cmpint (o.final, ==, SMFIR_CONTINUE);
+  g_assert_cmpuint (o.n_replbody, >=, 1);
+  g_assert_true (g_str_has_prefix (o.body->str, RESOLVED_PREFIX));
+  g_assert_true (g_str_has_prefix (added_record (&o), "resolved 1 of 1 external-body reference; seal="));
+  outcome_clear (&o);
+
+  /* nothing resolved: "resolved 0 of 1", sealed, the body as it came */
+  g_autofree char *token2 = next_token ("left");
+  g_autofree char *first = left_text ("", token2);
+  serve (c, first, CHUNK_MAX, &o);
+  g_assert_cmpint (o.final, ==, SMFIR_CONTINUE);
+  g_assert_cmpuint (o.n_replbody, ==, 0);
+  g_assert_cmpuint (o.changed->len, ==, 0);
+  g_autofree char *record = g_strdup (added_record (&o));
+  g_assert_true (g_str_has_prefix (record, "resolved 0 of 1 external-body reference; seal="));
+  g_assert_cmpuint (strlen (strstr (record, "; seal=")), ==, strlen ("; seal=") + 22);
+  outcome_clear (&o);
+
+  /* the message as the milter passed it on, a second time: left alone */
+  g_autofree char *field = g_strdup_printf ("X-Extbody: %s\r\n", record);
+  g_autofree char *second = left_text (field, token2);
+  serve (c, second, CHUNK_MAX, &o);
+  g_assert_cmpint (o.final, ==, SMFIR_CONTINUE);
+  assert_no_modification (&o);
+  outcome_clear (&o);
+
+  /* and folded as an MTA may fold it */
+  g_autofree char *folded_field = g_strdup_printf ("X-Extbody: resolved 0 of 1 external-body\r\n\treference;%s\r\n",
+                                                   strchr (record, ';') + 1);
+  g_autofree char *folded = left_text (folded_field, token2);
+  serve (c, folded, CHUNK_MAX, &o);
+  assert_no_modification (&o);
+  outcome_clear (&o);
+
+  /* forged: a seal of the right length but not the site's; the same record
+   * on another message; a count the message does not match */
+  g_autofree char *token3 = next_token ("other");
+  g_autofree char *forged_seal = g_strdup_printf ("X-Extbody: resolved 0 of 1 external-body reference; "
+                                                  "seal=AAAAAAAAAAAAAAAAAAAAAA\r\n");
+  g_autofree char *stale = g_strdup_printf ("X-Extbody: resolved 0 of 2 external-body references;%s\r\n",
+                                            strchr (record, ';') + 1);
+  const char *bad_fields[] = { forged_seal, field, stale };
+  const char *bad_tokens[] = { token2, token3, token2 };
+  for (guint i = 0; i < G_N_ELEMENTS (bad_fields); i++) {
+    g_autofree char *text = left_text (bad_fields[i], bad_tokens[i]);
+    serve (c, text, CHUNK_MAX, &o);
+    g_test_message ("forged %u: %u changed, %u added", i, o.changed->len, o.added->len);
+    g_assert_cmpint (o.final, ==, SMFIR_CONTINUE);
+    g_assert_cmpuint (o.n_replbody, ==, 0);
+    g_assert_cmpuint (o.changed->len, ==, 1);
+    g_assert_cmpint (g_ascii_strcasecmp (o.changed->pdata[0], "X-Extbody[1]: "), ==, 0);
+    const char *own = added_record (&o);
+    g_assert_true (g_str_has_prefix (own, "resolved 0 of 1 external-body reference; seal="));
+    if (bad_tokens[i] == token2)
+      g_assert_cmpstr (own, ==, record);
+    else
+      g_assert_cmpstr (own, !=, record);
+    outcome_clear (&o);
+  }
+
+  /* a sealed record on a message whose type cannot hold a reference stays;
+   * the forged one beside it goes */
+  g_autofree char *plain_record = g_strdup_printf ("X-Extbody: %s\r\nX-Extbody: forged\r\n"
+                                                   "Message-ID: <%s@example.org>\r\n", record, token2);
+  g_autofree char *plain = g_strconcat (plain_record, PLAIN_TEXT, NULL);
+  serve (c, plain, CHUNK_MAX, &o);
+  g_assert_cmpint (o.final, ==, SMFIR_CONTINUE);
+  g_assert_cmpuint (o.added->len, ==, 0);
+  g_assert_cmpuint (o.changed->len, ==, 1);
+  g_assert_cmpint (g_ascii_strcasecmp (o.changed->pdata[0], "X-Extbody[2]: "), ==, 0);
+  outcome_clear (&o);
+
+  g_clear_pointer (&c, client_free);
+  milter_free (x);
+
+  /* a key the daemon's user cannot use (readable by others) stops it at
+   * start, naming the file */
+  g_assert_cmpint (g_chmod (key, 0644), ==, 0);
+  g_autofree char *out = NULL, *err = NULL;
+  g_autofree char *cpath = g_build_filename (work, "sealed-check.conf", NULL);
+  g_assert_true (g_file_set_contents (cpath, config, -1, NULL));
+  int status = 0;
+  char *argv[] = { (char *) g_getenv ("EXTBODYD"), "-n", "-c", cpath, NULL };
+  g_assert_true (g_spawn_sync (NULL, argv, NULL, 0, NULL, NULL, &out, &err, &status, NULL));
+  g_test_message ("extbodyd -n: %s%s", out, err);
+  g_assert_false (g_spawn_check_wait_status (status, NULL));
+  g_assert_nonnull (strstr (err, key));
+}
+
 /* ---- never half-modified ------------------------------------------------------- */
 
 /* A top-level reference whose inner Content-Type is folded to about 73 KB:
@@ -2034,6 +2165,7 @@ main (int argc, char **argv)
   g_test_add_func ("/hostile/milter/trace/forged-fields-with-a-reference", test_trace_with_reference);
   g_test_add_func ("/hostile/milter/trace/forged-fields-without-a-reference", test_trace_without_reference);
   g_test_add_func ("/hostile/milter/trace/strip-trace-fields-off", test_trace_kept);
+  g_test_add_func ("/hostile/milter/trace/sealed", test_trace_sealed);
   g_test_add_func ("/hostile/milter/whole/field-over-a-milter-packet", test_modification_too_large);
   g_test_add_func ("/hostile/milter/fetch/cancelled-when-the-mta-goes", test_cancel_on_close);
   g_test_add_func ("/hostile/milter/fetch/50-stalled-urls-at-once", test_stalled_fetches);
