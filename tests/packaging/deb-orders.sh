@@ -29,6 +29,17 @@
 #      written there; OpenDKIM stays first in smtpd_milters and still sees
 #      every message, extbodyd resolves it, the site's milter_default_action
 #      is untouched, and --check-mta names a smtpd_milters set twice.
+#   E  one site running both documented paths with the packages' seal
+#      (trace_key_file = /etc/extbody/trace.key, made by extbodyd's postinst):
+#      Postfix with extbodyd's milter (the shipped commands) delivering over
+#      LMTP to Dovecot, whose Sieve filter goes to the same daemon's Dovecot
+#      socket (the README's steps and line), fetching on from a web server on
+#      127.0.0.1. Messages sent to Postfix's SMTP arrive with one X-Extbody
+#      field, the milter's, sealed with the key: (a) resolved, its URL fetched
+#      once; (b) a URL the milter could not resolve left as it came with a
+#      sealed "resolved 0 of 1", fetched once, not again at delivery; (c) an
+#      X-Extbody field the sender put there (unsealed, or with a made-up
+#      seal) removed.
 #
 # In both: the postfix user is in the extbody group; the packaged daemon runs
 # as extbody; `extbodyd --check-mta postfix` says what is missing before
@@ -148,6 +159,195 @@ CONF
   postfix stop >/dev/null 2>&1 || true
   kill "$(cat /run/opendkim.pid)" 2>/dev/null || true
   echo "==> order D: passed"
+  exit 0
+fi
+if [ "$order" = E ]; then
+  # one site, both documented paths, with the seal the packages set up:
+  # Postfix with extbodyd's milter (the shipped postconf commands), delivering
+  # over LMTP to Dovecot, whose Sieve filter goes to the same extbodyd's
+  # Dovecot socket (the README's steps and its one line); fetching on, from a
+  # web server of the site's own on 127.0.0.1 whose log counts the fetches
+  inst postfix
+  inst dovecot-core dovecot-lmtpd dovecot-sieve
+  # shellcheck disable=SC2086
+  inst $ours
+  echo "==> order E: Postfix $(postconf -h mail_version), Dovecot $(dovecot --version)"
+  conf=/etc/extbody/extbody.conf
+  key=/etc/extbody/trace.key
+  [ -f $key ] || fail "the packages made no $key"
+  [ "$(stat -c '%a %U %G' $key)" = "640 root extbody" ] || fail "$key is $(stat -c '%a %U %G' $key), not 640 root extbody"
+  [ "$(stat -c %s $key)" -ge 32 ] || fail "$key holds $(stat -c %s $key) bytes, fewer than 32"
+  grep -qx "trace_key_file = $key" $conf || fail "$conf does not set trace_key_file = $key"
+  setpriv --reuid=extbody --regid=extbody --init-groups --inh-caps=-all /usr/sbin/extbodyd -n >/tmp/n.out 2>&1 \
+    || { cat /tmp/n.out >&2; fail "extbodyd -n, as the user extbody, with the packaged key"; }
+  echo "==> order E: $key $(stat -c '%A %U:%G, %s bytes' $key), named by $conf: $(grep '^trace_key_file' $conf)"
+  adduser --quiet --disabled-password --gecos '' alice
+
+  mkdir -p /tmp/www
+  printf 'The annual report, served by the site.\n' >/tmp/www/e-a.txt
+  printf 'The figures, served by the site.\n' >/tmp/www/e-c.txt
+  (cd /tmp/www && PYTHONUNBUFFERED=1 exec python3 -m http.server 8080 --bind 127.0.0.1) >/tmp/http.log 2>&1 &
+  i=0; while [ $i -lt 100 ] && ! python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8080), 1)' 2>/dev/null; do
+    sleep 0.1; i=$((i + 1)); done
+  fetches() { grep -c "\"GET /$1 HTTP" /tmp/http.log || true; }
+  # fetching on, the test's server allowed (loopback is refused by default);
+  # nothing cached, so that every fetch of every pass reaches the server's log
+  printf '\n# order E\nfetch = on\nallow_networks = 127.0.0.1/32\ncache_ttl = 0\n' >>$conf
+
+  echo "==> order E: the packaged daemon, as extbody, every door on"
+  install -d -o extbody -g extbody -m 0755 /run/extbody
+  setpriv --reuid=extbody --regid=extbody --init-groups --inh-caps=-all \
+    sh -c 'umask 007; exec /usr/sbin/extbodyd' >/tmp/daemon.log 2>&1 &
+  i=0; while [ $i -lt 100 ] && ! { [ -S /var/spool/postfix/extbody/extbody.sock ] && [ -S /run/extbody/extbody ]; }; do
+    sleep 0.1; i=$((i + 1)); done
+  [ -S /var/spool/postfix/extbody/extbody.sock ] && [ -S /run/extbody/extbody ] \
+    || { cat /tmp/daemon.log >&2; fail "the daemon does not listen on both the milter's and Dovecot's sockets"; }
+
+  echo "==> order E: Dovecot's LMTP on 127.0.0.1:24 for Postfix, and the README's steps"
+  if [ "$(dovecot --version | cut -d. -f1,2)" = 2.3 ]; then user_format=%Ln; else user_format='%{user | username | lower}'; fi
+  # Postfix gives LMTP alice@extbody-test.example: the system user is alice
+  cat >/etc/dovecot/conf.d/95-order-e.conf <<CONF
+listen = 127.0.0.1
+auth_username_format = $user_format
+service lmtp {
+  inet_listener lmtp {
+    port = 24
+  }
+}
+CONF
+  readme=/usr/share/doc/extbody/filters/dovecot/README.md
+  sed -n '/^## At delivery with a program per message/,/^## /p' $readme \
+    | sed -n '/^```sh$/,/^```$/p' | sed '1d;$d' >/tmp/steps.sh
+  [ -s /tmp/steps.sh ] || fail "no shell steps in the README's section on delivery with a program"
+  dovecot >/tmp/dovecot-start.log 2>&1 || { cat /tmp/dovecot-start.log >&2; doveconf -n >&2 || true; fail "dovecot does not start"; }
+  (set -e; . /tmp/steps.sh) >/tmp/steps.log 2>&1 || { cat /tmp/steps.log >&2; fail "the README's steps failed"; }
+  grep -q '^ *#sieve_filter_socket_dir = ../extbody$' /etc/dovecot/conf.d/90-extbody.conf \
+    || fail "90-extbody.conf has no '#sieve_filter_socket_dir = ../extbody' line to uncomment"
+  sed -i 's|^\( *\)#sieve_filter_socket_dir = ../extbody$|\1sieve_filter_socket_dir = ../extbody|' /etc/dovecot/conf.d/90-extbody.conf
+  doveconf -n >/dev/null && doveadm reload || fail "doveconf -n or doveadm reload with sieve_filter_socket_dir"
+  i=0; while [ $i -lt 100 ] && ! python3 -c 'import socket; socket.create_connection(("127.0.0.1", 24), 1)' 2>/dev/null; do
+    sleep 0.1; i=$((i + 1)); done
+
+  echo "==> order E: Postfix delivering to Dovecot's LMTP, and the documented commands of the shipped postfix-main.cf"
+  [ -x /usr/lib/postfix/configure-instance.sh ] && /usr/lib/postfix/configure-instance.sh - >/dev/null 2>&1 || true
+  postconf -e maillog_file=/var/log/postfix.log 'mailbox_transport = lmtp:inet:127.0.0.1:24'
+  postfix start >/tmp/postfix.log 2>&1 || { cat /tmp/postfix.log >&2; fail "postfix start"; }
+  postfix_steps
+  grep -q '^extbodyd: OK: postfix connects' /tmp/postfix-steps.log \
+    || { cat /tmp/postfix-steps.log >&2; fail "the documented commands did not end in --check-mta's OK"; }
+  echo "==> order E: smtpd_milters = $(postconf -h smtpd_milters); mailbox_transport = $(postconf -h mailbox_transport)"
+
+  # the messages, each with a Message-ID of its own (the seal covers it)
+  mk() {  # mk NAME TRACE-FIELD URL...: /tmp/e-NAME.eml, one reference per URL
+    n=$1; t=$2; shift 2
+    { printf 'From: sender@extbody-test.example\nTo: alice@extbody-test.example\nSubject: order E, %s\n' "$n"
+      printf 'Date: Mon, 07 Dec 2026 10:00:00 +0000\nMessage-ID: <e-%s@extbody-test.example>\n' "$n"
+      [ -z "$t" ] || printf 'X-Extbody: %s\n' "$t"
+      printf 'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="=_e"\n\n--=_e\nContent-Type: text/plain\n\nBy reference.\n\n'
+      for u in "$@"; do
+        printf -- '--=_e\nContent-Type: message/external-body; access-type=URL;\n\tURL="%s"\n\nContent-Type: text/plain\n\n' "$u"
+      done
+      printf -- '--=_e--\n'; } >/tmp/e-$n.eml
+  }
+  send() {  # send NAME: /tmp/e-NAME.eml through Postfix's SMTP to alice, waited for as delivered
+    python3 - "$1" <<'PY' || fail "SMTP to Postfix ($1)"
+import smtplib, sys
+with smtplib.SMTP("127.0.0.1", 25, local_hostname="[127.0.0.1]", timeout=60) as s:
+    s.sendmail("sender@extbody-test.example", ["alice@extbody-test.example"],
+               open("/tmp/e-%s.eml" % sys.argv[1], "rb").read())
+PY
+    i=0; while [ $i -lt 600 ] && ! grep -q "^Message-ID: <e-$1@extbody-test.example>" /var/mail/alice 2>/dev/null; do
+      sleep 0.1; i=$((i + 1)); done
+    grep -q "^Message-ID: <e-$1@extbody-test.example>" /var/mail/alice 2>/dev/null || {
+      postqueue -p >&2 || true; tail -n 30 /var/log/postfix.log >&2 || true; cat /tmp/daemon.log >&2
+      doveadm log errors >&2 || true; fail "message $1 was not delivered to /var/mail/alice"; }
+  }
+  # got NAME: the delivered message in /tmp/e-NAME.out, and its X-Extbody
+  # fields, unfolded, one a line, in /tmp/e-NAME.x; each sealed one checked
+  # against the key as eb-seal.h defines the seal; "forged" where it fails
+  got() {
+    python3 - "$1" "$key" <<'PY' || fail "reading message $1 from /var/mail/alice"
+import base64, email, hashlib, hmac, mailbox, re, sys
+n, keyfile = sys.argv[1], sys.argv[2]
+key = open(keyfile, "rb").read()
+canon = lambda s: re.sub(r"[ \t]+", " ", s.replace("\r", "").replace("\n", "")).strip()
+box = mailbox.mbox("/var/mail/alice")
+for k in box.keys():
+    raw = box.get_bytes(k)   # as stored, not as Python would write it again
+    m = email.message_from_bytes(raw)
+    if canon(m.get("Message-ID", "")) == "<e-%s@extbody-test.example>" % n:
+        break
+else:
+    sys.exit("no message <e-%s@extbody-test.example>" % n)
+open("/tmp/e-%s.out" % n, "wb").write(raw)
+with open("/tmp/e-%s.x" % n, "w") as out:
+    for v in m.get_all("X-Extbody") or []:
+        v = canon(str(v))
+        r = re.fullmatch(r"(.*); seal=([A-Za-z0-9_-]{22})", v)
+        ok = "unsealed"
+        if r:
+            d = hmac.new(key, b"extbody-seal-1\n" + canon(r.group(1)).encode() + b"\n"
+                         + canon(m["Message-ID"]).encode(), hashlib.sha256).digest()[:16]
+            ok = "sealed" if base64.urlsafe_b64encode(d).rstrip(b"=").decode() == r.group(2) else "forged"
+        out.write("%s\t%s\n" % (ok, v))
+PY
+  }
+  # one X-Extbody field, sealed with the site's key, whose record is $2
+  one_sealed() {
+    [ "$(wc -l </tmp/e-$1.x)" -eq 1 ] && [ "$(cut -f1 /tmp/e-$1.x)" = sealed ] \
+      && cut -f2 /tmp/e-$1.x | sed 's/; seal=[A-Za-z0-9_-]*$//' | grep -Fqx "$2" || {
+      cat /tmp/e-$1.out /tmp/daemon.log >&2
+      fail "message $1: its X-Extbody fields are not the one sealed record '$2': $(cat /tmp/e-$1.x)"; }
+  }
+  # the daemon saw the message at both doors: the milter's pass (queue_id,
+  # Postfix's queue ID) and Dovecot's, which left it alone
+  both_passes() {  # both_passes NAME WHAT: the milter's line WHAT
+    grep "msgid=<e-$1@extbody-test.example>" /tmp/daemon.log | grep -v 'reason=sealed-record' | grep -q "$2" \
+      || { cat /tmp/daemon.log >&2; fail "message $1: no line of the milter's pass with $2"; }
+    grep "msgid=<e-$1@extbody-test.example>" /tmp/daemon.log | grep -q 'reason=sealed-record' \
+      || { cat /tmp/daemon.log >&2; fail "message $1: no line of Dovecot's pass leaving it alone (reason=sealed-record)"; }
+  }
+
+  # a: resolved by the milter, a data: URL and one of the site's server
+  mk a '' 'data:,the%20minutes' 'http://127.0.0.1:8080/e-a.txt'
+  send a; got a
+  one_sealed a 'resolved 2 of 2 external-body references'
+  grep -q 'The annual report, served by the site.' /tmp/e-a.out || { cat /tmp/e-a.out >&2; fail "message a: the fetched part is not in it"; }
+  ! grep -q 'message/external-body' /tmp/e-a.out || { cat /tmp/e-a.out >&2; fail "message a: a reference is left"; }
+  [ "$(fetches e-a.txt)" -eq 1 ] || { cat /tmp/http.log >&2; fail "message a: the server saw $(fetches e-a.txt) requests for e-a.txt, not 1"; }
+  both_passes a 'references=2 resolved=2'
+  echo "==> order E: a (resolved by the milter): one X-Extbody, the milter's, sealed: $(cut -f2 /tmp/e-a.x); e-a.txt fetched $(fetches e-a.txt) time; Dovecot's pass left it alone"
+
+  # b: one the milter cannot resolve (404): its sealed "resolved 0 of 1",
+  # the reference as it came, and Dovecot's pass fetches nothing again
+  mk b '' 'http://127.0.0.1:8080/e-b-missing.txt'
+  send b; got b
+  one_sealed b 'resolved 0 of 1 external-body reference'
+  grep -q '^	URL="http://127.0.0.1:8080/e-b-missing.txt"$' /tmp/e-b.out \
+    && [ "$(sed '1,/^$/d' /tmp/e-b.eml)" = "$(sed '1,/^$/d' /tmp/e-b.out)" ] \
+    || { cat /tmp/e-b.out >&2; fail "message b: the reference is not left as it came"; }
+  [ "$(fetches e-b-missing.txt)" -eq 1 ] || { cat /tmp/http.log >&2; fail "message b: the server saw $(fetches e-b-missing.txt) requests for e-b-missing.txt, not 1"; }
+  both_passes b 'references=1 resolved=0'
+  echo "==> order E: b (left by the milter, 404): $(cut -f2 /tmp/e-b.x); the body as sent; e-b-missing.txt requested $(fetches e-b-missing.txt) time; Dovecot's pass fetched nothing"
+
+  # c: the sender's X-Extbody, unsealed and with a made-up seal: removed, the
+  # message resolved, the site's sealed record alone
+  mk c1 'resolved 1 of 1 external-body reference' 'data:,forged%20one'
+  mk c2 'resolved 1 of 1 external-body reference; seal=AAAAAAAAAAAAAAAAAAAAAA' 'http://127.0.0.1:8080/e-c.txt'
+  for c in c1 c2; do
+    send $c; got $c
+    one_sealed $c 'resolved 1 of 1 external-body reference'
+    ! grep -q 'seal=AAAAAAAAAAAAAAAAAAAAAA' /tmp/e-$c.out || fail "message $c: the forged seal is still there"
+    ! grep -q 'message/external-body' /tmp/e-$c.out || { cat /tmp/e-$c.out >&2; fail "message $c: the reference is left"; }
+    both_passes $c 'trace_removed=1'
+    echo "==> order E: $c (sent with X-Extbody: $(sed -n 's/^X-Extbody: //p' /tmp/e-$c.eml)): removed; delivered with $(cut -f2 /tmp/e-$c.x)"
+  done
+  [ "$(fetches e-c.txt)" -eq 1 ] || { cat /tmp/http.log >&2; fail "message c2: the server saw $(fetches e-c.txt) requests for e-c.txt, not 1"; }
+  grep -q 'The figures, served by the site.' /tmp/e-c2.out || fail "message c2: the fetched part is not in it"
+
+  postfix stop >/dev/null 2>&1 || true
+  doveadm stop >/dev/null 2>&1 || true
+  echo "==> order E: passed"
   exit 0
 fi
 if [ "$order" = C ]; then
@@ -345,5 +545,5 @@ EOF
 
 start=$(date +%s)
 # DEB_ORDERS: the orders to run (all of them by default)
-for o in ${DEB_ORDERS:-A B C D}; do run_order "$o"; done
-echo "==> deb-orders: both orders, Dovecot and OpenDKIM beside extbodyd passed in $(( $(date +%s) - start )) s"
+for o in ${DEB_ORDERS:-A B C D E}; do run_order "$o"; done
+echo "==> deb-orders: orders ${DEB_ORDERS:-A B C D E} (both orders, Dovecot, OpenDKIM, the milter and Dovecot on one site) passed in $(( $(date +%s) - start )) s"
