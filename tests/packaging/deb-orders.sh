@@ -204,11 +204,16 @@ if [ "$order" = E ]; then
     || { cat /tmp/daemon.log >&2; fail "the daemon does not listen on both the milter's and Dovecot's sockets"; }
 
   echo "==> order E: Dovecot's LMTP on 127.0.0.1:24 for Postfix, and the README's steps"
-  if [ "$(dovecot --version | cut -d. -f1,2)" = 2.3 ]; then user_format=%Ln; else user_format='%{user | username | lower}'; fi
-  # Postfix gives LMTP alice@extbody-test.example: the system user is alice
+  # Postfix gives LMTP alice@extbody-test.example, the system user alice:
+  # Debian 13's 20-lmtp.conf strips the domain (auth_username_format in
+  # protocol lmtp), Debian 12's does not, so it is set here as 13 sets it
+  lmtp_user=
+  [ "$(dovecot --version | cut -d. -f1,2)" != 2.3 ] || lmtp_user='protocol lmtp {
+  auth_username_format = %Ln
+}'
   cat >/etc/dovecot/conf.d/95-order-e.conf <<CONF
 listen = 127.0.0.1
-auth_username_format = $user_format
+$lmtp_user
 service lmtp {
   inet_listener lmtp {
     port = 24

@@ -76,6 +76,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
+etc_before=$(ls -d /etc/extbody 2>/dev/null || true)
 echo "==> dpkg -i"
 echo "$pkgs" >"$mark"
 installed=yes
@@ -90,6 +91,17 @@ echo "==> extbodyd -n (the packaged configuration)"
 grep -q '^milter_socket = unix:/var/spool/postfix/extbody/extbody.sock$' /etc/extbody/extbody.conf \
   || fail "the packaged configuration does not put the socket in Postfix's chroot"
 getent passwd extbody >/dev/null || fail "postinst made no extbody user"
+# the seal's key: made by extbodyd's postinst, named by the shipped file,
+# read by the daemon's user and nobody else
+key=/etc/extbody/trace.key
+[ "$(stat -c '%a %U %G' $key 2>/dev/null)" = "640 root extbody" ] \
+  || fail "no $key of mode 0640, root:extbody ($(ls -l /etc/extbody))"
+[ "$(stat -c %s $key)" -ge 32 ] || fail "$key holds fewer than 32 bytes"
+grep -qx "trace_key_file = $key" /etc/extbody/extbody.conf || fail "the packaged configuration does not name $key"
+setpriv --reuid=extbody --regid=extbody --init-groups /usr/sbin/extbodyd -n \
+  || fail "extbodyd -n, as the user extbody, with the packaged key"
+! setpriv --reuid=nobody --regid=nogroup --clear-groups cat $key >/dev/null 2>&1 || fail "another user reads $key"
+echo "==> the seal's key: $(stat -c '%A %U:%G %s bytes' $key), read by extbody, not by others"
 [ "$(stat -c %U /var/spool/postfix/extbody)" = extbody ] || fail "/var/spool/postfix/extbody is not extbody's"
 # the unit where Debian 13 puts units, from either release's build
 [ -f /usr/lib/systemd/system/extbodyd.service ] || fail "no unit in /usr/lib/systemd/system"
@@ -233,6 +245,8 @@ for p in $pkgs; do
   ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q installed || fail "$p still installed after the purge"
 done
 [ ! -e /etc/extbody/extbody.conf ] || fail "the purge left /etc/extbody/extbody.conf"
+[ ! -e /etc/extbody/trace.key ] || fail "the purge left /etc/extbody/trace.key"
+[ -n "$etc_before" ] || [ ! -e /etc/extbody ] || fail "the purge left /etc/extbody: $(ls -A /etc/extbody)"
 [ ! -e /var/spool/postfix/extbody ] || fail "the purge left /var/spool/postfix/extbody"
 
 # On a bare root of this release (the one tests/packaging/prepare-debroot.sh made), in

@@ -232,6 +232,11 @@ from-0.1.0*)
       echo "==> $scenario: the unedited 0.1.0 file replaced by this version's" ;;
   esac
   [ ! -e $conf.dpkg-bak ] && [ ! -e $conf.dpkg-dist ] && [ ! -e $conf.dpkg-old ] || fail "a leftover $(ls $conf.dpkg-*)"
+  # the seal's key, made by extbodyd's postinst on the upgrade too; an
+  # upgraded file that was kept does not name it (NEWS.Debian: add the line)
+  [ "$(stat -c '%a %U %G' /etc/extbody/trace.key 2>/dev/null)" = "640 root extbody" ] \
+    || fail "the upgrade made no /etc/extbody/trace.key, mode 0640, root:extbody ($(ls -l /etc/extbody))"
+  echo "==> $scenario: /etc/extbody/trace.key made; $conf $(grep -q '^trace_key_file = /etc/extbody/trace.key$' $conf && echo names it || echo does not name it)"
   # the unit's restart after the upgrade
   daemon_start
   message_resolved "after the upgrade"
@@ -256,6 +261,7 @@ to-next)
        f && /^#   / { sub(/^#   /, ""); print }' /usr/share/doc/extbody/filters/postfix-main.cf >/tmp/steps.sh
   (set -e; . /tmp/steps.sh) >/tmp/steps.log 2>&1 || { cat /tmp/steps.log >&2; fail "postfix-main.cf's commands"; }
   message_resolved "$THIS"
+  cp /etc/extbody/trace.key /tmp/trace.key.before
   use_repo next
   rc=0; apt_quiet full-upgrade || rc=$?
   [ "$rc" -eq 0 ] || { cat /tmp/apt.log >&2; fail "apt-get full-upgrade to the next version (exit $rc)"; }
@@ -264,6 +270,9 @@ to-next)
   grep -q 'a line the next version adds' /usr/share/extbody/extbody.conf || fail "the shipped file did not change"
   cmp -s $conf /tmp/edited.conf || { diff /tmp/edited.conf $conf >&2 || true; fail "the edits were not kept"; }
   echo "==> $scenario: the shipped file changed, $conf kept as edited, no prompt"
+  cmp -s /etc/extbody/trace.key /tmp/trace.key.before && [ "$(stat -c '%a %U %G' /etc/extbody/trace.key)" = "640 root extbody" ] \
+    || fail "the upgrade changed /etc/extbody/trace.key"
+  echo "==> $scenario: /etc/extbody/trace.key kept as it was"
   daemon_start
   message_resolved "the next version"
   ;;
