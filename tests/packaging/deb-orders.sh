@@ -39,7 +39,11 @@
 #      once; (b) a URL the milter could not resolve left as it came with a
 #      sealed "resolved 0 of 1", fetched once, not again at delivery; (c) an
 #      X-Extbody field the sender put there (unsealed, or with a made-up
-#      seal) removed.
+#      seal) removed; (d) one without a Message-ID, which Postfix adds,
+#      resolved once, the seal holding at delivery; (e) through Dovecot's
+#      per-message program instead, run as the mail user, who cannot read
+#      the key: the milter's record removed, fetched again (the program run
+#      by hand with the group extbody keeps it).
 #
 # In both: the postfix user is in the extbody group; the packaged daemon runs
 # as extbody; `extbodyd --check-mta postfix` says what is missing before
@@ -242,11 +246,14 @@ CONF
     || { cat /tmp/postfix-steps.log >&2; fail "the documented commands did not end in --check-mta's OK"; }
   echo "==> order E: smtpd_milters = $(postconf -h smtpd_milters); mailbox_transport = $(postconf -h mailbox_transport)"
 
-  # the messages, each with a Message-ID of its own (the seal covers it)
-  mk() {  # mk NAME TRACE-FIELD URL...: /tmp/e-NAME.eml, one reference per URL
+  # the messages, each with a Message-ID of its own (the seal covers it), but
+  # d's, which Postfix's cleanup adds
+  mk() {  # mk NAME TRACE-FIELD URL...: /tmp/e-NAME.eml ("Subject: order E, NAME"),
+          # one reference per URL; NO_MESSAGE_ID=1: without a Message-ID
     n=$1; t=$2; shift 2
     { printf 'From: sender@extbody-test.example\nTo: alice@extbody-test.example\nSubject: order E, %s\n' "$n"
-      printf 'Date: Mon, 07 Dec 2026 10:00:00 +0000\nMessage-ID: <e-%s@extbody-test.example>\n' "$n"
+      printf 'Date: Mon, 07 Dec 2026 10:00:00 +0000\n'
+      [ -n "${NO_MESSAGE_ID:-}" ] || printf 'Message-ID: <e-%s@extbody-test.example>\n' "$n"
       [ -z "$t" ] || printf 'X-Extbody: %s\n' "$t"
       printf 'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="=_e"\n\n--=_e\nContent-Type: text/plain\n\nBy reference.\n\n'
       for u in "$@"; do
@@ -261,9 +268,9 @@ with smtplib.SMTP("127.0.0.1", 25, local_hostname="[127.0.0.1]", timeout=60) as 
     s.sendmail("sender@extbody-test.example", ["alice@extbody-test.example"],
                open("/tmp/e-%s.eml" % sys.argv[1], "rb").read())
 PY
-    i=0; while [ $i -lt 600 ] && ! grep -q "^Message-ID: <e-$1@extbody-test.example>" /var/mail/alice 2>/dev/null; do
+    i=0; while [ $i -lt 600 ] && ! grep -qx "Subject: order E, $1" /var/mail/alice 2>/dev/null; do
       sleep 0.1; i=$((i + 1)); done
-    grep -q "^Message-ID: <e-$1@extbody-test.example>" /var/mail/alice 2>/dev/null || {
+    grep -qx "Subject: order E, $1" /var/mail/alice 2>/dev/null || {
       postqueue -p >&2 || true; tail -n 30 /var/log/postfix.log >&2 || true; cat /tmp/daemon.log >&2
       doveadm log errors >&2 || true; fail "message $1 was not delivered to /var/mail/alice"; }
   }
@@ -280,11 +287,12 @@ box = mailbox.mbox("/var/mail/alice")
 for k in box.keys():
     raw = box.get_bytes(k)   # as stored, not as Python would write it again
     m = email.message_from_bytes(raw)
-    if canon(m.get("Message-ID", "")) == "<e-%s@extbody-test.example>" % n:
+    if canon(m.get("Subject", "")) == "order E, %s" % n:
         break
 else:
-    sys.exit("no message <e-%s@extbody-test.example>" % n)
+    sys.exit("no message 'order E, %s'" % n)
 open("/tmp/e-%s.out" % n, "wb").write(raw)
+open("/tmp/e-%s.id" % n, "w").write(canon(m.get("Message-ID", "")))
 with open("/tmp/e-%s.x" % n, "w") as out:
     for v in m.get_all("X-Extbody") or []:
         v = canon(str(v))
@@ -292,7 +300,7 @@ with open("/tmp/e-%s.x" % n, "w") as out:
         ok = "unsealed"
         if r:
             d = hmac.new(key, b"extbody-seal-1\n" + canon(r.group(1)).encode() + b"\n"
-                         + canon(m["Message-ID"]).encode(), hashlib.sha256).digest()[:16]
+                         + canon(m.get("Message-ID", "")).encode(), hashlib.sha256).digest()[:16]
             ok = "sealed" if base64.urlsafe_b64encode(d).rstrip(b"=").decode() == r.group(2) else "forged"
         out.write("%s\t%s\n" % (ok, v))
 PY
@@ -307,9 +315,9 @@ PY
   # the daemon saw the message at both doors: the milter's pass (queue_id,
   # Postfix's queue ID) and Dovecot's, which left it alone
   both_passes() {  # both_passes NAME WHAT: the milter's line WHAT
-    grep "msgid=<e-$1@extbody-test.example>" /tmp/daemon.log | grep -v 'reason=sealed-record' | grep -q "$2" \
+    grep -F "msgid=$(cat /tmp/e-$1.id) " /tmp/daemon.log | grep -v 'reason=sealed-record' | grep -q "$2" \
       || { cat /tmp/daemon.log >&2; fail "message $1: no line of the milter's pass with $2"; }
-    grep "msgid=<e-$1@extbody-test.example>" /tmp/daemon.log | grep -q 'reason=sealed-record' \
+    grep -F "msgid=$(cat /tmp/e-$1.id) " /tmp/daemon.log | grep -q 'reason=sealed-record' \
       || { cat /tmp/daemon.log >&2; fail "message $1: no line of Dovecot's pass leaving it alone (reason=sealed-record)"; }
   }
 
@@ -349,6 +357,39 @@ PY
   done
   [ "$(fetches e-c.txt)" -eq 1 ] || { cat /tmp/http.log >&2; fail "message c2: the server saw $(fetches e-c.txt) requests for e-c.txt, not 1"; }
   grep -q 'The figures, served by the site.' /tmp/e-c2.out || fail "message c2: the fetched part is not in it"
+
+  # d: no Message-ID from the sender: Postfix's cleanup adds one before the
+  # milter sees the header, so the milter's seal holds at delivery
+  printf 'The notes, served by the site.\n' >/tmp/www/e-d.txt
+  NO_MESSAGE_ID=1 mk d '' 'http://127.0.0.1:8080/e-d.txt'
+  send d; got d
+  grep -q '@extbody-test>$' /tmp/e-d.id || fail "message d: a Message-ID not Postfix's: $(cat /tmp/e-d.id)"
+  one_sealed d 'resolved 1 of 1 external-body reference'
+  [ "$(fetches e-d.txt)" -eq 1 ] || { cat /tmp/http.log >&2; fail "message d: the server saw $(fetches e-d.txt) requests for e-d.txt, not 1"; }
+  both_passes d 'references=1 resolved=1'
+  echo "==> order E: d (no Message-ID: Postfix's $(cat /tmp/e-d.id)): $(cut -f2 /tmp/e-d.x); e-d.txt fetched $(fetches e-d.txt) time; Dovecot's pass left it alone"
+
+  # e: Dovecot's filter through the per-message program instead (the
+  # socket's line commented out again), run as the mail user alice, who
+  # cannot read the key: it removes the milter's record as forged and fetches
+  # again what the milter left. Dovecot gives the program no supplementary
+  # group (alice in the group extbody, or mail_access_groups = extbody,
+  # changed nothing with 2.3.19), so beside the milter the daemon's socket
+  # is the way. The program itself, run with the group extbody, keeps it.
+  sed -i 's|^\( *\)sieve_filter_socket_dir = ../extbody$|\1#sieve_filter_socket_dir = ../extbody|' /etc/dovecot/conf.d/90-extbody.conf
+  doveconf -n >/dev/null && doveadm reload || fail "doveadm reload without sieve_filter_socket_dir"
+  sleep 1
+  mk e '' 'http://127.0.0.1:8080/e-e-missing.txt'
+  send e; got e
+  [ ! -s /tmp/e-e.x ] && [ "$(fetches e-e-missing.txt)" -eq 2 ] || { cat /tmp/e-e.out /tmp/http.log >&2
+    fail "message e, the program as alice: X-Extbody '$(cat /tmp/e-e.x)', $(fetches e-e-missing.txt) requests (expected none, 2)"; }
+  echo "==> order E: e (Dovecot's per-message program as alice, who cannot read the key): the milter's record removed, e-e-missing.txt requested $(fetches e-e-missing.txt) times"
+  adduser --quiet alice extbody
+  setpriv --reuid=alice --regid=alice --init-groups /usr/libexec/extbody/sieve-filter/extbody </tmp/e-b.out >/tmp/e-b.again \
+    || fail "the program as alice in the group extbody exits $?"
+  cmp -s /tmp/e-b.out /tmp/e-b.again && [ "$(fetches e-b-missing.txt)" -eq 1 ] \
+    || { diff /tmp/e-b.out /tmp/e-b.again >&2 || true; fail "the program as alice in the group extbody changed message b or fetched ($(fetches e-b-missing.txt) requests)"; }
+  echo "==> order E: e (the program as alice in the group extbody, by hand): message b as delivered kept byte for byte, nothing fetched"
 
   postfix stop >/dev/null 2>&1 || true
   doveadm stop >/dev/null 2>&1 || true
