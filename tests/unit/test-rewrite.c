@@ -1090,7 +1090,6 @@ test_seal_header_only (void)
   g_autoptr (EbPlan) r = eb_rewrite_plan (header, strlen (header), config, NULL, flags);
   g_assert_cmpint (eb_plan_get_reason (r), ==, EB_REASON_SEALED_RECORD);
   g_assert_cmpuint (eb_plan_get_n_removed (r), ==, 1);
-  g_autoptr (GPtrArray) edits = eb_plan_header_edits (r);
   g_autofree char *want = g_strdup_printf (
     "From: a@example.org\r\nMessage-ID: " SEAL_MID "\r\n"
     "X-Extbody: resolved 1 of 2 external-body references; seal=%s\r\nX-Extbody-Resolved: x\r\n"
