@@ -7,7 +7,9 @@
 # Precompile it (global scripts are not compiled at delivery), once
 # 90-extbody.conf is in /etc/dovecot/conf.d (it makes the filter command
 # known; before it sievec fails: unknown Sieve capability vnd.dovecot.filter):
-#   sievec /etc/dovecot/sieve/extbody.sieve
+#   sievec -c /etc/dovecot/dovecot.conf /etc/dovecot/sieve/extbody.sieve
+# (-c: a running Dovecot 2.3 otherwise gives sievec the configuration it
+# started with, without 90-extbody.conf)
 require "vnd.dovecot.filter";
 filter "extbody";
 keep;

@@ -224,41 +224,58 @@ static void
 test_shipped_file_debian (void)
 {
   g_autofree char *rules = source_file ("debian/rules");
-  const char *sed = strstr (rules, "sed -i '");
-  g_assert_nonnull (sed);
-  sed += strlen ("sed -i '");
-  const char *sed_end = strchr (sed, '\'');
-  g_assert_nonnull (sed_end);
-  g_autofree char *expr = g_strndup (sed, (gsize) (sed_end - sed));
-  g_test_message ("debian/rules: sed -i '%s'", expr);
-  g_assert_null (strstr (expr, "$"));   /* a Makefile would change it */
+  /* every sed expression debian/rules runs on the shipped file, in order */
+  g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_add (argv, g_strdup ("sed"));
+  for (const char *sed = strstr (rules, "sed -i '"); sed; sed = strstr (sed, "sed -i '")) {
+    sed += strlen ("sed -i '");
+    const char *sed_end = strchr (sed, '\'');
+    g_assert_nonnull (sed_end);
+    g_autofree char *expr = g_strndup (sed, (gsize) (sed_end - sed));
+    g_test_message ("debian/rules: sed -i '%s'", expr);
+    g_assert_null (strstr (expr, "$"));   /* a Makefile would change it */
+    g_ptr_array_add (argv, g_strdup ("-e"));
+    g_ptr_array_add (argv, g_steal_pointer (&expr));
+    sed = sed_end;
+  }
+  g_assert_cmpuint (argv->len, ==, 5);   /* milter_socket, trace_key_file */
   g_autofree char *top = g_test_build_filename (G_TEST_DIST, "..", NULL);
   g_autofree char *example = g_build_filename (top, "data", "extbody.conf.example", NULL);
-  const char *argv[] = { "sed", "-e", expr, example, NULL };
+  g_ptr_array_add (argv, g_strdup (example));
+  g_ptr_array_add (argv, NULL);
   g_autofree char *out = NULL, *err = NULL;
   int wait = 0;
   g_autoptr (GError) e = NULL;
-  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err, &wait, &e));
+  g_assert_true (g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err, &wait, &e));
   g_assert_no_error (e);
   g_assert_true (g_spawn_check_wait_status (wait, NULL));
   g_assert_cmpstr (err, ==, "");
 
   g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
-  guint n_set = 0, at = 0;
+  guint n_set = 0, at = 0, at_key = 0;
   for (guint l = 0; lines[l]; l++) {
     g_autofree char *set = setting_of (lines[l]);
     if (!set)
       continue;
     n_set++;
+    if (g_str_equal (set, "trace_key_file")) {
+      at_key = l;
+      continue;
+    }
     at = l;
     g_assert_cmpstr (set, ==, "milter_socket");
   }
-  g_assert_cmpuint (n_set, ==, 1);
+  g_assert_cmpuint (n_set, ==, 2);
   g_assert_cmpstr (lines[at], ==, "milter_socket = unix:/var/spool/postfix/extbody/extbody.sock");
+  g_assert_cmpstr (lines[at_key], ==, "trace_key_file = /etc/extbody/trace.key");
   /* in its place: after the commented default and its text */
   gboolean after_default = FALSE;
   for (guint l = at; l > 0 && !after_default && *lines[l - 1] == '#'; l--)
     after_default = g_str_has_prefix (lines[l - 1], "#milter_socket = ");
+  g_assert_true (after_default);
+  after_default = FALSE;
+  for (guint l = at_key; l > 0 && !after_default && *lines[l - 1] == '#'; l--)
+    after_default = g_str_has_prefix (lines[l - 1], "#trace_key_file =");
   g_assert_true (after_default);
 
   g_autofree char *dir = g_dir_make_tmp ("extbody-config-XXXXXX", NULL);
@@ -269,6 +286,7 @@ test_shipped_file_debian (void)
   g_assert_no_error (e);
   g_autoptr (EbConfig) want = eb_config_new ();
   g_assert_true (eb_config_set (want, "milter_socket", "unix:/var/spool/postfix/extbody/extbody.sock", NULL));
+  g_assert_true (eb_config_set (want, "trace_key_file", "/etc/extbody/trace.key", NULL));
   g_autofree char *d1 = eb_config_dump (c);
   g_autofree char *d2 = eb_config_dump (want);
   g_assert_cmpstr (d1, ==, d2);
