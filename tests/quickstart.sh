@@ -365,8 +365,10 @@ fi
 # a developer without root run it anyway (the skips are still listed).
 summary=
 bad=0
-stage_line () {  # stage_line NAME TEXT [failed]
-  summary="$summary$(printf '%-10s %s' "$1:" "$2")
+stage_t0=$(date +%s)
+stage_line () {  # stage_line NAME TEXT [failed]: with the stage's time (since wanted)
+  case $2 in "not run"*) took= ;; *) took=" ($(( $(date +%s) - stage_t0 )) s)" ;; esac
+  summary="$summary$(printf '%-10s %s%s' "$1:" "$2" "$took")
 "
   [ "${3:-}" != failed ] || bad=1
 }
@@ -428,7 +430,8 @@ for s in $stages; do
     *) echo "EXTBODY_STAGES: no stage '$s' (normal packages sanitize clang fuzz)" >&2; exit 64 ;;
   esac
 done
-wanted () {  # wanted STAGE: true when EXTBODY_STAGES names it
+wanted () {  # wanted STAGE: true when EXTBODY_STAGES names it (its clock starts)
+  stage_t0=$(date +%s)
   case " $stages " in *" $1 "*) return 0 ;; esac
   stage_line "$1" "not run (EXTBODY_STAGES=\"$stages\")"
   return 1
