@@ -29,7 +29,8 @@
  * it a connection waits in the socket's backlog until one ends. One user (the
  * client's credentials, daemon-peer.c) holds at most
  * dovecot_max_peer_connections of them: past it a new connection of theirs is
- * answered "-" at once, so that one local user's flood of slow connections
+ * answered "-" at once (its message read and dropped before the close,
+ * daemon-linger.c: Dovecot 2.4's LMTP panics on a reset connection), so that one local user's flood of slow connections
  * leaves the other deliveries their places (root and the daemon's own user
  * are not counted). A client idle for dovecot_timeout seconds is cut off, and
  * so is one that has not sent its header and message within
@@ -69,6 +70,7 @@ static DaemonPeerShare dc_share;     /* dovecot_max_peer_connections */
 static gboolean dc_share_ready;
 static int    dc_wake[2] = { -1, -1 };   /* ends the accept thread's wait */
 static GThread *dc_accept_thread;
+static DaemonLinger *dc_linger;      /* closes what was answered before its end (daemon-linger.c) */
 static GMutex dc_lock;               /* guards what follows */
 static GCond  dc_cond;
 static guint  dc_conns;              /* connections being served */
@@ -88,6 +90,7 @@ typedef struct {
   guint64     n_in;       /* message bytes that came */
   guint64     n_out;      /* message bytes written */
   gboolean    too_large;
+  gboolean    unread;     /* answered before the end of its input: the close lingers */
   const char *why;        /* why the answer was "-", or NULL */
 } DcConn;
 
@@ -155,6 +158,7 @@ dc_read_header (DcConn *c)
     end = g_strstr_len ((const char *) c->in->data, (gssize) c->in->len, "\n\n");
     if (!end && c->in->len > DC_MAX_HEADER) {
       c->why = "the protocol's header is too long";
+      c->unread = TRUE;
       return FALSE;
     }
   }
@@ -162,6 +166,7 @@ dc_read_header (DcConn *c)
   /* VERSION, then the lines up to "-" (a reply wanted) or "noreply" */
   g_autofree char *head = g_strndup ((const char *) c->in->data, c->header);
   g_auto (GStrv) lines = g_strsplit (head, "\n", -1);
+  c->unread = TRUE;   /* until the message has been read to its end */
   if (!g_str_has_prefix (lines[0], "VERSION\tscript\t4\t")) {
     c->why = "not Dovecot's script protocol version 4";
     return FALSE;
@@ -196,10 +201,13 @@ dc_read_message (DcConn *c)
     }
     DaemonIoEnd e;
     gsize n = daemon_io_read (&c->io, buf, sizeof buf, &e);
-    if (n == 0 && e == DAEMON_IO_EOF)
+    if (n == 0 && e == DAEMON_IO_EOF) {
+      c->unread = FALSE;
       return TRUE;
+    }
     if (n == 0) {
       c->why = dc_cut (e, "the client went away");
+      c->unread = FALSE;
       return FALSE;
     }
     daemon_spool_append (&c->msg, buf, n);
@@ -312,6 +320,17 @@ dc_serve (DcConn *c)
               c->n_in, c->why);
 }
 
+/* What a client answered before its message's end may still send: its
+ * header and a message of max_message_size. */
+static guint64
+dc_linger_bytes (void)
+{
+  Gen *gen = daemon_generation_get ();
+  guint64 n = gen->max_message_size + DC_MAX_HEADER;
+  daemon_generation_unref (gen);
+  return n;
+}
+
 static gpointer
 dc_run (gpointer data)
 {
@@ -321,7 +340,10 @@ dc_run (gpointer data)
   dc_serve (c);
   g_mutex_lock (&dc_lock);
   dc_open = g_slist_remove (dc_open, GINT_TO_POINTER (c->fd));
-  close (c->fd);
+  if (c->unread)
+    daemon_linger_close (dc_linger, c->fd, dc_linger_bytes ());
+  else
+    close (c->fd);
   dc_conns--;
   g_cond_broadcast (&dc_cond);
   g_mutex_unlock (&dc_lock);
@@ -362,8 +384,7 @@ dc_accept_one (void)
     log_line (LOG_WARNING, "dovecot: a connection from %s refused: it holds dovecot_max_peer_connections (%u) already; "
               "the message stays as it came", c->peer.name, dc_share.limit);
     daemon_io_write_now (fd, "-\n");
-    shutdown (fd, SHUT_WR);
-    close (fd);
+    daemon_linger_close (dc_linger, fd, dc_linger_bytes ());
     g_free (c);
     return TRUE;
   }
@@ -384,7 +405,7 @@ dc_accept_one (void)
   dc_conns--;
   g_mutex_unlock (&dc_lock);
   daemon_peer_share_leave (&dc_share, &c->peer);
-  close (fd);
+  daemon_linger_close (dc_linger, fd, dc_linger_bytes ());
   g_free (c);
   return TRUE;
 }
@@ -407,6 +428,9 @@ daemon_dovecot_start (const EbConfig *config, GError **error)
   if (dc_fd < 0)
     return TRUE;
   if (!g_unix_open_pipe (dc_wake, FD_CLOEXEC, error))
+    return FALSE;
+  dc_linger = daemon_linger_new ("dovecot", dc_max, dc_timeout, dc_request_timeout, error);
+  if (!dc_linger)
     return FALSE;
   dc_accept_thread = g_thread_try_new ("dovecot-accept", dc_accept_run, NULL, error);
   return dc_accept_thread != NULL;
@@ -461,6 +485,7 @@ daemon_dovecot_stop (void)
       close (dc_wake[i]);
     dc_wake[i] = -1;
   }
+  g_clear_pointer (&dc_linger, daemon_linger_free);
   if (dc_share_ready)
     daemon_peer_share_clear (&dc_share);
   dc_share_ready = FALSE;

@@ -77,6 +77,7 @@ typedef struct {
   DaemonIo    io;
   GByteArray *in;        /* bytes read and not used yet: a head, a body's start, the next request */
   guint       requests;  /* heads read on it */
+  gboolean    unread;    /* answered before its request's end: the close lingers */
 } HttpConn;
 
 /* One request, from its head to its answer. */
@@ -113,6 +114,7 @@ static DaemonPeerShare http_share; /* http_max_peer_connections */
 static gboolean http_share_ready;
 static int    http_wake[2] = { -1, -1 };   /* ends the accept thread's wait */
 static GThread *http_accept_thread;
+static DaemonLinger *http_linger;  /* closes what was answered before its end (daemon-linger.c) */
 static GMutex http_lock;           /* guards what follows */
 static GCond  http_cond;
 static guint  http_conns;          /* connections open */
@@ -822,6 +824,7 @@ serve_one (HttpConn *c)
   }
   if (hr == HEAD_INVALID) {
     refuse_head (c, &h);
+    c->unread = TRUE;
     return FALSE;
   }
   c->requests++;
@@ -839,6 +842,7 @@ serve_one (HttpConn *c)
   answer (r);
   log_request (r);
   gboolean keep = !r->close && !r->cut && r->status;
+  c->unread = r->status && !r->cut && !r->body_read;
   req_idle (r);
   daemon_spool_clear (&r->body);
   daemon_generation_unref (r->gen);
@@ -853,6 +857,17 @@ serve_one (HttpConn *c)
 
 /* ---- connections ------------------------------------------------------------- */
 
+/* What a client answered before its request's end may still send: a
+ * body of max_message_size. */
+static guint64
+http_linger_bytes (void)
+{
+  Gen *gen = daemon_generation_get ();
+  guint64 n = gen->max_message_size + EBC_HTTP_MAX_HEADER;
+  daemon_generation_unref (gen);
+  return n;
+}
+
 static gpointer
 conn_run (gpointer data)
 {
@@ -863,8 +878,12 @@ conn_run (gpointer data)
     ;
   g_mutex_lock (&http_lock);
   http_open = g_slist_remove (http_open, GINT_TO_POINTER (c->fd));
-  shutdown (c->fd, SHUT_WR);
-  close (c->fd);
+  if (c->unread)
+    daemon_linger_close (http_linger, c->fd, http_linger_bytes ());
+  else {
+    shutdown (c->fd, SHUT_WR);
+    close (c->fd);
+  }
   http_conns--;
   g_cond_broadcast (&http_cond);
   g_mutex_unlock (&http_lock);
@@ -883,8 +902,7 @@ refuse_connection (int fd, const char *line)
                                            "Content-Type: text/plain\r\nContent-Length: %" G_GSIZE_FORMAT
                                            "\r\n\r\n%s\n", strlen (line) + 1, line);
   daemon_io_write_now (fd, text);
-  shutdown (fd, SHUT_WR);
-  close (fd);
+  daemon_linger_close (http_linger, fd, http_linger_bytes ());
 }
 
 /* Waits for a place (twice http_max_connections) and a connection, and
@@ -964,6 +982,9 @@ daemon_http_start (const EbConfig *config, GError **error)
     return TRUE;
   if (!g_unix_open_pipe (http_wake, FD_CLOEXEC, error))
     return FALSE;
+  http_linger = daemon_linger_new ("http", http_max, http_idle_s, http_request_s, error);
+  if (!http_linger)
+    return FALSE;
   http_accept_thread = g_thread_try_new ("http-accept", accept_run, NULL, error);
   if (!http_accept_thread) {
     g_prefix_error (error, "cannot start the HTTP listener on %s: ", eb_config_get_string (config, "http_socket"));
@@ -1017,6 +1038,7 @@ daemon_http_stop (void)
       close (http_wake[i]);
     http_wake[i] = -1;
   }
+  g_clear_pointer (&http_linger, daemon_linger_free);
   g_clear_pointer (&http_start_config, eb_config_free);
   if (http_share_ready)
     daemon_peer_share_clear (&http_share);

@@ -187,7 +187,10 @@ signals_install (void)
   if (!g_unix_open_pipe (sig_pipe, FD_CLOEXEC, NULL))
     return FALSE;
   fcntl (sig_pipe[1], F_SETFL, fcntl (sig_pipe[1], F_GETFL) | O_NONBLOCK);
-  struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+  /* SA_NODEFER: the main thread never blocks them, not even in the handler
+   * (reentrant: one write), so a second signal in that instant is not
+   * libmilter's thread's to take (milter_run) */
+  struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART | SA_NODEFER };
   sigemptyset (&sa.sa_mask);
   sigaction (SIGHUP, &sa, NULL);
   sigaction (SIGTERM, &sa, NULL);
@@ -220,6 +223,37 @@ static int milter_result = MI_SUCCESS;
 /* the milter's door is off: its socket's directory does not exist
  * (daemon_listen_dir_missing), so libmilter is not started at all */
 static gboolean milter_off;
+
+/* libmilter's smfi_main starts a thread of its own that waits for SIGHUP,
+ * SIGTERM and SIGINT by sigwait () and closes libmilter's door on any of
+ * them: a reload or a stop taken there would end the milter's door at once,
+ * unasked, with its messages and the other doors cut off (seen: a SIGTERM
+ * that comes while that thread starts goes to it one time in twenty). Those
+ * three signals are the main thread's alone (run_wait: the reload, the
+ * graceful stop), so this sigwait, which the daemon's own symbols put in
+ * place of the C library's for libmilter, never takes them: a wait for
+ * nothing else lasts as long as the process; a wait for others waits for
+ * those others only. */
+int
+sigwait (const sigset_t *set, int *sig)
+{
+  sigset_t rest = *set;
+  sigdelset (&rest, SIGHUP);
+  sigdelset (&rest, SIGTERM);
+  sigdelset (&rest, SIGINT);
+  if (sigisemptyset (&rest))
+    for (;;)
+      pause ();
+  for (;;) {
+    int s = sigwaitinfo (&rest, NULL);
+    if (s > 0) {
+      *sig = s;
+      return 0;
+    }
+    if (errno != EINTR)
+      return errno;
+  }
+}
 
 static gpointer
 milter_run (gpointer data)
@@ -650,11 +684,6 @@ run_serve (Life *life, const Gen *first)
     eb_log_start ("socket", sock, "mode", "externalize", NULL);
   else
     eb_log_start ("socket", sock, "fetch", eb_config_get_boolean (first->config, "fetch") ? "on" : "off", NULL);
-  signal (SIGPIPE, SIG_IGN);
-  if (!signals_install ()) {
-    log_line (LOG_ERR, "cannot make a pipe for the signals: %s", g_strerror (errno));
-    return EX_OSERR;
-  }
   /* from here on, only this thread takes SIGHUP, SIGTERM and SIGINT */
   sigset_t unblocked;
   signals_block (&unblocked);
@@ -677,6 +706,13 @@ run_serve (Life *life, const Gen *first)
   daemon_dovecot_stop ();
   if (milter)
     g_thread_join (milter);
+  /* a stop that came before smfi_main had opened its listener makes it
+   * bind the path anew on its way out (after listener_retire removed the
+   * file): a socket there that nobody answers is removed */
+  struct stat st;
+  if (life->upath && lstat (life->upath, &st) == 0 && S_ISSOCK (st.st_mode) && !unix_socket_in_use (life->upath)
+      && unlink (life->upath) != 0 && errno != ENOENT)
+    log_line (LOG_WARNING, "cannot remove %s: %s", life->upath, g_strerror (errno));
   metrics_write ();
   g_clear_pointer (&metrics_failure, g_free);
   {
@@ -733,6 +769,15 @@ run (int argc, char **argv)
   }
   if (o.check)
     return 0;
+  /* the signals are written to the pipe from before the first socket is
+   * bound: a stop or a reload that comes while the daemon starts is taken
+   * once it serves (run_wait), never the default action's death that
+   * leaves the sockets behind */
+  signal (SIGPIPE, SIG_IGN);
+  if (!signals_install ()) {
+    fprintf (stderr, "extbodyd: cannot make a pipe for the signals: %s\n", g_strerror (errno));
+    return EX_OSERR;
+  }
   /* first stays in force (held by gen_current) until the end of main */
   if ((status = run_open_socket (&life, &o, first->config)) != 0)
     return status;

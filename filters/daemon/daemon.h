@@ -311,6 +311,16 @@ gboolean daemon_io_write_file (DaemonIo *io, int fd, guint64 len, DaemonIoEnd *e
  * waiting. */
 void daemon_io_write_now (int fd, const char *text);
 
+/* ---- daemon-linger.c ----------------------------------------------------- */
+
+/* The close of connections whose clients may still be sending. */
+typedef struct _DaemonLinger DaemonLinger;
+
+DaemonLinger *daemon_linger_new (const char *door, guint max, guint idle_s, guint total_s, GError **error);
+void daemon_linger_close (DaemonLinger *l, int fd, guint64 max_bytes);
+guint daemon_linger_count (DaemonLinger *l);
+void daemon_linger_free (DaemonLinger *l);
+
 /* ---- daemon-peer.c ------------------------------------------------------- */
 
 /* The other end of a connection. */

@@ -99,8 +99,8 @@ read_to_end (GSocketConnection *c)
   for (;;) {
     g_autoptr (GError) error = NULL;
     gssize n = g_input_stream_read (in, buf, sizeof buf, NULL, &error);
-    if (n < 0 && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CONNECTION_CLOSED))
-      break;
+    /* never a reset: an answer given before the request's end is followed
+     * by the daemon reading the rest (daemon-linger.c) */
     g_assert_no_error (error);
     if (n == 0)
       break;
@@ -371,6 +371,28 @@ test_errors (void)
   assert_error (r503, 503);
   g_autofree char *line = g_strndup (g_bytes_get_data (r503->body, NULL), g_bytes_get_size (r503->body));
   g_assert_cmpstr (line, ==, "no externalize_store configured\n");
+}
+
+/* An answer given before the request's body is read (404 here) is read
+ * whole, and the connection then ends cleanly: the daemon reads and drops
+ * the body the client had sent before it closes (a close with unread bytes
+ * resets the connection, and a client may lose the answer). */
+static void
+test_answer_before_body (void)
+{
+  for (guint i = 0; i < 5; i++) {
+    g_autoptr (GSocketConnection) c = connect_unix ();
+    gsize n = 64 * 1024;
+    g_autoptr (GString) req = g_string_new (NULL);
+    g_string_append_printf (req, "POST /nothing HTTP/1.1\r\nHost: localhost\r\nContent-Length: %" G_GSIZE_FORMAT
+                            "\r\n\r\n", n);
+    for (gsize k = 0; k < n; k++)
+      g_string_append_c (req, 'a');
+    send_bytes (c, req->str, req->len);
+    g_autoptr (GBytes) raw = read_to_end (c);
+    g_autoptr (Response) r = parse_response (raw);
+    assert_error (r, 404);
+  }
 }
 
 /* A Content-Length above max_message_size is answered 413 at once: the
@@ -1610,6 +1632,7 @@ main (int argc, char **argv)
   g_test_add_func ("/http/client", test_client);
   g_test_add_func ("/http/metrics", test_metrics);
   g_test_add_func ("/http/errors", test_errors);
+  g_test_add_func ("/http/answer-before-body", test_answer_before_body);
   g_test_add_func ("/http/too-large", test_too_large);
   g_test_add_func ("/http/slow-client", test_slow_client);
   g_test_add_func ("/http/max-connections", test_max_connections);

@@ -131,6 +131,44 @@ test_too_large (void)
   milter_stop (small);
 }
 
+/* A stop or a reload sent the moment the daemon's socket appears (as an
+ * init system may, and as a test does) is the daemon's own: a SIGTERM ends
+ * it with 0 (never killed by the signal's default action before its
+ * handler is in place, never 70 because libmilter's own signal thread took
+ * the signal and closed the milter's door unasked), and so does a SIGTERM
+ * after a SIGHUP that came as early. Each round once with each. */
+static void
+test_signals_at_start (void)
+{
+  for (guint i = 0; i < 30; i++) {
+    g_autofree char *dir = g_dir_make_tmp ("extbodyd-sig-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename (dir, "milter.sock", NULL);
+    g_autofree char *spec = g_strdup_printf ("unix:%s", path);
+    g_autofree char *conf = g_build_filename (dir, "empty.conf", NULL);
+    g_assert_true (g_file_set_contents (conf, DOORS_OFF, -1, NULL));
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GSubprocess) p = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error, g_getenv ("EXTBODYD"),
+                                                  "-p", spec, "-c", conf, NULL);
+    g_assert_no_error (error);
+    for (int t = 0; t < 50000 && !g_file_test (path, G_FILE_TEST_EXISTS); t++)
+      g_usleep (200);
+    g_assert_true (g_file_test (path, G_FILE_TEST_EXISTS));
+    if (i % 2) {
+      g_subprocess_send_signal (p, SIGHUP);
+      g_usleep (50000);
+    }
+    g_subprocess_send_signal (p, SIGTERM);
+    g_assert_true (g_subprocess_wait (p, NULL, NULL));
+    if (!g_subprocess_get_if_exited (p))
+      g_error ("round %u: extbodyd killed by signal %d", i, g_subprocess_get_term_sig (p));
+    g_assert_cmpint (g_subprocess_get_exit_status (p), ==, 0);
+    if (g_file_test (path, G_FILE_TEST_EXISTS))
+      g_error ("round %u: extbodyd left %s behind", i, path);
+    g_unlink (conf);
+    g_rmdir (dir);
+  }
+}
+
 /* Runs @scripts through a daemon with @extra options whose TMPDIR is a fresh
  * directory watched with inotify; how many spool files (extbodyd-*) the
  * daemon created there. Each one must also be gone again (unlinked). */
@@ -833,6 +871,7 @@ main (int argc, char **argv)
   g_test_add_func ("/milter/log-detail", test_log_detail);
   g_test_add_func ("/milter/check-mta", test_check_mta);
   g_test_add_func ("/milter/doors-off", test_doors_off);
+  g_test_add_func ("/milter/signals-at-start", test_signals_at_start);
   int rc = g_test_run ();
   milter_stop (milter);
   return rc;
