@@ -11,7 +11,7 @@
 #                                 (a normal build with valgrind memcheck, then
 #                                 again with ASan+UBSan, then everything built
 #                                 by clang (-Werror) with its fast tests, then
-#                                 every fuzz target for 30 s in a clang
+#                                 every fuzz target for 20 s in a clang
 #                                 libFuzzer build)
 #
 # Packages are installed with apt-get (as root, or through sudo). Builds go to
@@ -468,13 +468,13 @@ if wanted clang; then
   stage clang build-clang -DCMAKE_C_COMPILER=clang -- \
     -E '^(test-postfix.*|test-redis-pool|test-teardown|test-valgrind|test-hostile.*|test-skip-path-(hostile|heavy)|test-exim|test-sendmail|test-opensmtpd|test-dovecot.*)$'
 fi
-# Every libFuzzer target for EXTBODY_FUZZ_SECONDS (30) from the committed seeds;
+# Every libFuzzer target for EXTBODY_FUZZ_SECONDS (20) from the committed seeds;
 # tests/fuzz/run-fuzz.sh runs them for longer.
 if wanted fuzz; then
-  echo "==> fuzzing every target (libFuzzer, ASan, UBSan) for ${EXTBODY_FUZZ_SECONDS:-30} s each"
+  echo "==> fuzzing every target (libFuzzer, ASan, UBSan) for ${EXTBODY_FUZZ_SECONDS:-20} s each"
   export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1
   stage fuzz build-fuzz -DEXTBODY_FUZZ=ON -DEXTBODY_TESTS=OFF -DEXTBODY_WERROR=OFF -DCMAKE_C_COMPILER=clang \
-    -DEXTBODY_FUZZ_SECONDS="${EXTBODY_FUZZ_SECONDS:-30}" --
+    -DEXTBODY_FUZZ_SECONDS="${EXTBODY_FUZZ_SECONDS:-20}" --
   unset ASAN_OPTIONS
 fi
 
