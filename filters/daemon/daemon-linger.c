@@ -30,7 +30,12 @@
 
 #include "daemon.h"
 
+/* a full lingerer reads at most this many buffers (64 KiB each) of each
+ * connection it holds to find those whose clients have ended */
+#define LINGER_SWEEP_READS 16
+
 typedef struct {
+  guint64 id;         /* which one: an fd number may be closed and reused meanwhile */
   int     fd;
   gint64  idle_end;   /* monotonic, microseconds */
   gint64  end;
@@ -44,6 +49,7 @@ struct _DaemonLinger {
   gint64   total_us;
   GMutex   lock;       /* guards what follows */
   GArray  *fds;        /* of Lingering */
+  guint64  next_id;
   gboolean ending;
   int      wake[2];
   GThread *thread;
@@ -56,24 +62,45 @@ linger_wake (DaemonLinger *l)
     log_line (LOG_WARNING, "%s: cannot wake the lingerer: %s", l->door, g_strerror (errno));
 }
 
-/* Reads and drops what @g's client sent: FALSE once it is to be closed. */
+/* Reads and drops what @g's client sent, at most @reads times (0: until
+ * nothing is left to read): FALSE once it is to be closed (its end, an
+ * error, or past its bytes). */
 static gboolean
-linger_drain (Lingering *g, gint64 now, gint64 idle_us)
+linger_drain (Lingering *g, gint64 now, gint64 idle_us, guint reads)
 {
   char buf[65536];
-  for (;;) {
+  for (guint i = 0; !reads || i < reads;) {
     ssize_t n = recv (g->fd, buf, sizeof buf, MSG_DONTWAIT);
     if (n > 0) {
       if ((guint64) n >= g->left)
         return FALSE;
       g->left -= (guint64) n;
       g->idle_end = now + idle_us;
+      i++;
       continue;
     }
     if (n < 0 && errno == EINTR)
       continue;
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
+  return TRUE;
+}
+
+/* The index of the connection @id in @l (locked), or -1 when it is gone. */
+static int
+linger_find (DaemonLinger *l, guint64 id)
+{
+  for (guint i = 0; i < l->fds->len; i++)
+    if (g_array_index (l->fds, Lingering, i).id == id)
+      return (int) i;
+  return -1;
+}
+
+static void
+linger_remove (DaemonLinger *l, guint i)
+{
+  close (g_array_index (l->fds, Lingering, i).fd);
+  g_array_remove_index_fast (l->fds, i);
 }
 
 static gpointer
@@ -81,6 +108,7 @@ linger_run (gpointer data)
 {
   DaemonLinger *l = data;
   g_autofree struct pollfd *p = NULL;
+  g_autofree guint64 *ids = NULL;
   guint cap = 0;
   for (;;) {
     g_mutex_lock (&l->lock);
@@ -92,12 +120,14 @@ linger_run (gpointer data)
     if (n + 1 > cap) {
       cap = n + 1;
       p = g_renew (struct pollfd, p, cap);
+      ids = g_renew (guint64, ids, cap);
     }
     p[0] = (struct pollfd) { .fd = l->wake[0], .events = POLLIN };
     gint64 now = g_get_monotonic_time (), next = G_MAXINT64;
     for (guint i = 0; i < n; i++) {
       Lingering *g = &g_array_index (l->fds, Lingering, i);
       p[i + 1] = (struct pollfd) { .fd = g->fd, .events = POLLIN };
+      ids[i] = g->id;
       next = MIN (next, MIN (g->idle_end, g->end));
     }
     g_mutex_unlock (&l->lock);
@@ -113,16 +143,17 @@ linger_run (gpointer data)
     }
     now = g_get_monotonic_time ();
     g_mutex_lock (&l->lock);
-    /* the connections polled are the array's first n: new ones are appended */
-    for (guint i = n; i-- > 0;) {
+    /* what the poll saw, for the connections still here (a full
+     * daemon_linger_close may have closed some meanwhile) */
+    for (guint k = 0; k < n; k++) {
+      int i = p[k + 1].revents ? linger_find (l, ids[k]) : -1;
+      if (i >= 0 && !linger_drain (&g_array_index (l->fds, Lingering, i), now, l->idle_us, 0))
+        linger_remove (l, (guint) i);
+    }
+    for (guint i = l->fds->len; i-- > 0;) {
       Lingering *g = &g_array_index (l->fds, Lingering, i);
-      gboolean keep = now < g->idle_end && now < g->end;
-      if (keep && p[i + 1].revents)
-        keep = linger_drain (g, now, l->idle_us);
-      if (!keep) {
-        close (g->fd);
-        g_array_remove_index_fast (l->fds, i);
-      }
+      if (now >= g->idle_end || now >= g->end)
+        linger_remove (l, i);
     }
     g_mutex_unlock (&l->lock);
   }
@@ -161,9 +192,15 @@ daemon_linger_close (DaemonLinger *l, int fd, guint64 max_bytes)
   shutdown (fd, SHUT_WR);
   if (l) {
     g_mutex_lock (&l->lock);
+    gint64 now = g_get_monotonic_time ();
+    /* full: those whose clients have ended since the lingerer last looked
+     * go first (LINGER_SWEEP_READS reads each at most), so that only
+     * clients still sending count */
+    for (guint i = l->fds->len; l->fds->len >= l->max && i-- > 0;)
+      if (!linger_drain (&g_array_index (l->fds, Lingering, i), now, l->idle_us, LINGER_SWEEP_READS))
+        linger_remove (l, i);
     if (!l->ending && l->fds->len < l->max) {
-      gint64 now = g_get_monotonic_time ();
-      Lingering g = { fd, now + l->idle_us, now + l->total_us, max_bytes ? max_bytes : 1 };
+      Lingering g = { ++l->next_id, fd, now + l->idle_us, now + l->total_us, max_bytes ? max_bytes : 1 };
       g_array_append_val (l->fds, g);
       g_mutex_unlock (&l->lock);
       linger_wake (l);
@@ -199,8 +236,8 @@ daemon_linger_free (DaemonLinger *l)
     linger_wake (l);
     g_thread_join (l->thread);
   }
-  for (guint i = 0; i < l->fds->len; i++)
-    close (g_array_index (l->fds, Lingering, i).fd);
+  while (l->fds->len)
+    linger_remove (l, l->fds->len - 1);
   g_array_unref (l->fds);
   for (int i = 0; i < 2; i++)
     if (l->wake[i] >= 0)
