@@ -320,17 +320,6 @@ dc_serve (DcConn *c)
               c->n_in, c->why);
 }
 
-/* What a client answered before its message's end may still send: its
- * header and a message of max_message_size. */
-static guint64
-dc_linger_bytes (void)
-{
-  Gen *gen = daemon_generation_get ();
-  guint64 n = gen->max_message_size + DC_MAX_HEADER;
-  daemon_generation_unref (gen);
-  return n;
-}
-
 static gpointer
 dc_run (gpointer data)
 {
@@ -341,7 +330,7 @@ dc_run (gpointer data)
   g_mutex_lock (&dc_lock);
   dc_open = g_slist_remove (dc_open, GINT_TO_POINTER (c->fd));
   if (c->unread)
-    daemon_linger_close (dc_linger, c->fd, dc_linger_bytes ());
+    daemon_linger_close (dc_linger, c->fd, DC_MAX_HEADER);
   else
     close (c->fd);
   dc_conns--;
@@ -384,7 +373,7 @@ dc_accept_one (void)
     log_line (LOG_WARNING, "dovecot: a connection from %s refused: it holds dovecot_max_peer_connections (%u) already; "
               "the message stays as it came", c->peer.name, dc_share.limit);
     daemon_io_write_now (fd, "-\n");
-    daemon_linger_close (dc_linger, fd, dc_linger_bytes ());
+    daemon_linger_close (dc_linger, fd, DC_MAX_HEADER);
     g_free (c);
     return TRUE;
   }
@@ -405,7 +394,7 @@ dc_accept_one (void)
   dc_conns--;
   g_mutex_unlock (&dc_lock);
   daemon_peer_share_leave (&dc_share, &c->peer);
-  daemon_linger_close (dc_linger, fd, dc_linger_bytes ());
+  daemon_linger_close (dc_linger, fd, DC_MAX_HEADER);
   g_free (c);
   return TRUE;
 }

@@ -857,17 +857,6 @@ serve_one (HttpConn *c)
 
 /* ---- connections ------------------------------------------------------------- */
 
-/* What a client answered before its request's end may still send: a
- * body of max_message_size. */
-static guint64
-http_linger_bytes (void)
-{
-  Gen *gen = daemon_generation_get ();
-  guint64 n = gen->max_message_size + EBC_HTTP_MAX_HEADER;
-  daemon_generation_unref (gen);
-  return n;
-}
-
 static gpointer
 conn_run (gpointer data)
 {
@@ -879,7 +868,7 @@ conn_run (gpointer data)
   g_mutex_lock (&http_lock);
   http_open = g_slist_remove (http_open, GINT_TO_POINTER (c->fd));
   if (c->unread)
-    daemon_linger_close (http_linger, c->fd, http_linger_bytes ());
+    daemon_linger_close (http_linger, c->fd, EBC_HTTP_MAX_HEADER);
   else {
     shutdown (c->fd, SHUT_WR);
     close (c->fd);
@@ -902,7 +891,7 @@ refuse_connection (int fd, const char *line)
                                            "Content-Type: text/plain\r\nContent-Length: %" G_GSIZE_FORMAT
                                            "\r\n\r\n%s\n", strlen (line) + 1, line);
   daemon_io_write_now (fd, text);
-  daemon_linger_close (http_linger, fd, http_linger_bytes ());
+  daemon_linger_close (http_linger, fd, EBC_HTTP_MAX_HEADER);
 }
 
 /* Waits for a place (twice http_max_connections) and a connection, and

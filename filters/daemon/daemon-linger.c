@@ -185,12 +185,16 @@ daemon_linger_new (const char *door, guint max, guint idle_s, guint total_s, GEr
 /* The answer to @fd's client is written: its sending half is shut and the
  * socket is closed once the client has closed its own end (or a limit is
  * met; at once when @l is NULL or lingers its maximum already). The
- * client may send @max_bytes more. @fd is @l's from here on. */
+ * client may send a head of @head_max bytes and a message of
+ * max_message_size more. @fd is @l's from here on. */
 void
-daemon_linger_close (DaemonLinger *l, int fd, guint64 max_bytes)
+daemon_linger_close (DaemonLinger *l, int fd, gsize head_max)
 {
   shutdown (fd, SHUT_WR);
   if (l) {
+    Gen *gen = daemon_generation_get ();
+    guint64 max_bytes = gen->max_message_size + head_max;
+    daemon_generation_unref (gen);
     g_mutex_lock (&l->lock);
     gint64 now = g_get_monotonic_time ();
     /* full: those whose clients have ended since the lingerer last looked

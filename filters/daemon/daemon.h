@@ -317,7 +317,7 @@ void daemon_io_write_now (int fd, const char *text);
 typedef struct _DaemonLinger DaemonLinger;
 
 DaemonLinger *daemon_linger_new (const char *door, guint max, guint idle_s, guint total_s, GError **error);
-void daemon_linger_close (DaemonLinger *l, int fd, guint64 max_bytes);
+void daemon_linger_close (DaemonLinger *l, int fd, gsize head_max);
 guint daemon_linger_count (DaemonLinger *l);
 void daemon_linger_free (DaemonLinger *l);
 

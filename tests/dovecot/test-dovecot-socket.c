@@ -195,6 +195,48 @@ test_many_reloaded (void)
   g_assert_cmpuint (mta_milter_log_count (milter, "dovecot: filter -"), ==, 1);   /* too-large's alone */
 }
 
+/* A daemon of its own (NAME.conf, NAME.sock, NAME.log in the work
+ * directory) in place of the running one: fetch on, from the loopback test
+ * server, and the keys of @extra. */
+static void
+restart_fetching (const char *name, const char *extra)
+{
+  g_autofree char *file = g_strdup_printf ("%s/%s.conf", server.work, name);
+  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = on\nallow_networks = 127.0.0.1/32\n"
+                                           "fetch_timeout = 60\nmessage_deadline = 60\nmilter_umask = 000\n"
+                                           "dovecot_filter_socket = %s/extbody-run/extbody\n%s", server.work, extra);
+  dt_put (file, text, 0644);
+  g_autofree char *msock = g_strdup_printf ("%s/%s.sock", server.work, name);
+  g_autofree char *mlog = g_strdup_printf ("%s/%s.log", server.work, name);
+  mta_milter_free (milter);
+  milter = mta_milter_start (msock, file, mlog, NULL);
+}
+
+/* A message whose reference waits at the loopback test server's gate
+ * @gate, delivered to @user over LMTP and not waited for; it is being
+ * filtered when this returns. *@msg: the message. */
+static GSubprocess *
+deliver_held (const char *gate, const char *user, char **msg)
+{
+  *msg = g_strdup_printf (
+    "From: a@example.org" CRLF "To: tester@example.org" CRLF "Subject: held" CRLF
+    "Message-ID: <%s@test.example>" CRLF "MIME-Version: 1.0" CRLF
+    "Content-Type: multipart/mixed; boundary=b" CRLF CRLF "--b" CRLF
+    "Content-Type: message/external-body; access-type=URL;" CRLF
+    " URL=\"http://127.0.0.1:%u/hold?gate=%s&n=1\"" CRLF CRLF
+    "Content-Type: text/plain" CRLF CRLF "--b--" CRLF, gate, httpd->port, gate);
+  g_autofree char *file = g_strdup_printf ("%s/%s.eml", server.work, gate);
+  dt_put (file, *msg, 0644);
+  g_autofree char *client = g_test_build_filename (G_TEST_DIST, "dovecot", "dovecot-client.py", NULL);
+  g_autofree char *port = g_strdup_printf ("%u", lmtp_port);
+  g_autoptr (GError) error = NULL;
+  GSubprocess *p = g_subprocess_new (G_SUBPROCESS_FLAGS_NONE, &error, "python3", client, "lmtp", port,
+                                     "sender@example.org", user, file, NULL);
+  g_assert_no_error (error);
+  g_assert_true (mta_milter_held_wait (httpd->port, gate));
+  return p;
+}
+
 /* The lines of Dovecot's log that say its LMTP process met a reset
  * connection or died of it. */
 static guint
@@ -222,33 +264,10 @@ dovecot_resets (void)
 static void
 test_over_share (void)
 {
-  g_autofree char *sconf = g_build_filename (server.work, "extbody-share.conf", NULL);
-  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = on\nallow_networks = 127.0.0.1/32\n"
-                                           "fetch_timeout = 60\nmessage_deadline = 60\nmilter_umask = 000\n"
-                                           "dovecot_max_peer_connections = 1\n"
-                                           "dovecot_filter_socket = %s/extbody-run/extbody\n", server.work);
-  dt_put (sconf, text, 0644);
-  g_autofree char *msock = g_build_filename (server.work, "milter-share.sock", NULL);
-  g_autofree char *mlog = g_build_filename (server.work, "milter-share.log", NULL);
-  mta_milter_free (milter);
-  milter = mta_milter_start (msock, sconf, mlog, NULL);
+  restart_fetching ("milter-share", "dovecot_max_peer_connections = 1\n");
   guint resets = dovecot_resets ();
-  g_autofree char *held = g_strdup_printf (
-    "From: a@example.org" CRLF "To: tester@example.org" CRLF "Subject: held" CRLF
-    "Message-ID: <share-held@test.example>" CRLF "MIME-Version: 1.0" CRLF
-    "Content-Type: multipart/mixed; boundary=b" CRLF CRLF "--b" CRLF
-    "Content-Type: message/external-body; access-type=URL;" CRLF
-    " URL=\"http://127.0.0.1:%u/hold?gate=dovecot-share&n=1\"" CRLF CRLF
-    "Content-Type: text/plain" CRLF CRLF "--b--" CRLF, httpd->port);
-  g_autofree char *file = g_build_filename (server.work, "share-held.eml", NULL);
-  dt_put (file, held, 0644);
-  g_autofree char *client = g_test_build_filename (G_TEST_DIST, "dovecot", "dovecot-client.py", NULL);
-  g_autofree char *port = g_strdup_printf ("%u", lmtp_port);
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GSubprocess) p = g_subprocess_new (G_SUBPROCESS_FLAGS_NONE, &error, "python3", client, "lmtp", port,
-                                                "sender@example.org", "sharer", file, NULL);
-  g_assert_no_error (error);
-  g_assert_true (mta_milter_held_wait (httpd->port, "dovecot-share"));
+  g_autofree char *held = NULL;
+  g_autoptr (GSubprocess) p = deliver_held ("dovecot-share", "sharer", &held);
   for (guint i = 0; i < 3; i++) {
     g_autofree char *user = g_strdup_printf ("refused%u", i);
     DtMsg *m = deliver (user, REF_MSG);
@@ -313,31 +332,9 @@ test_daemon_killed (void)
 static void
 test_daemon_killed_mid_message (void)
 {
-  g_autofree char *kconf = g_build_filename (server.work, "extbody-fetch.conf", NULL);
-  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = on\nallow_networks = 127.0.0.1/32\n"
-                                           "fetch_timeout = 60\nmessage_deadline = 60\nmilter_umask = 000\n"
-                                           "dovecot_filter_socket = %s/extbody-run/extbody\n", server.work);
-  dt_put (kconf, text, 0644);
-  g_autofree char *msock = g_build_filename (server.work, "milter-3.sock", NULL);
-  g_autofree char *mlog = g_build_filename (server.work, "milter-3.log", NULL);
-  mta_milter_free (milter);
-  milter = mta_milter_start (msock, kconf, mlog, NULL);
-  g_autofree char *msg = g_strdup_printf (
-    "From: a@example.org" CRLF "To: tester@example.org" CRLF "Subject: held" CRLF
-    "Message-ID: <held@test.example>" CRLF "MIME-Version: 1.0" CRLF
-    "Content-Type: multipart/mixed; boundary=b" CRLF CRLF "--b" CRLF
-    "Content-Type: message/external-body; access-type=URL;" CRLF
-    " URL=\"http://127.0.0.1:%u/hold?gate=dovecot-kill&n=1\"" CRLF CRLF
-    "Content-Type: text/plain" CRLF CRLF "--b--" CRLF, httpd->port);
-  g_autofree char *file = g_build_filename (server.work, "held.eml", NULL);
-  dt_put (file, msg, 0644);
-  g_autofree char *client = g_test_build_filename (G_TEST_DIST, "dovecot", "dovecot-client.py", NULL);
-  g_autofree char *port = g_strdup_printf ("%u", lmtp_port);
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GSubprocess) p = g_subprocess_new (G_SUBPROCESS_FLAGS_NONE, &error, "python3", client, "lmtp", port,
-                                                "sender@example.org", "midkill", file, NULL);
-  g_assert_no_error (error);
-  g_assert_true (mta_milter_held_wait (httpd->port, "dovecot-kill"));
+  restart_fetching ("milter-3", "");
+  g_autofree char *msg = NULL;
+  g_autoptr (GSubprocess) p = deliver_held ("dovecot-kill", "midkill", &msg);
   mta_milter_signal (milter, SIGKILL);
   g_assert_cmpint (mta_milter_wait (milter, FALSE), ==, -1);
   g_assert_true (g_subprocess_wait_check (p, NULL, NULL));
