@@ -215,18 +215,6 @@ daemon_linger_close (DaemonLinger *l, int fd, gsize head_max)
   close (fd);
 }
 
-/* Connections lingering. */
-guint
-daemon_linger_count (DaemonLinger *l)
-{
-  if (!l)
-    return 0;
-  g_mutex_lock (&l->lock);
-  guint n = l->fds->len;
-  g_mutex_unlock (&l->lock);
-  return n;
-}
-
 /* The thread ends; every lingering connection is closed. */
 void
 daemon_linger_free (DaemonLinger *l)

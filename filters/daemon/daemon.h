@@ -318,7 +318,6 @@ typedef struct _DaemonLinger DaemonLinger;
 
 DaemonLinger *daemon_linger_new (const char *door, guint max, guint idle_s, guint total_s, GError **error);
 void daemon_linger_close (DaemonLinger *l, int fd, gsize head_max);
-guint daemon_linger_count (DaemonLinger *l);
 void daemon_linger_free (DaemonLinger *l);
 
 /* ---- daemon-peer.c ------------------------------------------------------- */
