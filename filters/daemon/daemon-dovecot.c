@@ -215,16 +215,14 @@ dc_read_message (DcConn *c)
   }
 }
 
-/* Writes the new message (the memory stream @out's, or the file @fd's)
+/* Writes the answer, @len bytes of @buf or of the file @fd (when @fd >= 0),
  * and "+", within dovecot_request_timeout. */
 static gboolean
-dc_answer (DcConn *c, GOutputStream *out, int fd, guint64 len)
+dc_answer (DcConn *c, const char *buf, int fd, guint64 len)
 {
   daemon_io_deadline (&c->io, dc_request_timeout);
   DaemonIoEnd e;
-  gboolean ok = fd >= 0 ? daemon_io_write_file (&c->io, fd, len, &e)
-                        : daemon_io_write (&c->io, g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (out)),
-                                           (gsize) len, &e);
+  gboolean ok = fd >= 0 ? daemon_io_write_file (&c->io, fd, len, &e) : daemon_io_write (&c->io, buf, (gsize) len, &e);
   if (!ok || !daemon_io_write (&c->io, "+\n", 2, &e)) {
     c->why = e == DAEMON_IO_EOF || e == DAEMON_IO_ERROR ? "the client went away before the answer"
              : "the answer not read within dovecot_timeout or dovecot_request_timeout";
@@ -234,10 +232,10 @@ dc_answer (DcConn *c, GOutputStream *out, int fd, guint64 len)
   return TRUE;
 }
 
-/* Plans the message as `extbody rewrite --filter` does and writes the
- * result and "+"; FALSE (c->why set) when nothing was written. The new
- * message goes to a spool file of its own when the message was spooled, or
- * when it and what its references bring pass milter_spill_size. */
+/* Plans the message as `extbody rewrite --filter` does (a message in
+ * transit, daemon-job.c) and writes the result and "+"; FALSE (c->why set)
+ * when nothing was written. A message that does not change is answered
+ * with the bytes read; a new one comes from the job's memory or spool file. */
 static gboolean
 dc_filter (DcConn *c)
 {
@@ -249,37 +247,27 @@ dc_filter (DcConn *c)
     c->why = "the message could not be spooled";
     return FALSE;
   }
-  EbRewriteFlags flags = EB_REWRITE_FILTER_FIELD;
-  if (c->gen->strip_trace)
-    flags |= EB_REWRITE_STRIP_TRACE;
-  eb_fetch_set_thread_cancel (&dc_cancel);
-  g_autoptr (EbPlan) plan = eb_rewrite_plan (buf, len, c->gen->config, c->gen->fetcher, flags);
-  eb_fetch_set_thread_cancel (NULL);
-  guint64 grows = 0;
-  for (guint i = 0; i < eb_plan_get_n_refs (plan); i++)
-    grows += eb_plan_get_ref_size (plan, i);
-  int fd = -1;
-  g_autoptr (GOutputStream) out = daemon_spool_output (len + grows, c->gen->spill_size, c->msg.fd >= 0, &fd);
-  gboolean ok = eb_plan_write (plan, out, &error);
-  guint64 n = fd >= 0 ? (guint64) lseek (fd, 0, SEEK_CUR)
-                      : g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (out));
-  if (!ok) {
+  DaemonJob job = { .gen = c->gen, .profile = EB_PROFILE_TRANSIT, .buf = buf, .len = len,
+                    .spooled = c->msg.fd >= 0, .cancelled = &dc_cancel };
+  DaemonJobOutput o;
+  if (!daemon_job_run (&job, &o, &error)) {
     log_line (LOG_WARNING, "dovecot: cannot write the message: %s", error ? error->message : "unknown error");
     c->why = "the plan failed";
+    daemon_job_output_clear (&o);
     return FALSE;
   }
-  eb_stats_add_result (daemon_main_stats, plan);
-  eb_stats_add_bytes (daemon_main_stats, len);
-  if (eb_plan_get_changed (plan))
-    eb_stats_add_changed (daemon_main_stats, 1);
-  if (eb_plan_get_n_refs (plan) || eb_plan_get_reason (plan) != EB_REASON_RESOLVED) {
-    g_autofree char *mid = eb_plan_get_message_id (plan);
-    eb_log_message (NULL, mid, plan);
+  /* the plan borrows the message's bytes; a new message needs them no more */
+  g_clear_pointer (&o.plan, eb_plan_free);
+  gboolean ok;
+  if (o.out) {
+    daemon_spool_drop (&c->msg);
+    ok = dc_answer (c, o.out_fd >= 0 ? NULL : g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (o.out)),
+                    o.out_fd, o.out_len);
+  } else {
+    ok = dc_answer (c, buf, -1, len);
   }
-  /* the message's own bytes are not needed any more */
-  g_clear_pointer (&plan, eb_plan_free);
-  daemon_spool_drop (&c->msg);
-  return dc_answer (c, out, fd, n);
+  daemon_job_output_clear (&o);
+  return ok;
 }
 
 /* The whole exchange on one connection, and its line in the log. */

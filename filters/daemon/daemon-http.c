@@ -97,11 +97,13 @@ typedef struct {
   const char    *cut;        /* ended unanswered: why */
 } HttpReq;
 
-/* What an answer's body is: bytes in memory (g_malloc'd) or a spool file. */
+/* What an answer's body is: bytes in memory (g_malloc'd), a spool file, or
+ * bytes borrowed (the request's own, for a message that does not change). */
 typedef struct {
-  char    *mem;
-  guint64  len;
-  int      fd;     /* -1: @mem */
+  char       *mem;
+  guint64     len;
+  int         fd;     /* -1: @mem, or @borrowed */
+  const char *borrowed;
 } HttpBody;
 
 static int    http_fd = -1;        /* the listening socket */
@@ -303,7 +305,7 @@ reply (HttpReq *r, guint status, const char *type, HttpBody *body, const char *c
   gboolean ok = daemon_io_write (&c->io, h->str, h->len, &end);
   if (ok && !head_only)
     ok = body->fd >= 0 ? daemon_io_write_file (&c->io, body->fd, body->len, &end)
-                       : daemon_io_write (&c->io, body->mem, (gsize) body->len, &end);
+                       : daemon_io_write (&c->io, body->mem ? body->mem : body->borrowed, (gsize) body->len, &end);
   g_string_free (h, TRUE);
   g_clear_pointer (&body->mem, g_free);
   if (body->fd >= 0)
@@ -381,102 +383,73 @@ has_arg (const HttpReq *r, const char *name)
   return FALSE;
 }
 
-/* The plan's counts, logged and added up as the milter's messages are. */
-static void
-count_plan (HttpReq *r, const EbPlan *plan, gsize len)
+/* The hooks of a request's fetches: the client gone, and not the drain's
+ * end, leaves nobody to answer. */
+static gboolean
+gone_cb (gpointer data)
 {
-  eb_stats_add_result (daemon_main_stats, plan);
-  eb_stats_add_bytes (daemon_main_stats, len);
-  if (eb_plan_get_changed (plan))
-    eb_stats_add_changed (daemon_main_stats, 1);
-  if (eb_plan_get_n_refs (plan) || eb_plan_get_reason (plan) != EB_REASON_RESOLVED) {
-    g_autofree char *mid = eb_plan_get_message_id (plan);
-    g_autofree char *qid = queue_id_of (r);
-    eb_log_message (qid, mid, plan);
-  }
-}
-
-/* The plan of POST /rewrite (and ?stored) or /externalize; NULL when the
- * client went away while its fetches ran (answered 499, for the log). */
-static EbPlan *
-plan_of (HttpReq *r, const char *buf, gsize len)
-{
-  const EbConfig *config = r->gen->config;
-  if (r->ep == EP_EXTERNALIZE)
-    return eb_externalize_plan (buf, len, config, r->gen->store, EB_EXTERNALIZE_FILTER_FIELD);
-  EbRewriteFlags flags = EB_REWRITE_FILTER_FIELD;
-  if (r->gen->strip_trace)
-    flags |= EB_REWRITE_STRIP_TRACE;
-  if (has_arg (r, "stored"))
-    flags = EB_REWRITE_DROP_CONTENT_LENGTH;
-  /* the drain's end cuts the fetches off, as the milter's at its stop;
-   * so does the client's going away */
-  Waiting w = { r->c->fd, 0 };
-  eb_fetch_set_thread_progress (progress_cb, &w);
-  eb_fetch_set_thread_cancel (&w.cancelled);
-  EbPlan *plan = eb_rewrite_plan (buf, len, config, r->gen->fetcher, flags);
-  eb_fetch_set_thread_cancel (NULL);
-  eb_fetch_set_thread_progress (NULL, NULL);
-  if (g_atomic_int_get (&w.cancelled) && !g_atomic_int_get (&http_cancel)) {
-    /* nobody to answer: logged, not counted as a message */
-    log_line (LOG_INFO, "http: POST %s: the client closed the connection: the fetches were cancelled", r->path);
-    eb_plan_free (plan);
-    r->close = TRUE;
-    reply_error (r, 499, "the client closed the connection");
-    return NULL;
-  }
-  return plan;
+  Waiting *w = data;
+  return g_atomic_int_get (&w->cancelled) && !g_atomic_int_get (&http_cancel);
 }
 
 /* POST /rewrite and /externalize: the bytes `extbody rewrite --filter` (or
- * `extbody externalize --filter`) writes for the message, counted and logged
- * as the milter's messages are. POST /rewrite?stored: the bytes `extbody
- * rewrite --maildir` writes for a stored message instead (mail at rest, as
- * extbody-imap-rewrite sends it): its trace fields kept, no X-Extbody field
- * added, and the Content-Length fields of a changed message removed. The
- * answer is spooled as the body was: to a file of its own when the message
- * was, or when it and what its references bring pass milter_spill_size. */
+ * `extbody externalize --filter`) writes for the message, a message in
+ * transit (daemon-job.c), counted and logged as the milter's messages are.
+ * POST /rewrite?stored: the bytes `extbody rewrite --maildir` writes for a
+ * stored message instead (mail at rest, as extbody-imap-rewrite sends it):
+ * its trace fields kept, no X-Extbody field added, and the Content-Length
+ * fields of a changed message removed. A message that does not change is
+ * answered with the bytes it came with; a new one from the job's memory,
+ * or from its spool file when the message was spooled, or when it and what
+ * its references bring pass milter_spill_size. A client that went away
+ * while the fetches ran is answered 499, for the log. */
 static gboolean
 answer_rewrite (HttpReq *r, const char *buf, gsize len)
 {
-  g_autoptr (EbPlan) plan = plan_of (r, buf, len);
-  if (!plan)
-    return FALSE;
-  guint64 grows = 0;
-  for (guint i = 0; i < eb_plan_get_n_refs (plan); i++)
-    grows += eb_plan_get_ref_size (plan, i);
-  int fd = -1;
-  g_autoptr (GOutputStream) out = daemon_spool_output (len + grows, r->gen->spill_size, r->body.fd >= 0, &fd);
+  /* the drain's end cuts the fetches off, as the milter's at its stop;
+   * so does the client's going away */
+  Waiting w = { r->c->fd, 0 };
+  g_autofree char *qid = queue_id_of (r);
+  DaemonJob job = { .gen = r->gen, .externalize = r->ep == EP_EXTERNALIZE, .buf = buf, .len = len,
+                    .spooled = r->body.fd >= 0, .queue_id = qid,
+                    .progress = progress_cb, .progress_data = &w, .cancelled = &w.cancelled, .gone = gone_cb };
+  job.profile = !job.externalize && has_arg (r, "stored") ? EB_PROFILE_AT_REST : EB_PROFILE_TRANSIT;
+  DaemonJobOutput o;
   g_autoptr (GError) error = NULL;
-  HttpBody body = { NULL, 0, -1 };
-  gboolean ok = eb_plan_write (plan, out, &error);
-  if (ok && fd >= 0) {
-    /* the stream (unbuffered) closes the descriptor: the answer keeps a copy */
-    body.fd = dup (fd);
-    body.len = (guint64) lseek (fd, 0, SEEK_CUR);
-    ok = body.fd >= 0;
+  gboolean ok = daemon_job_run (&job, &o, &error);
+  if (!ok && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+    /* nobody to answer: logged, not counted as a message */
+    log_line (LOG_INFO, "http: POST %s: the client closed the connection: the fetches were cancelled", r->path);
+    daemon_job_output_clear (&o);
+    r->close = TRUE;
+    return reply_error (r, 499, "the client closed the connection");
   }
-  if (!g_output_stream_close (out, NULL, ok ? &error : NULL) && ok)
-    ok = FALSE;
+  HttpBody body = { NULL, len, -1, buf };
+  if (ok && o.out && o.out_fd >= 0) {
+    /* the stream (unbuffered) closes the descriptor: the answer keeps a copy */
+    body = (HttpBody) { NULL, o.out_len, dup (o.out_fd), NULL };
+    ok = body.fd >= 0;
+  } else if (ok && o.out) {
+    ok = g_output_stream_close (o.out, NULL, &error);
+    body = (HttpBody) { g_memory_output_stream_steal_data (G_MEMORY_OUTPUT_STREAM (o.out)), o.out_len, -1, NULL };
+  }
   if (!ok) {
+    daemon_job_output_clear (&o);
     if (body.fd >= 0)
       close (body.fd);
+    g_free (body.mem);
     return reply_error (r, 500, "cannot write the message: %s", error ? error->message : g_strerror (errno));
   }
-  if (fd < 0) {
-    GMemoryOutputStream *mem = G_MEMORY_OUTPUT_STREAM (out);
-    body.len = g_memory_output_stream_get_data_size (mem);
-    body.mem = g_memory_output_stream_steal_data (mem);
-  }
-  count_plan (r, plan, len);
-  g_autofree char *refs = g_strdup_printf ("%u", eb_plan_get_n_refs (plan));
-  g_autofree char *resolved = g_strdup_printf ("%u", eb_plan_get_n_resolved (plan));
+  g_autofree char *refs = g_strdup_printf ("%u", eb_plan_get_n_refs (o.plan));
+  g_autofree char *resolved = g_strdup_printf ("%u", eb_plan_get_n_resolved (o.plan));
   const char *fields[] = {
-    "Extbody-Changed", eb_plan_get_changed (plan) ? "yes" : "no",
+    "Extbody-Changed", eb_plan_get_changed (o.plan) ? "yes" : "no",
     "Extbody-References", refs,
     "Extbody-Resolved", resolved,
     NULL
   };
+  /* a new message needs the plan no more (it borrows the request's bytes) */
+  daemon_job_output_clear (&o);
   return reply (r, 200, "message/rfc822", &body, fields);
 }
 

@@ -170,6 +170,47 @@ typedef struct {
 Gen *daemon_generation_load (const ConfigArgs *a, int *status, GError **error);
 void daemon_generation_reload (Life *life, const char *signame);
 
+/* ---- daemon-job.c --------------------------------------------------------- */
+
+/* One message's work, as a door asks for it. */
+typedef struct {
+  const Gen  *gen;           /* the configuration of this message */
+  EbProfile   profile;       /* EB_PROFILE_TRANSIT (HTTP, Dovecot), _TRANSIT_BODY (the
+                                milter) or _AT_REST (HTTP's ?stored) */
+  gboolean    externalize;   /* externalize (with gen->store) instead of rewrite */
+  const char *buf;           /* the message */
+  gsize       len;
+  gboolean    spooled;       /* it came to a spool file: so does a new one */
+  const char *queue_id;      /* for the log, or NULL */
+  /* the door's hooks while the fetches run: @progress is called as they
+   * progress, a non-zero *@cancelled cuts them off, and @gone, asked
+   * afterwards, says the client went away (nothing to answer, nothing
+   * counted); each may be NULL */
+  void      (*progress) (gpointer data);
+  gpointer    progress_data;
+  gint       *cancelled;
+  gboolean  (*gone) (gpointer progress_data);
+} DaemonJob;
+
+/* What a job gives: its plan, and its new message (or body) in @out, a
+ * spool file of its own (@out_fd) or memory, @out_len bytes; @out is NULL
+ * when the message does not change (for the milter: when its body does
+ * not), and the door sends what it read. */
+typedef struct {
+  EbPlan        *plan;
+  GOutputStream *out;
+  int            out_fd;
+  guint64        out_len;
+} DaemonJobOutput;
+
+/* Plan @job's message, write it, add it to daemon_main_stats (a whole
+ * message's change; the milter counts its own once the MTA took it) and log
+ * its line. FALSE with @error when the new message cannot be written, or
+ * when the client is @gone (G_IO_ERROR_CANCELLED); @o is then to be
+ * cleared as well. */
+gboolean daemon_job_run (const DaemonJob *job, DaemonJobOutput *o, GError **error);
+void daemon_job_output_clear (DaemonJobOutput *o);
+
 /* ---- milter-session.c ---------------------------------------------------- */
 
 /* Messages between MAIL FROM and their end (SIGTERM lets them finish), and

@@ -402,9 +402,9 @@ eom_input (Eom *e)
   return TRUE;
 }
 
-/* The plan and the new body (milter_worker_rewrite), counted and logged; the new
- * body goes to a spill file of its own when the message or what its
- * references bring is large (body_stream). */
+/* The plan and the new body (milter_worker_rewrite: daemon-job.c counts and
+ * logs it); the new body goes to a spill file of its own when the message
+ * or what its references bring is large. */
 static gboolean
 eom_rewrite (Eom *e)
 {
@@ -412,15 +412,6 @@ eom_rewrite (Eom *e)
   if (!milter_worker_rewrite (e->ctx, e->gen, e->m, e->buf, e->len, &e->out, &e->out_fd, &e->result, &error)) {
     log_line (LOG_ERR, "%s: %s", queue_id (e->ctx), error->message);
     return eom_unchanged (e, on_error_status (e->m));
-  }
-  eb_stats_add_result (daemon_main_stats, e->result);
-  eb_stats_add_bytes (daemon_main_stats, e->len);
-  guint n = eb_plan_get_n_refs (e->result);
-  EbReason reason = eb_plan_get_reason (e->result);
-  if (n || reason != EB_REASON_RESOLVED) {
-    /* one key=value line for the message, one per reference (host, never the URL) */
-    g_autofree char *mid = eb_plan_get_message_id (e->result);
-    eb_log_message (smfi_getsymval (e->ctx, "i"), mid, e->result);
   }
   if (!eb_plan_get_n_resolved (e->result))   /* the body as it came: the header's edits alone */
     return eom_edits_only (e);
@@ -511,9 +502,9 @@ eom_header_only (Eom *e)
     log_line (LOG_ERR, "%s: %s", queue_id (e->ctx), error->message);
     return eom_unchanged (e, SMFIS_CONTINUE);
   }
-  EbRewriteFlags flags = EB_REWRITE_HEADER_ONLY;
-  if (e->gen->strip_trace)
-    flags |= EB_REWRITE_STRIP_TRACE;
+  /* the trace fields alone: a message in transit's STRIP_TRACE, no record to add */
+  EbRewriteFlags flags = EB_REWRITE_HEADER_ONLY
+                         | (eb_profile_rewrite_flags (EB_PROFILE_TRANSIT_BODY, e->gen->config) & EB_REWRITE_STRIP_TRACE);
   e->result = eb_rewrite_plan (e->buf, e->len, e->gen->config, NULL, flags);
   return eom_edits_only (e);
 }

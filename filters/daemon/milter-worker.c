@@ -167,62 +167,47 @@ progress_cb (gpointer data)
     g_atomic_int_set (&w->cancelled, 1);
 }
 
-/* The stream a new body is written to: memory, or an unlinked temporary file
- * (sent from its mapping) when the message was spilled or the data resolved
- * into it passes milter_spill_size, so that memory follows neither the message
- * nor what its references bring (*@out_fd: the file, else -1). */
-static GOutputStream *
-body_stream (const Msg *m, const EbPlan *result, gsize len, int *out_fd)
+/* After the fetches: the MTA gone leaves nobody to answer. */
+static gboolean
+gone_cb (gpointer data)
 {
-  guint64 grows = 0;
-  for (guint i = 0; i < eb_plan_get_n_refs (result); i++)
-    grows += eb_plan_get_ref_size (result, i);
-  return daemon_spool_output (len + grows, m->gen->spill_size, m->spool.fd >= 0, out_fd);
+  Waiting *w = data;
+  return g_atomic_int_get (&w->cancelled) != 0;
 }
 
-/* Plan the message and, when something was resolved, write its new body to
- * *@out (body_stream: *@out_fd). */
+/* Plan the message (a message in transit whose body alone is written,
+ * daemon-job.c: milter_mode = externalize takes its parts to the store, a
+ * failure leaving the part as it was; either way the library removes the
+ * trace fields the message came with, this site's sealed record staying,
+ * and gives the header edits and whether the X-Extbody field is due) and,
+ * when something was resolved, write its new body to *@out: memory, or an
+ * unlinked temporary file (*@out_fd, else -1; sent from its mapping) when
+ * the message was spilled or the data resolved into it passes
+ * milter_spill_size, so that memory follows neither. Counted and logged.
+ * The fetches are cancelled when the MTA closes the connection: FALSE, with
+ * G_IO_ERROR_CANCELLED. */
 gboolean
 milter_worker_rewrite (SMFICTX *ctx, const Gen *gen, const Msg *m, const char *buf, gsize len,
-                 GOutputStream **out, int *out_fd, EbPlan **result, GError **error)
+                       GOutputStream **out, int *out_fd, EbPlan **result, GError **error)
 {
-  const EbConfig *config = gen->config;
   Waiting w = { ctx, 0 };
+  DaemonJob job = { .gen = gen, .profile = EB_PROFILE_TRANSIT_BODY, .externalize = gen->store != NULL,
+                    .buf = buf, .len = len, .spooled = m->spool.fd >= 0, .queue_id = smfi_getsymval (ctx, "i"),
+                    .progress = progress_cb, .progress_data = &w, .cancelled = &w.cancelled, .gone = gone_cb };
+  DaemonJobOutput o;
   kick_enter ();
-  eb_fetch_set_thread_progress (progress_cb, &w);
-  eb_fetch_set_thread_cancel (&w.cancelled);
-  if (gen->store) {
-    /* milter_mode = externalize: the parts to store go to the store (a
-     * failure leaves the part as it was); the plan removes the trace fields
-     * the message came with, as a rewrite's does */
-    EbExternalizeFlags flags = EB_EXTERNALIZE_FILTER_FIELD;
-    if (gen->strip_trace)
-      flags |= EB_EXTERNALIZE_STRIP_TRACE;
-    if (eb_config_get_boolean (config, "externalize_fallback"))
-      flags |= EB_EXTERNALIZE_FALLBACK;
-    *result = eb_externalize_plan (buf, len, config, gen->store, flags);
-  } else {
-    /* the library removes the trace fields the message came with (this
-     * site's sealed record stays, and may leave the message alone) and gives
-     * the header edits and whether the X-Extbody field is due; only the body
-     * is written here */
-    EbRewriteFlags flags = EB_REWRITE_FILTER_FIELD;
-    if (gen->strip_trace)
-      flags |= EB_REWRITE_STRIP_TRACE;
-    *result = eb_rewrite_plan (buf, len, config, gen->fetcher, flags);
-  }
-  gboolean changed = eb_plan_get_n_resolved (*result) > 0;
-  *out_fd = -1;
-  *out = changed ? body_stream (m, *result, len, out_fd) : g_memory_output_stream_new_resizable ();
-  gboolean ok = !changed || eb_plan_write_body (*result, *out, error);
-  eb_fetch_set_thread_cancel (NULL);
-  eb_fetch_set_thread_progress (NULL, NULL);
+  gboolean ok = daemon_job_run (&job, &o, error);
   kick_leave ();
-  if (ok && g_atomic_int_get (&w.cancelled)) {
-    g_clear_pointer (result, eb_plan_free);
-    g_set_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED,
-                 "the MTA closed the connection: the fetches were cancelled");
+  if (!ok) {
+    daemon_job_output_clear (&o);
+    if (g_error_matches (*error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+      g_clear_error (error);
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED, "the MTA closed the connection: the fetches were cancelled");
+    }
     return FALSE;
   }
-  return ok;
+  *result = o.plan;
+  *out = o.out ? o.out : g_memory_output_stream_new_resizable ();
+  *out_fd = o.out_fd;
+  return TRUE;
 }

@@ -571,6 +571,53 @@ typedef enum {
 } EbExternalizeFlags;
 
 /**
+ * EbProfile:
+ * @EB_PROFILE_AS_GIVEN: a message given by hand (`extbody rewrite FILE`):
+ *   nothing added, none of its fields removed
+ * @EB_PROFILE_TRANSIT: mail in transit, written whole (a filter's pass: the
+ *   daemon's HTTP /rewrite and /externalize, its Dovecot filter, `extbody
+ *   rewrite --filter` and `externalize --filter`): the %EB_FILTER_FIELD
+ *   record added, the trace fields the message came with judged and removed
+ *   when strip_trace_fields is on
+ * @EB_PROFILE_TRANSIT_BODY: the same pass for a milter, which sends the
+ *   header's edits (eb_plan_header_edits()) and the body
+ *   (eb_plan_write_body()) apart: the same flags as %EB_PROFILE_TRANSIT
+ * @EB_PROFILE_AT_REST: stored mail (mbox, Maildir, IMAP, the daemon's
+ *   /rewrite?stored): its trace fields kept, nothing added, and the
+ *   Content-Length fields of a message that changes removed
+ *
+ * Where a message is, named once: each caller plans with the flags its
+ * profile gives (eb_profile_rewrite_flags(), eb_profile_externalize_flags())
+ * and adds only what its own run asks for (%EB_REWRITE_NO_PRECHECK,
+ * %EB_REWRITE_HEADER_ONLY, %EB_EXTERNALIZE_NO_STORE, ...).
+ */
+typedef enum {
+  EB_PROFILE_AS_GIVEN,
+  EB_PROFILE_TRANSIT,
+  EB_PROFILE_TRANSIT_BODY,
+  EB_PROFILE_AT_REST,
+} EbProfile;
+
+/**
+ * eb_profile_rewrite_flags:
+ * @profile: where the message is
+ * @config: the configuration (strip_trace_fields)
+ *
+ * Returns: the flags a rewrite of a message in @profile is planned with.
+ */
+EXTBODY_API EbRewriteFlags eb_profile_rewrite_flags (EbProfile profile, const EbConfig *config);
+
+/**
+ * eb_profile_externalize_flags:
+ * @profile: where the message is
+ * @config: the configuration (strip_trace_fields; externalize_fallback is
+ *   read by eb_externalize_plan() itself)
+ *
+ * Returns: the flags an externalize of a message in @profile is planned with.
+ */
+EXTBODY_API EbExternalizeFlags eb_profile_externalize_flags (EbProfile profile, const EbConfig *config);
+
+/**
  * eb_externalize_plan:
  * @buf: the message (a leading mbox From_ line is kept and skipped)
  * @len: its length

@@ -455,11 +455,9 @@ cmd_rewrite (int argc, char **argv)
 
   g_autoptr (GOutputStream) out = g_unix_output_stream_new (STDOUT_FILENO, FALSE);
   g_autoptr (EbPlan) result = NULL;
-  EbRewriteFlags flags = opt_no_precheck ? EB_REWRITE_NO_PRECHECK : EB_REWRITE_DEFAULT;
-  if (filter && eb_config_get_boolean (config, "strip_trace_fields"))
-    flags |= EB_REWRITE_STRIP_TRACE;
-  if (filter)
-    flags |= EB_REWRITE_FILTER_FIELD;
+  EbRewriteFlags flags = eb_profile_rewrite_flags (filter ? EB_PROFILE_TRANSIT : EB_PROFILE_AS_GIVEN, config);
+  if (opt_no_precheck)
+    flags |= EB_REWRITE_NO_PRECHECK;
   if (!eb_rewrite (in_buf, in_len, config, fetcher, flags, out, &result, &error)) {
     die_line ("cannot write the message: %s", error->message);
     return EX_IOERR;
@@ -630,8 +628,7 @@ cmd_externalize (int argc, char **argv)
     return read_status;
   gsize in_len = 0;
   const char *in_buf = g_bytes_get_data (input, &in_len);
-  if (filter)
-    flags |= EB_EXTERNALIZE_FILTER_FIELD;
+  flags |= eb_profile_externalize_flags (filter ? EB_PROFILE_TRANSIT : EB_PROFILE_AS_GIVEN, config);
   g_autoptr (EbPlan) result = eb_externalize_plan (in_buf, in_len, config, store, flags);
   g_autoptr (GOutputStream) out = g_unix_output_stream_new (STDOUT_FILENO, FALSE);
   if (!eb_plan_write (result, out, &error)) {

@@ -336,13 +336,13 @@ plan_item (Item *it, EbBatch *b)
       f |= EB_EXTERNALIZE_NO_STORE;
     if (b->mbox)
       f |= EB_EXTERNALIZE_MBOXRD;   /* store what the reader sees, not the quoting */
-    f |= EB_EXTERNALIZE_DROP_CONTENT_LENGTH;
+    f |= eb_profile_externalize_flags (EB_PROFILE_AT_REST, b->config);
     r = eb_externalize_plan (it->buf, it->len, b->config, b->store, f);
     for (guint i = 0; i < eb_plan_get_n_refs (r); i++)
       would |= eb_plan_get_ref_reason (r, i) == EB_REASON_WOULD_EXTERNALIZE;
   } else {
     r = eb_rewrite_plan (it->buf, it->len, b->config, b->fetcher,
-                         b->flags | EB_REWRITE_DROP_CONTENT_LENGTH);
+                         b->flags | eb_profile_rewrite_flags (EB_PROFILE_AT_REST, b->config));
   }
   eb_stats_add_result (b->stats, r);
   eb_stats_add_bytes (b->stats, it->len);
