@@ -1436,6 +1436,51 @@ test_permissions (void)
   g_assert_nonnull (strstr (err, "no such user"));
 }
 
+/* POST /externalize is a message in transit, as the milter's externalize
+ * is: the trace fields the message came with go (strip_trace_fields, on by
+ * default), the X-Extbody record of this pass is added, and the answer is
+ * byte for byte what `extbody externalize --filter` writes with the same
+ * configuration and store (the part's object named by its digest). */
+static void
+test_externalize_trace (void)
+{
+  g_autofree char *store = g_build_filename (dir, "trace-store", NULL);
+  g_assert_cmpint (g_mkdir (store, 0755), ==, 0);
+  g_autofree char *tconf = g_build_filename (dir, "trace.conf", NULL);
+  g_autofree char *tsock = g_build_filename (dir, "trace-http.sock", NULL);
+  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\nhttp_socket = unix:%s\nmilter_mode = externalize\n"
+                                           "externalize_store = %s\nexternalize_base_url = http://127.0.0.1:9/\n"
+                                           "externalize_min_size = 1K\n", tsock, store);
+  g_assert_true (g_file_set_contents (tconf, text, -1, NULL));
+  g_autofree char *msock = g_build_filename (dir, "trace-milter.sock", NULL);
+  g_autofree char *log = g_build_filename (dir, "trace.log", NULL);
+  g_autoptr (MtaMilter) m = mta_milter_start (msock, tconf, log, NULL);
+  g_autofree char *att = g_strnfill (20000, 'y');
+  g_autofree char *mtext = g_strdup_printf ("From: a@example.org\r\nMIME-Version: 1.0\r\n"
+                                            "X-Extbody: externalized 5 of 5 parts (forged)\r\n"
+                                            "X-Extbody-Resolved: access-type=URL; scheme=forged\r\n"
+                                            "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n"
+                                            "Content-Type: text/plain\r\n\r\nsee\r\n--b\r\n"
+                                            "Content-Type: application/octet-stream\r\n"
+                                            "Content-Disposition: attachment; filename=y.bin\r\n\r\n%s\r\n--b--\r\n", att);
+  g_autofree char *mfile = g_build_filename (dir, "trace.eml", NULL);
+  g_assert_true (g_file_set_contents (mfile, mtext, -1, NULL));
+  g_autoptr (GSocketAddress) addr = g_unix_socket_address_new (tsock);
+  g_autoptr (GSocketConnection) c = connect_to (addr);
+  g_autoptr (GBytes) mb = g_bytes_new (mtext, strlen (mtext));
+  g_autoptr (Response) r = request_on (c, "POST", "/externalize", mb);
+  g_assert_cmpuint (r->status, ==, 200);
+  g_assert_cmpstr (g_hash_table_lookup (r->fields, "extbody-changed"), ==, "yes");
+  gsize n = 0;
+  const char *got = g_bytes_get_data (r->body, &n);
+  g_autofree char *answer = g_strndup (got, n);
+  g_assert_null (strstr (answer, "forged"));
+  g_assert_nonnull (strstr (answer, "\r\nX-Extbody: externalized 1 of 1 part"));
+  g_autoptr (GBytes) want = run_command (NULL, (const char *[]) { "externalize", "--filter", "-c", tconf, mfile, NULL });
+  g_assert_true (g_bytes_equal (r->body, want));
+  g_assert_cmpint (mta_milter_stop (m, FALSE), ==, 0);
+}
+
 /* Memory per message: large messages are spooled to files of their own
  * (milter_spill_size) and so are their answers, so that four 16 MiB
  * messages at once raise the daemon's peak memory (VmHWM, which counts the
@@ -1651,6 +1696,7 @@ main (int argc, char **argv)
   g_test_add_func ("/http/endless-chunks", test_endless_chunks);
   g_test_add_func ("/http/peer-flood", test_peer_flood);
   g_test_add_func ("/http/permissions", test_permissions);
+  g_test_add_func ("/http/externalize-strips-trace", test_externalize_trace);
   g_test_add_func ("/http/big-messages", test_big_messages);
   g_test_add_func ("/http/fallback-round-trip", test_fallback_round_trip);
   int rc = g_test_run ();
