@@ -99,7 +99,7 @@ typedef struct {
 /* Bind and listen on dovecot_filter_socket (nothing when it is empty), as
  * root when the daemon starts as root; its file is given to @user (-u).
  * Returns: FALSE with @error when it cannot. */
-gboolean
+static gboolean
 daemon_dovecot_open (const EbConfig *config, const char *user, GError **error)
 {
   const char *path = eb_config_get_string (config, "dovecot_filter_socket");
@@ -117,7 +117,7 @@ daemon_dovecot_open (const EbConfig *config, const char *user, GError **error)
   return TRUE;
 }
 
-gboolean
+static gboolean
 daemon_dovecot_is_open (void)
 {
   return dc_fd >= 0;
@@ -398,7 +398,7 @@ dc_accept_run (gpointer data)
 
 /* Serve the socket daemon_dovecot_open bound (nothing when none), on threads
  * that take none of the signals (the caller blocks them). */
-gboolean
+static gboolean
 daemon_dovecot_start (const EbConfig *config, GError **error)
 {
   (void) config;
@@ -416,7 +416,7 @@ daemon_dovecot_start (const EbConfig *config, GError **error)
 /* Take no connection any more: the accept thread ends, the socket's file
  * goes (when it is still ours); a message on a connection already open is
  * answered "-". */
-void
+static void
 daemon_dovecot_quiesce (void)
 {
   g_atomic_int_set (&dc_stopping, 1);
@@ -435,7 +435,7 @@ daemon_dovecot_quiesce (void)
 }
 
 /* Connections being served. */
-guint
+static guint
 daemon_dovecot_in_flight (void)
 {
   g_mutex_lock (&dc_lock);
@@ -446,7 +446,7 @@ daemon_dovecot_in_flight (void)
 
 /* The end: fetches in flight are cut off, every connection shut down, and
  * their threads waited for. Safe to call twice. */
-void
+static void
 daemon_dovecot_stop (void)
 {
   daemon_dovecot_quiesce ();
@@ -467,3 +467,16 @@ daemon_dovecot_stop (void)
     daemon_peer_share_clear (&dc_share);
   dc_share_ready = FALSE;
 }
+
+const DaemonDoor daemon_dovecot_door = {
+  .name = "dovecot",
+  .in_flight_what = "Dovecot filter connection",
+  .socket_key = "dovecot_filter_socket",
+  .start_keys = (const char *const[]) { "dovecot_max_connections", "dovecot_timeout", "dovecot_request_timeout", "dovecot_max_peer_connections", NULL },
+  .open = daemon_dovecot_open,
+  .start = daemon_dovecot_start,
+  .is_open = daemon_dovecot_is_open,
+  .quiesce = daemon_dovecot_quiesce,
+  .in_flight = daemon_dovecot_in_flight,
+  .stop = daemon_dovecot_stop,
+};

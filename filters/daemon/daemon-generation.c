@@ -150,6 +150,21 @@ daemon_generation_load (const ConfigArgs *a, int *status, GError **error)
   return g;
 }
 
+/* One line when @door's socket or a number fixed at start differs between
+ * @old and @now: they stay as they were. */
+static void
+reload_door_check (const DaemonDoor *door, const EbConfig *old, const EbConfig *now, const char *signame)
+{
+  gboolean changed = strcmp (eb_config_get_string (old, door->socket_key), eb_config_get_string (now, door->socket_key)) != 0;
+  g_autoptr (GString) keys = g_string_new (door->socket_key);
+  for (guint i = 0; door->start_keys[i]; i++) {
+    changed |= eb_config_get_uint64 (old, door->start_keys[i]) != eb_config_get_uint64 (now, door->start_keys[i]);
+    g_string_append_printf (keys, "%s%s", door->start_keys[i + 1] ? ", " : " and ", door->start_keys[i]);
+  }
+  if (changed)
+    log_line (LOG_WARNING, "%s: %s stay as they were at start until the daemon is restarted", signame, keys->str);
+}
+
 void
 daemon_generation_reload (Life *life, const char *signame)
 {
@@ -167,25 +182,8 @@ daemon_generation_reload (Life *life, const char *signame)
               signame, eb_config_get_string (g->config, "milter_socket"), eb_config_get_string (old->config, "milter_socket"));
   /* the doors' sockets and limits are the daemon's, set at start (who may
    * store or read the counters goes with each request's configuration) */
-  static const char *const http_keys[] = { "http_max_connections", "http_timeout", "http_request_timeout",
-                                           "http_max_peer_connections" };
-  static const char *const dc_keys[] = { "dovecot_max_connections", "dovecot_timeout", "dovecot_request_timeout",
-                                         "dovecot_max_peer_connections" };
-  gboolean http_changed = strcmp (eb_config_get_string (old->config, "http_socket"),
-                                  eb_config_get_string (g->config, "http_socket")) != 0;
-  for (guint i = 0; i < G_N_ELEMENTS (http_keys); i++)
-    http_changed |= eb_config_get_uint64 (old->config, http_keys[i]) != eb_config_get_uint64 (g->config, http_keys[i]);
-  if (http_changed)
-    log_line (LOG_WARNING, "%s: http_socket, http_max_connections, http_timeout, http_request_timeout and "
-              "http_max_peer_connections stay as they were at start until the daemon is restarted", signame);
-  gboolean dc_changed = strcmp (eb_config_get_string (old->config, "dovecot_filter_socket"),
-                                eb_config_get_string (g->config, "dovecot_filter_socket")) != 0;
-  for (guint i = 0; i < G_N_ELEMENTS (dc_keys); i++)
-    dc_changed |= eb_config_get_uint64 (old->config, dc_keys[i]) != eb_config_get_uint64 (g->config, dc_keys[i]);
-  if (dc_changed)
-    log_line (LOG_WARNING, "%s: dovecot_filter_socket, dovecot_max_connections, dovecot_timeout, "
-              "dovecot_request_timeout and dovecot_max_peer_connections stay as they were at start until the "
-              "daemon is restarted", signame);
+  for (const DaemonDoor *const *d = daemon_main_doors; *d; d++)
+    reload_door_check (*d, old->config, g->config, signame);
   daemon_generation_install (g);
   log_line (LOG_INFO, "%s: reloaded configuration from %s%s", signame, path,
             g->store ? " (milter_mode = externalize)"

@@ -177,7 +177,7 @@ open_inet (const char *spec)
 /* Bind and listen on http_socket (nothing when it is empty), as root when
  * the daemon starts as root; a unix socket's file is given to @user (-u).
  * Returns: FALSE with @error when it cannot. */
-gboolean
+static gboolean
 daemon_http_open (const EbConfig *config, const char *user, GError **error)
 {
   const char *spec = eb_config_get_string (config, "http_socket");
@@ -214,7 +214,7 @@ daemon_http_open (const EbConfig *config, const char *user, GError **error)
   return TRUE;
 }
 
-gboolean
+static gboolean
 daemon_http_is_open (void)
 {
   return http_fd >= 0;
@@ -936,7 +936,7 @@ accept_run (gpointer data)
 
 /* Serve the socket daemon_http_open bound (nothing when none), on threads
  * that take none of the signals (the caller blocks them). */
-gboolean
+static gboolean
 daemon_http_start (const EbConfig *config, GError **error)
 {
   (void) config;
@@ -957,7 +957,7 @@ daemon_http_start (const EbConfig *config, GError **error)
 
 /* Take no connection any more (a unix socket's file goes, when it is still
  * ours); requests on connections already open are answered 503. */
-void
+static void
 daemon_http_quiesce (void)
 {
   g_atomic_int_set (&http_stopping, 1);
@@ -976,7 +976,7 @@ daemon_http_quiesce (void)
 }
 
 /* HTTP requests begun and not ended. */
-guint
+static guint
 daemon_http_in_flight (void)
 {
   return (guint) g_atomic_int_get (&http_in_flight);
@@ -984,7 +984,7 @@ daemon_http_in_flight (void)
 
 /* The end: fetches in flight are cut off, every connection shut down, and
  * their threads waited for. Safe to call twice. */
-void
+static void
 daemon_http_stop (void)
 {
   daemon_http_quiesce ();
@@ -1006,3 +1006,16 @@ daemon_http_stop (void)
     daemon_peer_share_clear (&http_share);
   http_share_ready = FALSE;
 }
+
+const DaemonDoor daemon_http_door = {
+  .name = "http",
+  .in_flight_what = "HTTP request",
+  .socket_key = "http_socket",
+  .start_keys = (const char *const[]) { "http_max_connections", "http_timeout", "http_request_timeout", "http_max_peer_connections", NULL },
+  .open = daemon_http_open,
+  .start = daemon_http_start,
+  .is_open = daemon_http_is_open,
+  .quiesce = daemon_http_quiesce,
+  .in_flight = daemon_http_in_flight,
+  .stop = daemon_http_stop,
+};

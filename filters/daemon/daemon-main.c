@@ -341,6 +341,27 @@ plural (guint n)
   return n == 1 ? "" : "s";
 }
 
+/* every door but the milter's: a new door is its file and a row here */
+const DaemonDoor *const daemon_main_doors[] = { &daemon_http_door, &daemon_dovecot_door, NULL };
+
+/* The work in flight on the doors. */
+static guint
+doors_in_flight (void)
+{
+  guint n = 0;
+  for (const DaemonDoor *const *d = daemon_main_doors; *d; d++)
+    n += (*d)->in_flight ();
+  return n;
+}
+
+/* End every door (nothing for one already ended, or never opened). */
+static void
+doors_stop (void)
+{
+  for (const DaemonDoor *const *d = daemon_main_doors; *d; d++)
+    (*d)->stop ();
+}
+
 /* The graceful stop, from the signal @signame to the end of smfi_main.
  * Returns: the exit status. */
 static int
@@ -351,21 +372,17 @@ stop (Life *life, const char *signame)
   gint64 deadline = t0 + (gint64) eb_config_get_uint64 (gen->config, "milter_stop_timeout") * G_USEC_PER_SEC;
   g_atomic_int_set (&milter_session_stopping, 1);
   guint n = (guint) g_atomic_int_get (&milter_session_in_flight);
-  guint nh = daemon_http_in_flight (), nd = daemon_dovecot_in_flight ();
-  if (nh)
-    log_line (LOG_INFO, "%s: stopping: %u message%s in flight, %u HTTP request%s in flight", signame, n,
-              plural (n), nh, plural (nh));
-  else
-    log_line (LOG_INFO, "%s: stopping: %u message%s in flight", signame, n, plural (n));
-  if (nd)
-    log_line (LOG_INFO, "%s: stopping: %u Dovecot filter connection%s in flight", signame, nd, plural (nd));
+  log_line (LOG_INFO, "%s: stopping: %u message%s in flight", signame, n, plural (n));
+  for (const DaemonDoor *const *d = daemon_main_doors; *d; d++) {
+    guint nd = (*d)->in_flight ();
+    if (nd)
+      log_line (LOG_INFO, "%s: stopping: %u %s%s in flight", signame, nd, (*d)->in_flight_what, plural (nd));
+  }
   listener_retire (life);
-  daemon_http_quiesce ();
-  daemon_dovecot_quiesce ();
+  for (const DaemonDoor *const *d = daemon_main_doors; *d; d++)
+    (*d)->quiesce ();
   gboolean milter_ended = FALSE, hurry = FALSE;
-  while (!milter_ended && !hurry
-         && (g_atomic_int_get (&milter_session_in_flight) > 0 || daemon_http_in_flight () > 0
-             || daemon_dovecot_in_flight () > 0)) {
+  while (!milter_ended && !hurry && (g_atomic_int_get (&milter_session_in_flight) > 0 || doors_in_flight () > 0)) {
     gint64 left = (deadline - g_get_monotonic_time ()) / 1000;
     if (left <= 0)
       break;
@@ -384,16 +401,13 @@ stop (Life *life, const char *signame)
   if (n && !hurry && !milter_ended)
     log_line (LOG_WARNING, "stopping: %u message%s still in flight after milter_stop_timeout (%u s) cut off",
               n, plural (n), (guint) eb_config_get_uint64 (gen->config, "milter_stop_timeout"));
-  nh = daemon_http_in_flight ();
-  if (nh && !hurry && !milter_ended)
-    log_line (LOG_WARNING, "stopping: %u HTTP request%s still in flight after milter_stop_timeout (%u s) cut off",
-              nh, plural (nh), (guint) eb_config_get_uint64 (gen->config, "milter_stop_timeout"));
-  nd = daemon_dovecot_in_flight ();
-  if (nd && !hurry && !milter_ended)
-    log_line (LOG_WARNING, "stopping: %u Dovecot filter connection%s still in flight after milter_stop_timeout (%u s) "
-              "cut off", nd, plural (nd), (guint) eb_config_get_uint64 (gen->config, "milter_stop_timeout"));
-  daemon_http_stop ();
-  daemon_dovecot_stop ();
+  for (const DaemonDoor *const *d = daemon_main_doors; *d; d++) {
+    guint nd = (*d)->in_flight ();
+    if (nd && !hurry && !milter_ended)
+      log_line (LOG_WARNING, "stopping: %u %s%s still in flight after milter_stop_timeout (%u s) cut off", nd,
+                (*d)->in_flight_what, plural (nd), (guint) eb_config_get_uint64 (gen->config, "milter_stop_timeout"));
+  }
+  doors_stop ();
   if (!milter_ended && !milter_off) {
     /* libmilter's listener notices the stop when its wait for a connection
      * ends: a kick ends it */
@@ -599,11 +613,15 @@ run_open_socket (Life *life, Opts *o, const EbConfig *config)
   if (status)
     return status;
   g_autoptr (GError) error = NULL;
-  if (!daemon_http_open (config, o->user, &error) || !daemon_dovecot_open (config, o->user, &error)) {
-    fprintf (stderr, "extbodyd: %s\n", error->message);
-    return EX_UNAVAILABLE;
+  gboolean any_open = !milter_off;
+  for (const DaemonDoor *const *d = daemon_main_doors; *d; d++) {
+    if (!(*d)->open (config, o->user, &error)) {
+      fprintf (stderr, "extbodyd: %s\n", error->message);
+      return EX_UNAVAILABLE;
+    }
+    any_open |= (*d)->is_open ();
   }
-  if (milter_off && !daemon_http_is_open () && !daemon_dovecot_is_open ()) {
+  if (!any_open) {
     fprintf (stderr, "extbodyd: no door is open (the lines above say why): nothing to serve\n");
     return EX_UNAVAILABLE;
   }
@@ -689,11 +707,12 @@ run_serve (Life *life, const Gen *first)
   signals_block (&unblocked);
   daemon_main_stats = eb_stats_new ();
   g_autoptr (GError) error = NULL;
-  if (!daemon_http_start (first->config, &error) || !daemon_dovecot_start (first->config, &error)) {
-    pthread_sigmask (SIG_SETMASK, &unblocked, NULL);
-    log_line (LOG_ERR, "%s", error->message);
-    return EX_UNAVAILABLE;
-  }
+  for (const DaemonDoor *const *d = daemon_main_doors; *d; d++)
+    if (!(*d)->start (first->config, &error)) {
+      pthread_sigmask (SIG_SETMASK, &unblocked, NULL);
+      log_line (LOG_ERR, "%s", error->message);
+      return EX_UNAVAILABLE;
+    }
   if (milter_worker_kick_addr_len)
     milter_worker_kick_thread = g_thread_new ("kick", milter_worker_kick_run, NULL);
   else if (!milter_off)
@@ -702,8 +721,7 @@ run_serve (Life *life, const Gen *first)
   pthread_sigmask (SIG_SETMASK, &unblocked, NULL);
 
   int exit_status = run_wait (life);
-  daemon_http_stop ();   /* already stopped, unless libmilter ended on its own */
-  daemon_dovecot_stop ();
+  doors_stop ();   /* already stopped, unless libmilter ended on its own */
   if (milter)
     g_thread_join (milter);
   /* a stop that came before smfi_main had opened its listener makes it
@@ -790,9 +808,8 @@ int
 main (int argc, char **argv)
 {
   int status = run (argc, argv);
-  /* a start that failed past daemon_http_open leaves no socket behind */
-  daemon_http_stop ();
-  daemon_dovecot_stop ();
+  /* a start that failed past a door's open leaves no socket behind */
+  doors_stop ();
   /* a message cut off at the stop may still hold the configuration */
   if (g_atomic_int_get (&milter_session_in_flight) == 0)
     daemon_generation_install (NULL);

@@ -269,36 +269,34 @@ void daemon_listen_remove (DaemonSocket *s);
  * no door open at all the daemon does not start (daemon-main.c). */
 gboolean daemon_listen_dir_missing (const char *key, const char *path);
 
-/* ---- daemon-http.c ------------------------------------------------------- */
+/* ---- the doors: daemon-http.c, daemon-dovecot.c -------------------------
+ *
+ * A door beside the milter: a listener of its own, bound at start (@open,
+ * before privileges go; nothing when its socket key is empty), served once
+ * the daemon has detached (@start, signals blocked), and at the stop closed
+ * to new connections (@quiesce) while its @in_flight work finishes, then
+ * ended (@stop, also at a start that failed). Each door's file defines its
+ * row; daemon_main_doors lists them, and the daemon's start, reload, drain
+ * and stop loop over that list. A door reads a message, hands it to
+ * daemon_job_run with its profile, and answers in its own protocol. */
+typedef struct {
+  const char *name;                /* "http": the log's prefix */
+  const char *in_flight_what;      /* "HTTP request": the stop's lines, "%u %s%s in flight" */
+  const char *socket_key;          /* its socket's key (http_socket) */
+  const char *const *start_keys;   /* number keys fixed at start, as its socket is; NULL-ended */
+  gboolean  (*open) (const EbConfig *config, const char *user, GError **error);
+  gboolean  (*start) (const EbConfig *config, GError **error);
+  gboolean  (*is_open) (void);     /* after @open, before the stop */
+  void      (*quiesce) (void);
+  guint     (*in_flight) (void);
+  void      (*stop) (void);
+} DaemonDoor;
 
-/* The HTTP listener (http_socket; nothing when it is empty): bound at start
- * (daemon_http_open, before privileges go), served once the daemon has
- * detached (daemon_http_start, signals blocked), and at the stop closed to
- * new connections (daemon_http_quiesce) while daemon_http_in_flight requests
- * finish, then ended (daemon_http_stop). */
-gboolean daemon_http_open (const EbConfig *config, const char *user, GError **error);
-gboolean daemon_http_start (const EbConfig *config, GError **error);
-void daemon_http_quiesce (void);
-guint daemon_http_in_flight (void);
-void daemon_http_stop (void);
-/* TRUE while the listener is open (after daemon_http_open, before the stop). */
-gboolean daemon_http_is_open (void);
+extern const DaemonDoor daemon_http_door;      /* daemon-http.c: extbodyc, Exim, scripts */
+extern const DaemonDoor daemon_dovecot_door;   /* daemon-dovecot.c: Pigeonhole's filter */
 
-/* ---- daemon-dovecot.c ---------------------------------------------------- */
-
-/* The listener for Dovecot's program-client protocol (dovecot_filter_socket;
- * nothing when it is empty), with the HTTP listener's lifecycle: bound at
- * start (daemon_dovecot_open), served once detached (daemon_dovecot_start),
- * closed to new connections at the stop (daemon_dovecot_quiesce) while
- * daemon_dovecot_in_flight connections finish, then ended
- * (daemon_dovecot_stop). */
-gboolean daemon_dovecot_open (const EbConfig *config, const char *user, GError **error);
-gboolean daemon_dovecot_start (const EbConfig *config, GError **error);
-void daemon_dovecot_quiesce (void);
-guint daemon_dovecot_in_flight (void);
-void daemon_dovecot_stop (void);
-/* TRUE while the listener is open (after daemon_dovecot_open, before the stop). */
-gboolean daemon_dovecot_is_open (void);
+/* daemon-main.c: every door but the milter's, NULL-ended */
+extern const DaemonDoor *const daemon_main_doors[];
 
 /* ---- daemon-spool.c ------------------------------------------------------ */
 
