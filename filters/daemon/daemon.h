@@ -63,6 +63,10 @@
  *   daemon-spool.c       a message's bytes, or an answer's, in memory up to
  *                        milter_spill_size and in a file of their own past
  *                        it, on every door
+ *   daemon-job.c         one message's work on every door: planned with the
+ *                        door's profile, written, counted and logged
+ *   daemon-linger.c      a connection answered before its client finished
+ *                        sending, read to its end before it is closed
  *
  * A message flows through them thus: daemon-main.c registers the callbacks
  * (milter_session_desc) and serves; at MAIL FROM milter-session.c counts the
