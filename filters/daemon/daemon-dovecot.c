@@ -100,19 +100,20 @@ typedef struct {
  * root when the daemon starts as root; its file is given to @user (-u).
  * Returns: FALSE with @error when it cannot. */
 static gboolean
-daemon_dovecot_open (const EbConfig *config, const char *user, GError **error)
+daemon_dovecot_open (const Gen *gen, const char *user, GError **error)
 {
-  const char *path = eb_config_get_string (config, "dovecot_filter_socket");
+  const DaemonSettings *keys = &gen->keys;
+  const char *path = keys->dovecot_filter_socket;
   if (!path || !*path || daemon_listen_dir_missing ("dovecot_filter_socket", path))
     return TRUE;
-  int fd = daemon_listen_unix (&dc_unix, "dovecot_filter_socket", path, config, user, error);
+  int fd = daemon_listen_unix (&dc_unix, "dovecot_filter_socket", path, keys, user, error);
   if (fd < 0)
     return FALSE;
   dc_fd = fd;
-  dc_max = (guint) eb_config_get_uint64 (config, "dovecot_max_connections");
-  dc_timeout = (guint) eb_config_get_uint64 (config, "dovecot_timeout");
-  dc_request_timeout = (guint) eb_config_get_uint64 (config, "dovecot_request_timeout");
-  daemon_peer_share_init (&dc_share, (guint) eb_config_get_uint64 (config, "dovecot_max_peer_connections"));
+  dc_max = (guint) keys->dovecot_max_connections;
+  dc_timeout = (guint) keys->dovecot_timeout;
+  dc_request_timeout = (guint) keys->dovecot_request_timeout;
+  daemon_peer_share_init (&dc_share, (guint) keys->dovecot_max_peer_connections);
   dc_share_ready = TRUE;
   return TRUE;
 }
@@ -188,8 +189,8 @@ dc_read_header (DcConn *c)
 static gboolean
 dc_read_message (DcConn *c)
 {
-  guint64 max = c->gen->max_message_size;
-  daemon_spool_init (&c->msg, c->gen->spill_size);
+  guint64 max = c->gen->keys.max_message_size;
+  daemon_spool_init (&c->msg, c->gen->keys.milter_spill_size);
   daemon_spool_append (&c->msg, c->in->data + c->header, c->in->len - c->header);
   g_byte_array_set_size (c->in, 0);
   c->n_in = c->msg.size;
@@ -399,9 +400,9 @@ dc_accept_run (gpointer data)
 /* Serve the socket daemon_dovecot_open bound (nothing when none), on threads
  * that take none of the signals (the caller blocks them). */
 static gboolean
-daemon_dovecot_start (const EbConfig *config, GError **error)
+daemon_dovecot_start (const Gen *gen, GError **error)
 {
-  (void) config;
+  (void) gen;
   if (dc_fd < 0)
     return TRUE;
   if (!g_unix_open_pipe (dc_wake, FD_CLOEXEC, error))
@@ -471,8 +472,10 @@ daemon_dovecot_stop (void)
 const DaemonDoor daemon_dovecot_door = {
   .name = "dovecot",
   .in_flight_what = "Dovecot filter connection",
-  .socket_key = "dovecot_filter_socket",
-  .start_keys = (const char *const[]) { "dovecot_max_connections", "dovecot_timeout", "dovecot_request_timeout", "dovecot_max_peer_connections", NULL },
+  .socket_key = DAEMON_KEY_FIELD (dovecot_filter_socket),
+  .start_keys = (const DaemonKeyField[]) { DAEMON_KEY_FIELD (dovecot_max_connections), DAEMON_KEY_FIELD (dovecot_timeout),
+                                           DAEMON_KEY_FIELD (dovecot_request_timeout),
+                                           DAEMON_KEY_FIELD (dovecot_max_peer_connections), { NULL, 0 } },
   .open = daemon_dovecot_open,
   .start = daemon_dovecot_start,
   .is_open = daemon_dovecot_is_open,

@@ -44,9 +44,9 @@ daemon_generation_get (void)
  * reaches it, so it needs http_allow_networks to name who may connect (the
  * listener, daemon-http.c, refuses the others). */
 static gboolean
-check_http_address (const EbConfig *config, GError **error)
+check_http_address (const DaemonSettings *keys, GError **error)
 {
-  const char *spec = eb_config_get_string (config, "http_socket");
+  const char *spec = keys->http_socket;
   const char *at = spec ? strchr (spec, '@') : NULL;
   if (!at || g_str_has_prefix (spec, "unix:"))
     return TRUE;
@@ -56,7 +56,7 @@ check_http_address (const EbConfig *config, GError **error)
     addr[strlen (addr) - 1] = '\0';
   }
   g_autoptr (GInetAddress) a = g_inet_address_new_from_string (addr);
-  g_autofree char *allowed = g_strstrip (g_strdup (eb_config_get_string (config, "http_allow_networks")));
+  g_autofree char *allowed = g_strstrip (g_strdup (keys->http_allow_networks));
   if (a && (g_inet_address_get_is_loopback (a) || *allowed))
     return TRUE;
   g_set_error (error, EB_ERROR, EB_ERROR_CONFIG,
@@ -105,7 +105,13 @@ daemon_generation_load (const ConfigArgs *a, int *status, GError **error)
     g_prefix_error (error, "-p ");
     return NULL;
   }
-  if (!check_http_address (config, error))
+  /* every key the daemon reads, bound once to its field */
+  DaemonSettings keys;
+  if (!daemon_keys_bind (&keys, config, error)) {
+    *status = EX_SOFTWARE;
+    return NULL;
+  }
+  if (!check_http_address (&keys, error))
     return NULL;
   /* the site's key, read now as the daemon's user: one it cannot use is a
    * configuration error, never records lost message after message */
@@ -115,7 +121,7 @@ daemon_generation_load (const ConfigArgs *a, int *status, GError **error)
   if (!fetcher)
     return NULL;
   g_autoptr (EbStore) store = NULL;
-  if (strcmp (eb_config_get_string (config, "milter_mode"), "externalize") == 0) {
+  if (strcmp (keys.milter_mode, "externalize") == 0) {
     /* a store that cannot be used is a configuration error (-n says so) */
     store = eb_store_new (config, error);
     if (!store) {
@@ -125,12 +131,12 @@ daemon_generation_load (const ConfigArgs *a, int *status, GError **error)
   }
   /* the users and groups named, looked up once (the check passed: a failure
    * here is a name that went away in between) */
-  g_autoptr (DaemonClients) ext = daemon_keys_clients_parse (eb_config_get_string (config, "http_externalize_clients"), error);
+  g_autoptr (DaemonClients) ext = daemon_keys_clients_parse (keys.http_externalize_clients, error);
   if (!ext) {
     g_prefix_error (error, "http_externalize_clients: ");
     return NULL;
   }
-  g_autoptr (DaemonClients) met = daemon_keys_clients_parse (eb_config_get_string (config, "http_metrics_clients"), error);
+  g_autoptr (DaemonClients) met = daemon_keys_clients_parse (keys.http_metrics_clients, error);
   if (!met) {
     g_prefix_error (error, "http_metrics_clients: ");
     return NULL;
@@ -140,12 +146,11 @@ daemon_generation_load (const ConfigArgs *a, int *status, GError **error)
   g->externalize_clients = g_steal_pointer (&ext);
   g->metrics_clients = g_steal_pointer (&met);
   g->store = g_steal_pointer (&store);
-  if (eb_config_get_boolean (config, "fetch"))
+  if (keys.fetch)
     g->fetcher = g_steal_pointer (&fetcher);
-  g->spill_size = eb_config_get_uint64 (config, "milter_spill_size");
-  g->max_message_size = eb_config_get_uint64 (config, "max_message_size");
-  g->strip_trace = eb_config_get_boolean (config, "strip_trace_fields");
-  g->tempfail = strcmp (eb_config_get_string (config, "on_error"), "tempfail") == 0;
+  /* the texts it holds are the configuration's, which the generation keeps */
+  g->keys = keys;
+  g->tempfail = strcmp (keys.on_error, "tempfail") == 0;
   g->config = g_steal_pointer (&config);
   return g;
 }
@@ -153,13 +158,16 @@ daemon_generation_load (const ConfigArgs *a, int *status, GError **error)
 /* One line when @door's socket or a number fixed at start differs between
  * @old and @now: they stay as they were. */
 static void
-reload_door_check (const DaemonDoor *door, const EbConfig *old, const EbConfig *now, const char *signame)
+reload_door_check (const DaemonDoor *door, const DaemonSettings *old, const DaemonSettings *now, const char *signame)
 {
-  gboolean changed = strcmp (eb_config_get_string (old, door->socket_key), eb_config_get_string (now, door->socket_key)) != 0;
-  g_autoptr (GString) keys = g_string_new (door->socket_key);
-  for (guint i = 0; door->start_keys[i]; i++) {
-    changed |= eb_config_get_uint64 (old, door->start_keys[i]) != eb_config_get_uint64 (now, door->start_keys[i]);
-    g_string_append_printf (keys, "%s%s", door->start_keys[i + 1] ? ", " : " and ", door->start_keys[i]);
+  const char *o = G_STRUCT_MEMBER (const char *, old, door->socket_key.offset);
+  const char *n = G_STRUCT_MEMBER (const char *, now, door->socket_key.offset);
+  gboolean changed = strcmp (o, n) != 0;
+  g_autoptr (GString) keys = g_string_new (door->socket_key.name);
+  for (guint i = 0; door->start_keys[i].name; i++) {
+    gsize at = door->start_keys[i].offset;
+    changed |= G_STRUCT_MEMBER (guint64, old, at) != G_STRUCT_MEMBER (guint64, now, at);
+    g_string_append_printf (keys, "%s%s", door->start_keys[i + 1].name ? ", " : " and ", door->start_keys[i].name);
   }
   if (changed)
     log_line (LOG_WARNING, "%s: %s stay as they were at start until the daemon is restarted", signame, keys->str);
@@ -177,15 +185,15 @@ daemon_generation_reload (Life *life, const char *signame)
   }
   const char *path = life->args.config ? life->args.config : EB_CONFIG_DEFAULT_PATH;
   g_autoptr (Gen) old = daemon_generation_get ();
-  if (strcmp (eb_config_get_string (old->config, "milter_socket"), eb_config_get_string (g->config, "milter_socket")) != 0)
+  if (strcmp (old->keys.milter_socket, g->keys.milter_socket) != 0)
     log_line (LOG_WARNING, "%s: milter_socket is now %s: the daemon listens on %s until it is restarted",
-              signame, eb_config_get_string (g->config, "milter_socket"), eb_config_get_string (old->config, "milter_socket"));
+              signame, g->keys.milter_socket, old->keys.milter_socket);
   /* the doors' sockets and limits are the daemon's, set at start (who may
    * store or read the counters goes with each request's configuration) */
   for (const DaemonDoor *const *d = daemon_main_doors; *d; d++)
-    reload_door_check (*d, old->config, g->config, signame);
+    reload_door_check (*d, &old->keys, &g->keys, signame);
   daemon_generation_install (g);
   log_line (LOG_INFO, "%s: reloaded configuration from %s%s", signame, path,
             g->store ? " (milter_mode = externalize)"
-            : eb_config_get_boolean (g->config, "fetch") ? "" : " (fetch = off)");
+            : g->keys.fetch ? "" : " (fetch = off)");
 }

@@ -178,16 +178,17 @@ open_inet (const char *spec)
  * the daemon starts as root; a unix socket's file is given to @user (-u).
  * Returns: FALSE with @error when it cannot. */
 static gboolean
-daemon_http_open (const EbConfig *config, const char *user, GError **error)
+daemon_http_open (const Gen *gen, const char *user, GError **error)
 {
-  const char *spec = eb_config_get_string (config, "http_socket");
+  const DaemonSettings *keys = &gen->keys;
+  const char *spec = keys->http_socket;
   if (!spec || !*spec)
     return TRUE;
   int fd;
   if (g_str_has_prefix (spec, "unix:")) {
     if (daemon_listen_dir_missing ("http_socket", spec + 5))
       return TRUE;
-    fd = daemon_listen_unix (&http_unix, "http_socket", spec + 5, config, user, error);
+    fd = daemon_listen_unix (&http_unix, "http_socket", spec + 5, keys, user, error);
     if (fd < 0)
       return FALSE;
   } else {
@@ -205,12 +206,12 @@ daemon_http_open (const EbConfig *config, const char *user, GError **error)
     }
   }
   http_fd = fd;
-  http_max = (guint) eb_config_get_uint64 (config, "http_max_connections");
-  http_idle_s = (guint) eb_config_get_uint64 (config, "http_timeout");
-  http_request_s = (guint) eb_config_get_uint64 (config, "http_request_timeout");
-  daemon_peer_share_init (&http_share, (guint) eb_config_get_uint64 (config, "http_max_peer_connections"));
+  http_max = (guint) keys->http_max_connections;
+  http_idle_s = (guint) keys->http_timeout;
+  http_request_s = (guint) keys->http_request_timeout;
+  daemon_peer_share_init (&http_share, (guint) keys->http_max_peer_connections);
   http_share_ready = TRUE;
-  http_start_config = eb_config_copy (config);
+  http_start_config = eb_config_copy (gen->config);
   return TRUE;
 }
 
@@ -230,7 +231,7 @@ http_address_allowed (const struct sockaddr_storage *ss, socklen_t len)
   g_autoptr (GSocketAddress) sa = g_socket_address_new_from_native ((gpointer) ss, len);
   GInetAddress *ia = sa && G_IS_INET_SOCKET_ADDRESS (sa) ? g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (sa)) : NULL;
   if ((ia && g_inet_address_get_is_loopback (ia))
-      || eb_config_networks_contain (http_start_config, "http_allow_networks", (const struct sockaddr *) ss))
+      || daemon_keys_http_allows (http_start_config, (const struct sockaddr *) ss))
     return TRUE;
   g_autofree char *who = ia ? g_inet_address_to_string (ia) : g_strdup ("?");
   log_line (LOG_WARNING, "http: a client from %s refused: not loopback, not in http_allow_networks", who);
@@ -623,8 +624,8 @@ read_chunked_body (HttpReq *r, guint64 max, DaemonIoEnd *end, guint *bad, const 
 static gboolean
 read_body (HttpReq *r)
 {
-  guint64 max = r->gen->max_message_size;
-  daemon_spool_init (&r->body, r->gen->spill_size);
+  guint64 max = r->gen->keys.max_message_size;
+  daemon_spool_init (&r->body, r->gen->keys.milter_spill_size);
   if (r->h.expect_continue && r->c->in->len == 0) {
     DaemonIoEnd end;
     daemon_io_write (&r->c->io, "HTTP/1.1 100 Continue\r\n\r\n", 25, &end);
@@ -724,7 +725,7 @@ answer (HttpReq *r)
     reply (r, 200, "text/plain; version=0.0.4", &body, NULL);
     return;
   }
-  guint64 max = r->gen->max_message_size;
+  guint64 max = r->gen->keys.max_message_size;
   if (r->h.frame == EBC_HTTP_FRAME_EOF)
     reply_error (r, 411, "Content-Length required");
   else if (r->h.frame == EBC_HTTP_FRAME_LENGTH && r->h.length > max)
@@ -937,9 +938,9 @@ accept_run (gpointer data)
 /* Serve the socket daemon_http_open bound (nothing when none), on threads
  * that take none of the signals (the caller blocks them). */
 static gboolean
-daemon_http_start (const EbConfig *config, GError **error)
+daemon_http_start (const Gen *gen, GError **error)
 {
-  (void) config;
+  const DaemonSettings *keys = &gen->keys;
   if (http_fd < 0)
     return TRUE;
   if (!g_unix_open_pipe (http_wake, FD_CLOEXEC, error))
@@ -949,7 +950,7 @@ daemon_http_start (const EbConfig *config, GError **error)
     return FALSE;
   http_accept_thread = g_thread_try_new ("http-accept", accept_run, NULL, error);
   if (!http_accept_thread) {
-    g_prefix_error (error, "cannot start the HTTP listener on %s: ", eb_config_get_string (config, "http_socket"));
+    g_prefix_error (error, "cannot start the HTTP listener on %s: ", keys->http_socket);
     return FALSE;
   }
   return TRUE;
@@ -1010,8 +1011,10 @@ daemon_http_stop (void)
 const DaemonDoor daemon_http_door = {
   .name = "http",
   .in_flight_what = "HTTP request",
-  .socket_key = "http_socket",
-  .start_keys = (const char *const[]) { "http_max_connections", "http_timeout", "http_request_timeout", "http_max_peer_connections", NULL },
+  .socket_key = DAEMON_KEY_FIELD (http_socket),
+  .start_keys = (const DaemonKeyField[]) { DAEMON_KEY_FIELD (http_max_connections), DAEMON_KEY_FIELD (http_timeout),
+                                           DAEMON_KEY_FIELD (http_request_timeout),
+                                           DAEMON_KEY_FIELD (http_max_peer_connections), { NULL, 0 } },
   .open = daemon_http_open,
   .start = daemon_http_start,
   .is_open = daemon_http_is_open,

@@ -46,7 +46,7 @@ job_write (const DaemonJob *job, DaemonJobOutput *o, GError **error)
   guint64 grows = 0;
   for (guint i = 0; i < eb_plan_get_n_refs (o->plan); i++)
     grows += eb_plan_get_ref_size (o->plan, i);
-  o->out = daemon_spool_output (job->len + grows, job->gen->spill_size, job->spooled, &o->out_fd);
+  o->out = daemon_spool_output (job->len + grows, job->gen->keys.milter_spill_size, job->spooled, &o->out_fd);
   if (!(body ? eb_plan_write_body (o->plan, o->out, error) : eb_plan_write (o->plan, o->out, error)))
     return FALSE;
   o->out_len = o->out_fd >= 0 ? (guint64) lseek (o->out_fd, 0, SEEK_CUR)

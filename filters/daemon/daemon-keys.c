@@ -250,3 +250,27 @@ daemon_keys_register (GError **error)
 {
   return eb_config_register_keys ("extbodyd", daemon_keys, G_N_ELEMENTS (daemon_keys), error);
 }
+
+/* ---- the settings of a generation ------------------------------------------ */
+
+gboolean
+daemon_keys_bind (DaemonSettings *s, const EbConfig *config, GError **error)
+{
+#define TEXT_(k) if (!eb_config_has_key (#k)) goto unknown_##k; s->k = eb_config_get_string (config, #k);
+#define NUM_(k)  if (!eb_config_has_key (#k)) goto unknown_##k; s->k = eb_config_get_uint64 (config, #k);
+#define BOOL_(k) if (!eb_config_has_key (#k)) goto unknown_##k; s->k = eb_config_get_boolean (config, #k);
+  DAEMON_SETTINGS (TEXT_, NUM_, BOOL_)
+  return TRUE;
+#undef TEXT_
+#undef NUM_
+#undef BOOL_
+#define UNKNOWN_(k) unknown_##k: g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "no configuration key %s", #k); return FALSE;
+  DAEMON_SETTINGS (UNKNOWN_, UNKNOWN_, UNKNOWN_)
+#undef UNKNOWN_
+}
+
+gboolean
+daemon_keys_http_allows (const EbConfig *config, const struct sockaddr *addr)
+{
+  return eb_config_networks_contain (config, "http_allow_networks", addr);
+}

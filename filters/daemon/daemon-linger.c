@@ -193,7 +193,7 @@ daemon_linger_close (DaemonLinger *l, int fd, gsize head_max)
   shutdown (fd, SHUT_WR);
   if (l) {
     Gen *gen = daemon_generation_get ();
-    guint64 max_bytes = gen->max_message_size + head_max;
+    guint64 max_bytes = gen->keys.max_message_size + head_max;
     daemon_generation_unref (gen);
     g_mutex_lock (&l->lock);
     gint64 now = g_get_monotonic_time ();

@@ -17,8 +17,8 @@
 #include "daemon.h"
 
 int
-daemon_listen_unix (DaemonSocket *s, const char *key, const char *path, const EbConfig *config, const char *user,
-                    GError **error)
+daemon_listen_unix (DaemonSocket *s, const char *key, const char *path, const DaemonSettings *keys,
+                    const char *user, GError **error)
 {
   struct sockaddr_un sa = { .sun_family = AF_UNIX };
   if (strlen (path) >= sizeof sa.sun_path) {
@@ -46,7 +46,7 @@ daemon_listen_unix (DaemonSocket *s, const char *key, const char *path, const Eb
   int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int r = -1;
   if (fd >= 0) {
-    mode_t mask = (mode_t) g_ascii_strtoull (eb_config_get_string (config, "client_umask"), NULL, 8);
+    mode_t mask = (mode_t) g_ascii_strtoull (keys->client_umask, NULL, 8);
     mode_t old = umask (mask & 0777);
     r = bind (fd, (struct sockaddr *) &sa, sizeof sa);
     umask (old);

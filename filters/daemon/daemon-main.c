@@ -369,7 +369,7 @@ stop (Life *life, const char *signame)
 {
   gint64 t0 = g_get_monotonic_time ();
   g_autoptr (Gen) gen = daemon_generation_get ();
-  gint64 deadline = t0 + (gint64) eb_config_get_uint64 (gen->config, "milter_stop_timeout") * G_USEC_PER_SEC;
+  gint64 deadline = t0 + (gint64) gen->keys.milter_stop_timeout * G_USEC_PER_SEC;
   g_atomic_int_set (&milter_session_stopping, 1);
   guint n = (guint) g_atomic_int_get (&milter_session_in_flight);
   log_line (LOG_INFO, "%s: stopping: %u message%s in flight", signame, n, plural (n));
@@ -400,12 +400,12 @@ stop (Life *life, const char *signame)
   n = (guint) g_atomic_int_get (&milter_session_in_flight);
   if (n && !hurry && !milter_ended)
     log_line (LOG_WARNING, "stopping: %u message%s still in flight after milter_stop_timeout (%u s) cut off",
-              n, plural (n), (guint) eb_config_get_uint64 (gen->config, "milter_stop_timeout"));
+              n, plural (n), (guint) gen->keys.milter_stop_timeout);
   for (const DaemonDoor *const *d = daemon_main_doors; *d; d++) {
     guint nd = (*d)->in_flight ();
     if (nd && !hurry && !milter_ended)
       log_line (LOG_WARNING, "stopping: %u %s%s still in flight after milter_stop_timeout (%u s) cut off", nd,
-                (*d)->in_flight_what, plural (nd), (guint) eb_config_get_uint64 (gen->config, "milter_stop_timeout"));
+                (*d)->in_flight_what, plural (nd), (guint) gen->keys.milter_stop_timeout);
   }
   doors_stop ();
   if (!milter_ended && !milter_off) {
@@ -443,7 +443,7 @@ static void
 metrics_write (void)
 {
   g_autoptr (Gen) gen = daemon_generation_get ();
-  const char *path = eb_config_get_string (gen->config, "metrics_file");
+  const char *path = gen->keys.metrics_file;
   if (!path || !*path)
     return;
   g_autoptr (GError) error = NULL;
@@ -465,10 +465,10 @@ static int
 metrics_wait (gint64 last)
 {
   g_autoptr (Gen) gen = daemon_generation_get ();
-  const char *path = eb_config_get_string (gen->config, "metrics_file");
+  const char *path = gen->keys.metrics_file;
   if (!path || !*path)
     return -1;
-  gint64 due = last + (gint64) eb_config_get_uint64 (gen->config, "metrics_interval") * G_USEC_PER_SEC;
+  gint64 due = last + (gint64) gen->keys.metrics_interval * G_USEC_PER_SEC;
   gint64 ms = (due - g_get_monotonic_time () + 999) / 1000;
   return (int) CLAMP (ms, 0, G_MAXINT);
 }
@@ -558,7 +558,7 @@ run_parse_options (Opts *o, int argc, char **argv)
  * a unix one), opened with the mode milter_umask gives. Returns: 0 or the
  * exit status. */
 static int
-run_open_milter (Life *life, Opts *o, const EbConfig *config, const char *sock, const char *upath)
+run_open_milter (Life *life, Opts *o, const Gen *gen, const char *sock, const char *upath)
 {
   if (smfi_setconn ((char *) sock) != MI_SUCCESS || smfi_register (milter_session_desc) != MI_SUCCESS) {
     fprintf (stderr, "extbodyd: cannot use socket %s\n", sock);
@@ -575,7 +575,7 @@ run_open_milter (Life *life, Opts *o, const EbConfig *config, const char *sock, 
   }
   /* the socket's mode is 0777 less milter_umask: 0770 by default, for the
    * daemon's user and group (the MTA's user joins that group) */
-  mode_t mask = (mode_t) g_ascii_strtoull (eb_config_get_string (config, "milter_umask"), NULL, 8);
+  mode_t mask = (mode_t) g_ascii_strtoull (gen->keys.milter_umask, NULL, 8);
   mode_t old = umask (mask & 0777);
   int r = smfi_opensocket (TRUE);   /* removes a stale unix socket first */
   umask (old);
@@ -604,18 +604,18 @@ run_open_milter (Life *life, Opts *o, const EbConfig *config, const char *sock, 
  * exist is off with a line, and with none open the daemon does not start.
  * Returns: 0 or the exit status. */
 static int
-run_open_socket (Life *life, Opts *o, const EbConfig *config)
+run_open_socket (Life *life, Opts *o, const Gen *gen)
 {
-  const char *sock = eb_config_get_string (config, "milter_socket");
+  const char *sock = gen->keys.milter_socket;
   const char *upath = unix_socket_path (sock);
   milter_off = upath && daemon_listen_dir_missing ("milter_socket", upath);
-  int status = milter_off ? 0 : run_open_milter (life, o, config, sock, upath);
+  int status = milter_off ? 0 : run_open_milter (life, o, gen, sock, upath);
   if (status)
     return status;
   g_autoptr (GError) error = NULL;
   gboolean any_open = !milter_off;
   for (const DaemonDoor *const *d = daemon_main_doors; *d; d++) {
-    if (!(*d)->open (config, o->user, &error)) {
+    if (!(*d)->open (gen, o->user, &error)) {
       fprintf (stderr, "extbodyd: %s\n", error->message);
       return EX_UNAVAILABLE;
     }
@@ -697,18 +697,18 @@ run_wait (Life *life)
 static int
 run_serve (Life *life, const Gen *first)
 {
-  const char *sock = eb_config_get_string (first->config, "milter_socket");
+  const char *sock = first->keys.milter_socket;
   if (first->store)
     eb_log_start ("socket", sock, "mode", "externalize", NULL);
   else
-    eb_log_start ("socket", sock, "fetch", eb_config_get_boolean (first->config, "fetch") ? "on" : "off", NULL);
+    eb_log_start ("socket", sock, "fetch", first->keys.fetch ? "on" : "off", NULL);
   /* from here on, only this thread takes SIGHUP, SIGTERM and SIGINT */
   sigset_t unblocked;
   signals_block (&unblocked);
   daemon_main_stats = eb_stats_new ();
   g_autoptr (GError) error = NULL;
   for (const DaemonDoor *const *d = daemon_main_doors; *d; d++)
-    if (!(*d)->start (first->config, &error)) {
+    if (!(*d)->start (first, &error)) {
       pthread_sigmask (SIG_SETMASK, &unblocked, NULL);
       log_line (LOG_ERR, "%s", error->message);
       return EX_UNAVAILABLE;
@@ -782,7 +782,7 @@ run (int argc, char **argv)
       fprintf (stderr, "extbodyd: --check-timeout: %d is not from 0 to 3600 seconds\n", o.check_timeout);
       return EX_USAGE;
     }
-    return milter_check_mta (eb_config_get_string (first->config, "milter_socket"), o.check_mta,
+    return milter_check_mta (first->keys.milter_socket, o.check_mta,
                              (guint) o.check_timeout, o.if_installed);
   }
   if (o.check)
@@ -797,7 +797,7 @@ run (int argc, char **argv)
     return EX_OSERR;
   }
   /* first stays in force (held by gen_current) until the end of main */
-  if ((status = run_open_socket (&life, &o, first->config)) != 0)
+  if ((status = run_open_socket (&life, &o, first)) != 0)
     return status;
   if ((status = run_detach (&life, &o)) != 0)
     return status;

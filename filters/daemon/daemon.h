@@ -108,11 +108,7 @@ typedef struct {
   EbConfig  *config;
   EbFetcher *fetcher;       /* NULL when fetch = off */
   EbStore   *store;         /* milter_mode = externalize: where parts go; else NULL */
-  /* the keys read for every message (and for every header field the milter
-   * collects), read once here: the getters find a key by its name */
-  guint64    spill_size;    /* milter_spill_size */
-  guint64    max_message_size;
-  gboolean   strip_trace;   /* strip_trace_fields */
+  DaemonSettings keys;      /* every key the daemon reads, bound once (daemon-keys.h) */
   gboolean   tempfail;      /* on_error = tempfail */
   DaemonClients *externalize_clients;   /* http_externalize_clients */
   DaemonClients *metrics_clients;       /* http_metrics_clients */
@@ -259,8 +255,8 @@ typedef struct {
  * when set. An old socket nobody answers on is removed first; one a running
  * daemon answers on, or a file that is no socket, is an error.
  * Returns: the listening descriptor, or -1 with @error. */
-int daemon_listen_unix (DaemonSocket *s, const char *key, const char *path, const EbConfig *config, const char *user,
-                        GError **error);
+int daemon_listen_unix (DaemonSocket *s, const char *key, const char *path, const DaemonSettings *keys,
+                        const char *user, GError **error);
 
 /* Remove @s's file when it is still the one bound, and forget it. */
 void daemon_listen_remove (DaemonSocket *s);
@@ -286,10 +282,10 @@ gboolean daemon_listen_dir_missing (const char *key, const char *path);
 typedef struct {
   const char *name;                /* "http": the log's prefix */
   const char *in_flight_what;      /* "HTTP request": the stop's lines, "%u %s%s in flight" */
-  const char *socket_key;          /* its socket's key (http_socket) */
-  const char *const *start_keys;   /* number keys fixed at start, as its socket is; NULL-ended */
-  gboolean  (*open) (const EbConfig *config, const char *user, GError **error);
-  gboolean  (*start) (const EbConfig *config, GError **error);
+  DaemonKeyField socket_key;       /* its socket's key (http_socket) */
+  const DaemonKeyField *start_keys;   /* number keys fixed at start, as its socket is; ended by { NULL } */
+  gboolean  (*open) (const Gen *gen, const char *user, GError **error);   /* the first generation */
+  gboolean  (*start) (const Gen *gen, GError **error);
   gboolean  (*is_open) (void);     /* after @open, before the stop */
   void      (*quiesce) (void);
   guint     (*in_flight) (void);

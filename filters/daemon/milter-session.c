@@ -144,7 +144,7 @@ cb_envfrom (SMFICTX *ctx, char **argv)
   }
   c->msg = g_new0 (Msg, 1);
   c->msg->gen = daemon_generation_get ();
-  daemon_spool_init (&c->msg->spool, c->msg->gen->spill_size);
+  daemon_spool_init (&c->msg->spool, c->msg->gen->keys.milter_spill_size);
   return SMFIS_CONTINUE;
 }
 
@@ -154,7 +154,7 @@ cb_header (SMFICTX *ctx, char *name, char *value)
   Conn *c = conn_of (ctx);
   if (!c->msg)
     return SMFIS_CONTINUE;
-  if (c->msg->gen->strip_trace)
+  if (c->msg->gen->keys.strip_trace_fields)
     for (guint i = 0; i < G_N_ELEMENTS (trace_names); i++)
       if (g_ascii_strcasecmp (name, trace_names[i]) == 0)
         c->msg->n_trace[i]++;
@@ -222,7 +222,7 @@ cb_body (SMFICTX *ctx, unsigned char *chunk, size_t len)
   if (c->msg->strip_only)
     return c->can_skip ? SMFIS_SKIP : SMFIS_CONTINUE;
   msg_append (c->msg, chunk, len);
-  if (c->msg->spool.size > c->msg->gen->max_message_size) {
+  if (c->msg->spool.size > c->msg->gen->keys.max_message_size) {
     log_line (LOG_INFO, "%s: message larger than max_message_size: passed unchanged%s", queue_id (ctx),
               msg_has_trace (c->msg) ? " but for the trace fields it arrived with" : "");
     if (msg_has_trace (c->msg)) {

@@ -190,6 +190,18 @@ EXTBODY_API guint64 eb_config_get_uint64 (const EbConfig *config, const char *ke
 EXTBODY_API const char *eb_config_get_string (const EbConfig *config, const char *key);
 
 /**
+ * eb_config_has_key:
+ * @key: a name
+ *
+ * Whether @key is a configuration key: the library's, or one a program added
+ * (eb_config_register_keys()). A program that binds the keys it reads to
+ * typed fields once checks its table with this when it starts.
+ *
+ * Returns: TRUE for a key.
+ */
+EXTBODY_API gboolean eb_config_has_key (const char *key);
+
+/**
  * eb_seal_key_check:
  * @config: a configuration
  * @error: return location for a #GError

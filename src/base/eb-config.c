@@ -1048,6 +1048,13 @@ typed_key (const char *key, EbConfigType want, EbConfigType also)
 }
 
 gboolean
+eb_config_has_key (const char *key)
+{
+  g_return_val_if_fail (key != NULL, FALSE);
+  return find_key (key) != NULL;
+}
+
+gboolean
 eb_config_get_boolean (const EbConfig *config, const char *key)
 {
   g_return_val_if_fail (config != NULL, FALSE);
