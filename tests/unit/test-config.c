@@ -819,6 +819,41 @@ test_program_keys (void)
   g_test_trap_assert_passed ();
 }
 
+/* extbodyd's settings: every key of DAEMON_SETTINGS is a key (the library's
+ * or the daemon's), and each field holds its key's value, set or default. */
+static void
+test_daemon_settings (void)
+{
+  g_autoptr (EbConfig) c = eb_config_new ();
+  g_autoptr (GError) error = NULL;
+  g_assert_true (eb_config_set (c, "http_timeout", "77", &error));
+  g_assert_true (eb_config_set (c, "milter_spill_size", "2M", &error));
+  g_assert_true (eb_config_set (c, "strip_trace_fields", "off", &error));
+  g_assert_true (eb_config_set (c, "dovecot_filter_socket", "/run/x/y", &error));
+  g_assert_no_error (error);
+  DaemonSettings k;
+  g_assert_true (daemon_keys_bind (&k, c, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (k.http_timeout, ==, 77);
+  g_assert_cmpuint (k.milter_spill_size, ==, 2 << 20);
+  g_assert_false (k.strip_trace_fields);
+  g_assert_cmpstr (k.dovecot_filter_socket, ==, "/run/x/y");
+  g_assert_cmpuint (k.http_request_timeout, ==, 60);
+  g_assert_cmpstr (k.on_error, ==, "accept");
+  g_assert_true (k.fetch == FALSE);
+  /* every field against its key's getter */
+#define TEXT_(n) g_assert_cmpstr (k.n, ==, eb_config_get_string (c, #n));
+#define NUM_(n) g_assert_cmpuint (k.n, ==, eb_config_get_uint64 (c, #n));
+#define BOOL_(n) g_assert_cmpint (k.n, ==, eb_config_get_boolean (c, #n));
+  DAEMON_SETTINGS (TEXT_, NUM_, BOOL_)
+#undef TEXT_
+#undef NUM_
+#undef BOOL_
+  g_assert_false (eb_config_has_key ("http_timout"));
+  g_assert_true (eb_config_has_key ("http_timeout"));
+  g_assert_true (eb_config_has_key ("max_message_size"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -845,6 +880,7 @@ main (int argc, char **argv)
   g_test_add_func ("/config/shipped-file-debian", test_shipped_file_debian);
   g_test_add_func ("/config/key-set-twice", test_key_set_twice);
   g_test_add_func ("/config/program-keys", test_program_keys);
+  g_test_add_func ("/config/daemon-settings", test_daemon_settings);
   g_test_add_func ("/config/documented/reasons", test_documented_reasons);
   return g_test_run ();
 }
