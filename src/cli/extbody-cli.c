@@ -25,6 +25,7 @@
 #include <extbody/extbody.h>
 /* extbodyd's keys: they are in the file the command reads and checks */
 #include "daemon-keys.h"
+#include "extbody-cli-keys.h"
 
 static const char *prog = "extbody";
 
@@ -208,7 +209,8 @@ load_config (int *status)
 static EbFetcher *
 make_fetcher (const EbConfig *config, int *status)
 {
-  if (!eb_config_get_boolean (config, "fetch"))
+  const CliSettings keys = extbody_cli_keys_of (config);
+  if (!keys.fetch)
     return NULL;
   g_autoptr (GError) error = NULL;
   EbFetcher *f = eb_fetcher_new (config, &error);
@@ -333,11 +335,12 @@ pick_source (int argc, char **argv, const char *mbox, const char *maildir, gbool
 static void
 write_mailbox_metrics (const EbConfig *config, EbBatch *batch)
 {
-  const char *metrics = eb_config_get_string (config, "mailbox_metrics_file");
+  const CliSettings keys = extbody_cli_keys_of (config);
+  const char *metrics = keys.mailbox_metrics_file;
   if (!metrics || !*metrics)
     return;
   g_autoptr (GError) merr = NULL;
-  guint lock_timeout = (guint) eb_config_get_uint64 (config, "lock_timeout");
+  guint lock_timeout = (guint) keys.lock_timeout;
   if (!eb_metrics_add_to_prometheus (eb_batch_get_stats (batch), metrics, "extbody", lock_timeout, &merr))
     die_line ("cannot write mailbox_metrics_file: %s", merr->message);
 }
@@ -732,6 +735,7 @@ cmd_inspect (int argc, char **argv)
   g_autoptr (EbConfig) config = load_config (&status);
   if (!config)
     return status;
+  const CliSettings keys = extbody_cli_keys_of (config);
   /* --fetch: really fetch, to tell what rewrite would do */
   EbRewriteFlags flags = opt_no_precheck ? EB_REWRITE_NO_PRECHECK : EB_REWRITE_DEFAULT;
   if (!opt_fetch)
@@ -811,7 +815,7 @@ cmd_inspect (int argc, char **argv)
     if (n_unread)
       printf ("%s%u message%s not inspected: larger than max_message_size (%" G_GUINT64_FORMAT
               " bytes; -o max_message_size=SIZE to look)\n", n_refs ? "" : "no external-body references found; ",
-              n_unread, n_unread == 1 ? "" : "s", eb_config_get_uint64 (config, "max_message_size"));
+              n_unread, n_unread == 1 ? "" : "s", keys.max_message_size);
   }
   if (fflush (stdout) != 0) {
     die_line ("cannot write: %s", g_strerror (errno));

@@ -9,6 +9,7 @@
 #include "eb-error.h"
 #include "eb-reason.h"
 #include "daemon-keys.h"
+#include "extbody-cli-keys.h"
 
 static char *
 source_file (const char *rel)
@@ -849,6 +850,10 @@ test_daemon_settings (void)
 #undef TEXT_
 #undef NUM_
 #undef BOOL_
+  /* the command's own keys (extbody-cli-keys.h) too */
+#define HAS_(n) g_assert_true (eb_config_has_key (#n));
+  CLI_SETTINGS (HAS_, HAS_, HAS_)
+#undef HAS_
   g_assert_false (eb_config_has_key ("http_timout"));
   g_assert_true (eb_config_has_key ("http_timeout"));
   g_assert_true (eb_config_has_key ("max_message_size"));
