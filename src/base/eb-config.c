@@ -1125,6 +1125,50 @@ eb_config_get_domains (const EbConfig *config, const char *key)
                               : !strcmp (key, "deny_domains") ? config->deny_domains_v : NULL);
 }
 
+const char *const *
+eb_config_get_allow_schemes (const EbConfig *config)
+{
+  return eb_config_get_strv (config, "allow_schemes");
+}
+
+const char *const *
+eb_config_get_local_file_dirs (const EbConfig *config)
+{
+  return eb_config_get_strv (config, "local_file_dirs");
+}
+
+const char *const *
+eb_config_get_externalize_types (const EbConfig *config)
+{
+  return eb_config_get_strv (config, "externalize_types");
+}
+
+const GPtrArray *
+eb_config_get_allow_networks (const EbConfig *config)
+{
+  return eb_config_get_networks (config, "allow_networks");
+}
+
+const GPtrArray *
+eb_config_get_deny_networks (const EbConfig *config)
+{
+  return eb_config_get_networks (config, "deny_networks");
+}
+
+const char *const *
+eb_config_get_allow_domains (const EbConfig *config)
+{
+  g_return_val_if_fail (config != NULL, NULL);
+  return (const char *const *) config->allow_domains_v;
+}
+
+const char *const *
+eb_config_get_deny_domains (const EbConfig *config)
+{
+  g_return_val_if_fail (config != NULL, NULL);
+  return (const char *const *) config->deny_domains_v;
+}
+
 const GArray *
 eb_config_get_ports (const EbConfig *config)
 {

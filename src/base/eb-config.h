@@ -139,6 +139,18 @@ const char *const *eb_config_get_domains (const EbConfig *config, const char *ke
 /* allow_ports parsed: guint16 elements. Owned by @config. */
 const GArray *eb_config_get_ports (const EbConfig *config);
 
+/* The list keys the library reads, each through its own accessor (the
+ * parsed items, as eb_config_get_strv, eb_config_get_networks and
+ * eb_config_get_domains give them): outside this module no list is looked
+ * up by its name, and a misspelt one does not compile. */
+const char *const *eb_config_get_allow_schemes (const EbConfig *config);
+const char *const *eb_config_get_local_file_dirs (const EbConfig *config);
+const char *const *eb_config_get_externalize_types (const EbConfig *config);
+const GPtrArray *eb_config_get_allow_networks (const EbConfig *config);
+const GPtrArray *eb_config_get_deny_networks (const EbConfig *config);
+const char *const *eb_config_get_allow_domains (const EbConfig *config);
+const char *const *eb_config_get_deny_domains (const EbConfig *config);
+
 /* TRUE for a key -o (eb_config_apply_option) refuses: credentials and
  * externalize_key are read from the configuration file only, never from a
  * command line. */

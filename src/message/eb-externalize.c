@@ -290,7 +290,7 @@ eligible (const EbLeaf *leaf, const EbConfig *config)
     return FALSE;
   if (g_str_has_prefix (leaf->type, "text/") && !leaf->attachment)
     return FALSE;
-  return eb_externalize_type_matches (eb_config_get_strv (config, "externalize_types"), leaf->type);
+  return eb_externalize_type_matches (eb_config_get_externalize_types (config), leaf->type);
 }
 
 static EbResolution *

@@ -156,7 +156,7 @@ resolve_each (EbPlan *r, const char *buf, gsize len, const EbConfig *config,
         g_array_remove_index (own->fields, k);
     const EbAction *a = g_ptr_array_index (r->actions, i);
     if (a->kind == EB_ACTION_LOCAL_FILE)
-      g_ptr_array_index (fetched, i) = eb_fetch_local_file (a->target, eb_config_get_strv (config, "local_file_dirs"),
+      g_ptr_array_index (fetched, i) = eb_fetch_local_file (a->target, eb_config_get_local_file_dirs (config),
                                                             config->max_part_bytes,
                                                             local_room (config, fetched, i, budget));
     EbResolution *res = eb_resolve (ref, a, buf, len, r->scan->eol, config, g_ptr_array_index (fetched, i),

@@ -33,8 +33,8 @@ eb_fetcher_new (const EbConfig *config, GError **error)
 {
   g_autoptr (EbPolicy) policy = eb_policy_new ();
   /* parsed and checked when the configuration was loaded */
-  const GPtrArray *allow = eb_config_get_networks (config, "allow_networks");
-  const GPtrArray *deny = eb_config_get_networks (config, "deny_networks");
+  const GPtrArray *allow = eb_config_get_allow_networks (config);
+  const GPtrArray *deny = eb_config_get_deny_networks (config);
   const GArray *ports = eb_config_get_ports (config);
   g_autoptr (GError) local = NULL;
   for (guint i = 0; i < allow->len; i++)
@@ -81,8 +81,8 @@ eb_fetcher_new (const EbConfig *config, GError **error)
   f->policy = g_steal_pointer (&policy);
   f->schemes = g_steal_pointer (&schemes);
   f->protocols = g_strjoinv (",", for_curl);
-  f->allow_domains = g_strdupv ((GStrv) eb_config_get_domains (config, "allow_domains"));
-  f->deny_domains = g_strdupv ((GStrv) eb_config_get_domains (config, "deny_domains"));
+  f->allow_domains = g_strdupv ((GStrv) eb_config_get_allow_domains (config));
+  f->deny_domains = g_strdupv ((GStrv) eb_config_get_deny_domains (config));
   g_mutex_init (&f->lock);
   f->cache = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) eb_fetch_cache_entry_free);
   g_queue_init (&f->cache_order);
