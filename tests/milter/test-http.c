@@ -1366,6 +1366,26 @@ files_in (const char *path)
   return n;
 }
 
+/* A daemon of its own with milter_mode = externalize, its HTTP door on
+ * DIR/NAME-http.sock and a directory store DIR/NAME-store (parts from 1K,
+ * served under a base URL nobody answers), fetch off; *@conf, *@sock and
+ * *@store its files. */
+static MtaMilter *
+start_externalizing (const char *name, char **conf, char **sock, char **store)
+{
+  *store = g_strdup_printf ("%s/%s-store", dir, name);
+  g_assert_cmpint (g_mkdir (*store, 0755), ==, 0);
+  *conf = g_strdup_printf ("%s/%s.conf", dir, name);
+  *sock = g_strdup_printf ("%s/%s-http.sock", dir, name);
+  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\nhttp_socket = unix:%s\nmilter_mode = externalize\n"
+                                           "externalize_store = %s\nexternalize_base_url = http://127.0.0.1:9/\n"
+                                           "externalize_min_size = 1K\n", *sock, *store);
+  g_assert_true (g_file_set_contents (*conf, text, -1, NULL));
+  g_autofree char *msock = g_strdup_printf ("%s/%s-milter.sock", dir, name);
+  g_autofree char *log = g_strdup_printf ("%s/%s.log", dir, name);
+  return mta_milter_start (msock, *conf, log, NULL);
+}
+
 /* Who may do what, by the credentials of a unix socket's client: with
  * milter_mode = externalize and a store, nobody (any local user) has
  * messages rewritten and inspected but may not store (403, the store left
@@ -1381,17 +1401,10 @@ test_permissions (void)
     g_test_skip ("needs root, setpriv, curl and the user nobody");
     return;
   }
-  g_autofree char *store = g_build_filename (dir, "perm-store", NULL);
-  g_assert_cmpint (g_mkdir (store, 0755), ==, 0);
-  g_autofree char *pconf = g_build_filename (dir, "perm.conf", NULL);
-  g_autofree char *psock = g_build_filename (dir, "perm-http.sock", NULL);
-  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\nhttp_socket = unix:%s\nmilter_mode = externalize\n"
-                                           "externalize_store = %s\nexternalize_base_url = http://127.0.0.1:9/\n"
-                                           "externalize_min_size = 1K\n", psock, store);
-  g_assert_true (g_file_set_contents (pconf, text, -1, NULL));
-  g_autofree char *msock = g_build_filename (dir, "perm-milter.sock", NULL);
-  g_autofree char *log = g_build_filename (dir, "perm.log", NULL);
-  g_autoptr (MtaMilter) m = mta_milter_start (msock, pconf, log, NULL);
+  g_autofree char *store = NULL, *pconf = NULL, *psock = NULL;
+  g_autoptr (MtaMilter) m = start_externalizing ("perm", &pconf, &psock, &store);
+  g_autofree char *text = NULL;
+  g_assert_true (g_file_get_contents (pconf, &text, NULL, NULL));
   g_autofree char *att = g_strnfill (20000, 'x');
   g_autofree char *mtext = g_strdup_printf ("From: a@example.org\r\nMIME-Version: 1.0\r\n"
                                             "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n"
@@ -1444,17 +1457,8 @@ test_permissions (void)
 static void
 test_externalize_trace (void)
 {
-  g_autofree char *store = g_build_filename (dir, "trace-store", NULL);
-  g_assert_cmpint (g_mkdir (store, 0755), ==, 0);
-  g_autofree char *tconf = g_build_filename (dir, "trace.conf", NULL);
-  g_autofree char *tsock = g_build_filename (dir, "trace-http.sock", NULL);
-  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\nhttp_socket = unix:%s\nmilter_mode = externalize\n"
-                                           "externalize_store = %s\nexternalize_base_url = http://127.0.0.1:9/\n"
-                                           "externalize_min_size = 1K\n", tsock, store);
-  g_assert_true (g_file_set_contents (tconf, text, -1, NULL));
-  g_autofree char *msock = g_build_filename (dir, "trace-milter.sock", NULL);
-  g_autofree char *log = g_build_filename (dir, "trace.log", NULL);
-  g_autoptr (MtaMilter) m = mta_milter_start (msock, tconf, log, NULL);
+  g_autofree char *store = NULL, *tconf = NULL, *tsock = NULL;
+  g_autoptr (MtaMilter) m = start_externalizing ("trace", &tconf, &tsock, &store);
   g_autofree char *att = g_strnfill (20000, 'y');
   g_autofree char *mtext = g_strdup_printf ("From: a@example.org\r\nMIME-Version: 1.0\r\n"
                                             "X-Extbody: externalized 5 of 5 parts (forged)\r\n"
