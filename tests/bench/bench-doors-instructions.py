@@ -38,8 +38,9 @@ whether they are the same.
         [--repeat 3] [--keep DIR] [--work DIR]
 
 --vs-build DIR measures another build's daemon in the same run (e.g. the
-build before a change) and prints build/vs-build for every figure. --keep
-DIR keeps callgrind's files (callgrind.BUILD.DOOR.WORKLOAD.RUN, BUILD being
+build before a change, built the same way: RelWithDebInfo, targets extbodyd
+and extbodyc) and prints build/vs-build for every figure; "ratio per msg"
+compares (Ir - idle Ir) / messages. --keep DIR keeps callgrind's files (callgrind.BUILD.DOOR.WORKLOAD.RUN, BUILD being
 build or vs-build) for callgrind_annotate. Needs valgrind (Debian package
 valgrind). Callgrind's counts do not depend on the machine's load; a run of
 both builds with --repeat 3 takes about five minutes. Not a test: nothing
