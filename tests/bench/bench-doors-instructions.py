@@ -40,11 +40,11 @@ whether they are the same.
 --vs-build DIR measures another build's daemon in the same run (e.g. the
 build before a change, built the same way: RelWithDebInfo, targets extbodyd
 and extbodyc) and prints build/vs-build for every figure; "ratio per msg"
-compares (Ir - idle Ir) / messages. --keep DIR keeps callgrind's files (callgrind.BUILD.DOOR.WORKLOAD.RUN, BUILD being
-build or vs-build) for callgrind_annotate. Needs valgrind (Debian package
-valgrind). Callgrind's counts do not depend on the machine's load; a run of
-both builds with --repeat 3 takes about five minutes. Not a test: nothing
-asserts a speed.
+compares (Ir - idle Ir) / messages. --keep DIR keeps callgrind's files
+(callgrind.BUILD.DOOR.WORKLOAD.RUN, BUILD being build or vs-build) for
+callgrind_annotate. Needs valgrind (Debian package valgrind). Callgrind's
+counts do not depend on the machine's load; a run of both builds with
+--repeat 3 takes about five minutes. Not a test: nothing asserts a speed.
 """
 import argparse
 import base64
