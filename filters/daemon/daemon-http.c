@@ -354,8 +354,9 @@ queue_id_of (const HttpReq *r)
 /* While a request's fetches run: the drain's end, or the client gone (its
  * end of the connection read as closed, as nginx takes it: 499), stops them. */
 typedef struct {
-  int  fd;          /* the connection */
-  gint cancelled;
+  int            fd;          /* the connection */
+  gint           cancelled;
+  const HttpReq *r;           /* the request (its Extbody-Queue-Id) */
 } Waiting;
 
 /* About once a second while fetches run (eb_fetch_set_thread_progress). */
@@ -386,6 +387,13 @@ has_arg (const HttpReq *r, const char *name)
 
 /* The hooks of a request's fetches: the client gone, and not the drain's
  * end, leaves nobody to answer. */
+static char *
+queue_id_cb (gpointer data)
+{
+  const Waiting *w = data;
+  return queue_id_of (w->r);
+}
+
 static gboolean
 gone_cb (gpointer data)
 {
@@ -409,10 +417,9 @@ answer_rewrite (HttpReq *r, const char *buf, gsize len)
 {
   /* the drain's end cuts the fetches off, as the milter's at its stop;
    * so does the client's going away */
-  Waiting w = { r->c->fd, 0 };
-  g_autofree char *qid = queue_id_of (r);
+  Waiting w = { r->c->fd, 0, r };
   DaemonJob job = { .gen = r->gen, .externalize = r->ep == EP_EXTERNALIZE, .buf = buf, .len = len,
-                    .spooled = r->body.fd >= 0, .queue_id = qid,
+                    .spooled = r->body.fd >= 0, .queue_id = queue_id_cb,
                     .progress = progress_cb, .progress_data = &w, .cancelled = &w.cancelled, .gone = gone_cb };
   job.profile = !job.externalize && has_arg (r, "stored") ? EB_PROFILE_AT_REST : EB_PROFILE_TRANSIT;
   DaemonJobOutput o;

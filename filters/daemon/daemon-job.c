@@ -75,7 +75,8 @@ daemon_job_run (const DaemonJob *job, DaemonJobOutput *o, GError **error)
   if (eb_plan_get_n_refs (o->plan) || eb_plan_get_reason (o->plan) != EB_REASON_RESOLVED) {
     /* one key=value line for the message, one per reference (host, never the URL) */
     g_autofree char *mid = eb_plan_get_message_id (o->plan);
-    eb_log_message (job->queue_id, mid, o->plan);
+    g_autofree char *qid = job->queue_id ? job->queue_id (job->progress_data) : NULL;
+    eb_log_message (qid, mid, o->plan);
   }
   return TRUE;
 }

@@ -181,7 +181,9 @@ typedef struct {
   const char *buf;           /* the message */
   gsize       len;
   gboolean    spooled;       /* it came to a spool file: so does a new one */
-  const char *queue_id;      /* for the log, or NULL */
+  /* the message's id for the log (newly allocated, or NULL), asked only
+   * when a line is written: an MTA's queue id; NULL: none */
+  char     *(*queue_id) (gpointer progress_data);
   /* the door's hooks while the fetches run: @progress is called as they
    * progress, a non-zero *@cancelled cuts them off, and @gone, asked
    * afterwards, says the client went away (nothing to answer, nothing

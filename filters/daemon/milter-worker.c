@@ -167,6 +167,14 @@ progress_cb (gpointer data)
     g_atomic_int_set (&w->cancelled, 1);
 }
 
+/* The MTA's queue id, for the log line. */
+static char *
+queue_id_cb (gpointer data)
+{
+  Waiting *w = data;
+  return g_strdup (smfi_getsymval (w->ctx, "i"));
+}
+
 /* After the fetches: the MTA gone leaves nobody to answer. */
 static gboolean
 gone_cb (gpointer data)
@@ -192,7 +200,7 @@ milter_worker_rewrite (SMFICTX *ctx, const Gen *gen, const Msg *m, const char *b
 {
   Waiting w = { ctx, 0 };
   DaemonJob job = { .gen = gen, .profile = EB_PROFILE_TRANSIT_BODY, .externalize = gen->store != NULL,
-                    .buf = buf, .len = len, .spooled = m->spool.fd >= 0, .queue_id = smfi_getsymval (ctx, "i"),
+                    .buf = buf, .len = len, .spooled = m->spool.fd >= 0, .queue_id = queue_id_cb,
                     .progress = progress_cb, .progress_data = &w, .cancelled = &w.cancelled, .gone = gone_cb };
   DaemonJobOutput o;
   kick_enter ();
