@@ -87,6 +87,16 @@ GArray *eb_plan_sealed_records (EbPlan *plan);
  * added. */
 guint eb_plan_remove_trace (EbPlan *plan, const GArray *kept, gboolean keep_resolved_fields);
 
+/* What @plan changes, its removals and resolutions settled; returns @plan.
+ * The removals stay only in a message that changes otherwise (something
+ * resolved or a trace field removed): a Content-Length goes only from a
+ * message whose length then no longer holds. With @filter_field
+ * (EB_REWRITE_FILTER_FIELD, EB_EXTERNALIZE_FILTER_FIELD) the X-Extbody record
+ * is due when something was resolved and, for a rewrite with the site's key,
+ * in a message with references whatever was resolved; never in one left for
+ * this site's sealed record. */
+EbPlan *eb_plan_finish (EbPlan *plan, gboolean filter_field);
+
 /* Is the field that starts at @start one of @plan's removals? */
 gboolean eb_plan_removes (const EbPlan *plan, gsize start);
 

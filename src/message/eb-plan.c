@@ -152,6 +152,21 @@ eb_plan_remove_trace (EbPlan *plan, const GArray *kept, gboolean keep_resolved_f
   return eb_plan_remove_fields (plan, is_trace_removed, &k);
 }
 
+EbPlan *
+eb_plan_finish (EbPlan *plan, gboolean filter_field)
+{
+  if (plan->n_resolved == 0 && plan->n_trace == 0)
+    g_array_set_size (plan->removed, 0);
+  /* with the site's key a rewrite's record is written whatever was resolved,
+   * so that a later pass of the site does not fetch the references again; an
+   * externalize record counts the parts externalized, and is due with one */
+  gboolean record_due = plan->n_resolved > 0
+                        || (!plan->externalized && plan->seal_key && plan->scan && plan->scan->refs->len > 0);
+  plan->filter_field = filter_field && !plan->sealed && record_due;
+  plan->changed = plan->n_resolved > 0 || plan->removed->len > 0 || plan->filter_field;
+  return plan;
+}
+
 gboolean
 eb_plan_removes (const EbPlan *plan, gsize start)
 {
