@@ -64,7 +64,8 @@ guint eb_plan_remove_ranges (EbPlan *plan, const EbRange *ranges, guint n);
 
 /* Add the lines named @name of the message header as a mailbox reader finds
  * them (eb_header_find_lines: up to the blank line, whether or not the lines
- * before are fields); returns how many were new. */
+ * before are fields), read from the message header's one reading as far as
+ * it goes; returns how many were new. */
 guint eb_plan_remove_lines (EbPlan *plan, const char *name);
 
 /* An X-Extbody field of the message header whose seal verifies: this site's

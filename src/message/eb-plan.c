@@ -84,8 +84,22 @@ eb_plan_remove_fields (EbPlan *plan, EbPlanFieldTest is_removed, gconstpointer d
 guint
 eb_plan_remove_lines (EbPlan *plan, const char *name)
 {
+  /* The message header's one reading (eb_message_get_top) holds every line
+   * before its end: its fields "@name:" (the colon right after the name) are
+   * the lines a mailbox reader takes. Past a line that is no field, where
+   * that reading ends, the reader goes on to the blank line, and so do the
+   * lines found from there. */
+  const char *buf = plan->message->buf;
+  const EbHeaderBlock *top = eb_message_get_top (plan->message);
+  gsize n = strlen (name);
   g_autoptr (GArray) lines = g_array_new (FALSE, FALSE, sizeof (EbHeaderField));
-  eb_header_find_lines (plan->message->buf, plan->message->len, name, lines);
+  for (guint i = 0; i < top->fields->len; i++) {
+    const EbHeaderField *f = &g_array_index (top->fields, EbHeaderField, i);
+    if (eb_header_field_is (f, buf, name) && buf[f->start + n] == ':')
+      g_array_append_val (lines, *f);
+  }
+  if (!top->blank)
+    eb_header_find_lines (buf, top->end, plan->message->len, name, lines);
   g_autoptr (GArray) ranges = g_array_sized_new (FALSE, FALSE, sizeof (EbRange), lines->len);
   for (guint i = 0; i < lines->len; i++) {
     const EbHeaderField *f = &g_array_index (lines, EbHeaderField, i);
