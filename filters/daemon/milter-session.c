@@ -17,9 +17,9 @@ gint milter_session_stopping;
 gint milter_session_refused;   /* messages refused while stopping, for the log */
 
 
-/* the trace fields a sender can forge: removed from the top-level header
- * when strip_trace_fields is on */
-static const char *const trace_names[] = { "X-Extbody", "X-Extbody-Resolved" };
+/* the trace fields a sender can forge, named by the library: removed from
+ * the top-level header when strip_trace_fields is on */
+static const char *const trace_names[] = { EB_FILTER_FIELD, EB_TRACE_FIELD };
 
 static gboolean
 msg_has_trace (const Msg *m)

@@ -439,18 +439,6 @@ consider (Ctx *c, EbLeaf *leaf, EbPlan *r)
   g_ptr_array_add (r->resolutions, res);
 }
 
-/* What the plan changes, its removals settled: a Content-Length goes only
- * from a message that changes otherwise. */
-static EbPlan *
-plan_finish (EbPlan *r, EbExternalizeFlags flags)
-{
-  if (r->n_resolved == 0 && r->n_trace == 0)
-    g_array_set_size (r->removed, 0);
-  r->changed = r->n_resolved > 0 || r->removed->len > 0;
-  r->filter_field = (flags & EB_EXTERNALIZE_FILTER_FIELD) && r->n_resolved > 0;
-  return r;
-}
-
 EbPlan *
 eb_externalize_plan (const char *buf0, gsize len0, const EbConfig *config, EbStore *store,
                      EbExternalizeFlags flags)
@@ -460,6 +448,7 @@ eb_externalize_plan (const char *buf0, gsize len0, const EbConfig *config, EbSto
   r->externalized = TRUE;
   const char *buf = r->message->buf;
   gsize len = r->message->len;
+  const gboolean field = (flags & EB_EXTERNALIZE_FILTER_FIELD) != 0;
   if (flags & (EB_EXTERNALIZE_STRIP_TRACE | EB_EXTERNALIZE_FILTER_FIELD))
     r->seal_key = eb_seal_key (config);
   if (flags & EB_EXTERNALIZE_STRIP_TRACE) {
@@ -472,7 +461,7 @@ eb_externalize_plan (const char *buf0, gsize len0, const EbConfig *config, EbSto
     eb_plan_remove_lines (r, "Content-Length");
   if (len > config->max_message_size) {
     r->reason = EB_REASON_MESSAGE_TOO_LARGE;
-    return plan_finish (r, flags);
+    return eb_plan_finish (r, field);
   }
   r->parsed = TRUE;
   EbLeafScan *leaves = eb_message_get_leaves (r->message, config);
@@ -483,7 +472,7 @@ eb_externalize_plan (const char *buf0, gsize len0, const EbConfig *config, EbSto
   r->scan->eol = leaves->eol;
   if (leaves->reason != EB_REASON_RESOLVED) {
     r->reason = leaves->reason;
-    return plan_finish (r, flags);
+    return eb_plan_finish (r, field);
   }
 
   Ctx c = { buf, len, leaves->eol, config, store, flags, NULL, NULL, r };
@@ -515,7 +504,7 @@ eb_externalize_plan (const char *buf0, gsize len0, const EbConfig *config, EbSto
     }
     last_end = ref->end;
   }
-  return plan_finish (r, flags);
+  return eb_plan_finish (r, field);
 }
 
 char *

@@ -8,6 +8,11 @@
 
 #define EB_SHADOW_FIELD_MAX (64 * 1024)
 
+static EbMessageScan *scan_message (const char *buf, gsize len, const EbConfig *config,
+                                    gboolean unshadowed, EbMessage *message);
+static EbLeafScan *scan_leaves (const char *buf, gsize len, const EbConfig *config,
+                                EbMessage *message);
+
 /* ---- the one reading ------------------------------------------------------ */
 
 gsize
@@ -71,7 +76,7 @@ EbMessageScan *
 eb_message_get_scan (EbMessage *message, const EbConfig *config)
 {
   if (!message->scan)
-    message->scan = eb_message_scan (message->buf, message->len, config);
+    message->scan = scan_message (message->buf, message->len, config, FALSE, message);
   return message->scan;
 }
 
@@ -79,7 +84,7 @@ EbLeafScan *
 eb_message_get_leaves (EbMessage *message, const EbConfig *config)
 {
   if (!message->leaves)
-    message->leaves = eb_message_scan_leaves (message->buf, message->len, config);
+    message->leaves = scan_leaves (message->buf, message->len, config, message);
   return message->leaves;
 }
 
@@ -805,6 +810,18 @@ fallback_marked (const char *buf, const EbHeaderBlock *blk, const char *b, gsize
   return g_ascii_strcasecmp (got, mark + strlen (prefix)) == 0;
 }
 
+/* The header block of @buf from @start up to @limit. The message header's
+ * (@start 0) is the message's one reading (eb_message_get_top; @message
+ * nullable: none) when that reading ends within @limit, copied: the block
+ * goes with the reference or leaf, whose resolution may change it. */
+static EbHeaderBlock *
+header_block (EbMessage *message, const char *buf, gsize start, gsize limit)
+{
+  EbHeaderBlock *blk = start == 0 && message ? eb_header_block_within (eb_message_get_top (message), limit)
+                                             : NULL;
+  return blk ? blk : eb_header_block_scan (buf, start, limit);
+}
+
 /* For a located reference of the fallback shape (@it->alt set): find the
  * alternative entity in the bytes, from its header block to the end of its
  * epilogue, and check it: its header block ends in a blank line before its first
@@ -814,7 +831,8 @@ fallback_marked (const char *buf, const EbHeaderBlock *blk, const char *b, gsize
  * input for a message with no enclosing multipart). Anything else: the shape is
  * not recorded and the reference alone is replaced, as any other. */
 static void
-locate_alt (EbRef *ref, const Item *it, const char *buf, gsize len, GArray *cuts)
+locate_alt (EbRef *ref, const Item *it, const char *buf, gsize len, GArray *cuts,
+            EbMessage *message)
 {
   if (!ref->located || !it->alt || !it->alt_bounds || it->bounds->len == 0)
     return;
@@ -829,7 +847,7 @@ locate_alt (EbRef *ref, const Item *it, const char *buf, gsize len, GArray *cuts
   hmax = map_offset (cuts, hmax);
   if (hs < 0 || hmax < hs || (gsize) hs >= ref->block_start || (hs > 0 && buf[hs - 1] != '\n'))
     return;
-  g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf, (gsize) hs, ref->block_start);
+  g_autoptr (EbHeaderBlock) blk = header_block (message, buf, (gsize) hs, ref->block_start);
   if (!blk->blank || blk->fields->len == 0 || (gsize) hmax >= blk->end)
     return;
   /* the first delimiter at the start of a line after the header; the text
@@ -893,7 +911,7 @@ locate_alt (EbRef *ref, const Item *it, const char *buf, gsize len, GArray *cuts
 }
 
 static void
-locate (EbRef *ref, const Item *it, const char *buf, gsize len, GArray *cuts)
+locate (EbRef *ref, const Item *it, const char *buf, gsize len, GArray *cuts, EbMessage *message)
 {
   GMimePart *part = GMIME_PART (it->obj);
   GMimeDataWrapper *dw = g_mime_part_get_content (part);
@@ -921,7 +939,7 @@ locate (EbRef *ref, const Item *it, const char *buf, gsize len, GArray *cuts)
   if (end < (gsize) hs)
     return;
   /* The header block must run exactly up to the content. */
-  g_autoptr (EbHeaderBlock) blk = eb_header_block_scan (buf, (gsize) hs, content);
+  g_autoptr (EbHeaderBlock) blk = header_block (message, buf, (gsize) hs, content);
   if (blk->body != content || blk->fields->len == 0)
     return;
   if (hs > 0 && buf[hs - 1] != '\n')
@@ -1064,7 +1082,7 @@ item_clear (Item *it)
  * headers say. */
 static EbRef *
 ref_of_item (const Item *it, guint n_refs, const char *buf, gsize len, GArray *cuts,
-             const EbConfig *config)
+             EbMessage *message, const EbConfig *config)
 {
   EbRef *ref = eb_extref_new ();
   ref->path = g_strdup (it->path);
@@ -1079,8 +1097,8 @@ ref_of_item (const Item *it, guint n_refs, const char *buf, gsize len, GArray *c
     ref->walk_reason = EB_REASON_TOO_DEEP;
   else if (n_refs >= config->max_references)
     ref->walk_reason = EB_REASON_TOO_MANY_REFS;
-  locate (ref, it, buf, len, cuts);
-  locate_alt (ref, it, buf, len, cuts);
+  locate (ref, it, buf, len, cuts, message);
+  locate_alt (ref, it, buf, len, cuts, message);
   if (ref->located)
     eb_extref_read (ref, buf, len);
   else
@@ -1093,7 +1111,8 @@ ref_of_item (const Item *it, guint n_refs, const char *buf, gsize len, GArray *c
  * sealed, so only TOO_DEEP is marked here) and what GMime read of its header.
  * Takes @it's parent_type. */
 static EbLeaf *
-leaf_of_item (Item *it, const char *buf, gsize len, GArray *cuts, const EbConfig *config)
+leaf_of_item (Item *it, const char *buf, gsize len, GArray *cuts, EbMessage *message,
+              const EbConfig *config)
 {
   EbLeaf *leaf = g_new0 (EbLeaf, 1);
   EbRef *ref = leaf->ref = eb_extref_new ();
@@ -1103,7 +1122,7 @@ leaf_of_item (Item *it, const char *buf, gsize len, GArray *cuts, const EbConfig
   for (guint i = 0; i < it->bounds->len; i++)
     g_ptr_array_add (ref->boundaries, g_strdup (g_ptr_array_index (it->bounds, i)));
   ref->walk_reason = it->depth > config->max_nesting_depth ? EB_REASON_TOO_DEEP : EB_REASON_RESOLVED;
-  locate (ref, it, buf, len, cuts);
+  locate (ref, it, buf, len, cuts, message);
   leaf->type = type_of (it->obj);
   leaf->parent_type = g_steal_pointer (&it->parent_type);
   leaf->sealed = it->sealed;
@@ -1123,6 +1142,8 @@ typedef struct {
   guint      n_parts;  /* entities walked */
   EbReason   reason;   /* RESOLVED, UNPARSEABLE or TOO_MANY_PARTS */
   gboolean   unshadowed;   /* GMime is shown the bytes themselves (tests) */
+  EbMessage *message;  /* (nullable) the message walked: its header's one reading
+                          serves an entity whose header is the message header */
 } Walk;
 
 /* The one walk of eb_message_scan() and eb_message_scan_leaves(): parse
@@ -1169,9 +1190,9 @@ walk (Walk *w, const char *buf, gsize len, const EbConfig *config)
     if (!push_children (stack, all_bounds, &it) && GMIME_IS_PART (it.obj)) {
       if (is_external_body (it.obj)) {
         if (w->refs)
-          g_ptr_array_add (w->refs, ref_of_item (&it, w->refs->len, buf, len, cuts, config));
+          g_ptr_array_add (w->refs, ref_of_item (&it, w->refs->len, buf, len, cuts, w->message, config));
       } else if (w->leaves) {
-        g_ptr_array_add (w->leaves, leaf_of_item (&it, buf, len, cuts, config));
+        g_ptr_array_add (w->leaves, leaf_of_item (&it, buf, len, cuts, w->message, config));
       }
     }
     item_clear (&it);
@@ -1182,12 +1203,13 @@ walk (Walk *w, const char *buf, gsize len, const EbConfig *config)
 }
 
 static EbMessageScan *
-scan_message (const char *buf, gsize len, const EbConfig *config, gboolean unshadowed)
+scan_message (const char *buf, gsize len, const EbConfig *config, gboolean unshadowed,
+              EbMessage *message)
 {
   EbMessageScan *scan = g_new0 (EbMessageScan, 1);
   scan->refs = g_ptr_array_new_with_free_func ((GDestroyNotify) eb_extref_free);
   scan->eol = eb_header_eol_at (buf, len, 0);
-  Walk w = { scan->refs, NULL, 0, EB_REASON_RESOLVED, unshadowed };
+  Walk w = { scan->refs, NULL, 0, EB_REASON_RESOLVED, unshadowed, message };
   walk (&w, buf, len, config);
   scan->n_parts = w.n_parts;
   scan->reason = w.reason;
@@ -1201,13 +1223,13 @@ scan_message (const char *buf, gsize len, const EbConfig *config, gboolean unsha
 EbMessageScan *
 eb_message_scan (const char *buf, gsize len, const EbConfig *config)
 {
-  return scan_message (buf, len, config, FALSE);
+  return scan_message (buf, len, config, FALSE, NULL);
 }
 
 EbMessageScan *
 eb_message_scan_unshadowed (const char *buf, gsize len, const EbConfig *config)
 {
-  return scan_message (buf, len, config, TRUE);
+  return scan_message (buf, len, config, TRUE, NULL);
 }
 
 /* ---- every leaf (externalize) ---------------------------------------------- */
@@ -1234,15 +1256,21 @@ eb_message_leaf_scan_free (EbLeafScan *scan)
   g_free (scan);
 }
 
-EbLeafScan *
-eb_message_scan_leaves (const char *buf, gsize len, const EbConfig *config)
+static EbLeafScan *
+scan_leaves (const char *buf, gsize len, const EbConfig *config, EbMessage *message)
 {
   EbLeafScan *scan = g_new0 (EbLeafScan, 1);
   scan->leaves = g_ptr_array_new_with_free_func ((GDestroyNotify) leaf_free);
   scan->eol = eb_header_eol_at (buf, len, 0);
-  Walk w = { NULL, scan->leaves, 0, EB_REASON_RESOLVED, FALSE };
+  Walk w = { NULL, scan->leaves, 0, EB_REASON_RESOLVED, FALSE, message };
   walk (&w, buf, len, config);
   scan->n_parts = w.n_parts;
   scan->reason = w.reason;
   return scan;
+}
+
+EbLeafScan *
+eb_message_scan_leaves (const char *buf, gsize len, const EbConfig *config)
+{
+  return scan_leaves (buf, len, config, NULL);
 }

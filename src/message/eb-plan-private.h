@@ -64,7 +64,8 @@ guint eb_plan_remove_ranges (EbPlan *plan, const EbRange *ranges, guint n);
 
 /* Add the lines named @name of the message header as a mailbox reader finds
  * them (eb_header_find_lines: up to the blank line, whether or not the lines
- * before are fields); returns how many were new. */
+ * before are fields), read from the message header's one reading as far as
+ * it goes; returns how many were new. */
 guint eb_plan_remove_lines (EbPlan *plan, const char *name);
 
 /* An X-Extbody field of the message header whose seal verifies: this site's
@@ -86,6 +87,16 @@ GArray *eb_plan_sealed_records (EbPlan *plan);
  * @keep_resolved_fields, every X-Extbody-Resolved; returns how many were
  * added. */
 guint eb_plan_remove_trace (EbPlan *plan, const GArray *kept, gboolean keep_resolved_fields);
+
+/* What @plan changes, its removals and resolutions settled; returns @plan.
+ * The removals stay only in a message that changes otherwise (something
+ * resolved or a trace field removed): a Content-Length goes only from a
+ * message whose length then no longer holds. With @filter_field
+ * (EB_REWRITE_FILTER_FIELD, EB_EXTERNALIZE_FILTER_FIELD) the X-Extbody record
+ * is due when something was resolved and, for a rewrite with the site's key,
+ * in a message with references whatever was resolved; never in one left for
+ * this site's sealed record. */
+EbPlan *eb_plan_finish (EbPlan *plan, gboolean filter_field);
 
 /* Is the field that starts at @start one of @plan's removals? */
 gboolean eb_plan_removes (const EbPlan *plan, gsize start);

@@ -84,8 +84,22 @@ eb_plan_remove_fields (EbPlan *plan, EbPlanFieldTest is_removed, gconstpointer d
 guint
 eb_plan_remove_lines (EbPlan *plan, const char *name)
 {
+  /* The message header's one reading (eb_message_get_top) holds every line
+   * before its end: its fields "@name:" (the colon right after the name) are
+   * the lines a mailbox reader takes. Past a line that is no field, where
+   * that reading ends, the reader goes on to the blank line, and so do the
+   * lines found from there. */
+  const char *buf = plan->message->buf;
+  const EbHeaderBlock *top = eb_message_get_top (plan->message);
+  gsize n = strlen (name);
   g_autoptr (GArray) lines = g_array_new (FALSE, FALSE, sizeof (EbHeaderField));
-  eb_header_find_lines (plan->message->buf, plan->message->len, name, lines);
+  for (guint i = 0; i < top->fields->len; i++) {
+    const EbHeaderField *f = &g_array_index (top->fields, EbHeaderField, i);
+    if (eb_header_field_is (f, buf, name) && buf[f->start + n] == ':')
+      g_array_append_val (lines, *f);
+  }
+  if (!top->blank)
+    eb_header_find_lines (buf, top->end, plan->message->len, name, lines);
   g_autoptr (GArray) ranges = g_array_sized_new (FALSE, FALSE, sizeof (EbRange), lines->len);
   for (guint i = 0; i < lines->len; i++) {
     const EbHeaderField *f = &g_array_index (lines, EbHeaderField, i);
@@ -150,6 +164,21 @@ eb_plan_remove_trace (EbPlan *plan, const GArray *kept, gboolean keep_resolved_f
 {
   TraceKept k = { kept, keep_resolved_fields };
   return eb_plan_remove_fields (plan, is_trace_removed, &k);
+}
+
+EbPlan *
+eb_plan_finish (EbPlan *plan, gboolean filter_field)
+{
+  if (plan->n_resolved == 0 && plan->n_trace == 0)
+    g_array_set_size (plan->removed, 0);
+  /* with the site's key a rewrite's record is written whatever was resolved,
+   * so that a later pass of the site does not fetch the references again; an
+   * externalize record counts the parts externalized, and is due with one */
+  gboolean record_due = plan->n_resolved > 0
+                        || (!plan->externalized && plan->seal_key && plan->scan && plan->scan->refs->len > 0);
+  plan->filter_field = filter_field && !plan->sealed && record_due;
+  plan->changed = plan->n_resolved > 0 || plan->removed->len > 0 || plan->filter_field;
+  return plan;
 }
 
 gboolean

@@ -77,8 +77,8 @@ plan_trace (EbPlan *r, const EbConfig *config, EbRewriteFlags flags)
 /* The fields of the message header @flags removes: with
  * EB_REWRITE_STRIP_TRACE the trace fields (TRUE when this site's sealed
  * record says the message was handled: plan_trace), with
- * EB_REWRITE_DROP_CONTENT_LENGTH Content-Length (dropped again by plan_finish
- * when nothing else changes). */
+ * EB_REWRITE_DROP_CONTENT_LENGTH Content-Length (dropped again by
+ * eb_plan_finish when nothing else changes). */
 static gboolean
 plan_removals (EbPlan *r, const EbConfig *config, EbRewriteFlags flags)
 {
@@ -86,21 +86,6 @@ plan_removals (EbPlan *r, const EbConfig *config, EbRewriteFlags flags)
   if (flags & EB_REWRITE_DROP_CONTENT_LENGTH)
     eb_plan_remove_lines (r, "Content-Length");
   return handled;
-}
-
-/* What the plan changes, its removals settled: a Content-Length goes only
- * from a message that changes otherwise (its length then no longer holds). */
-static EbPlan *
-plan_finish (EbPlan *r, EbRewriteFlags flags)
-{
-  if (r->n_resolved == 0 && r->n_trace == 0)
-    g_array_set_size (r->removed, 0);
-  /* with the site's key the record is written whatever was resolved, so
-   * that a later pass of the site does not fetch the references again */
-  gboolean record_due = r->n_resolved > 0 || (r->seal_key && r->scan && r->scan->refs->len > 0);
-  r->filter_field = (flags & EB_REWRITE_FILTER_FIELD) && !r->sealed && record_due;
-  r->changed = r->n_resolved > 0 || r->removed->len > 0 || r->filter_field;
-  return r;
 }
 
 /* The fetches of every reference to fetch, all at once: one slot per
@@ -197,21 +182,22 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
   EbPlan *r = eb_plan_new (buf0, len0);
   const char *buf = r->message->buf;
   gsize len = r->message->len;
+  const gboolean field = (flags & EB_REWRITE_FILTER_FIELD) != 0;
   if (flags & (EB_REWRITE_STRIP_TRACE | EB_REWRITE_FILTER_FIELD))
     r->seal_key = eb_seal_key (config);
   if (plan_removals (r, config, flags)) {
     r->reason = EB_REASON_SEALED_RECORD;
     r->sealed = TRUE;
-    return plan_finish (r, flags);
+    return eb_plan_finish (r, field);
   }
   if (flags & EB_REWRITE_HEADER_ONLY)
-    return plan_finish (r, flags);
+    return eb_plan_finish (r, field);
 
   if (!(flags & EB_REWRITE_NO_PRECHECK) && !eb_message_may_hold_external_body (buf, len))
-    return plan_finish (r, flags);
+    return eb_plan_finish (r, field);
   if (len > config->max_message_size) {
     r->reason = EB_REASON_MESSAGE_TOO_LARGE;
-    return plan_finish (r, flags);
+    return eb_plan_finish (r, field);
   }
 
   r->parsed = TRUE;
@@ -226,7 +212,7 @@ eb_rewrite_plan (const char *buf0, gsize len0, const EbConfig *config, EbFetcher
   g_autoptr (GPtrArray) fetched = fetch_all (r, fetcher, config, flags);
   resolve_each (r, buf, len, config, fetched);
   check_no_overlap (r);
-  return plan_finish (r, flags);
+  return eb_plan_finish (r, field);
 }
 
 gboolean

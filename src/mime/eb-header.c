@@ -112,6 +112,16 @@ eb_header_block_free (EbHeaderBlock *block)
   g_free (block);
 }
 
+EbHeaderBlock *
+eb_header_block_within (const EbHeaderBlock *known, gsize limit)
+{
+  if (known->body > limit)
+    return NULL;
+  EbHeaderBlock *block = g_memdup2 (known, sizeof *known);
+  block->fields = g_array_copy (known->fields);
+  return block;
+}
+
 gboolean
 eb_header_field_is (const EbHeaderField *f, const char *buf, const char *name)
 {
@@ -200,10 +210,12 @@ eb_header_field_append (GString *out, const char *buf, const EbHeaderField *f, c
 }
 
 void
-eb_header_find_lines (const char *buf, gsize len, const char *name, GArray *out)
+eb_header_find_lines (const char *buf, gsize start, gsize len, const char *name, GArray *out)
 {
+  if (G_UNLIKELY (watched_at) && buf + start == watched_at)
+    watched_scans++;
   gsize nl_len = strlen (name);
-  gsize p = 0;
+  gsize p = start;
   while (p < len) {
     const char *nl = memchr (buf + p, '\n', len - p);
     gsize e = nl ? (gsize) (nl - buf) + 1 : len;

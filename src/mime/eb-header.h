@@ -36,21 +36,29 @@ EbHeaderBlock *eb_header_block_scan (const char *buf, gsize start, gsize limit);
 void eb_header_block_free (EbHeaderBlock *block);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EbHeaderBlock, eb_header_block_free)
 
+/* The block eb_header_block_scan (buf, @known->start, @limit) gives, taken
+ * from @known, a scan from the same start up to a limit past @limit: a copy
+ * of it when its body starts at or before @limit (every line it read lies
+ * before @limit, and ended it the same way), else NULL: then only a scan
+ * tells. Returns: (transfer full) (nullable). */
+EbHeaderBlock *eb_header_block_within (const EbHeaderBlock *known, gsize limit);
+
 /* Count, on this thread, the scans of the header block that starts at @at
- * (NULL: none), from zero: how the tests see that a message's header is read
- * once however many steps use it. */
+ * (NULL: none), from zero: eb_header_block_scan's and eb_header_find_lines'
+ * from @at. How the tests see that a message's header is read once however
+ * many steps use it. */
 void eb_header_block_watch (const char *at);
 guint eb_header_block_watched_scans (void);
 
 /* The fields named @name (ASCII case-insensitive, the colon right after it)
- * of the header of @buf as a line-based mailbox reader finds them: every line
- * up to the first empty line that starts with "@name:", with its continuation
- * lines, appended to @out (element-type EbHeaderField: start and end set),
- * whether or not the lines before it are fields. RFC 5322 ends a header at
- * its first line that is not a field (eb_header_block_scan); a mail reader
- * that trusts Content-Length reads on to the blank line, and so must whoever
- * takes such a field away. */
-void eb_header_find_lines (const char *buf, gsize len, const char *name, GArray *out);
+ * of the header of @buf as a line-based mailbox reader finds them, from the
+ * line that starts at @start: every line up to the first empty line that
+ * starts with "@name:", with its continuation lines, appended to @out
+ * (element-type EbHeaderField: start and end set), whether or not the lines
+ * before it are fields. RFC 5322 ends a header at its first line that is not
+ * a field (eb_header_block_scan); a mail reader that trusts Content-Length
+ * reads on to the blank line, and so must whoever takes such a field away. */
+void eb_header_find_lines (const char *buf, gsize start, gsize len, const char *name, GArray *out);
 
 /* Index of the first field named @name (ASCII case-insensitive), or -1. */
 gint eb_header_block_find (const EbHeaderBlock *block, const char *buf, const char *name);

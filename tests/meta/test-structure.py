@@ -23,7 +23,12 @@ Holds the code to the shape its design promises (src/README.md):
      eb_fetcher_...; eb-dataurl.c: eb_data_url_...), except those in
      PREFIX_ALLOWED;
   5. a folder of LIBC_ONLY includes nothing but its own headers and the C
-     library's: no header of src/ or include/, none of GLib, GMime, curl.
+     library's: no header of src/ or include/, none of GLib, GMime, curl;
+  6. every variable a module of src/ or filters/ defines at file scope and
+     does not keep static is exported data and begins with the name of its
+     file, as its functions do (milter-session.c: milter_session_...): an
+     exported "config" or "stats" is any program's, and the linker takes
+     another module's of that name as the same.
 
 With --report it prints the modules by layer, the edges that go up and
 the longest functions, and exits 0 whatever it finds.
@@ -65,6 +70,11 @@ SYSTEM_INCLUDE_RE = re.compile(r'^\s*#\s*include\s+<([^>]+)>', re.M)
 DEF_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*) \(")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 CALL_RE = re.compile(r"\b([a-z_][a-z0-9_]*)\s*\(")
+# A definition of a variable at file scope, not static (nor a declaration:
+# extern, typedef, struct NAME;): its name, the word before "=", "[" or ";",
+# no "(" before it on its line.
+GLOBAL_RE = re.compile(r"^(?!static\b|extern\b|typedef\b|(?:struct|union|enum)\s+\w+\s*;)"
+                       r"[A-Za-z_][^(;=\n]*?\b([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[[^]\n]*\]\s*)*[=;]", re.M)
 
 
 def sources(top):
@@ -237,6 +247,16 @@ def main():
             for inc in SYSTEM_INCLUDE_RE.findall(raw):
                 if inc.startswith(NOT_LIBC):
                     problems.append("%s includes <%s> (%s)" % (os.path.relpath(p, top), inc, why))
+    # 6. exported data
+    for p in files:
+        if not p.endswith(".c"):
+            continue
+        prefix = module_of[p].replace("-", "")
+        for m in GLOBAL_RE.finditer(text[p]):
+            if not m.group(1).replace("_", "").startswith(prefix):
+                line = text[p].count("\n", 0, m.start()) + 1
+                problems.append("%s:%d: %s is exported (not static) and does not begin with the name of its file"
+                                % (os.path.relpath(p, top), line, m.group(1)))
     if report:
         for lay in LAYERS:
             ms = sorted(m for m in layer if layer[m] == lay)

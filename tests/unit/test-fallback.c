@@ -15,6 +15,8 @@
 #include "eb-inspect.h"
 #include "eb-digest.h"
 #include "test-edits.h"
+#include "test-msg.h"
+#include "test-run.h"
 
 /* The reference as externalize writes it: 00 01 02 ff, MD5 BBbau...; the
  * phantom header as externalize writes it. */
@@ -51,47 +53,6 @@
 #define NOTICE_SHA "6653319eee312a9856efa82c5ccadc1503fc3fe758b92e4fe3877e062b648596"
 #define ALT_MARK "X-Extbody-Fallback: notice-sha256=" NOTICE_SHA "\n"
 #define ALT_TYPE "Content-Type: multipart/alternative; boundary=\"" ALT_B "\"\n" ALT_MARK
-
-/* Turn "\n" of @tmpl into @eol. */
-static GByteArray *
-msg_with_eol (const char *tmpl, const char *eol)
-{
-  GByteArray *a = g_byte_array_new ();
-  for (const char *p = tmpl; *p; p++) {
-    if (*p == '\n')
-      g_byte_array_append (a, (const guint8 *) eol, (guint) strlen (eol));
-    else
-      g_byte_array_append (a, (const guint8 *) p, 1);
-  }
-  return a;
-}
-
-typedef struct {
-  GByteArray      *out;
-  EbPlan *result;
-} Run;
-
-static void
-run_clear (Run *r)
-{
-  g_clear_pointer (&r->out, g_byte_array_unref);
-  g_clear_pointer (&r->result, eb_plan_free);
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Run, run_clear)
-
-static void
-do_rewrite (GByteArray *in, const EbConfig *config, EbRewriteFlags flags, Run *r)
-{
-  g_autoptr (GOutputStream) mem = g_memory_output_stream_new_resizable ();
-  g_autoptr (GError) error = NULL;
-  gboolean ok = eb_rewrite ((const char *) in->data, in->len, config, NULL, flags, mem, &r->result, &error);
-  g_assert_no_error (error);
-  g_assert_true (ok);
-  g_output_stream_close (mem, NULL, NULL);
-  r->out = g_byte_array_new ();
-  g_byte_array_append (r->out, g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (mem)),
-                       (guint) g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (mem)));
-}
 
 /* Parse @out with GMime: the leaf whose Content-ID is @cid (anywhere, inside
  * message/rfc822 too), its type and decoded content; *@under_alt is set when a
@@ -225,12 +186,12 @@ test_shape (gconstpointer data)
   for (guint e = 0; e < 2; e++) {
     const char *eol = e ? "\r\n" : "\n";
     g_autoptr (EbConfig) config = eb_config_new ();
-    g_autoptr (GByteArray) in = msg_with_eol (c->fallback, eol);
-    g_autoptr (GByteArray) bare = msg_with_eol (c->bare, eol);
-    g_auto (Run) r = { 0 };
-    g_auto (Run) b = { 0 };
-    do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
-    do_rewrite (bare, config, EB_REWRITE_DEFAULT, &b);
+    g_autoptr (GByteArray) in = test_msg_with_eol (c->fallback, eol);
+    g_autoptr (GByteArray) bare = test_msg_with_eol (c->bare, eol);
+    g_auto (TestRun) r = { 0 };
+    g_auto (TestRun) b = { 0 };
+    test_run_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
+    test_run_rewrite (bare, config, EB_REWRITE_DEFAULT, &b);
     g_assert_cmpuint (r.result->n_resolved, ==, 1);
     g_assert_cmpuint (b.result->n_resolved, ==, 1);
     const EbRef *ref = g_ptr_array_index (r.result->scan->refs, 0);
@@ -292,9 +253,9 @@ test_alt_fields (void)
     "Content-Location: http://example.org/r.bin\nContent-Language: en\n\n" ALT_BODY
     "--outer--\n";
   g_autoptr (EbConfig) config = eb_config_new ();
-  g_autoptr (GByteArray) in = msg_with_eol (m, "\n");
-  g_auto (Run) r = { 0 };
-  do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
+  g_autoptr (GByteArray) in = test_msg_with_eol (m, "\n");
+  g_auto (TestRun) r = { 0 };
+  test_run_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
   g_assert_cmpuint (r.result->n_resolved, ==, 1);
   g_autofree char *out = g_strndup ((const char *) r.out->data, r.out->len);
   g_assert_nonnull (strstr (out, "--outer\nX-Alt: kept\nContent-Type: application/octet-stream; name=\"r.bin\"\n"));
@@ -389,9 +350,9 @@ test_other (gconstpointer data)
   const OtherCase *c = data;
   for (guint e = 0; e < 2; e++) {
     g_autoptr (EbConfig) config = eb_config_new ();
-    g_autoptr (GByteArray) in = msg_with_eol (c->msg, e ? "\r\n" : "\n");
-    g_auto (Run) r = { 0 };
-    do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
+    g_autoptr (GByteArray) in = test_msg_with_eol (c->msg, e ? "\r\n" : "\n");
+    g_auto (TestRun) r = { 0 };
+    test_run_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
     g_assert_cmpuint (r.result->n_resolved, ==, 1);
     const EbRef *ref = g_ptr_array_index (r.result->scan->refs, 0);
     g_assert_false (ref->alt);
@@ -430,9 +391,9 @@ test_unresolved (void)
   for (guint i = 0; i < G_N_ELEMENTS (unresolved_msgs); i++)
     for (guint e = 0; e < 2; e++) {
       g_autoptr (EbConfig) config = eb_config_new ();
-      g_autoptr (GByteArray) in = msg_with_eol (unresolved_msgs[i], e ? "\r\n" : "\n");
-      g_auto (Run) r = { 0 };
-      do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
+      g_autoptr (GByteArray) in = test_msg_with_eol (unresolved_msgs[i], e ? "\r\n" : "\n");
+      g_auto (TestRun) r = { 0 };
+      test_run_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
       g_assert_cmpuint (r.result->scan->refs->len, ==, 1);
       g_assert_true (((const EbRef *) g_ptr_array_index (r.result->scan->refs, 0))->alt);
       g_assert_cmpuint (r.result->n_resolved, ==, 0);
@@ -458,9 +419,9 @@ test_two (void)
     "Content-Type: text/plain\nContent-ID: <s@x>\nContent-Disposition: attachment\n\n"
     "--1=_extbody_000000000000000000000002--\n--outer--\n";
   g_autoptr (EbConfig) config = eb_config_new ();
-  g_autoptr (GByteArray) in = msg_with_eol (m, "\r\n");
-  g_auto (Run) r = { 0 };
-  do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
+  g_autoptr (GByteArray) in = test_msg_with_eol (m, "\r\n");
+  g_auto (TestRun) r = { 0 };
+  test_run_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
   g_assert_cmpuint (r.result->n_resolved, ==, 2);
   const EbRef *a = g_ptr_array_index (r.result->scan->refs, 0);
   const EbRef *b = g_ptr_array_index (r.result->scan->refs, 1);
@@ -489,7 +450,7 @@ test_header_edits (gconstpointer eolp)
   const char *tmpl =
     "X-Extbody: resolved 9 of 9\nFrom: a@x\nX-Extbody-Resolved: forged\nSubject: s\nMIME-Version: 1.0\n"
     ALT_TYPE "Content-Description: the alternative\n\n" ALT_BODY;
-  g_autoptr (GByteArray) in = msg_with_eol (tmpl, eolp);
+  g_autoptr (GByteArray) in = test_msg_with_eol (tmpl, eolp);
   const char *m = (const char *) in->data;
   gsize len = in->len;
   g_autoptr (EbConfig) config = eb_config_new ();
@@ -534,7 +495,7 @@ test_notice_digest (void)
     g_autofree char *d = eb_digest_notice_hex ((const guint8 *) v, strlen (v));
     g_assert_cmpstr (d, ==, NOTICE_SHA);
   }
-  g_autoptr (GByteArray) crlf = msg_with_eol (t, "\r\n");
+  g_autoptr (GByteArray) crlf = test_msg_with_eol (t, "\r\n");
   g_autofree char *d = eb_digest_notice_hex (crlf->data, crlf->len);
   g_assert_cmpstr (d, ==, NOTICE_SHA);
   g_autofree char *other = eb_digest_notice_hex ((const guint8 *) "the second", 10);

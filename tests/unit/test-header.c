@@ -59,11 +59,51 @@ test_ends (void)
   g_assert_false (eb_header_field_is_content (&g_array_index (h5->fields, EbHeaderField, 2), e));
 }
 
+/* A block taken from a scan with a larger limit (eb_header_block_within) is
+ * the block a scan up to the smaller one gives, whenever it is given: every
+ * limit of every header below, broken ones too. */
+static void
+test_within (void)
+{
+  static const char *const heads[] = {
+    "From: a\r\nSubject: one\r\n two\r\n\r\nbody",
+    "Content-Type: text/plain\n--boundary\nContent-Length: 3\n\nabc",
+    "A : 1\r\nB: 2\n\r\nx",
+    "\nbody",
+    "A: 1\nB: 2",
+    "A: 1\r\n\rX",
+    "A: 1\r\n \r\n\r\nz",
+    "A: 1\r\n\r",
+    "",
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (heads); i++) {
+    const char *b = heads[i];
+    gsize len = strlen (b);
+    g_autoptr (EbHeaderBlock) known = eb_header_block_scan (b, 0, len);
+    for (gsize limit = 0; limit <= len; limit++) {
+      g_autoptr (EbHeaderBlock) w = eb_header_block_within (known, limit);
+      g_assert_true ((w != NULL) == (known->body <= limit));
+      if (!w)
+        continue;
+      g_autoptr (EbHeaderBlock) h = eb_header_block_scan (b, 0, limit);
+      g_assert_cmpuint (w->start, ==, h->start);
+      g_assert_cmpuint (w->end, ==, h->end);
+      g_assert_cmpuint (w->body, ==, h->body);
+      g_assert_cmpint (w->blank, ==, h->blank);
+      g_assert_cmpmem (w->fields->data, w->fields->len * sizeof (EbHeaderField),
+                       h->fields->data, h->fields->len * sizeof (EbHeaderField));
+      /* a copy: the known block stays as it was */
+      g_assert_true (w->fields != known->fields);
+    }
+  }
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/header/fields", test_fields);
   g_test_add_func ("/header/ends", test_ends);
+  g_test_add_func ("/header/within", test_within);
   return g_test_run ();
 }

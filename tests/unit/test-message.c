@@ -4,20 +4,7 @@
 #include <string.h>
 #include "eb-gmime.h"
 #include "eb-message.h"
-
-/* Turn "\n" of @tmpl into @eol. */
-static GByteArray *
-msg_with_eol (const char *tmpl, const char *eol)
-{
-  GByteArray *a = g_byte_array_new ();
-  for (const char *p = tmpl; *p; p++) {
-    if (*p == '\n')
-      g_byte_array_append (a, (const guint8 *) eol, (guint) strlen (eol));
-    else
-      g_byte_array_append (a, (const guint8 *) p, 1);
-  }
-  return a;
-}
+#include "test-msg.h"
 
 static EbMessageScan *
 scan_of (GByteArray *m, const EbConfig *config)
@@ -138,7 +125,7 @@ static const char *TREE =
 static void
 check_tree (const char *eol)
 {
-  g_autoptr (GByteArray) m = msg_with_eol (TREE, eol);
+  g_autoptr (GByteArray) m = test_msg_with_eol (TREE, eol);
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (EbMessageScan) scan = scan_of (m, config);
   g_assert_cmpint (scan->reason, ==, EB_REASON_RESOLVED);
@@ -205,7 +192,7 @@ test_top_level (void)
 {
   const char *eols[] = { "\n", "\r\n" };
   for (guint e = 0; e < G_N_ELEMENTS (eols); e++) {
-    g_autoptr (GByteArray) m = msg_with_eol (
+    g_autoptr (GByteArray) m = test_msg_with_eol (
       "From: a@example.org\n"
       "MIME-Version: 1.0\n"
       "Content-Type: message/external-body; access-type=URL; URL=\"data:,top\"\n"
@@ -274,7 +261,7 @@ test_mixed_eol (void)
 static void
 test_walk_limits (void)
 {
-  g_autoptr (GByteArray) m = msg_with_eol (TREE, "\n");
+  g_autoptr (GByteArray) m = test_msg_with_eol (TREE, "\n");
 
   g_autoptr (EbConfig) deep = eb_config_new ();
   deep->max_nesting_depth = 1;
@@ -346,7 +333,7 @@ test_sealed (void)
       "Content-Type: text/plain\n"
       "\n"
       "--out--\n", types[t]);
-    g_autoptr (GByteArray) m = msg_with_eol (tmpl, "\n");
+    g_autoptr (GByteArray) m = test_msg_with_eol (tmpl, "\n");
     g_autoptr (EbConfig) config = eb_config_new ();
     g_autoptr (EbMessageScan) scan = scan_of (m, config);
     g_assert_cmpuint (scan->refs->len, ==, 2);
@@ -377,7 +364,7 @@ test_bad_boundary (void)
       "\n"
       "--%.*s--\n", bounds[i],
       (int) strlen (bounds[i]) - 2, bounds[i] + 1, (int) strlen (bounds[i]) - 2, bounds[i] + 1);
-    g_autoptr (GByteArray) m = msg_with_eol (tmpl, "\n");
+    g_autoptr (GByteArray) m = test_msg_with_eol (tmpl, "\n");
     g_autoptr (EbConfig) config = eb_config_new ();
     g_autoptr (EbMessageScan) scan = scan_of (m, config);
     g_test_message ("boundary %s", bounds[i]);
@@ -397,7 +384,7 @@ test_bad_boundary (void)
     "Content-Type: text/plain\n"
     "\n"
     "--%s--\n", b70, b70, b70);
-  g_autoptr (GByteArray) m = msg_with_eol (tmpl, "\n");
+  g_autoptr (GByteArray) m = test_msg_with_eol (tmpl, "\n");
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (EbMessageScan) scan = scan_of (m, config);
   g_assert_cmpuint (scan->refs->len, ==, 1);
@@ -449,7 +436,7 @@ static void
 test_no_refs (void)
 {
   g_autoptr (EbConfig) config = eb_config_new ();
-  g_autoptr (GByteArray) m = msg_with_eol ("Subject: plain\n\nhello\n", "\n");
+  g_autoptr (GByteArray) m = test_msg_with_eol ("Subject: plain\n\nhello\n", "\n");
   g_autoptr (EbMessageScan) scan = scan_of (m, config);
   g_assert_cmpint (scan->reason, ==, EB_REASON_RESOLVED);
   g_assert_cmpuint (scan->refs->len, ==, 0);

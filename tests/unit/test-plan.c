@@ -7,13 +7,23 @@
  *                              edits, the filter field) read the message
  *                              header once and the reference's header once
  *   /plan/read-once/write      the same for a whole message written (the
- *                              command, a mailbox)
+ *                              command, a mailbox: its Content-Length
+ *                              removed as well)
+ *   /plan/read-once/root/milter, /plan/read-once/root/write
+ *                              the same for a message whose body is the
+ *                              reference: its header is the reference's
+ *                              header too, read once for both
  *   /plan/content-length       a mailbox's pass: Content-Length goes with a
  *                              change, as a plan range, and only then
  *   /plan/content-length/broken-header
  *                              past a line that is no field (where RFC 5322
  *                              ends the header) a mail reader still takes
  *                              Content-Length as the header's: it goes too
+ *   /plan/content-length/as-a-reader
+ *                              the lines a line-based mailbox reader takes
+ *                              for the header's Content-Length
+ *                              (eb_header_find_lines from the first line),
+ *                              found from the header's one reading
  *   /plan/trace-only           the trace fields removed from a message with
  *                              nothing to resolve: the plan changes it alone
  *   /plan/borrowed             the plan keeps no copy of the message: its
@@ -27,13 +37,24 @@
 #include "eb-header.h"
 #include "eb-log.h"
 
-static const char msg_tmpl[] =
-  "From: a@example.org\r\n"
-  "X-Extbody: resolved 1 of 1 external-body reference\r\n"
-  "Message-ID: <one@example.org>\r\n"
-  "Content-Length: 999\r\n"
-  "Subject: one plan\r\n"
+/* The message header's fields before its Content-Type (a forged X-Extbody,
+ * a Content-Length), and a reference to data: text. */
+#define HEAD_FIELDS \
+  "From: a@example.org\r\n" \
+  "X-Extbody: resolved 1 of 1 external-body reference\r\n" \
+  "Message-ID: <one@example.org>\r\n" \
+  "Content-Length: 999\r\n" \
+  "Subject: one plan\r\n" \
   "MIME-Version: 1.0\r\n"
+#define REF_PART \
+  "Content-Type: message/external-body; access-type=URL;\r\n" \
+  " URL=\"data:text/plain,hello\"\r\n" \
+  "\r\n" \
+  "Content-Type: text/plain\r\n" \
+  "\r\n"
+
+static const char msg_tmpl[] =
+  HEAD_FIELDS
   "Content-Type: multipart/mixed; boundary=\"b1\"\r\n"
   "\r\n"
   "--b1\r\n"
@@ -41,12 +62,11 @@ static const char msg_tmpl[] =
   "\r\n"
   "words\r\n"
   "--b1\r\n"
-  "Content-Type: message/external-body; access-type=URL;\r\n"
-  " URL=\"data:text/plain,hello\"\r\n"
-  "\r\n"
-  "Content-Type: text/plain\r\n"
-  "\r\n"
+  REF_PART
   "--b1--\r\n";
+
+/* A message whose body is the reference. */
+static const char root_tmpl[] = HEAD_FIELDS REF_PART;
 
 static gsize
 offset_of (const char *msg, const char *needle)
@@ -68,9 +88,11 @@ written (const EbPlan *plan, gboolean body_only)
   return g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (out));
 }
 
-/* How many times the steps read the header at @at of @msg. */
+/* How many times the steps read the header at @at of @msg (the header
+ * scans, eb_header_block_watch). A milter's steps find @n_edits header edits,
+ * the last the forged X-Extbody deleted. */
 static guint
-reads_of (const char *msg, gsize at, gboolean milter)
+reads_of (const char *msg, gsize at, gboolean milter, guint n_edits)
 {
   g_autoptr (EbConfig) config = eb_config_new ();
   eb_header_block_watch (msg + at);
@@ -85,8 +107,10 @@ reads_of (const char *msg, gsize at, gboolean milter)
   g_assert_cmpuint (g_bytes_get_size (out), >, 0);
   if (milter) {
     g_autoptr (GPtrArray) edits = eb_plan_header_edits (plan);
-    g_assert_cmpuint (edits->len, ==, 1);   /* the forged X-Extbody deleted */
-    g_assert_cmpint (eb_header_edit_get_kind (edits->pdata[0]), ==, EB_HEADER_DELETE);
+    g_assert_cmpuint (edits->len, ==, n_edits);
+    const EbHeaderEdit *last = edits->pdata[edits->len - 1];
+    g_assert_cmpint (eb_header_edit_get_kind (last), ==, EB_HEADER_DELETE);
+    g_assert_cmpstr (eb_header_edit_get_name (last), ==, EB_FILTER_FIELD);
     g_autofree char *field = eb_plan_filter_field_value (plan);
     g_assert_cmpstr (field, ==, " resolved 1 of 1 external-body reference");
   }
@@ -99,9 +123,18 @@ static void
 test_read_once (gconstpointer data)
 {
   gboolean milter = GPOINTER_TO_INT (data);
-  g_assert_cmpuint (reads_of (msg_tmpl, 0, milter), ==, 1);
+  g_assert_cmpuint (reads_of (msg_tmpl, 0, milter, 1), ==, 1);
   gsize ref = offset_of (msg_tmpl, "Content-Type: message/external-body");
-  g_assert_cmpuint (reads_of (msg_tmpl, ref, milter), ==, 1);
+  g_assert_cmpuint (reads_of (msg_tmpl, ref, milter, 1), ==, 1);
+}
+
+static void
+test_read_once_root (gconstpointer data)
+{
+  gboolean milter = GPOINTER_TO_INT (data);
+  /* the forged X-Extbody deleted, the new Content-Type, its
+   * Content-Transfer-Encoding and X-Extbody-Resolved */
+  g_assert_cmpuint (reads_of (root_tmpl, 0, milter, 4), ==, 1);
 }
 
 static void
@@ -149,6 +182,38 @@ test_content_length_broken (void)
 }
 
 static void
+test_content_length_reader (void)
+{
+  static const char *const msgs[] = {
+    "Content-Length: 1\nSubject: s\n\nbody",
+    "content-length: 1\r\n\t2\r\nSubject: s\r\n\r\nContent-Length: 9\r\n",
+    "Content-Length : 1\nContent-Length: 2\n\n",
+    "Subject: s\nbroken line\nContent-Length: 3\n cont\n\nContent-Length: 4\n",
+    " leading continuation\nContent-Length: 1\n\n",
+    "Content-Length: 1",
+    "Content-Length: 1\n\rX",
+    "X: 1\r\n\rContent-Length: 2\r\nContent-Length: 3\r\n\r\n",
+    "Content-Lengthx: 1\nContent-Length:\nContent-Length\n",
+    "From someone Thu Nov 26 10:00:00 2026\nContent-Length: 5\n\nbody\n",
+    "",
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (msgs); i++) {
+    g_autoptr (EbPlan) plan = eb_plan_new (msgs[i], strlen (msgs[i]));
+    guint added = eb_plan_remove_lines (plan, "Content-Length");
+    g_autoptr (GArray) lines = g_array_new (FALSE, FALSE, sizeof (EbHeaderField));
+    eb_header_find_lines (plan->message->buf, 0, plan->message->len, "Content-Length", lines);
+    g_assert_cmpuint (added, ==, lines->len);
+    g_assert_cmpuint (plan->removed->len, ==, lines->len);
+    for (guint k = 0; k < lines->len; k++) {
+      g_assert_cmpuint (g_array_index (plan->removed, EbRange, k).start, ==,
+                        g_array_index (lines, EbHeaderField, k).start);
+      g_assert_cmpuint (g_array_index (plan->removed, EbRange, k).end, ==,
+                        g_array_index (lines, EbHeaderField, k).end);
+    }
+  }
+}
+
+static void
 test_trace_only (void)
 {
   static const char m[] = "From: a@example.org\n"
@@ -192,8 +257,11 @@ main (int argc, char **argv)
   g_mime_init ();
   g_test_add_data_func ("/plan/read-once/milter", GINT_TO_POINTER (TRUE), test_read_once);
   g_test_add_data_func ("/plan/read-once/write", GINT_TO_POINTER (FALSE), test_read_once);
+  g_test_add_data_func ("/plan/read-once/root/milter", GINT_TO_POINTER (TRUE), test_read_once_root);
+  g_test_add_data_func ("/plan/read-once/root/write", GINT_TO_POINTER (FALSE), test_read_once_root);
   g_test_add_func ("/plan/content-length", test_content_length);
   g_test_add_func ("/plan/content-length/broken-header", test_content_length_broken);
+  g_test_add_func ("/plan/content-length/as-a-reader", test_content_length_reader);
   g_test_add_func ("/plan/trace-only", test_trace_only);
   g_test_add_func ("/plan/borrowed", test_borrowed);
   int rc = g_test_run ();

@@ -12,20 +12,7 @@
 #include "eb-resolve.h"
 #include "eb-plan-private.h"
 #include "eb-seal.h"
-
-/* Turn "\n" of @tmpl into @eol. */
-static GByteArray *
-msg_with_eol (const char *tmpl, const char *eol)
-{
-  GByteArray *a = g_byte_array_new ();
-  for (const char *p = tmpl; *p; p++) {
-    if (*p == '\n')
-      g_byte_array_append (a, (const guint8 *) eol, (guint) strlen (eol));
-    else
-      g_byte_array_append (a, (const guint8 *) p, 1);
-  }
-  return a;
-}
+#include "test-msg.h"
 
 static EbConfig *
 config_with (const char *const *options)
@@ -78,7 +65,7 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Scanned, scanned_clear)
 static void
 scan_text (Scanned *s, const char *text, const char *eol, const EbConfig *config)
 {
-  s->msg = msg_with_eol (text, eol);
+  s->msg = test_msg_with_eol (text, eol);
   s->scan = eb_message_scan ((const char *) s->msg->data, s->msg->len, config);
   g_assert_cmpint (s->scan->reason, ==, EB_REASON_RESOLVED);
   g_assert_cmpuint (s->scan->refs->len, >=, 1);
@@ -719,7 +706,7 @@ test_would_fetch (void)
 static char *
 eol_text (const char *tmpl, const char *eol)
 {
-  g_autoptr (GByteArray) a = msg_with_eol (tmpl, eol);
+  g_autoptr (GByteArray) a = test_msg_with_eol (tmpl, eol);
   g_byte_array_append (a, (const guint8 *) "", 1);
   return (char *) g_byte_array_free (g_steal_pointer (&a), FALSE);
 }

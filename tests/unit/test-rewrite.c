@@ -11,20 +11,8 @@
 #include "eb-seal.h"
 #include "eb-urlparam.h"
 #include "test-edits.h"
-
-/* Turn "\n" of @tmpl into @eol. */
-static GByteArray *
-msg_with_eol (const char *tmpl, const char *eol)
-{
-  GByteArray *a = g_byte_array_new ();
-  for (const char *p = tmpl; *p; p++) {
-    if (*p == '\n')
-      g_byte_array_append (a, (const guint8 *) eol, (guint) strlen (eol));
-    else
-      g_byte_array_append (a, (const guint8 *) p, 1);
-  }
-  return a;
-}
+#include "test-msg.h"
+#include "test-run.h"
 
 static GByteArray *
 bytes_of (const char *s)
@@ -34,48 +22,21 @@ bytes_of (const char *s)
   return a;
 }
 
-typedef struct {
-  GByteArray      *out;
-  EbPlan *result;
-} Run;
-
+/* test_run_rewrite, and the pre-check never changes a result: the same
+ * bytes with EB_REWRITE_NO_PRECHECK flipped. */
 static void
-run_clear (Run *r)
+do_rewrite (GByteArray *in, const EbConfig *config, EbRewriteFlags flags, TestRun *r)
 {
-  g_clear_pointer (&r->out, g_byte_array_unref);
-  g_clear_pointer (&r->result, eb_plan_free);
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Run, run_clear)
-
-static void
-do_rewrite (GByteArray *in, const EbConfig *config, EbRewriteFlags flags, Run *r)
-{
-  g_autoptr (GOutputStream) mem = g_memory_output_stream_new_resizable ();
-  g_autoptr (GError) error = NULL;
-  gboolean ok = eb_rewrite ((const char *) in->data, in->len, config, NULL, flags, mem, &r->result, &error);
-  g_assert_no_error (error);
-  g_assert_true (ok);
-  g_output_stream_close (mem, NULL, NULL);
-  gsize n = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (mem));
-  r->out = g_byte_array_new ();
-  g_byte_array_append (r->out, g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (mem)),
-                       (guint) n);
-  /* The pre-check never changes a result. */
-  Run other = { 0 };
-  g_autoptr (GOutputStream) mem2 = g_memory_output_stream_new_resizable ();
-  ok = eb_rewrite ((const char *) in->data, in->len, config, NULL, flags ^ EB_REWRITE_NO_PRECHECK, mem2, &other.result, &error);
-  g_assert_true (ok);
-  g_output_stream_close (mem2, NULL, NULL);
-  gsize n2 = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (mem2));
-  g_assert_cmpmem (r->out->data, r->out->len,
-                   g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (mem2)), n2);
-  run_clear (&other);
+  test_run_rewrite (in, config, flags, r);
+  g_auto (TestRun) other = { 0 };
+  test_run_rewrite (in, config, flags ^ EB_REWRITE_NO_PRECHECK, &other);
+  g_assert_cmpmem (r->out->data, r->out->len, other.out->data, other.out->len);
 }
 
 static void
 assert_identity (GByteArray *in, const EbConfig *config)
 {
-  g_auto (Run) r = { 0 };
+  g_auto (TestRun) r = { 0 };
   do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
   g_assert_false (r.result->changed);
   g_assert_cmpmem (r.out->data, r.out->len, in->data, in->len);
@@ -156,8 +117,8 @@ test_resolve_text (gconstpointer eolp)
 {
   const char *eol = eolp;
   g_autoptr (EbConfig) config = eb_config_new ();
-  g_autoptr (GByteArray) in = msg_with_eol (MULTI, eol);
-  g_auto (Run) r = { 0 };
+  g_autoptr (GByteArray) in = test_msg_with_eol (MULTI, eol);
+  g_auto (TestRun) r = { 0 };
   do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
   g_assert_true (r.result->changed);
   g_assert_cmpuint (r.result->n_resolved, ==, 1);
@@ -213,7 +174,7 @@ test_mixed_eol (void)
     "--b1--\r\n";
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (GByteArray) in = bytes_of (m);
-  g_auto (Run) r = { 0 };
+  g_auto (TestRun) r = { 0 };
   do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
   g_assert_true (r.result->changed);
   const EbRef *ref = g_ptr_array_index (r.result->scan->refs, 0);
@@ -248,8 +209,8 @@ test_toplevel_merge (gconstpointer eolp)
     "Content-ID: <top@x>\n"
     "\n";
   g_autoptr (EbConfig) config = eb_config_new ();
-  g_autoptr (GByteArray) in = msg_with_eol (m, eolp);
-  g_auto (Run) r = { 0 };
+  g_autoptr (GByteArray) in = test_msg_with_eol (m, eolp);
+  g_auto (TestRun) r = { 0 };
   do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
   g_assert_true (r.result->changed);
   g_autofree char *out = g_strndup ((char *) r.out->data, r.out->len);
@@ -292,7 +253,7 @@ test_nested_rfc822 (void)
     "--outer--\n";
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (GByteArray) in = bytes_of (m);
-  g_auto (Run) r = { 0 };
+  g_auto (TestRun) r = { 0 };
   do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
   g_assert_true (r.result->changed);
   const EbRef *ref = g_ptr_array_index (r.result->scan->refs, 0);
@@ -317,7 +278,7 @@ test_inner_cte (void)
     "\n";
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (GByteArray) in = bytes_of (ok);
-  g_auto (Run) r = { 0 };
+  g_auto (TestRun) r = { 0 };
   do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
   g_assert_true (r.result->changed);
   g_autofree char *type = NULL, *cte = NULL;
@@ -332,7 +293,7 @@ test_inner_cte (void)
     "Content-Transfer-Encoding: base64\n"
     "\n";
   g_autoptr (GByteArray) in2 = bytes_of (bad);
-  g_auto (Run) r2 = { 0 };
+  g_auto (TestRun) r2 = { 0 };
   do_rewrite (in2, config, EB_REWRITE_DEFAULT, &r2);
   g_assert_false (r2.result->changed);
   g_assert_cmpmem (r2.out->data, r2.out->len, in2->data, in2->len);
@@ -347,7 +308,7 @@ test_inner_cte (void)
     "Content-Transfer-Encoding: x-uuencode\n"
     "\n";
   g_autoptr (GByteArray) in3 = bytes_of (unknown);
-  g_auto (Run) r3 = { 0 };
+  g_auto (TestRun) r3 = { 0 };
   do_rewrite (in3, config, EB_REWRITE_DEFAULT, &r3);
   g_assert_false (r3.result->changed);
   res = g_ptr_array_index (r3.result->resolutions, 0);
@@ -396,7 +357,7 @@ test_reason (gconstpointer data)
     "\n--b--\n", NULL);
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (GByteArray) in = bytes_of (m);
-  g_auto (Run) r = { 0 };
+  g_auto (TestRun) r = { 0 };
   do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
   g_assert_cmpuint (r.result->scan->refs->len, ==, 1);
   const EbResolution *res = g_ptr_array_index (r.result->resolutions, 0);
@@ -479,7 +440,7 @@ test_keep (gconstpointer data)
   const KeepCase *c = data;
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (GByteArray) in = bytes_of (c->message);
-  g_auto (Run) r = { 0 };
+  g_auto (TestRun) r = { 0 };
   do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
   g_assert_nonnull (r.result->scan);
   if (c->reason < 0) {
@@ -551,7 +512,7 @@ test_no_phantom (void)
     "--b--\n";
   g_autoptr (EbConfig) config = eb_config_new ();
   g_autoptr (GByteArray) in = bytes_of (m);
-  g_auto (Run) r = { 0 };
+  g_auto (TestRun) r = { 0 };
   do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
   g_assert_true (r.result->changed);
   const EbResolution *res = g_ptr_array_index (r.result->resolutions, 0);
@@ -604,11 +565,11 @@ test_long_fields (gconstpointer eolp)
   g_string_append (m, b2);
   g_string_append (m, "\"\n\nContent-Type: application/x-two\nContent-ID: <two@x>\n\n--bb\n"
                       "Content-Type: text/plain\n\nlast part\n--bb--\n");
-  g_autoptr (GByteArray) in = msg_with_eol (m->str, eol);
+  g_autoptr (GByteArray) in = test_msg_with_eol (m->str, eol);
   g_string_free (m, TRUE);
 
   g_autoptr (EbConfig) config = eb_config_new ();
-  g_auto (Run) r = { 0 };
+  g_auto (TestRun) r = { 0 };
   do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
   g_assert_cmpuint (r.result->n_resolved, ==, 2);
   g_autofree char *t1 = NULL, *c1 = NULL, *t2 = NULL, *c2 = NULL;
@@ -645,7 +606,7 @@ refs_message (guint n_refs, gsize data_len)
 static guint
 count_resolved (GByteArray *in, const EbConfig *config)
 {
-  g_auto (Run) r = { 0 };
+  g_auto (TestRun) r = { 0 };
   do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
   return r.result->n_resolved;
 }
@@ -754,7 +715,7 @@ test_hostile_shapes (void)
   g_string_append (s, "; URL=\"data:,ok\"\n\nContent-Type: text/plain\n\n");
   g_autoptr (GByteArray) in = bytes_of (s->str);
   g_string_free (s, TRUE);
-  g_auto (Run) r = { 0 };
+  g_auto (TestRun) r = { 0 };
   do_rewrite (in, config, EB_REWRITE_DEFAULT, &r);
   g_assert_true (r.result->changed);
 
@@ -823,7 +784,7 @@ test_filter_field (void)
     for (guint e = 0; e < G_N_ELEMENTS (eols); e++) {
       const char *eol = eols[e];
       g_test_message ("case %u, %s", i, e ? "CRLF" : "LF");
-      g_autoptr (GByteArray) in = msg_with_eol (filter_cases[i].msg, eol);
+      g_autoptr (GByteArray) in = test_msg_with_eol (filter_cases[i].msg, eol);
       g_autoptr (EbPlan) r0 = NULL, r1 = NULL;
       g_autoptr (GByteArray) plain = write_with (in, config, EB_REWRITE_STRIP_TRACE, &r0);
       g_autoptr (GByteArray) got = write_with (in, config, EB_REWRITE_STRIP_TRACE | EB_REWRITE_FILTER_FIELD, &r1);
