@@ -167,7 +167,7 @@ decide_leave (EbReason reason, char *detail)
 gboolean
 eb_resolve_scheme_allowed (const EbConfig *config, const char *scheme)
 {
-  const char *const *list = eb_config_get_strv (config, "allow_schemes");
+  const char *const *list = eb_config_get_allow_schemes (config);
   for (guint i = 0; list && list[i]; i++)
     if (g_ascii_strcasecmp (list[i], scheme) == 0)
       return TRUE;
@@ -233,7 +233,7 @@ decide_file_url (const EbRef *ref, const EbConfig *config, const char *what)
     g_free (detail);
     return decide_leave (EB_REASON_SCHEME_DISABLED, g_strdup (what));
   }
-  const char *const *dirs = eb_config_get_strv (config, "local_file_dirs");
+  const char *const *dirs = eb_config_get_local_file_dirs (config);
   if (!dirs || !dirs[0]) {
     g_free (path);
     g_free (detail);
@@ -326,7 +326,7 @@ eb_resolve_decide (const EbRef *ref, const EbConfig *config)
   if (strcmp (at, "local-file") == 0) {
     if (!ref->name)
       return decide_leave (EB_REASON_PARAM_MISSING, g_strdup ("access-type=local-file without name"));
-    const char *const *dirs = eb_config_get_strv (config, "local_file_dirs");
+    const char *const *dirs = eb_config_get_local_file_dirs (config);
     if (!dirs || !dirs[0])
       return decide_leave (EB_REASON_LOCAL_FILE_DIRS, g_strdup ("access-type=local-file"));
     return act (EB_ACTION_LOCAL_FILE, EB_REASON_RESOLVED, NULL, g_strdup (ref->name));

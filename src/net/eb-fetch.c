@@ -46,7 +46,7 @@ eb_fetcher_new (const EbConfig *config, GError **error)
     g_clear_error (&local);   /* no interface list: loopback and private are refused anyway */
 
   /* parsed and checked when the configuration was loaded */
-  g_auto (GStrv) named = eb_list_domains (eb_config_get_strv (config, "allow_schemes"));
+  g_auto (GStrv) named = eb_list_domains (eb_config_get_allow_schemes (config));
   g_autoptr (GPtrArray) fetched = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GPtrArray) curl_schemes = g_ptr_array_new_with_free_func (g_free);
   for (guint i = 0; named[i]; i++) {

@@ -28,7 +28,10 @@ Holds the code to the shape its design promises (src/README.md):
      does not keep static is exported data and begins with the name of its
      file, as its functions do (milter-session.c: milter_session_...): an
      exported "config" or "stats" is any program's, and the linker takes
-     another module's of that name as the same.
+     another module's of that name as the same;
+  7. no file but those of CONFIG_MODULES looks a configuration key up by
+     its name (eb_config_get_*, eb_config_networks_contain with a literal
+     key): each key is bound once to a typed field or accessor there.
 
 With --report it prints the modules by layer, the edges that go up and
 the longest functions, and exits 0 whatever it finds.
@@ -57,6 +60,18 @@ PREFIX_ALLOWED = {
     "eb_get_version_string": "version (eb-version.c)",
     "eb_get_library_versions": "version (eb-version.c)",
 }
+
+# The configuration modules: the only files that look a key up by its name
+# (a getter of the library's with a literal key); every other file reads a
+# typed field bound there once (the library's EbConfig, the daemon's
+# DaemonSettings, the command's CliSettings) or a named accessor, so that a
+# misspelt key does not compile.
+CONFIG_MODULES = {
+    "src/base/eb-config.c": "the library's keys and their accessors",
+    "filters/daemon/daemon-keys.c": "extbodyd's keys and DaemonSettings",
+    "src/cli/extbody-cli-keys.c": "the command's CliSettings",
+}
+LOOKUP_RE = re.compile(r"\b(eb_config_(?:get_[a-z0-9_]+|networks_contain))\s*\([^,()]*,\s*\"([^\"]*)\"")
 
 # Folders whose programs use the C library alone, each with its reason.
 LIBC_ONLY = {
@@ -257,6 +272,15 @@ def main():
                 line = text[p].count("\n", 0, m.start()) + 1
                 problems.append("%s:%d: %s is exported (not static) and does not begin with the name of its file"
                                 % (os.path.relpath(p, top), line, m.group(1)))
+    # 7. configuration keys by name
+    for p in files:
+        rel = os.path.relpath(p, top)
+        if rel in CONFIG_MODULES:
+            continue
+        for m in LOOKUP_RE.finditer(text[p]):
+            line = text[p].count("\n", 0, m.start()) + 1
+            problems.append("%s:%d: %s looks a configuration key up by its name: read a typed field or "
+                            "accessor (bound in %s)" % (rel, line, m.group(1), ", ".join(sorted(CONFIG_MODULES))))
     if report:
         for lay in LAYERS:
             ms = sorted(m for m in layer if layer[m] == lay)
