@@ -241,7 +241,12 @@ test_many_reloaded (void)
   g_assert_true (g_subprocess_wait_check (p, NULL, NULL));
   guint resolved = assert_many ("reloaded");
   g_assert_cmpuint (mta_milter_log_count (milter, "dovecot: filter +"), ==, before + resolved);
-  g_assert_cmpuint (mta_milter_log_count (milter, "dovecot: filter -"), ==, 1);   /* too-large's alone */
+  /* too-large's alone, but for connections an LMTP process gave up on
+   * after the daemon had accepted them (Pigeonhole's 5 ms, see
+   * dovecot_connect_timeouts): nothing read, each one of Dovecot's */
+  guint gone = mta_milter_log_count (milter, "dovecot: filter -, 0 bytes in: the client went away before the message");
+  g_assert_cmpuint (gone, <=, dovecot_connect_timeouts ("many") + dovecot_connect_timeouts ("reloaded"));
+  g_assert_cmpuint (mta_milter_log_count (milter, "dovecot: filter -") - gone, ==, 1);
 }
 
 /* A daemon of its own (NAME.conf, NAME.sock, NAME.log in the work
