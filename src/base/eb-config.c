@@ -4,6 +4,7 @@
 #include "eb-error.h"
 #include "eb-list.h"
 #include "eb-policy.h"
+#include "eb-scheme.h"
 #include <arpa/inet.h>
 #include <stddef.h>
 #include <string.h>
@@ -37,11 +38,10 @@ check_schemes (const char *value, GError **error)
     return FALSE;
   for (guint i = 0; i < items->len; i++) {
     const char *v = items->pdata[i];
-    if (g_ascii_strcasecmp (v, "http") && g_ascii_strcasecmp (v, "https") && g_ascii_strcasecmp (v, "ftp")
-        && g_ascii_strcasecmp (v, "gopher") && g_ascii_strcasecmp (v, "file") && g_ascii_strcasecmp (v, "news")
-        && g_ascii_strcasecmp (v, "nntp")) {
-      g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX,
-                   "\"%s\" is not a scheme extbody fetches (http, https, ftp, gopher, file, news, nntp)", v);
+    const EbScheme *s = eb_scheme_lookup (v);
+    if (!s || !s->allowable) {
+      g_autofree char *names = eb_scheme_list_allowable (", ");
+      g_set_error (error, EB_ERROR, EB_ERROR_SYNTAX, "\"%s\" is not a scheme extbody fetches (%s)", v, names);
       return FALSE;
     }
   }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* eb-log.c - the writer, the per-message record, the start line (see eb-log.h). */
 #include "eb-log.h"
+#include "eb-scheme.h"
 #include <curl/curl.h>
 #include <gmime/gmime.h>
 #include <stdio.h>
@@ -72,14 +73,13 @@ eb_log_append_pair (GString *line, const char *key, const char *value)
   g_string_append_c (line, '"');
 }
 
+/* A WHATWG URL special scheme (http, https, ftp, ws, wss, file: the rows of
+ * eb-scheme.c that say so), @s lowercase. */
 static gboolean
 is_special_scheme (const char *s)
 {
-  static const char *const special[] = { "http", "https", "ftp", "ws", "wss", "file" };
-  for (gsize i = 0; i < G_N_ELEMENTS (special); i++)
-    if (strcmp (s, special[i]) == 0)
-      return TRUE;
-  return FALSE;
+  const EbScheme *scheme = eb_scheme_lookup (s);
+  return scheme && scheme->special;
 }
 
 void

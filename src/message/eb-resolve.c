@@ -7,6 +7,8 @@
 #include "eb-gmime.h"
 #include "eb-error.h"
 #include "eb-nntp.h"
+#include "eb-ftp.h"
+#include "eb-scheme.h"
 #include <string.h>
 
 static EbResolution *
@@ -174,21 +176,22 @@ eb_resolve_scheme_allowed (const EbConfig *config, const char *scheme)
   return FALSE;
 }
 
-/* A reference to be fetched from @url (scheme @scheme): fetching on, the
- * scheme allowed, the announced size within max_part_bytes. */
+/* A reference to be fetched from @url (of @scheme, one fetched over the
+ * network): fetching on, the scheme allowed, its server known, the announced
+ * size within max_part_bytes. */
 static EbAction *
 decide_fetch (const EbRef *ref, const EbConfig *config, char *url /* (transfer full) */,
-              const char *scheme, const char *what)
+              const EbScheme *scheme, const char *what)
 {
   if (!config->fetch) {
     g_free (url);
     return decide_leave (EB_REASON_FETCH_OFF, g_strdup (what));
   }
-  if (!eb_resolve_scheme_allowed (config, scheme)) {
+  if (!eb_resolve_scheme_allowed (config, scheme->name)) {
     g_free (url);
     return decide_leave (EB_REASON_SCHEME_DISABLED, g_strdup (what));
   }
-  if (!strcmp (scheme, "news") && !(config->nntp_server && *config->nntp_server)) {
+  if (scheme->nntp_server && !(config->nntp_server && *config->nntp_server)) {
     g_free (url);
     return decide_leave (EB_REASON_SCHEME_DISABLED, g_strdup_printf ("%s: nntp_server is empty", what));
   }
@@ -202,33 +205,20 @@ decide_fetch (const EbRef *ref, const EbConfig *config, char *url /* (transfer f
   return act (EB_ACTION_FETCH, EB_REASON_RESOLVED, NULL, url);
 }
 
-/* @url, an ftp URL ending in ";TYPE=X" in any case (RFC 1738 3.2.2 literal
- * strings are case-insensitive), with ";type=" as libcurl looks for it;
- * any other URL as it is. Returns: (transfer full). */
-static char *
-ftp_typecode_lower (const char *url, const char *scheme)
-{
-  char *u = g_strdup (url);
-  gsize n = strlen (u);
-  if (strcmp (scheme, "ftp") == 0 && n >= 7 && g_ascii_strncasecmp (u + n - 7, ";type=", 6) == 0)
-    memcpy (u + n - 7, ";type=", 6);
-  return u;
-}
-
 /* A file URL (RFC 1738 3.10): read as access-type=local-file reads, under
  * local_file_dirs, when allow_schemes names file; only file:///PATH and
  * file://localhost/PATH, the path percent-decoded segment by segment (see
  * eb_fetch_file_url_path). Fetching on or off does not matter: nothing goes
  * over the network. */
 static EbAction *
-decide_file_url (const EbRef *ref, const EbConfig *config, const char *what)
+decide_file_url (const EbRef *ref, const EbConfig *config, const EbScheme *scheme, const char *what)
 {
   char *detail = NULL;
   char *path = NULL;
   EbReason r = eb_fetch_file_url_path (ref->url, &path, &detail);
   if (r == EB_REASON_FILE_REMOTE_HOST)
     return decide_leave (r, detail);
-  if (!eb_resolve_scheme_allowed (config, "file")) {
+  if (!eb_resolve_scheme_allowed (config, scheme->name)) {
     g_free (path);
     g_free (detail);
     return decide_leave (EB_REASON_SCHEME_DISABLED, g_strdup (what));
@@ -251,12 +241,13 @@ decide_file_url (const EbRef *ref, const EbConfig *config, const char *what)
   return act (EB_ACTION_LOCAL_FILE, EB_REASON_RESOLVED, NULL, path);
 }
 
-/* The RFC 1738 ftp URL of an anon-ftp reference (RFC 2046 site, directory,
- * name, mode). */
+/* The RFC 1738 URL of @scheme (ftp) of an anon-ftp reference (RFC 2046
+ * site, directory, name, mode). */
 static char *
-anon_ftp_url (const EbRef *ref)
+anon_ftp_url (const EbRef *ref, const EbScheme *scheme)
 {
-  GString *u = g_string_new ("ftp://");
+  GString *u = g_string_new (scheme->name);
+  g_string_append (u, "://");
   g_autofree char *site = escape_segment (ref->site);
   g_string_append (u, site);
   g_string_append_c (u, '/');
@@ -310,18 +301,25 @@ eb_resolve_decide (const EbRef *ref, const EbConfig *config)
       kind = eb_nntp_classify (ref->url, &why);
     if (kind != EB_REASON_RESOLVED)
       return decide_leave (kind, why);
-    if (sl && !strcmp (scheme, "file"))
-      return decide_file_url (ref, config, what);
-    if (!sl || !eb_resolve_scheme_fetchable (scheme))
+    const EbScheme *row = sl ? eb_scheme_lookup (scheme) : NULL;
+    if (row && row->by == EB_SCHEME_LOCAL_FILE)
+      return decide_file_url (ref, config, row, what);
+    if (!eb_scheme_is_fetched (row))
       return decide_leave (EB_REASON_SCHEME_DISABLED, g_steal_pointer (&what));
-    return decide_fetch (ref, config, ftp_typecode_lower (ref->url, scheme), scheme, what);
+    /* RFC 1738 3.2.2's typecode as libcurl reads it */
+    char *url = row->rules == EB_SCHEME_RULES_FTP ? eb_ftp_typecode_lower (ref->url) : g_strdup (ref->url);
+    return decide_fetch (ref, config, url, row, what);
   }
-  if (strcmp (at, "anon-ftp") == 0) {
+  /* an anon-ftp reference is an ftp URL (RFC 2046 5.2.3.2): the row of the
+   * scheme whose URLs its references are */
+  const EbScheme *via = eb_scheme_for_access_type (at);
+  if (via) {
     if (!ref->site || !ref->name)
       return decide_leave (EB_REASON_PARAM_MISSING,
-                           g_strdup_printf ("access-type=anon-ftp without %s", ref->site ? "name" : "site"));
-    return decide_fetch (ref, config, anon_ftp_url (ref), "ftp",
-                         config->fetch ? "access-type=anon-ftp: scheme \"ftp\"" : "access-type=anon-ftp");
+                           g_strdup_printf ("access-type=%s without %s", at, ref->site ? "name" : "site"));
+    g_autofree char *what = config->fetch ? g_strdup_printf ("access-type=%s: scheme \"%s\"", at, via->name)
+                                          : g_strdup_printf ("access-type=%s", at);
+    return decide_fetch (ref, config, anon_ftp_url (ref, via), via, what);
   }
   if (strcmp (at, "local-file") == 0) {
     if (!ref->name)
@@ -375,9 +373,7 @@ server_essence (const char *ct)
 gboolean
 eb_resolve_scheme_fetchable (const char *scheme)
 {
-  return !g_ascii_strcasecmp (scheme, "http") || !g_ascii_strcasecmp (scheme, "https")
-         || !g_ascii_strcasecmp (scheme, "ftp") || !g_ascii_strcasecmp (scheme, "gopher")
-         || !g_ascii_strcasecmp (scheme, "news") || !g_ascii_strcasecmp (scheme, "nntp");
+  return eb_scheme_is_fetched (eb_scheme_lookup (scheme));
 }
 
 /* What a retrieval gave, before the data is decoded and checked. */

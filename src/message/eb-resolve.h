@@ -60,8 +60,8 @@ gboolean eb_resolve_scheme_allowed (const EbConfig *config, const char *scheme);
 /* Does @ref carry an expiration parameter that lies in the past? */
 gboolean eb_resolve_expired (const EbRef *ref);
 
-/* Is @scheme (lowercase or not) one extbody can fetch (http, https, ftp,
- * gopher, news, nntp)? */
+/* Is @scheme (lowercase or not) one extbody can fetch: one whose row
+ * (eb-scheme.h) says libcurl or the NNTP client fetches it? */
 gboolean eb_resolve_scheme_fetchable (const char *scheme);
 
 G_END_DECLS

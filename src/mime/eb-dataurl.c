@@ -29,6 +29,7 @@
  */
 #include "eb-dataurl.h"
 #include "eb-error.h"
+#include "eb-scheme.h"
 #include <string.h>
 
 void
@@ -193,7 +194,8 @@ append_pct (GString *out, const char *s, gsize n, PctSet set)
 /* ---- the URL parser: scheme --------------------------------------------- */
 
 /* Trim C0 controls and spaces at both ends of @c, parse the scheme, and leave
- * the cursor after the ':'. Failure unless the scheme is "data". */
+ * the cursor after the ':'. Failure unless the scheme is data, the one whose
+ * URL carries the data (EB_SCHEME_INLINE, eb-scheme.h). */
 static gboolean
 parse_scheme (Cursor *c, GError **error)
 {
@@ -221,7 +223,8 @@ parse_scheme (Cursor *c, GError **error)
       return FALSE;
     }
   }
-  if (n != 4 || memcmp (scheme, "data", 4) != 0) {
+  const EbScheme *row = n <= sizeof scheme ? eb_scheme_lookup_len (scheme, n) : NULL;
+  if (!row || row->by != EB_SCHEME_INLINE) {
     set_error (error, "not a data: URL");
     return FALSE;
   }

@@ -22,10 +22,15 @@
  *   eb-fetch-result.c    EbFetchResult (eb-fetch-result.h);
  *   eb-nntp.c            news: and nntp: URLs, which libcurl does not speak:
  *                        an NNTP client of extbody's own on a socket libcurl
- *                        connects (eb-nntp.h).
+ *                        connects (eb-nntp.h);
+ *   eb-ftp.c, eb-gopher.c  what ftp and gopher URLs need beyond libcurl
+ *                        (eb-ftp.h, eb-gopher.h), pure functions the url and
+ *                        transfer files call for the schemes whose row
+ *                        (base/eb-scheme.h) names their rules.
  * Calls go one way only: eb-fetch.c calls the others; eb-fetch-transfer.c
- * calls the url, lookup, rate and result files; eb-fetch-cache.c the url and
- * result files; none of them calls back into eb-fetch.c or includes eb-fetch.h.
+ * calls the url, lookup, rate and result files and eb-ftp.c, eb-gopher.c;
+ * eb-fetch-cache.c the url and result files; none of them calls back into
+ * eb-fetch.c or includes eb-fetch.h.
  *
  * The structures below are the fetcher's state (EbFetcher: configuration,
  * policy, cache, rate buckets, in-flight table; its lock covers the cache, the

@@ -2,6 +2,9 @@
 /* eb-fetch-transfer.c - one URL through libcurl: setup, callbacks, the bytes
  * against the message's budget, redirects, and how it ends (see eb-fetch-shared.h). */
 #include "eb-fetch-shared.h"
+#include "eb-ftp.h"
+#include "eb-gopher.h"
+#include "eb-scheme.h"
 #include <string.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -317,8 +320,9 @@ eb_fetch_transfer_setup (Transfer *t)
   t->sized = FALSE;
   t->header_bytes = 0;
   t->announced = -1;
-  g_autofree char *scheme = eb_fetch_url_scheme (t->url);
-  t->is_http = scheme && (!strcmp (scheme, "http") || !strcmp (scheme, "https"));
+  g_autofree char *name = eb_fetch_url_scheme (t->url);
+  const EbScheme *scheme = eb_scheme_lookup (name);
+  t->is_http = scheme && scheme->http;
   t->header_ended = FALSE;
   t->length_conflict = FALSE;
   g_clear_pointer (&t->content_length, g_free);
@@ -364,10 +368,8 @@ eb_fetch_transfer_setup (Transfer *t)
      * error) when the file name is plain. */
     curl_easy_setopt (e, CURLOPT_IGNORE_CONTENT_LENGTH, 1L);
     g_clear_pointer (&t->prequote, curl_slist_free_all);
-    const char *slash = strrchr (t->url, '/');
-    if (scheme && !strcmp (scheme, "ftp") && slash && slash[1] && strspn (slash + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                             "0123456789._-+~") == strlen (slash + 1)) {
-      g_autofree char *cmd = g_strdup_printf ("*SIZE %s", slash + 1);
+    g_autofree char *cmd = scheme && scheme->rules == EB_SCHEME_RULES_FTP ? eb_ftp_size_command (t->url) : NULL;
+    if (cmd) {
       t->prequote = curl_slist_append (NULL, cmd);
       curl_easy_setopt (e, CURLOPT_PREQUOTE, t->prequote);
     }
@@ -425,10 +427,10 @@ transfer_failed (Transfer *t, CURLcode code, gboolean is_http, EbFetchResult *r)
   }
 }
 
-/* An HTTP 3xx answer: TRUE when @t now follows it (its URL moved on, a slot
- * reserved), FALSE with @r saying why not. */
+/* An HTTP 3xx answer to a URL of @scheme: TRUE when @t now follows it (its
+ * URL moved on, a slot reserved), FALSE with @r saying why not. */
 static gboolean
-transfer_redirect (Transfer *t, long status, const char *scheme, EbFetchResult *r)
+transfer_redirect (Transfer *t, long status, const EbScheme *scheme, EbFetchResult *r)
 {
   char *loc = NULL;
   curl_easy_getinfo (t->easy, CURLINFO_REDIRECT_URL, &loc);
@@ -447,10 +449,11 @@ transfer_redirect (Transfer *t, long status, const char *scheme, EbFetchResult *
   g_autofree char *to = eb_fetch_url_scheme (loc);
   EbReason why = eb_fetch_url_check (t->f, loc, &detail, &host);
   gint64 start = 0;
-  if (why == EB_REASON_RESOLVED && g_strcmp0 (scheme, "https") == 0 && g_strcmp0 (to, "https") != 0) {
+  const EbScheme *next = eb_scheme_lookup (to);
+  if (why == EB_REASON_RESOLVED && scheme->tls && !(next && next->tls)) {
     /* what came over TLS is not given up for a plain connection */
     why = EB_REASON_INSECURE_REDIRECT;
-    detail = g_strdup_printf ("https redirected to %.20s, which would drop TLS", to ? to : "?");
+    detail = g_strdup_printf ("%s redirected to %.20s, which would drop TLS", scheme->name, to ? to : "?");
   }
   if (why == EB_REASON_RESOLVED && (start = eb_fetch_rate_reserve (t->f, host, t->deadline)) < 0) {
     why = EB_REASON_RATE_LIMITED;
@@ -468,22 +471,15 @@ transfer_redirect (Transfer *t, long status, const char *scheme, EbFetchResult *
   return TRUE;
 }
 
-/* Is @url an ftp URL of typecode a (RFC 1738 3.2.2)? In ASCII mode the server
- * may send its text with other line ends than the size it announced counts
- * (the network form, CR LF): that size is no promise of the bytes sent. */
+/* A complete answer to a URL of @scheme that is still not used (a status
+ * other than 200, a body shorter than announced, a malformed header): TRUE
+ * with @r saying why. */
 static gboolean
-ftp_ascii (const char *url)
+transfer_refused (Transfer *t, long status, const EbScheme *scheme, gsize len, EbFetchResult *r)
 {
-  gsize n = strcspn (url, "?#");
-  return g_ascii_strncasecmp (url, "ftp:", 4) == 0 && n >= 7
-         && g_ascii_strncasecmp (url + n - 7, ";type=a", 7) == 0;
-}
-
-/* A complete answer that is still not used (a status other than 200, a body
- * shorter than announced, a malformed header): TRUE with @r saying why. */
-static gboolean
-transfer_refused (Transfer *t, long status, gboolean is_http, gsize len, EbFetchResult *r)
-{
+  gboolean is_http = scheme && scheme->http;
+  /* an ftp file sent in ASCII mode (eb_ftp_ascii) may differ from its size */
+  gboolean size_binds = !(scheme && scheme->rules == EB_SCHEME_RULES_FTP && eb_ftp_ascii (t->url));
   if (is_http && (status < 200 || status >= 300)) {
     r->reason = EB_REASON_HTTP_STATUS;
     r->detail = g_strdup_printf ("HTTP %ld", status);
@@ -491,7 +487,7 @@ transfer_refused (Transfer *t, long status, gboolean is_http, gsize len, EbFetch
     /* 204 has no body, 206 a piece of one: only a 200 carries the whole */
     r->reason = EB_REASON_HTTP_STATUS;
     r->detail = g_strdup_printf ("HTTP %ld: only a 200 with the whole body is used", status);
-  } else if (!is_http && t->announced >= 0 && (guint64) t->announced != len && !ftp_ascii (t->url)) {
+  } else if (!is_http && t->announced >= 0 && (guint64) t->announced != len && size_binds) {
     r->reason = EB_REASON_FETCH_FAILED;
     r->detail = g_strdup_printf ("the server announced %" G_GINT64_FORMAT " bytes and sent %" G_GSIZE_FORMAT,
                                  t->announced, len);
@@ -531,50 +527,6 @@ transfer_succeeded (Transfer *t, gsize len, EbFetchResult *r)
   t->address = g_strdup (ip);
 }
 
-/* A gopher document received whole (RFC 1436; there are no statuses): an
- * error item in place of the document (a one-line menu of type 3, which is
- * how servers say the selector does not exist) makes @r a failure; a text
- * item (type 0) loses the "." line that ends it, when the server sent one.
- * Lines are not un-stuffed: servers send their files as they are. */
-static void
-gopher_finish (const char *url, EbFetchResult *r)
-{
-  gsize len = 0;
-  const char *d = g_bytes_get_data (r->body, &len);
-  const char *nl = d ? memchr (d, '\n', len) : NULL;
-  gsize first = nl ? (gsize) (nl - d) + 1 : len;
-  gboolean one_line = first == len || (len - first <= 3 && d[first] == '.');
-  if (len && d[0] == '3' && one_line && memchr (d, '\t', first)) {
-    gsize tab = (const char *) memchr (d, '\t', first) - d;
-    g_autofree char *text = g_strndup (d + 1, MIN (tab - 1, 100));
-    for (char *c = text; *c; c++)
-      if (!g_ascii_isprint (*c))
-        *c = '?';
-    r->reason = EB_REASON_FETCH_FAILED;
-    r->detail = g_strdup_printf ("the gopher server answered with an error item: %s", text);
-    g_clear_pointer (&r->body, g_bytes_unref);
-    return;
-  }
-  char type = 0;
-  const char *p = strstr (url, "://");
-  if (p) {
-    p += 3 + strcspn (p + 3, "/?#");
-    type = p[0] == '/' ? p[1] : 0;
-  }
-  if (type != '0')
-    return;
-  gsize cut = 0;
-  if (len >= 3 && memcmp (d + len - 3, ".\r\n", 3) == 0 && (len == 3 || d[len - 4] == '\n'))
-    cut = 3;
-  else if (len >= 2 && memcmp (d + len - 2, ".\n", 2) == 0 && (len == 2 || d[len - 3] == '\n'))
-    cut = 2;
-  if (cut) {
-    GBytes *whole = r->body;
-    r->body = g_bytes_new_from_bytes (whole, 0, len - cut);
-    g_bytes_unref (whole);
-  }
-}
-
 /* A finished transfer: a result, or a redirect to follow (returns TRUE). */
 gboolean
 eb_fetch_transfer_done (Transfer *t, CURLcode code)
@@ -583,8 +535,9 @@ eb_fetch_transfer_done (Transfer *t, CURLcode code)
   long status = 0;
   gsize len = t->body ? eb_buffer_get_size (t->body) : 0;
   curl_easy_getinfo (t->easy, CURLINFO_RESPONSE_CODE, &status);
-  g_autofree char *scheme = eb_fetch_url_scheme (t->url);
-  gboolean is_http = scheme && (!strcmp (scheme, "http") || !strcmp (scheme, "https"));
+  g_autofree char *name = eb_fetch_url_scheme (t->url);
+  const EbScheme *scheme = eb_scheme_lookup (name);
+  gboolean is_http = scheme && scheme->http;
 
   if (code != CURLE_OK) {
     transfer_failed (t, code, is_http, r);
@@ -593,10 +546,10 @@ eb_fetch_transfer_done (Transfer *t, CURLcode code)
       eb_fetch_result_free (r);
       return TRUE;
     }
-  } else if (!transfer_refused (t, status, is_http, len, r)) {
+  } else if (!transfer_refused (t, status, scheme, len, r)) {
     transfer_succeeded (t, len, r);
-    if (scheme && !strcmp (scheme, "gopher"))
-      gopher_finish (t->url, r);
+    if (scheme && scheme->rules == EB_SCHEME_RULES_GOPHER)
+      eb_gopher_finish (t->url, r);
   }
   r->final_url = g_strdup (t->url);
   t->result = r;

@@ -2,6 +2,9 @@
 /* eb-fetch-url.c - the checks a URL passes before it is fetched, and again for
  * every redirect target (see eb-fetch-shared.h). */
 #include "eb-fetch-shared.h"
+#include "eb-ftp.h"
+#include "eb-gopher.h"
+#include "eb-scheme.h"
 #include <string.h>
 
 char *
@@ -40,74 +43,26 @@ eb_fetch_url_host_allowed (const EbFetcher *f, const char *host)
   return !domain_in (f->deny_domains, h) && (!f->allow_domains[0] || domain_in (f->allow_domains, h));
 }
 
-/* The path of an ftp or gopher URL @url (after "scheme://authority"), or
- * "" when it has none; a pointer into @url. */
-static const char *
-url_path (const char *url)
-{
-  const char *p = strstr (url, "://");
-  if (!p)
-    return "";
-  p += 3;
-  gsize n = strcspn (p, "/?#");
-  return p + n;
-}
-
-/* RFC 1436 item types (RFC 1738 3.4: the first character of the path) that
- * are documents: text, BinHex, DOS binary, uuencoded, binary, GIF, image,
- * sound, and the common extensions doc, PNG, PDF, video, bitmap, Gopher+
- * sound. Telnet sessions (8, T) retrieve nothing; the rest (a menu 1, the
- * search 7, the CSO phone book 2, an error 3, an information line i, a
- * redundant server +, an HTML link h, anything unknown) is no document. */
-static EbReason
-gopher_item (const char *path, char **detail)
-{
-  /* no path, or "/": the server's top menu (RFC 1738: the type defaults to 1) */
-  char type = path[0] == '/' && path[1] ? path[1] : '1';
-  if (type == '8' || type == 'T') {
-    *detail = g_strdup_printf ("gopher item type %c is a telnet session", type);
-    return EB_REASON_NOT_RETRIEVAL;
-  }
-  if (strchr ("04569gIsdpP;:<", type))
-    return EB_REASON_RESOLVED;
-  const char *what = type == '1' ? "a menu" : type == '7' ? "a search" : type == '2' ? "a CSO phone book"
-                     : type == 'h' ? "an HTML link" : "not a document";
-  if (g_ascii_isgraph (type))
-    *detail = g_strdup_printf ("gopher item type %c is %s", type, what);
-  else
-    *detail = g_strdup_printf ("gopher item type 0x%02x is %s", (guchar) type, what);
-  return EB_REASON_NOT_DOCUMENT;
-}
-
 EbReason
 eb_fetch_url_classify (const char *url, char **detail)
 {
   g_autofree char *s = eb_fetch_url_scheme (url);
-  if (!s)
+  const EbScheme *scheme = eb_scheme_lookup (s);
+  if (!scheme)
     return EB_REASON_RESOLVED;
-  if (!strcmp (s, "mailto") || !strcmp (s, "telnet") || !strcmp (s, "tn3270")) {
-    *detail = g_strdup_printf ("scheme \"%s\": RFC 2017 section 3 forbids a URL that retrieves nothing", s);
-    return EB_REASON_NOT_RETRIEVAL;
+  if (scheme->refusal != EB_REASON_RESOLVED) {
+    *detail = g_strdup_printf ("scheme \"%s\": %s", s, scheme->why);
+    return scheme->refusal;
   }
-  if (!strcmp (s, "wais") || !strcmp (s, "prospero")) {
-    *detail = g_strdup_printf ("scheme \"%s\": no server speaks it any more", s);
-    return EB_REASON_UNSUPPORTED_SCHEME;
+  switch (scheme->rules) {
+  case EB_SCHEME_RULES_FTP:
+    return eb_ftp_classify (url, detail);
+  case EB_SCHEME_RULES_GOPHER:
+    return eb_gopher_classify (url, detail);
+  case EB_SCHEME_RULES_NONE:
+  default:
+    return EB_REASON_RESOLVED;
   }
-  if (!strcmp (s, "gopher"))
-    return gopher_item (url_path (url), detail);
-  if (!strcmp (s, "ftp")) {
-    /* RFC 1738 3.2.2: ;type=d asks for a listing; a path ending in '/' (or
-     * none) names a directory */
-    const char *path = url_path (url);
-    gsize pl = strcspn (path, "?#");
-    gboolean listing = pl >= 7 && g_ascii_strncasecmp (path + pl - 7, ";type=d", 7) == 0;
-    if (listing || pl == 0 || path[pl - 1] == '/') {
-      *detail = g_strdup (listing ? "an ftp directory listing (;type=d) is not a document"
-                                  : "an ftp URL naming a directory is not a document");
-      return EB_REASON_NOT_DOCUMENT;
-    }
-  }
-  return EB_REASON_RESOLVED;
 }
 
 static gboolean
@@ -132,6 +87,7 @@ eb_fetch_url_check (EbFetcher *f, const char *url, char **detail, char **host_ou
 {
   CURLU *u = curl_url ();
   char *scheme = NULL, *user = NULL, *pass = NULL, *host = NULL;
+  const EbScheme *row = NULL;
   EbReason r = EB_REASON_RESOLVED;
   /* the scheme first: a URL of a scheme not enabled is refused for that, even
    * when curl could not parse it (data:,x has no host) */
@@ -154,7 +110,8 @@ eb_fetch_url_check (EbFetcher *f, const char *url, char **detail, char **host_ou
   }
   if ((r = eb_fetch_url_classify (url, detail)) != EB_REASON_RESOLVED)
     goto out;
-  if (!strcmp (scheme, "news") || !strcmp (scheme, "nntp")) {
+  row = eb_scheme_lookup (scheme);
+  if (row && !row->redirect) {
     /* extbody's own NNTP client takes a message's references, never a redirect */
     r = EB_REASON_SCHEME_DISABLED;
     *detail = g_strdup_printf ("scheme \"%s\" is not followed from a redirect", scheme);

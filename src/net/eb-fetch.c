@@ -6,6 +6,7 @@
 #include "eb-error.h"
 #include "eb-list.h"
 #include "eb-nntp.h"
+#include "eb-scheme.h"
 #include <string.h>
 #include <unistd.h>
 #include <errno.h>
@@ -15,15 +16,16 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-/* Was libcurl built with @scheme (file: extbody reads those itself)? */
+/* Was libcurl built with @scheme (the schemes libcurl does not fetch: extbody
+ * reads those itself)? */
 static gboolean
-curl_has_protocol (const char *scheme)
+curl_has_protocol (const EbScheme *scheme)
 {
-  if (!strcmp (scheme, "file") || !strcmp (scheme, "news") || !strcmp (scheme, "nntp"))
+  if (scheme->by != EB_SCHEME_CURL)
     return TRUE;
   const curl_version_info_data *v = curl_version_info (CURLVERSION_NOW);
   for (guint i = 0; v->protocols && v->protocols[i]; i++)
-    if (g_ascii_strcasecmp (v->protocols[i], scheme) == 0)
+    if (g_ascii_strcasecmp (v->protocols[i], scheme->name) == 0)
       return TRUE;
   return FALSE;
 }
@@ -50,26 +52,25 @@ eb_fetcher_new (const EbConfig *config, GError **error)
   g_autoptr (GPtrArray) fetched = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GPtrArray) curl_schemes = g_ptr_array_new_with_free_func (g_free);
   for (guint i = 0; named[i]; i++) {
-    if (strcmp (named[i], "http") && strcmp (named[i], "https") && strcmp (named[i], "ftp")
-        && strcmp (named[i], "gopher") && strcmp (named[i], "file") && strcmp (named[i], "news")
-        && strcmp (named[i], "nntp")) {
-      g_set_error (error, EB_ERROR, EB_ERROR_CONFIG,
-                   "allow_schemes: \"%s\" cannot be fetched (http, https, ftp, gopher, file, news and nntp can)",
-                   named[i]);
+    const EbScheme *s = eb_scheme_lookup (named[i]);
+    if (!s || !s->allowable) {
+      g_autofree char *can = eb_scheme_list_allowable (" and ");
+      g_set_error (error, EB_ERROR, EB_ERROR_CONFIG, "allow_schemes: \"%s\" cannot be fetched (%s can)",
+                   named[i], can);
       return NULL;
     }
-    if (!curl_has_protocol (named[i])) {
+    if (!curl_has_protocol (s)) {
       g_set_error (error, EB_ERROR, EB_ERROR_CONFIG,
                    "allow_schemes: \"%s\" cannot be fetched: libcurl %s was built without it",
                    named[i], curl_version_info (CURLVERSION_NOW)->version);
       return NULL;
     }
-    /* file: URLs are read by extbody itself (eb_fetch_local_file), never by
-     * libcurl, and never reached by a redirect */
-    if (strcmp (named[i], "file") != 0)
+    /* a local file (file:) is read by extbody itself (eb_fetch_local_file),
+     * never by libcurl, and never reached by a redirect */
+    if (eb_scheme_is_fetched (s))
       g_ptr_array_add (fetched, g_strdup (named[i]));
     /* news and nntp: extbody's own client (eb-nntp.c), never libcurl's */
-    if (strcmp (named[i], "file") && strcmp (named[i], "news") && strcmp (named[i], "nntp"))
+    if (s->by == EB_SCHEME_CURL)
       g_ptr_array_add (curl_schemes, g_strdup (named[i]));
   }
   g_ptr_array_add (fetched, NULL);

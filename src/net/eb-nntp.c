@@ -3,6 +3,7 @@
  * eb-nntp.h): the response reader, the URLs, and one article's fetch. */
 #include "eb-nntp.h"
 #include "eb-fetch-shared.h"
+#include "eb-scheme.h"
 #include <string.h>
 #include <poll.h>
 #include <errno.h>
@@ -169,10 +170,19 @@ eb_nntp_reader_failure (const EbNntpReader *r, const char **detail)
 
 /* ---- URLs ------------------------------------------------------------------- */
 
+/* The row of @url's scheme (eb-scheme.h), or NULL. */
+static const EbScheme *
+url_scheme (const char *url)
+{
+  const char *colon = strchr (url, ':');
+  return colon ? eb_scheme_lookup_len (url, (gsize) (colon - url)) : NULL;
+}
+
 gboolean
 eb_nntp_is_url (const char *url)
 {
-  return g_ascii_strncasecmp (url, "news:", 5) == 0 || g_ascii_strncasecmp (url, "nntp:", 5) == 0;
+  const EbScheme *scheme = url_scheme (url);
+  return scheme && scheme->by == EB_SCHEME_NNTP;
 }
 
 /* @n bytes at @s percent-decoded, or NULL when an escape is bad or the
@@ -266,7 +276,6 @@ parse_nntp (const char *rest, Target *t, char **detail)
     t->port = (guint) p;
     t->host = g_strndup (auth, colon - auth);
   } else {
-    t->port = 119;
     t->host = g_strdup (auth);
   }
   if (!*t->host) {
@@ -294,12 +303,18 @@ parse_nntp (const char *rest, Target *t, char **detail)
   return EB_REASON_RESOLVED;
 }
 
+/* @url, a news: or nntp: URL (eb_nntp_is_url), into @t, whose port is its
+ * scheme's unless the URL names one; a scheme whose URLs name no server
+ * (news:) names an article by its message-id. */
 static EbReason
 parse_url (const char *url, Target *t, char **detail)
 {
-  if (g_ascii_strncasecmp (url, "news:", 5) == 0)
-    return parse_news (url + 5, t, detail);
-  return parse_nntp (url + 5, t, detail);
+  const EbScheme *scheme = url_scheme (url);
+  const char *rest = url + strlen (scheme->name) + 1;
+  t->port = scheme->port;
+  if (scheme->nntp_server)
+    return parse_news (rest, t, detail);
+  return parse_nntp (rest, t, detail);
 }
 
 EbReason
@@ -529,7 +544,8 @@ fetch_from (EbFetcher *f, const char *host, guint port, const Target *t, guint64
   curl_easy_cleanup (e);
 }
 
-/* Split nntp_server (HOST:PORT, [IPV6]:PORT or HOST) into *@host, *@port. */
+/* Split nntp_server (HOST:PORT, [IPV6]:PORT or HOST) into *@host and, when
+ * it names one, *@port. */
 static void
 server_split (const char *server, char **host, guint *port)
 {
@@ -540,7 +556,6 @@ server_split (const char *server, char **host, guint *port)
     *port = (guint) g_ascii_strtoull (colon + 1, NULL, 10);
   } else {
     *host = g_strdup (server);
-    *port = 119;
   }
 }
 
@@ -565,6 +580,7 @@ eb_nntp_fetch (EbFetcher *f, const char *url, guint64 max_bytes, gint64 deadline
     host = g_strdup (t.host);
     port = t.port;
   } else if (f->config->nntp_server && *f->config->nntp_server) {
+    port = t.port;   /* the scheme's, unless nntp_server names one */
     server_split (f->config->nntp_server, &host, &port);
   } else {
     r->reason = EB_REASON_SCHEME_DISABLED;

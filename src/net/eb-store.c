@@ -5,6 +5,7 @@
 #include "eb-digest.h"
 #include "eb-error.h"
 #include "eb-fetch.h"
+#include "eb-scheme.h"
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -153,7 +154,8 @@ eb_store_new (const EbConfig *config, GError **error)
     store->location = g_strndup (where, n);
   } else {
     g_autofree char *scheme = g_uri_parse_scheme (where);
-    if (!scheme || (g_ascii_strcasecmp (scheme, "http") && g_ascii_strcasecmp (scheme, "https"))) {
+    const EbScheme *row = eb_scheme_lookup (scheme);
+    if (!row || !row->http) {
       g_set_error (error, EB_ERROR, EB_ERROR_CONFIG,
                    "externalize_store: \"%s\" is neither an absolute directory nor an http(s) URL", where);
       return NULL;

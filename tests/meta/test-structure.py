@@ -32,6 +32,12 @@ Holds the code to the shape its design promises (src/README.md):
   7. no file but those of CONFIG_MODULES looks a configuration key up by
      its name (eb_config_get_*, eb_config_networks_contain with a literal
      key): each key is bound once to a typed field or accessor there.
+  8. a URL scheme's name (the names of the rows of SCHEME_TABLE) is a
+     string literal of src/ in the table only, outside comments: the code
+     asks the table (eb_scheme_lookup and the row's columns) and compares
+     no name, so that a scheme is one row (src/README.md, "Adding a URL
+     scheme"); the same word meaning something else is listed in
+     SCHEME_NAME_ALLOWED with the reason.
 
 With --report it prints the modules by layer, the edges that go up and
 the longest functions, and exits 0 whatever it finds.
@@ -82,6 +88,16 @@ NOT_LIBC = ("extbody/", "glib", "gio/", "gmime/", "curl/", "json-glib/", "hiredi
             "openssl/")
 SYSTEM_INCLUDE_RE = re.compile(r'^\s*#\s*include\s+<([^>]+)>', re.M)
 
+# The table of URL schemes: a row each, its name written .name = "NAME".
+SCHEME_TABLE = "src/base/eb-scheme.c"
+SCHEME_ROW_RE = re.compile(r'\.name\s*=\s*"([^"\\]*)"')
+# (file, literal): a scheme's name as a word that is not the scheme, with why.
+SCHEME_NAME_ALLOWED = {
+    ("src/net/eb-nntp.c", "data"): "NNTP's data block (RFC 3977 3.1.1), named in an error's detail",
+    ("src/net/eb-nntp.c", "http"): "the protocol libcurl connects the NNTP client's socket as "
+                                   "(CURLOPT_CONNECT_ONLY): nothing is sent in it",
+}
+
 DEF_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*) \(")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 CALL_RE = re.compile(r"\b([a-z_][a-z0-9_]*)\s*\(")
@@ -116,6 +132,36 @@ def strip_comments(text):
     text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
     text = re.sub(r"//[^\n]*", "", text)
     return re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
+
+
+def string_literals(text):
+    """(line, contents) of each string literal of C source @text outside
+    comments (character literals and escapes read as C reads them)."""
+    out = []
+    i, n, line = 0, len(text), 1
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+            i += 1
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            line += text.count("\n", i, j)
+            i = j
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            if c == '"':
+                out.append((line, text[i + 1:j]))
+            i = j + 1
+        else:
+            i += 1
+    return out
 
 
 def functions(text):
@@ -281,6 +327,30 @@ def main():
             line = text[p].count("\n", 0, m.start()) + 1
             problems.append("%s:%d: %s looks a configuration key up by its name: read a typed field or "
                             "accessor (bound in %s)" % (rel, line, m.group(1), ", ".join(sorted(CONFIG_MODULES))))
+    # 8. scheme names: in the table only
+    table = os.path.join(top, SCHEME_TABLE)
+    names = []
+    if os.path.exists(table):
+        names = SCHEME_ROW_RE.findall(open(table, encoding="utf-8", errors="replace").read())
+    if not names:
+        problems.append("%s: no row of the table of URL schemes (.name = \"NAME\") found" % SCHEME_TABLE)
+    for name in sorted(set(x for x in names if names.count(x) > 1)):
+        problems.append("%s: the scheme \"%s\" has more than one row" % (SCHEME_TABLE, name))
+    seen_allowed = set()
+    for p in files:
+        rel = os.path.relpath(p, top)
+        if not rel.startswith("src" + os.sep) or rel == SCHEME_TABLE:
+            continue
+        raw = open(p, encoding="utf-8", errors="replace").read()
+        for line, lit in string_literals(raw):
+            if lit in names and (rel, lit) in SCHEME_NAME_ALLOWED:
+                seen_allowed.add((rel, lit))
+            elif lit in names:
+                problems.append("%s:%d: \"%s\" is a URL scheme's name: it is spelled once, in its row of %s; "
+                                "ask the table (eb_scheme_lookup, the row's columns)" % (rel, line, lit, SCHEME_TABLE))
+    for rel, lit in sorted(set(SCHEME_NAME_ALLOWED) - seen_allowed):
+        problems.append("SCHEME_NAME_ALLOWED lists \"%s\" in %s, which no longer spells it: remove the entry"
+                        % (lit, rel))
     if report:
         for lay in LAYERS:
             ms = sorted(m for m in layer if layer[m] == lay)
