@@ -69,11 +69,20 @@
 #define EBC_MAX_TIMEOUT 86400.0
 /* -q's longest id (Exim's are 16 or 23 characters, Postfix's up to 20). */
 #define EBC_MAX_QUEUE_ID 64
+/* -s: the daemons of a pool, at most; --tries' ceiling. */
+#define EBC_MAX_DAEMONS 16
+#define EBC_MAX_TRIES 64
+/* Before a try on a daemon tried already (a pool's one address: HAProxy
+ * sends it elsewhere), a pause of this many milliseconds times the try. */
+#define EBC_RETRY_PAUSE_MS 100
 
 typedef enum { MODE_REWRITE, MODE_EXTERNALIZE, MODE_INSPECT } Mode;
 
 typedef struct {
-  const char        *socket;
+  const char        *socket;    /* the daemon of this try */
+  char              *daemons[EBC_MAX_DAEMONS];   /* -s, each given */
+  int                n_daemons;
+  int                tries;     /* --tries, 0: the default */
   double             timeout;
   unsigned long long max_size;
   Mode               mode;
@@ -303,6 +312,7 @@ typedef struct {
   int         eof;         /* the daemon closed */
   const char *why;         /* a failure: what happened */
   int         error;       /* and its errno, 0 when none applies */
+  int         connected;   /* the connection was made */
 } Exchange;
 
 /* Receive what is there into @x->answer: 1 progress, 0 EOF, -1 error. */
@@ -454,12 +464,12 @@ request_head (const Options *o, size_t len, size_t *head_len)
 }
 
 /* The daemon's answer to @msg, whole and checked: 0 with @out pointing into
- * x->answer, or -1 with what went wrong in @why (one line). */
+ * x->answer, or -1 with what went wrong in @why (one line). One try, on
+ * o->socket, before @deadline (-1: none). */
 static int
-ask_daemon (const Options *o, const Buf *msg, Exchange *x, EbcHttpAnswer *a, const char **out,
-            size_t *out_len, char *why, size_t why_size)
+ask_daemon (const Options *o, const Buf *msg, int64_t deadline, Exchange *x, EbcHttpAnswer *a,
+            const char **out, size_t *out_len, char *why, size_t why_size)
 {
-  int64_t deadline = o->timeout > 0 ? now_ms () + (int64_t) (o->timeout * 1000) : -1;
   unsigned long long cap = o->max_size * EBC_ANSWER_FACTOR + EBC_ANSWER_SLACK;
   size_t max_answer = cap > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t) cap;
   const char *what = NULL;
@@ -468,6 +478,7 @@ ask_daemon (const Options *o, const Buf *msg, Exchange *x, EbcHttpAnswer *a, con
     snprintf (why, why_size, "%s %s: %s", what, o->socket, strerror (errno));
     return -1;
   }
+  x->connected = 1;
   size_t head_len;
   const char *head = request_head (o, msg->len, &head_len);
   EbcHttpState s = exchange (fd, head, head_len, msg, deadline, max_answer, x, a);
@@ -551,13 +562,19 @@ static void
 usage (FILE *to)
 {
   fprintf (to,
-    "Usage: extbodyc [-s SOCKET] [-t SECONDS] [-x BYTES] [-m rewrite|externalize|inspect]\n"
+    "Usage: extbodyc [-s SOCKET[,SOCKET...]] [--tries N] [-t SECONDS] [-x BYTES]\n"
+    "                [-m rewrite|externalize|inspect]\n"
     "                [--on-error accept|tempfail] [-l stderr|syslog|FILE] [-q ID] [-v]\n"
     "                [-e COMMAND [ARG...]]\n"
     "                [-h] [--version]\n"
     "The message on standard input through the extbody daemon's HTTP listener,\n"
     "the result on standard output; the message unchanged when the daemon fails.\n"
-    "  -s, --socket SOCKET    unix:PATH, inet:PORT@HOST or PATH (" EBC_DEFAULT_SOCKET ")\n"
+    "  -s, --socket SOCKET    unix:PATH, inet:PORT@HOST or PATH (" EBC_DEFAULT_SOCKET ");\n"
+    "                         a pool: several, comma-separated (or -s again), each\n"
+    "                         process beginning at another\n"
+    "      --tries N          tries on the daemons in turn while one is gone,\n"
+    "                         stopping or full (502, 503, 504): the number of\n"
+    "                         daemons, at least 2\n"
     "  -t, --timeout SECONDS  the whole exchange, connect included (120; 0: none)\n"
     "  -x, --max-size BYTES   larger messages are not sent (64M; K, M, G suffixes)\n"
     "  -m, --mode MODE        rewrite (default), externalize or inspect (JSON out)\n"
@@ -601,14 +618,37 @@ parse_size (const char *s)
   return v << shift;
 }
 
+/* -s: one daemon, or several comma-separated, each a socket ebc_socket_parse
+ * takes; 0, or -1 said. */
+static int
+add_daemons (Options *o, char *list)
+{
+  for (char *save = NULL, *d = strtok_r (list, ",", &save); d; d = strtok_r (NULL, ",", &save)) {
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    const char *why = NULL;
+    if (o->n_daemons == EBC_MAX_DAEMONS) {
+      say ("-s names more than %d daemons", EBC_MAX_DAEMONS);
+      return -1;
+    }
+    if (ebc_socket_parse (d, &ss, &sl, &why) < 0) {
+      say ("-s: \"%.200s\": %s", d, why);
+      return -1;
+    }
+    o->daemons[o->n_daemons++] = d;
+  }
+  return 0;
+}
+
 /* 0 to go on, or the exit status. */
 static int
 parse_options (int argc, char **argv, Options *o)
 {
-  enum { OPT_ON_ERROR = 256, OPT_VERSION };
+  enum { OPT_ON_ERROR = 256, OPT_VERSION, OPT_TRIES };
   static const struct option longs[] = {
     { "socket", required_argument, NULL, 's' },
     { "timeout", required_argument, NULL, 't' },
+    { "tries", required_argument, NULL, OPT_TRIES },
     { "max-size", required_argument, NULL, 'x' },
     { "mode", required_argument, NULL, 'm' },
     { "on-error", required_argument, NULL, OPT_ON_ERROR },
@@ -624,7 +664,17 @@ parse_options (int argc, char **argv, Options *o)
   while ((c = getopt_long (argc, argv, "+s:t:x:m:l:q:veh", longs, NULL)) != -1) {
     switch (c) {
     case 's':
-      o->socket = optarg;
+      if (add_daemons (o, optarg) < 0)
+        return EX_USAGE;
+      break;
+    case OPT_TRIES:
+      errno = 0;
+      long v = strtol (optarg, &end, 10);
+      if (end == optarg || *end || errno || v < 1 || v > EBC_MAX_TRIES) {
+        say ("--tries wants a number from 1 to %d, not \"%s\"", EBC_MAX_TRIES, optarg);
+        return EX_USAGE;
+      }
+      o->tries = (int) v;
       break;
     case 't':
       errno = 0;
@@ -698,6 +748,8 @@ parse_options (int argc, char **argv, Options *o)
       return EX_USAGE;
     }
   }
+  if (!o->n_daemons)
+    o->daemons[o->n_daemons++] = (char *) EBC_DEFAULT_SOCKET;
   if (optind < argc) {
     say ("no arguments: the message comes on standard input");
     usage (stderr);
@@ -706,21 +758,73 @@ parse_options (int argc, char **argv, Options *o)
   return 0;
 }
 
-/* One message read whole: through the daemon, or the fallback. */
+/* May a try that failed so be made again, on the next daemon? When the
+ * daemon cannot have answered (no connection; the connection ended or broke
+ * before the whole answer came: a daemon killed, a pool's member gone) or
+ * said it cannot now (502, 503, 504: stopping, full, a balancer with no
+ * server). Not after -t's deadline, an answer that is not HTTP, nor a refusal
+ * that another daemon would make too (413, 400, 500). Nothing has been
+ * written yet: the answer is used only whole. */
 static int
-filter (const Options *o, const Buf *msg, int64_t start)
+may_retry (const Exchange *x, const EbcHttpAnswer *a)
 {
-  Exchange x = { { NULL, 0, 0 }, 0, 0, NULL, 0 };
+  if (!x->connected)
+    return 1;
+  if (x->why)   /* no whole answer */
+    return x->eof || x->error == ECONNRESET || x->error == EPIPE;
+  return a->status == 502 || a->status == 503 || a->status == 504;
+}
+
+/* One message read whole: through a daemon (the next of -s's after a try
+ * that may be made again, up to --tries, all before -t's one deadline), or
+ * the fallback. */
+static int
+filter (Options *o, const Buf *msg, int64_t start)
+{
+  Exchange x = { { NULL, 0, 0 }, 0, 0, NULL, 0, 0 };
   EbcHttpAnswer a = { .status = -1, .changed = -1 };
   const char *out = NULL;
   size_t out_len = 0;
-  char why[1024];
+  char why[1024], first_why[1024] = "";
   int r = EX_OK;
-  if (ask_daemon (o, msg, &x, &a, &out, &out_len, why, sizeof why) < 0) {
-    r = fall_back (o, msg, why, a.status >= 400 && a.status < 500 && x.why == NULL);
-    free (x.answer.data);
-    return r;
+  int64_t deadline = o->timeout > 0 ? start + (int64_t) (o->timeout * 1000) : -1;
+  int n = o->n_daemons;
+  int tries = o->tries ? o->tries : n < 2 ? 2 : n;
+  /* spread: each process begins at another daemon of the list */
+  int first = n > 1 ? (int) (getpid () % n) : 0;
+  int t;
+  for (t = 0;; t++) {
+    o->socket = o->daemons[(first + t) % n];
+    if (t > 0) {
+      free (x.answer.data);
+      memset (&x, 0, sizeof x);
+      a = (EbcHttpAnswer) { .status = -1, .changed = -1 };
+    }
+    if (ask_daemon (o, msg, deadline, &x, &a, &out, &out_len, why, sizeof why) == 0)
+      break;
+    if (!first_why[0])
+      snprintf (first_why, sizeof first_why, "%s", why);
+    int again = t + 1 < tries && may_retry (&x, &a), left = left_ms (deadline);
+    if (again && t + 1 >= n) {
+      /* a daemon tried already: a pause first, if -t leaves time for it */
+      int pause = EBC_RETRY_PAUSE_MS * (t + 1);
+      again = left < 0 || left > pause;
+      if (again)
+        poll (NULL, 0, pause);
+    } else if (again)
+      again = left != 0;
+    if (!again) {
+      if (t > 0) {
+        size_t l = strlen (why);
+        snprintf (why + l, sizeof why - l, " (try %d of %d; the first: %s)", t + 1, tries, first_why);
+      }
+      r = fall_back (o, msg, why, a.status >= 400 && a.status < 500 && x.why == NULL);
+      free (x.answer.data);
+      return r;
+    }
   }
+  if (first_why[0])
+    say ("%s; done by %s on try %d", first_why, o->socket, t + 1);
   /* unchanged: the bytes that came in, whatever the body says */
   if (o->mode != MODE_INSPECT && a.changed == 0) {
     out = msg->data;
@@ -763,7 +867,8 @@ exec_with_result (const Options *o, int r, int out_saved)
 int
 main (int argc, char **argv)
 {
-  Options o = { EBC_DEFAULT_SOCKET, EBC_DEFAULT_TIMEOUT, EBC_DEFAULT_MAX_SIZE, MODE_REWRITE, 0, 0 };
+  Options o = { .socket = EBC_DEFAULT_SOCKET, .timeout = EBC_DEFAULT_TIMEOUT, .max_size = EBC_DEFAULT_MAX_SIZE,
+                .mode = MODE_REWRITE };
   int r = parse_options (argc, argv, &o);
   if (r < 0)
     return EX_OK;

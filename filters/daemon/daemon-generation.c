@@ -9,6 +9,8 @@
 
 static GMutex gen_lock;
 static Gen   *gen_current;
+static char  *gen_reload_failure;   /* why the last reload failed (gen_lock), or NULL */
+static gint   gen_draining;         /* set at SIGTERM, read by /healthz */
 
 void
 daemon_generation_unref (Gen *g)
@@ -181,6 +183,12 @@ daemon_generation_reload (Life *life, const char *signame)
   Gen *g = daemon_generation_load (&life->args, &status, &error);
   if (!g) {
     log_line (LOG_ERR, "%s: reload failed: %s; keeping the old configuration", signame, error->message);
+    g_autoptr (GDateTime) now = g_date_time_new_now_local ();
+    g_autofree char *when = g_date_time_format (now, "%Y-%m-%d %H:%M:%S");
+    g_mutex_lock (&gen_lock);
+    g_free (gen_reload_failure);
+    gen_reload_failure = g_strdup_printf ("the reload at %s failed: %s", when, error->message);
+    g_mutex_unlock (&gen_lock);
     return;
   }
   const char *path = life->args.config ? life->args.config : EB_CONFIG_DEFAULT_PATH;
@@ -193,7 +201,33 @@ daemon_generation_reload (Life *life, const char *signame)
   for (const DaemonDoor *const *d = daemon_main_doors; *d; d++)
     reload_door_check (*d, &old->keys, &g->keys, signame);
   daemon_generation_install (g);
+  g_mutex_lock (&gen_lock);
+  g_clear_pointer (&gen_reload_failure, g_free);
+  g_mutex_unlock (&gen_lock);
   log_line (LOG_INFO, "%s: reloaded configuration from %s%s", signame, path,
             g->store ? " (milter_mode = externalize)"
             : g->keys.fetch ? "" : " (fetch = off)");
+}
+
+void
+daemon_generation_set_draining (void)
+{
+  g_atomic_int_set (&gen_draining, 1);
+}
+
+char *
+daemon_generation_health (EbFetcherShared *redis)
+{
+  g_autoptr (Gen) g = daemon_generation_get ();
+  *redis = g->fetcher ? eb_fetcher_check_shared (g->fetcher) : EB_FETCHER_SHARED_NONE;
+  if (g_atomic_int_get (&gen_draining))
+    return g_strdup ("draining: stopping after drain_delay");
+  g_mutex_lock (&gen_lock);
+  char *failed = g_strdup (gen_reload_failure);
+  g_mutex_unlock (&gen_lock);
+  if (failed)
+    return failed;
+  if (g->keys.redis_required && *redis == EB_FETCHER_SHARED_DOWN)
+    return g_strdup ("Redis does not answer (redis_required = on)");
+  return NULL;
 }

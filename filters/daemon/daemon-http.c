@@ -68,7 +68,7 @@
 #include "extbodyc-http.h"
 #include "daemon.h"
 
-typedef enum { EP_NONE, EP_REWRITE, EP_INSPECT, EP_EXTERNALIZE, EP_METRICS } Endpoint;
+typedef enum { EP_NONE, EP_REWRITE, EP_INSPECT, EP_EXTERNALIZE, EP_METRICS, EP_HEALTH } Endpoint;
 
 /* One connection, from its accept to its close, on a thread of its own. */
 typedef struct {
@@ -331,7 +331,7 @@ reply_error (HttpReq *r, guint status, const char *format, ...)
   HttpBody body = { text, strlen (text), -1 };
   if (!r->body_read)
     r->close = TRUE;
-  const char *allow[] = { "Allow", r->ep == EP_METRICS ? "GET, HEAD" : "POST", NULL };
+  const char *allow[] = { "Allow", r->ep == EP_METRICS || r->ep == EP_HEALTH ? "GET, HEAD" : "POST", NULL };
   return reply (r, status, "text/plain", &body, status == 405 ? allow : NULL);
 }
 
@@ -669,6 +669,7 @@ endpoint_of (const char *path, const char *method, gboolean *method_ok)
   static const struct { const char *path; Endpoint ep; gboolean post; } eps[] = {
     { "/rewrite", EP_REWRITE, TRUE }, { "/inspect", EP_INSPECT, TRUE },
     { "/externalize", EP_EXTERNALIZE, TRUE }, { "/metrics", EP_METRICS, FALSE },
+    { "/healthz", EP_HEALTH, FALSE },
   };
   for (guint i = 0; i < G_N_ELEMENTS (eps); i++) {
     if (strcmp (path, eps[i].path) != 0)
@@ -699,12 +700,43 @@ allowed (HttpReq *r)
   return FALSE;
 }
 
+static gint http_health_last = 200;  /* the last answer of GET /healthz */
+
+/* GET /healthz, for a load balancer or a probe: 200 while the daemon takes
+ * work, 503 while it drains, when its last reload failed or when
+ * redis_required is on and Redis does not answer; the first line says which,
+ * the second how Redis stands. Answered to whoever may connect, before the
+ * count of busy requests (a full daemon is still alive); logged when its
+ * answer changes, not at each probe. */
+static void
+answer_health (HttpReq *r)
+{
+  EbFetcherShared redis = EB_FETCHER_SHARED_NONE;
+  g_autofree char *why = g_atomic_int_get (&http_stopping) ? g_strdup ("stopping: the doors are closing")
+                                                           : daemon_generation_health (&redis);
+  guint status = why ? 503 : 200;
+  char *text = g_strdup_printf ("%s\nredis: %s\n", why ? why : "ok",
+                                redis == EB_FETCHER_SHARED_UP ? "up"
+                                : redis == EB_FETCHER_SHARED_DOWN ? "down" : "none");
+  if ((guint) g_atomic_int_exchange (&http_health_last, (gint) status) != status)
+    log_line (status == 200 ? LOG_INFO : LOG_WARNING, "http: /healthz answers %u now%s%s", status,
+              why ? ": " : "", why ? why : "");
+  HttpBody body = { text, strlen (text), -1 };
+  reply (r, status, "text/plain", &body, NULL);
+}
+
 /* The request's head has come: what needs no body is answered at once,
  * else its body is read and the message planned. */
 static void
 answer (HttpReq *r)
 {
   r->body_read = r->h.frame == EBC_HTTP_FRAME_EOF || (r->h.frame == EBC_HTTP_FRAME_LENGTH && r->h.length == 0);
+  gboolean method_ok = FALSE;
+  r->ep = endpoint_of (r->path, r->method, &method_ok);
+  if (r->ep == EP_HEALTH && method_ok) {
+    answer_health (r);
+    return;
+  }
   if (g_atomic_int_get (&http_stopping)) {
     reply_error (r, 503, "stopping: try again later");
     return;
@@ -714,14 +746,12 @@ answer (HttpReq *r)
     reply_error (r, 503, "too many connections (http_max_connections = %u)", http_max);
     return;
   }
-  gboolean method_ok = FALSE;
-  r->ep = endpoint_of (r->path, r->method, &method_ok);
   if (r->ep == EP_NONE) {
-    reply_error (r, 404, "no such path: POST /rewrite, /inspect, /externalize or GET /metrics");
+    reply_error (r, 404, "no such path: POST /rewrite, /inspect, /externalize or GET /metrics, /healthz");
     return;
   }
   if (!method_ok) {
-    reply_error (r, 405, "%s takes %s only", r->path, r->ep == EP_METRICS ? "GET" : "POST");
+    reply_error (r, 405, "%s takes %s only", r->path, r->ep == EP_METRICS || r->ep == EP_HEALTH ? "GET" : "POST");
     return;
   }
   if (!allowed (r))
@@ -764,6 +794,8 @@ split_target (HttpReq *r, const char *buf)
 static void
 log_request (const HttpReq *r)
 {
+  if (r->ep == EP_HEALTH && r->status && !r->cut)
+    return;   /* answer_health logs the changes */
   g_autofree char *path = g_strescape (r->path, NULL);
   if (strlen (path) > 200)
     path[200] = '\0';

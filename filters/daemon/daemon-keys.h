@@ -28,7 +28,8 @@ G_BEGIN_DECLS
  * generation holds), NUM: a number or a size, BOOL: on or off. */
 #define DAEMON_SETTINGS(TEXT, NUM, BOOL)                                                        \
   TEXT (milter_socket) TEXT (milter_mode) TEXT (milter_umask) TEXT (client_umask) TEXT (on_error) \
-  NUM (milter_spill_size) NUM (milter_stop_timeout) TEXT (metrics_file) NUM (metrics_interval)   \
+  NUM (milter_spill_size) NUM (milter_stop_timeout) NUM (drain_delay) BOOL (redis_required)       \
+  TEXT (metrics_file) NUM (metrics_interval)                                                     \
   TEXT (http_socket) TEXT (http_allow_networks) NUM (http_max_connections) NUM (http_timeout)   \
   NUM (http_request_timeout) NUM (http_max_peer_connections) TEXT (http_externalize_clients)      \
   TEXT (http_metrics_clients) TEXT (dovecot_filter_socket) NUM (dovecot_max_connections)         \

@@ -661,6 +661,37 @@ run_detach (Life *life, Opts *o)
   return 0;
 }
 
+/* drain_delay: told to stop, the daemon first goes on serving every door for
+ * that long while GET /healthz answers 503, so that a load balancer takes
+ * it out of its pool before its doors close. A second SIGTERM or SIGINT
+ * ends the wait. Returns: 0, or SIG_MILTER_ENDED when libmilter stopped
+ * meanwhile. */
+static int
+drain (const char *signame)
+{
+  g_autoptr (Gen) gen = daemon_generation_get ();
+  daemon_generation_set_draining ();
+  if (!gen->keys.drain_delay)
+    return 0;
+  log_line (LOG_INFO, "%s: draining: serving %u s more (drain_delay) while /healthz answers 503", signame,
+            (guint) gen->keys.drain_delay);
+  gint64 deadline = g_get_monotonic_time () + (gint64) gen->keys.drain_delay * G_USEC_PER_SEC;
+  for (;;) {
+    gint64 left = (deadline - g_get_monotonic_time ()) / 1000;
+    if (left <= 0)
+      return 0;
+    int sig = signal_next ((int) MIN (left, 1000));
+    if (sig == SIG_MILTER_ENDED)
+      return sig;
+    if (sig == SIGTERM || sig == SIGINT) {
+      log_line (LOG_INFO, "%s again: the drain ends now", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      return 0;
+    }
+    if (sig == SIGHUP)
+      log_line (LOG_INFO, "SIGHUP: draining: the configuration is not reloaded");
+  }
+}
+
 /* The main thread's wait for signals (and metrics_file's writes) until the
  * stop. Returns: the exit status. */
 static int
@@ -680,9 +711,14 @@ run_wait (Life *life)
     } else if (sig == SIGHUP) {
       daemon_generation_reload (life, "SIGHUP");
     } else if (sig == SIGTERM || sig == SIGINT) {
-      exit_status = stop (life, sig == SIGTERM ? "SIGTERM" : "SIGINT");
-      break;
-    } else if (sig == SIG_MILTER_ENDED) {
+      const char *name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+      sig = drain (name);
+      if (sig != SIG_MILTER_ENDED) {
+        exit_status = stop (life, name);
+        break;
+      }
+    }
+    if (sig == SIG_MILTER_ENDED) {
       /* libmilter stopped on its own: an error, or a signal its thread took */
       log_line (LOG_ERR, "libmilter stopped (%s): exiting", milter_result == MI_SUCCESS ? "no error" : "an error");
       exit_status = EX_SOFTWARE;

@@ -170,6 +170,15 @@ typedef struct {
 Gen *daemon_generation_load (const ConfigArgs *a, int *status, GError **error);
 void daemon_generation_reload (Life *life, const char *signame);
 
+/* The daemon's health, as GET /healthz tells it: NULL while it takes work,
+ * else why not (g_free it): it drains (daemon_generation_set_draining, at
+ * SIGTERM), its last reload failed (the old configuration still serves, but
+ * the daemon is out of step with its file), or redis_required is on and
+ * Redis does not answer. @redis: how the shared cache stands, for the
+ * answer's second line. Asks Redis (a PING within redis_timeout). */
+char *daemon_generation_health (EbFetcherShared *redis);
+void daemon_generation_set_draining (void);
+
 /* ---- daemon-job.c --------------------------------------------------------- */
 
 /* One message's work, as a door asks for it. */

@@ -49,6 +49,36 @@ EXTBODY_API EbFetcher *eb_fetcher_new (const EbConfig *config, GError **error);
 EXTBODY_API void eb_fetcher_free (EbFetcher *fetcher);
 
 /**
+ * EbFetcherShared:
+ * @EB_FETCHER_SHARED_NONE: no redis_server is configured: the fetcher keeps
+ *   its own cache and rate limits
+ * @EB_FETCHER_SHARED_UP: Redis answers: the cache and limits are shared
+ * @EB_FETCHER_SHARED_DOWN: Redis does not answer: the fetcher uses its own
+ *   cache and limits until it does
+ *
+ * How the fetcher's shared cache stands (eb_fetcher_check_shared()).
+ */
+typedef enum {
+  EB_FETCHER_SHARED_NONE,
+  EB_FETCHER_SHARED_UP,
+  EB_FETCHER_SHARED_DOWN,
+} EbFetcherShared;
+
+/**
+ * eb_fetcher_check_shared:
+ * @fetcher: a fetcher
+ *
+ * Asks the fetcher's Redis whether it answers (a PING within redis_timeout),
+ * as a health check does. While Redis is down and its next try has not come
+ * (the fetcher waits a little longer after each failure), it is not asked
+ * again and %EB_FETCHER_SHARED_DOWN is returned at once. A change is logged as
+ * the fetches log it ("Redis ... is down", "... is back").
+ *
+ * Returns: how the shared cache stands.
+ */
+EXTBODY_API EbFetcherShared eb_fetcher_check_shared (EbFetcher *fetcher);
+
+/**
  * EbFetchProgressFunc:
  * @data: the data given to eb_fetch_set_thread_progress()
  *

@@ -115,6 +115,16 @@ eb_fetcher_free (EbFetcher *f)
   g_free (f);
 }
 
+EbFetcherShared
+eb_fetcher_check_shared (EbFetcher *f)
+{
+  if (!f->redis)
+    return EB_FETCHER_SHARED_NONE;
+  const char *argv[] = { "PING" };
+  g_autoptr (redisReply) reply = eb_redis_command (f->redis, 1, argv, NULL);
+  return reply && reply->type != REDIS_REPLY_ERROR ? EB_FETCHER_SHARED_UP : EB_FETCHER_SHARED_DOWN;
+}
+
 gboolean
 eb_fetcher_scheme_allowed (const EbFetcher *f, const char *url)
 {

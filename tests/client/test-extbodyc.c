@@ -265,6 +265,115 @@ test_unreachable (void)
   check_fallback (closed, "30", odd, "Connection refused");
 }
 
+/* ---- a pool of daemons (-s A,B, --tries) ----------------------------------- */
+
+/* -s names several daemons: a try that the next daemon may make instead (no
+ * connection, 502/503/504, a daemon gone before its answer) goes there, and
+ * the message comes out once, from the daemon that answered, with one line
+ * saying what happened to the first; a refusal another daemon would make too
+ * (500) is not tried again; when every try fails, the fallback, one line. */
+static void
+test_pool (void)
+{
+  g_autoptr (GBytes) odd = odd_message ();
+  g_autoptr (GBytes) want = prefixed (odd);
+  g_autofree char *echo = sock ("echo");
+  g_autofree char *dead = g_strdup_printf ("inet:%u@127.0.0.1", test_free_port ());
+  static const char *const failing[] = { "dead", "busy", "gateway", "dies", "early", "cut" };
+  for (guint i = 0; i < G_N_ELEMENTS (failing); i++) {
+    g_autofree char *bad = i == 0 ? g_strdup (dead) : sock (failing[i]);
+    g_autofree char *list = g_strdup_printf ("%s,%s", bad, echo);
+    gboolean first_bad = FALSE;
+    /* each process begins at another daemon: both orders come up */
+    for (guint n = 0; n < 12; n++) {
+      const char *args[] = { "-s", list, "-t", "30", NULL };
+      Run r = run (args, odd);
+      g_assert_cmpint (r.status, ==, 0);
+      assert_bytes_equal (r.out, want);
+      if (*r.err) {
+        g_test_message ("%s: %s", failing[i], r.err);
+        first_bad = TRUE;
+        g_assert_true (g_str_has_prefix (r.err, "extbodyc: "));
+        g_assert_true (g_str_has_suffix (r.err, g_strdup_printf ("; done by %s on try 2\n", echo)));
+        g_assert_true (strchr (r.err, '\n') == r.err + strlen (r.err) - 1);
+      }
+      run_clear (&r);
+    }
+    g_assert_true (first_bad);
+  }
+  /* -s again is the same as a comma */
+  const char *twice[] = { "-s", dead, "-s", echo, "--tries", "2", NULL };
+  Run r = run (twice, odd);
+  g_assert_cmpint (r.status, ==, 0);
+  assert_bytes_equal (r.out, want);
+  run_clear (&r);
+
+  /* tries on one address: a pause, then the same daemon (a balancer's one
+   * address sends it elsewhere); 500 is not tried again */
+  static const struct { const char *mode; const char *tries; guint requests; const char *what; } one[] = {
+    { "busy", "3", 3, "503 stopping: try again later (try 3 of 3; the first: " },
+    { "dies", "2", 2, "the connection closed" },
+    { "error", "3", 1, "500 the daemon failed: test; message passed through" },
+    { "refuse", "3", 1, "413 message over max_message_size; message passed through" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (one); i++) {
+    g_autofree char *s = sock (one[i].mode);
+    guint before = requests_logged ();
+    const char *args[] = { "-s", s, "--tries", one[i].tries, NULL };
+    r = run (args, odd);
+    g_test_message ("%s: %s", one[i].mode, r.err);
+    g_assert_cmpint (r.status, ==, 0);
+    assert_bytes_equal (r.out, odd);
+    g_assert_nonnull (strstr (r.err, one[i].what));
+    g_assert_true (g_str_has_suffix (r.err, "; message passed through unchanged\n"));
+    g_assert_true (strchr (r.err, '\n') == r.err + strlen (r.err) - 1);
+    g_assert_cmpuint (requests_logged () - before, ==, one[i].requests);
+    run_clear (&r);
+  }
+  /* every daemon gone: the fallback, --on-error's */
+  g_autofree char *dead2 = g_strdup_printf ("inet:%u@127.0.0.1", test_free_port ());
+  g_autofree char *both = g_strdup_printf ("%s,%s", dead, dead2);
+  const char *gone[] = { "-s", both, "--on-error", "tempfail", NULL };
+  r = run (gone, odd);
+  g_assert_cmpint (r.status, ==, 75);
+  g_assert_cmpuint (g_bytes_get_size (r.out), ==, 0);
+  g_assert_nonnull (strstr (r.err, "Connection refused (try 2 of 2; the first: cannot connect"));
+  run_clear (&r);
+  /* -t is one deadline for every try */
+  g_autofree char *slow = sock ("slow");
+  g_autofree char *slow2 = g_strdup_printf ("%s,%s", slow, slow);
+  gint64 t0 = g_get_monotonic_time ();
+  const char *late[] = { "-s", slow2, "-t", "0.5", NULL };
+  r = run (late, odd);
+  g_assert_cmpint (r.status, ==, 0);
+  assert_bytes_equal (r.out, odd);
+  g_assert_nonnull (strstr (r.err, "timed out (-t)"));
+  g_assert_cmpfloat ((g_get_monotonic_time () - t0) / 1e6, <, 5.0);
+  run_clear (&r);
+  /* usage */
+  const char *const bad_args[][5] = {
+    { "-s", "inet:http@127.0.0.1", NULL },
+    { "--tries", "0", NULL },
+    { "--tries", "65", NULL },
+    { "-s", "inet:99999@127.0.0.1,unix:/x", NULL },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (bad_args); i++) {
+    r = run (bad_args[i], NULL);
+    g_assert_cmpint (r.status, ==, 64);
+    g_assert_cmpuint (g_bytes_get_size (r.out), ==, 0);
+    run_clear (&r);
+  }
+  GString *many = g_string_new (NULL);
+  for (guint i = 0; i < 17; i++)
+    g_string_append_printf (many, "%s%s", i ? "," : "", echo);
+  const char *too_many[] = { "-s", many->str, NULL };
+  r = run (too_many, NULL);
+  g_assert_cmpint (r.status, ==, 64);
+  g_assert_nonnull (strstr (r.err, "more than 16 daemons"));
+  run_clear (&r);
+  g_string_free (many, TRUE);
+}
+
 /* -l FILE: the line goes to the file (appended), nothing to standard error,
  * the message still passed through whole; -l with a relative name is a usage
  * error. */
@@ -508,6 +617,7 @@ main (int argc, char **argv)
   g_test_add_func ("/extbodyc/fallbacks", test_fallbacks);
   g_test_add_func ("/extbodyc/slow", test_slow);
   g_test_add_func ("/extbodyc/unreachable", test_unreachable);
+  g_test_add_func ("/extbodyc/pool", test_pool);
   g_test_add_func ("/extbodyc/log-file", test_log_file);
   g_test_add_func ("/extbodyc/max-size", test_max_size);
   g_test_add_func ("/extbodyc/inspect", test_inspect);

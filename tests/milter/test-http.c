@@ -699,6 +699,162 @@ test_drain (void)
   g_assert_cmpint (mta_milter_wait (m, TRUE), ==, 0);
 }
 
+/* The body of @r as a string. */
+static char *
+body_text (const Response *r)
+{
+  return g_strndup (g_bytes_get_data (r->body, NULL), g_bytes_get_size (r->body));
+}
+
+/* GET @path on the unix socket @sock. */
+static Response *
+get_on (const char *sock, const char *path)
+{
+  g_autoptr (GSocketAddress) addr = g_unix_socket_address_new (sock);
+  g_autoptr (GSocketConnection) c = connect_to (addr);
+  return request_on (c, "GET", path, NULL);
+}
+
+/* GET /healthz: 200 "ok" while the daemon takes work; HEAD the same with no
+ * body; POST 405. A reload that fails makes it 503 (the daemon is out of step
+ * with its file) until one succeeds; each change is logged once, not each
+ * probe. */
+static void
+test_health (void)
+{
+  g_autoptr (Response) ok = request ("GET", "/healthz", NULL);
+  g_assert_cmpuint (ok->status, ==, 200);
+  g_autofree char *ok_text = body_text (ok);
+  g_assert_cmpstr (ok_text, ==, "ok\nredis: none\n");
+  g_assert_cmpstr (g_hash_table_lookup (ok->fields, "content-type"), ==, "text/plain");
+  g_autoptr (GSocketConnection) hc = connect_unix ();
+  const char *head = "HEAD /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  send_bytes (hc, head, strlen (head));
+  g_autoptr (GBytes) raw = read_to_end (hc);
+  g_autofree char *rawt = g_strndup (g_bytes_get_data (raw, NULL), g_bytes_get_size (raw));
+  g_assert_true (g_str_has_prefix (rawt, "HTTP/1.1 200 "));
+  g_assert_true (g_str_has_suffix (rawt, "\r\n\r\n"));   /* the head alone */
+  g_autoptr (GBytes) one = g_bytes_new_static ("x", 1);
+  g_autoptr (Response) post = request ("POST", "/healthz", one);
+  assert_error (post, 405);
+  g_assert_cmpstr (g_hash_table_lookup (post->fields, "allow"), ==, "GET, HEAD");
+
+  /* a reload that fails, then one that succeeds */
+  g_autofree char *text = NULL;
+  g_assert_true (g_file_get_contents (conf, &text, NULL, NULL));
+  g_autofree char *bad = g_strconcat (text, "no_such_key_at_all = 1\n", NULL);
+  g_assert_true (g_file_set_contents (conf, bad, -1, NULL));
+  guint failed = mta_milter_log_count (milter, "SIGHUP: reload failed");
+  guint reloaded = mta_milter_log_count (milter, "SIGHUP: reloaded configuration");
+  mta_milter_signal (milter, SIGHUP);
+  g_assert_true (mta_milter_log_wait (milter, "SIGHUP: reload failed", failed + 1));
+  for (int i = 0; i < 3; i++) {
+    g_autoptr (Response) down = request ("GET", "/healthz", NULL);
+    g_assert_cmpuint (down->status, ==, 503);
+    g_autofree char *why = body_text (down);
+    g_assert_true (g_str_has_prefix (why, "the reload at "));
+    g_assert_nonnull (strstr (why, "no_such_key_at_all"));
+    g_assert_true (g_str_has_suffix (why, "\nredis: none\n"));
+  }
+  /* the old configuration still serves */
+  g_autoptr (GBytes) msg = g_bytes_new_static ("Subject: x\r\n\r\nbody\r\n", 20);
+  g_autoptr (Response) served = request ("POST", "/rewrite", msg);
+  n_rewrites++;
+  g_assert_cmpuint (served->status, ==, 200);
+  g_assert_true (g_file_set_contents (conf, text, -1, NULL));
+  mta_milter_signal (milter, SIGHUP);
+  g_assert_true (mta_milter_log_wait (milter, "SIGHUP: reloaded configuration", reloaded + 1));
+  g_autoptr (Response) back = request ("GET", "/healthz", NULL);
+  g_assert_cmpuint (back->status, ==, 200);
+  g_assert_cmpuint (mta_milter_log_count (milter, "http: /healthz answers 503 now: the reload at "), ==, 1);
+  g_assert_true (mta_milter_log_wait (milter, "http: /healthz answers 200 now", 1));
+  g_assert_cmpuint (mta_milter_log_count (milter, "GET /healthz"), ==, 0);
+}
+
+/* redis_required: /healthz answers 503 while Redis does not answer (a port
+ * nobody listens on); without it, 200 and "redis: down". */
+static void
+test_health_redis (void)
+{
+  g_autoptr (GSocket) s = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
+  g_autoptr (GInetAddress) lo = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr (GSocketAddress) any = g_inet_socket_address_new (lo, 0);
+  g_assert_true (g_socket_bind (s, any, TRUE, NULL));
+  g_autoptr (GSocketAddress) bound = g_socket_get_local_address (s, NULL);
+  guint port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
+  g_socket_close (s, NULL);   /* bound, then closed: nobody listens there */
+  for (int required = 0; required < 2; required++) {
+    g_autofree char *name = g_strdup_printf ("redis%d", required);
+    g_autofree char *rconf = g_strdup_printf ("%s/%s.conf", dir, name);
+    g_autofree char *rsock = g_strdup_printf ("%s/%s-http.sock", dir, name);
+    g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = on\nallow_schemes = http\n"
+                                             "redis_server = 127.0.0.1:%u\nredis_required = %s\n"
+                                             "http_socket = unix:%s\n", port, required ? "on" : "off", rsock);
+    g_assert_true (g_file_set_contents (rconf, text, -1, NULL));
+    g_autofree char *msock = g_strdup_printf ("%s/%s-milter.sock", dir, name);
+    g_autofree char *log = g_strdup_printf ("%s/%s.log", dir, name);
+    g_autoptr (MtaMilter) d = mta_milter_start (msock, rconf, log, NULL);
+    g_autoptr (Response) r = get_on (rsock, "/healthz");
+    g_autofree char *body = body_text (r);
+    if (required) {
+      g_assert_cmpuint (r->status, ==, 503);
+      g_assert_cmpstr (body, ==, "Redis does not answer (redis_required = on)\nredis: down\n");
+    } else {
+      g_assert_cmpuint (r->status, ==, 200);
+      g_assert_cmpstr (body, ==, "ok\nredis: down\n");
+    }
+    g_assert_cmpint (mta_milter_stop (d, FALSE), ==, 0);
+  }
+}
+
+/* drain_delay: at SIGTERM the daemon serves on for that long while /healthz
+ * answers 503, then closes its doors as before and exits 0; a second
+ * SIGTERM ends the wait at once. */
+static void
+test_drain_delay (void)
+{
+  for (int twice = 0; twice < 2; twice++) {
+    g_autofree char *name = g_strdup_printf ("delay%d", twice);
+    g_autofree char *dconf = g_strdup_printf ("%s/%s.conf", dir, name);
+    g_autofree char *dsock = g_strdup_printf ("%s/%s-http.sock", dir, name);
+    guint delay = twice ? 120 : 3;
+    g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = off\nhttp_socket = unix:%s\ndrain_delay = %u\n",
+                                             dsock, delay);
+    g_assert_true (g_file_set_contents (dconf, text, -1, NULL));
+    g_autofree char *msock = g_strdup_printf ("%s/%s-milter.sock", dir, name);
+    g_autofree char *log = g_strdup_printf ("%s/%s.log", dir, name);
+    g_autoptr (MtaMilter) d = mta_milter_start (msock, dconf, log, NULL);
+    g_autoptr (Response) before = get_on (dsock, "/healthz");
+    g_assert_cmpuint (before->status, ==, 200);
+    gint64 t0 = g_get_monotonic_time ();
+    mta_milter_signal (d, SIGTERM);
+    g_assert_true (mta_milter_log_wait (d, "SIGTERM: draining: serving", 1));
+    g_autoptr (Response) during = get_on (dsock, "/healthz");
+    g_assert_cmpuint (during->status, ==, 503);
+    g_autofree char *why = body_text (during);
+    g_assert_cmpstr (why, ==, "draining: stopping after drain_delay\nredis: none\n");
+    /* and it still serves */
+    g_autoptr (GSocketAddress) addr = g_unix_socket_address_new (dsock);
+    g_autoptr (GSocketConnection) c = connect_to (addr);
+    g_autoptr (GBytes) msg = g_bytes_new_static ("Subject: x\r\n\r\nbody\r\n", 20);
+    g_autoptr (Response) served = request_on (c, "POST", "/rewrite", msg);
+    g_assert_cmpuint (served->status, ==, 200);
+    g_assert_true (g_file_test (dsock, G_FILE_TEST_EXISTS));
+    if (twice) {
+      mta_milter_signal (d, SIGTERM);
+      g_assert_true (mta_milter_log_wait (d, "SIGTERM again: the drain ends now", 1));
+    }
+    g_assert_cmpint (mta_milter_wait (d, FALSE), ==, 0);
+    double took = (double) (g_get_monotonic_time () - t0) / G_USEC_PER_SEC;
+    g_test_message ("drain_delay %u: stopped %.1f s after SIGTERM", delay, took);
+    if (twice)
+      g_assert_cmpfloat (took, <, 60);
+    else
+      g_assert_cmpfloat (took, >=, delay - 0.1);
+    g_assert_false (g_file_test (dsock, G_FILE_TEST_EXISTS));
+  }
+}
+
 /* extbodyc, the client the other front ends run, against this daemon: it
  * writes what `extbody rewrite --filter` writes, and the message as it came
  * when the daemon cannot be reached (a socket nobody listens on). */
@@ -1691,6 +1847,9 @@ main (int argc, char **argv)
   g_test_add_func ("/http/reload", test_reload);
   g_test_add_func ("/http/client-gone", test_client_gone);
   g_test_add_func ("/http/drain", test_drain);
+  g_test_add_func ("/http/health", test_health);
+  g_test_add_func ("/http/health-redis", test_health_redis);
+  g_test_add_func ("/http/drain-delay", test_drain_delay);
   g_test_add_func ("/http/vanished-mid-body", test_vanished_mid_body);
   g_test_add_func ("/http/200-messages-10-sessions", test_burst);
   g_test_add_func ("/http/200-messages-reloaded-4-times", test_burst_reloaded);

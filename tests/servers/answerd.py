@@ -110,13 +110,19 @@ def respond(mode, conn, req):
         return whole[:len(whole) - len(new) // 2]
     if mode == "hugeheader":
         return answer(b"200 OK", new, EXT + b"X-Big: " + b"a" * 70000 + b"\r\n")
+    if mode == "busy":         # a daemon stopping, or full: another may take it
+        return answer(b"503 Service Unavailable", b"stopping: try again later\n")
+    if mode == "gateway":      # a balancer whose server went away
+        return answer(b"502 Bad Gateway", b"<html>502 Bad Gateway</html>\n")
+    if mode == "dies":         # killed once the message is in: no answer at all
+        return b""
     if mode == "interim":      # a 100 Continue first
         return b"HTTP/1.1 100 Continue\r\n\r\n" + answer(b"200 OK", new, EXT)
     raise ValueError(mode)
 
 
 MODES = ["echo", "unchanged", "plain", "error", "refuse", "garbage", "chunked", "eof", "short",
-         "cut", "hugeheader", "interim", "slow", "early"]
+         "cut", "hugeheader", "interim", "slow", "early", "busy", "gateway", "dies"]
 
 
 def serve(mode, conn, log, lock):
