@@ -87,9 +87,10 @@ install () {
   # Debian starts (and enables) the system services it installs: the tests run
   # private instances of their own, on other ports or the same ones, so the
   # system Dovecot (143), nginx and Apache (80), OpenDKIM, gophernicus's socket
-  # unit (70, every address), Redis and Valkey (6379) are stopped and disabled
+  # unit (70, every address), Redis and Valkey (6379) and HAProxy are stopped
+  # and disabled
   for unit in dovecot.service dovecot.socket nginx.service apache2.service opendkim.service \
-              gophernicus.socket redis-server.service valkey-server.service; do
+              gophernicus.socket redis-server.service valkey-server.service haproxy.service; do
     case " $missing " in
       *" ${unit%%[.-]*}"*) ;;
       *) continue ;;
@@ -149,6 +150,10 @@ packages="build-essential cmake pkg-config libglib2.0-dev libgmime-3.0-dev
 # (a private instance), opendkim-genkey for its key, dkimpy to verify the
 # signature without DNS
 [ "$mode" = test ] && packages="$packages opendkim opendkim-tools python3-dkim"
+# the pool's balancer (test-pool: HAProxy in front of three daemons, each in
+# a network namespace of its own; test-examples: haproxy -c on the shipped
+# filters/daemon/haproxy.cfg)
+[ "$mode" = test ] && packages="$packages haproxy"
 # shellcheck disable=SC2086
 install $packages
 

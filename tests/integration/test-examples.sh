@@ -8,19 +8,22 @@
 #     which tests/quickstart.sh makes where it is missing);
 #   - data/store-apache-dav.conf.example, included unchanged in a minimal
 #     httpd.conf with the modules its header names: `apache2 -t`;
-#   - data/extbody.conf.example: `extbody config --check -c` exits 0.
+#   - data/extbody.conf.example: `extbody config --check -c` exits 0;
+#   - filters/daemon/haproxy.cfg, the pool's balancer: `haproxy -c`, and
+#     its health checks ask the daemons' GET /healthz.
 #
 #   sh test-examples.sh TOP EXTBODY
 #
 # Exit 0 when all pass, 1 with one line per failure; 77 (skipped, which CI
-# counts as a failure) when nginx or Apache is not installed.
+# counts as a failure) when nginx, Apache or HAProxy is not installed.
 set -u
 top=$1
 extbody=$2
 nginx=$(command -v nginx || echo /usr/sbin/nginx)
 apache=/usr/sbin/apache2
 mods=/usr/lib/apache2/modules
-for p in "$nginx" "$apache"; do
+haproxy=$(command -v haproxy || echo /usr/sbin/haproxy)
+for p in "$nginx" "$apache" "$haproxy"; do
   [ -x "$p" ] || { echo "skipped: $p is not installed (tests/quickstart.sh installs it)"; exit 77; }
 done
 work=$(mktemp -d "${TMPDIR:-/tmp}/extbody-examples.XXXXXX")
@@ -67,6 +70,16 @@ for m in dav dav_fs auth_basic authn_file authz_user; do
   grep -q "a2enmod.* $m\b" "$top/data/store-apache-dav.conf.example" \
     || fail "data/store-apache-dav.conf.example does not name $m in its a2enmod line"
 done
+
+# HAProxy in front of a pool: valid as shipped (-c binds nothing), and
+# both backends take a daemon out by its /healthz
+if out=$("$haproxy" -c -f "$top/filters/daemon/haproxy.cfg" 2>&1); then
+  echo "ok: haproxy -c -f filters/daemon/haproxy.cfg"
+else
+  fail "haproxy -c -f filters/daemon/haproxy.cfg: $out"
+fi
+[ "$(grep -c 'http-check send meth GET uri /healthz' "$top/filters/daemon/haproxy.cfg")" = 2 ] \
+  || fail "filters/daemon/haproxy.cfg: both backends should check GET /healthz"
 
 # extbody's own example configuration
 if out=$("$extbody" config --check -c "$top/data/extbody.conf.example" 2>&1); then
