@@ -192,6 +192,38 @@ test_module (void)
   g_assert_cmpuint (eb_redis_requests (r), >, 5);
 }
 
+/* eb_fetcher_check_shared, a health check's question: NONE without
+ * redis_server; UP while Redis answers; DOWN once it is killed (logged once
+ * however often asked, and not asked again during the pause); UP again, and
+ * "back" logged, once it is restarted. */
+static void
+test_check_shared (void)
+{
+  g_autoptr (EbConfig) alone = pool_config (FALSE);
+  g_autoptr (EbFetcher) x = fetcher (alone);
+  g_assert_cmpint (eb_fetcher_check_shared (x), ==, EB_FETCHER_SHARED_NONE);
+  g_autoptr (EbConfig) c = pool_config (TRUE);
+  g_autoptr (EbFetcher) f = fetcher (c);
+  g_assert_cmpint (eb_fetcher_check_shared (f), ==, EB_FETCHER_SHARED_UP);
+  guint down0 = log_down, back0 = log_back;
+  test_redis_kill (redis);
+  gint64 t0 = g_get_monotonic_time ();
+  for (guint i = 0; i < 20; i++)
+    g_assert_cmpint (eb_fetcher_check_shared (f), ==, EB_FETCHER_SHARED_DOWN);
+  /* the pause: twenty questions do not wait twenty redis_timeouts */
+  g_assert_cmpint (g_get_monotonic_time () - t0, <, 2 * G_USEC_PER_SEC);
+  g_assert_cmpuint (log_down, ==, down0 + 1);
+  test_redis_restart (redis);
+  EbFetcherShared st = EB_FETCHER_SHARED_DOWN;
+  for (guint i = 0; i < 400 && st != EB_FETCHER_SHARED_UP; i++) {
+    st = eb_fetcher_check_shared (f);
+    if (st != EB_FETCHER_SHARED_UP)
+      g_usleep (50000);
+  }
+  g_assert_cmpint (st, ==, EB_FETCHER_SHARED_UP);
+  g_assert_cmpuint (log_back, ==, back0 + 1);
+}
+
 /* A "Redis" that answers garbage: down, not a crash. */
 static gpointer
 garbage_thread (gpointer data)
@@ -550,6 +582,7 @@ main (int argc, char **argv)
   g_assert_no_error (error);
   g_test_add_func ("/redis/module", test_module);
   g_test_add_func ("/redis/garbage", test_garbage);
+  g_test_add_func ("/redis/check-shared", test_check_shared);
   g_test_add_func ("/redis/shared-cache", test_shared_cache);
   g_test_add_func ("/redis/coalescing", test_coalescing);
   g_test_add_func ("/redis/shared-rate", test_shared_rate);
