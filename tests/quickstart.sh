@@ -472,9 +472,9 @@ fi
 # already ran twice (Postfix, valgrind, the hostile suites, the skip path and
 # its runs over the hostile suite's messages, the mailbox runs, the demo).
 if wanted clang; then
-  echo "==> the clang build's tests (all but Postfix, the Redis pool, Exim, Sendmail, OpenSMTPD, Dovecot, valgrind, the hostile suites, the skip path, the mailbox runs and the demo)"
+  echo "==> the clang build's tests (all but Postfix, the Redis pool, the HAProxy pool, Exim, Sendmail, OpenSMTPD, Dovecot, valgrind, the hostile suites, the skip path, the mailbox runs and the demo)"
   stage clang build-clang -DCMAKE_C_COMPILER=clang -- \
-    -E '^(test-postfix.*|test-redis-pool|test-teardown|test-valgrind|test-hostile.*|test-skip-path.*|test-mailbox|test-demo|test-exim|test-sendmail|test-opensmtpd|test-dovecot.*)$'
+    -E '^(test-postfix.*|test-redis-pool|test-pool|test-teardown|test-valgrind|test-hostile.*|test-skip-path.*|test-mailbox|test-demo|test-exim|test-sendmail|test-opensmtpd|test-dovecot.*)$'
 fi
 # Every libFuzzer target for EXTBODY_FUZZ_SECONDS (10) from the committed seeds;
 # tests/fuzz/run-fuzz.sh runs them for longer.
