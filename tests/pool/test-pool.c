@@ -394,12 +394,24 @@ daemon_log_wait (guint k, const char *needle, guint n, double seconds)
   return TRUE;
 }
 
+/* GET /healthz of daemon @k, straight (not through HAProxy): its status;
+ * its body in *@body (nullable). */
+static guint
+daemon_health_body (guint k, char **body)
+{
+  guint status = 0;
+  char *text = http_get (daemons[k].addr, daemon_http_port, "/healthz", &status);
+  if (body)
+    *body = text ? text : g_strdup ("");
+  else
+    g_free (text);
+  return status;
+}
+
 static guint
 daemon_health (guint k)
 {
-  guint status = 0;
-  g_free (http_get (daemons[k].addr, daemon_http_port, "/healthz", &status));
-  return status;
+  return daemon_health_body (k, NULL);
 }
 
 static void
@@ -984,6 +996,17 @@ test_drain (void)
   guint at_term = (guint) g_atomic_int_get (&b->done);
   gint64 t0 = g_get_monotonic_time ();
   g_subprocess_send_signal (daemons[k].proc, SIGTERM);
+  /* it says so at once: 503 and why */
+  g_autofree char *why = NULL;
+  guint health = 0;
+  for (int t = 0; t < 100 && health != 503; t++) {
+    g_clear_pointer (&why, g_free);
+    health = daemon_health_body (k, &why);
+    if (health != 503)
+      g_usleep (10000);
+  }
+  g_test_message ("drain: /healthz of d1 after SIGTERM: %u %s", health, why);
+  g_assert_cmpuint (health, ==, 503);
 
   /* HAProxy takes it out while it still serves: when either backend first
    * shows it DOWN, its log has no "SIGTERM: stopping" yet */
@@ -1169,10 +1192,13 @@ test_valkey (void)
     g_assert_cmpuint (round, <, 100);
     g_usleep (100000);
   }
-  /* redis_required is off: Redis down takes no daemon out */
+  /* redis_required is off: Redis down takes no daemon out, and /healthz
+   * says how Redis stands */
   for (guint k = 0; k < N_DAEMONS; k++) {
     g_assert_true (server_is (be_http, k, "UP"));
-    g_assert_cmpuint (daemon_health (k), ==, 200);
+    g_autofree char *body = NULL;
+    g_assert_cmpuint (daemon_health_body (k, &body), ==, 200);
+    g_assert_cmpstr (body, ==, "ok\nredis: down\n");
   }
   burst_wait_done (b, 2 * N_VALKEY / 3);
   guint at_restart = (guint) g_atomic_int_get (&b->done);
@@ -1201,6 +1227,9 @@ test_valkey (void)
   for (guint k = 0; k < N_DAEMONS; k++) {
     g_assert_cmpuint (daemon_log_count (k, down_line), ==, downs[k] + 1);
     g_assert_cmpuint (daemon_log_count (k, back_line), ==, backs[k] + 1);
+    g_autofree char *body = NULL;
+    g_assert_cmpuint (daemon_health_body (k, &body), ==, 200);
+    g_assert_cmpstr (body, ==, "ok\nredis: up\n");
   }
 
   /* shared again: a new URL, two messages straight to each daemon at once,
