@@ -975,13 +975,10 @@ burst_mid (const char *tag, guint n, guint k, guint64 *in_flight)
   burst_start (b);
   burst_wait_done (b, n / 4);
   g_autofree char *name = g_strdup_printf ("d%u", k + 1);
-  Stat st;
-  for (int t = 0; t < 30 * 200; t++) {
-    if (haproxy_stat (be_http, name, &st) && st.scur > 0)
-      break;
+  Stat st = { 0 };
+  gint64 end = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+  while (!(haproxy_stat (be_http, name, &st) && st.scur > 0) && g_get_monotonic_time () < end)
     g_usleep (5000);
-  }
-  g_assert_true (haproxy_stat (be_http, name, &st));
   g_assert_cmpuint (st.scur, >, 0);
   *in_flight = st.scur;
   return b;
@@ -999,7 +996,8 @@ test_drain (void)
   /* it says so at once: 503 and why */
   g_autofree char *why = NULL;
   guint health = 0;
-  for (int t = 0; t < 100 && health != 503; t++) {
+  gint64 end = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  while (health != 503 && g_get_monotonic_time () < end) {
     g_clear_pointer (&why, g_free);
     health = daemon_health_body (k, &why);
     if (health != 503)
@@ -1122,7 +1120,9 @@ static void
 test_kill_without_balancer (void)
 {
   const guint k = 0;
-  g_autofree char *t0 = daemon_target (0), *t1 = daemon_target (1), *t2 = daemon_target (2);
+  g_autofree char *t0 = daemon_target (0);
+  g_autofree char *t1 = daemon_target (1);
+  g_autofree char *t2 = daemon_target (2);
   g_autofree char *list = g_strdup_printf ("%s,%s,%s", t0, t1, t2);
   g_autoptr (Burst) b = burst_new ();
   for (guint i = 0; i < N_KILL; i++) {
@@ -1133,7 +1133,8 @@ test_kill_without_balancer (void)
   burst_start (b);
   burst_wait_done (b, N_KILL / 4);
   guint in_flight = 0;
-  for (int t = 0; t < 30 * 20 && !(in_flight = daemon_in_flight (k)); t++)
+  gint64 end = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+  while (!(in_flight = daemon_in_flight (k)) && g_get_monotonic_time () < end)
     g_usleep (20000);
   g_assert_cmpuint (in_flight, >, 0);
   guint at_kill = (guint) g_atomic_int_get (&b->done);
@@ -1469,12 +1470,10 @@ test_milter (gconstpointer data)
   for (int t = 0; t < 120 * 100 && g_atomic_int_get (&s.done) < N_MILTER / 4; t++)
     g_usleep (10000);
   g_autofree char *name = g_strdup_printf ("d%u", k + 1);
-  Stat st;
-  for (int t = 0; t < 30 * 200; t++) {
-    if (haproxy_stat (be_milter, name, &st) && st.scur > 0)
-      break;
+  Stat st = { 0 };
+  gint64 end = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+  while (!(haproxy_stat (be_milter, name, &st) && st.scur > 0) && g_get_monotonic_time () < end)
     g_usleep (5000);
-  }
   g_assert_cmpuint (st.scur, >, 0);
   guint at_kill = (guint) g_atomic_int_get (&s.done);
   g_subprocess_force_exit (daemons[k].proc);
@@ -1605,7 +1604,8 @@ main (int argc, char **argv)
   g_autofree char *haproxy_bin = g_find_program_in_path ("haproxy");
   if (!haproxy_bin)
     test_skip_all ("HAProxy is not installed (apt-get install haproxy)");
-  if (!g_find_program_in_path ("ip"))
+  g_autofree char *ip_bin = g_find_program_in_path ("ip");
+  if (!ip_bin)
     test_skip_all ("ip is not installed (apt-get install iproute2)");
   if (!g_file_test (test_redis_server (), G_FILE_TEST_IS_EXECUTABLE))
     test_skip_all (g_strdup_printf ("%s is not installed (apt-get install redis-server)", test_redis_server ()));
@@ -1631,8 +1631,10 @@ main (int argc, char **argv)
   ns_root = ns_open ("/proc/self/ns/net");
   g_autofree char *mta_path = g_strdup_printf ("/run/netns/%s-mta", prefix);
   ns_mta = ns_open (mta_path);
-  g_mkdir (g_build_filename (dir, "msg", NULL), 0755);
-  g_mkdir (g_build_filename (dir, "out", NULL), 0755);
+  g_autofree char *msg_dir = g_build_filename (dir, "msg", NULL);
+  g_autofree char *out_dir = g_build_filename (dir, "out", NULL);
+  g_assert_cmpint (g_mkdir (msg_dir, 0755), ==, 0);
+  g_assert_cmpint (g_mkdir (out_dir, 0755), ==, 0);
   haproxy_sock = g_build_filename (dir, "haproxy.sock", NULL);
   haproxy_log = g_build_filename (dir, "haproxy.log", NULL);
   for (guint k = 0; k < N_DAEMONS; k++) {
