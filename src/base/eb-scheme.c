@@ -41,10 +41,14 @@ static const EbScheme schemes[] = {
 const EbScheme *
 eb_scheme_lookup_len (const char *name, gsize len)
 {
-  if (!name)
+  if (!name || !len)
     return NULL;
+  /* the names are lower case: the first letter rules out most rows at once
+   * (a lookup per reference, and per redirect) */
+  char first = g_ascii_tolower (name[0]);
   for (guint i = 0; i < G_N_ELEMENTS (schemes); i++)
-    if (strlen (schemes[i].name) == len && g_ascii_strncasecmp (schemes[i].name, name, len) == 0)
+    if (schemes[i].name[0] == first && strlen (schemes[i].name) == len
+        && g_ascii_strncasecmp (schemes[i].name, name, len) == 0)
       return &schemes[i];
   return NULL;
 }
