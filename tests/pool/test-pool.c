@@ -39,6 +39,11 @@
  *                      daemon UP (redis_required is off), each daemon logs
  *                      Redis down once and back once, and afterwards a new
  *                      URL asked of all three at once is fetched once.
+ *   8-at-rest         the at-rest rewriter beside the pool: `extbody rewrite
+ *                      --mbox` in the MTA's namespace, with the pool's Redis
+ *                      (redis_server, redis_prefix): a URL the pool fetched
+ *                      is not fetched again, one it fetches first is not
+ *                      fetched again by the pool; every reference resolved.
  *   6-milter-shipped-default, 7-milter-tempfail
  *                      Postfix's smtpd_milters names HAProxy's milter front
  *                      end, with the default_action of the shipped
@@ -1549,6 +1554,77 @@ test_milter (gconstpointer data)
   g_assert_true (server_wait (k, "UP", 60));
 }
 
+/* ---- at rest ------------------------------------------------------------------------------ */
+
+/* extbody rewrite --mbox in the MTA's namespace, sharing the pool's Redis
+ * (the library's keys as the daemons have them): URLs the pool fetched come
+ * from the shared cache, and what it fetches the pool then does not fetch
+ * again. Every URL of the case is fetched once in all. */
+static void
+test_at_rest (void)
+{
+  /* the pool first: 5 URLs */
+  g_autoptr (Burst) b = burst_new ();
+  for (guint i = 0; i < 5; i++) {
+    g_autofree char *id = g_strdup_printf ("ar-%04u", i);
+    g_autofree char *path = url_path (100, "ar-%04u", i);
+    burst_add (b, id, path, NULL);
+  }
+  burst_start (b);
+  burst_join (b);
+  burst_check (b);
+  /* an mbox of 10: the pool's 5 URLs again, and 5 new ones */
+  g_autofree char *mbox = g_build_filename (dir, "at-rest.mbox", NULL);
+  GString *m = g_string_new (NULL);
+  for (guint i = 0; i < 10; i++) {
+    g_autofree char *id = g_strdup_printf ("rs-%04u", i);
+    g_autofree char *path = url_path (100, "ar-%04u", i < 5 ? i : 10 + i);
+    g_autofree char *msg = message (id, path);
+    g_auto (GStrv) lines = g_strsplit (msg, "\r\n", -1);
+    g_autofree char *lf = g_strjoinv ("\n", lines);
+    g_string_append_printf (m, "From a@test.example Mon Dec  7 20:00:%02u 2026\n%s\n", i, lf);
+  }
+  g_assert_true (g_file_set_contents (mbox, m->str, (gssize) m->len, NULL));
+  g_string_free (m, TRUE);
+  g_autofree char *conf = g_build_filename (dir, "at-rest.conf", NULL);
+  g_autofree char *text = g_strdup_printf ("[extbody]\nfetch = on\nallow_networks = %s/32\n"
+                                           "max_requests_per_host = 100000\nredis_server = %s:%u\n"
+                                           "redis_timeout = 1000\nredis_prefix = pool:\n",
+                                           bridge_addr, bridge_addr, redis.port);
+  g_assert_true (g_file_set_contents (conf, text, -1, NULL));
+  g_autofree char *log = g_build_filename (dir, "at-rest.log", NULL);
+  const char *argv[] = { g_getenv ("EXTBODY"), "rewrite", "-c", conf, "--report", "--mbox", mbox, NULL };
+  guint wd = 0;
+  GSubprocess *p = spawn_in (ns_mta, argv, log, &wd);
+  g_assert_cmpint (reap (&p, &wd), ==, 0);
+  g_autofree char *report = file_text (log);
+  g_autofree char *after = file_text (mbox);
+  g_test_message ("at rest: %s", report);
+  /* 10 messages, 2 references each, all resolved */
+  g_assert_cmpuint (count_in (report, "10 messages scanned, 20 references, 20 resolved, 10 messages changed"), ==, 1);
+  g_assert_cmpuint (count_in (after, "Subject: rs-"), ==, 10);
+  g_assert_cmpuint (count_in (after, "message/external-body"), ==, 0);
+  g_assert_cmpuint (count_in (after, "data rs-"), ==, 10);
+  /* then the pool: the rewriter's 5 new URLs */
+  g_autoptr (Burst) b2 = burst_new ();
+  for (guint i = 5; i < 10; i++) {
+    g_autofree char *id = g_strdup_printf ("ap-%04u", i);
+    g_autofree char *path = url_path (100, "ar-%04u", 10 + i);
+    burst_add (b2, id, path, NULL);
+  }
+  burst_start (b2);
+  burst_join (b2);
+  burst_check (b2);
+  g_autoptr (GHashTable) counts = origin_counts ();
+  for (guint i = 0; i < 10; i++) {
+    g_autofree char *target = url_path (100, "ar-%04u", i < 5 ? i : 10 + i);
+    guint n = origin_count (counts, target);
+    if (n != 1)
+      g_test_message ("%s fetched %u times", target, n);
+    g_assert_cmpuint (n, ==, 1);
+  }
+}
+
 /* ---- the pool ------------------------------------------------------------------------------ */
 
 static void
@@ -1600,7 +1676,7 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  mta_postfix_require ("EXTBODYD", "EXTBODYC", NULL);
+  mta_postfix_require ("EXTBODYD", "EXTBODYC", "EXTBODY", NULL);
   g_autofree char *haproxy_bin = g_find_program_in_path ("haproxy");
   if (!haproxy_bin)
     test_skip_all ("HAProxy is not installed (apt-get install haproxy)");
@@ -1701,6 +1777,7 @@ main (int argc, char **argv)
   g_test_add_func ("/pool/3-kill", test_kill);
   g_test_add_func ("/pool/4-kill-without-balancer", test_kill_without_balancer);
   g_test_add_func ("/pool/5-valkey", test_valkey);
+  g_test_add_func ("/pool/8-at-rest", test_at_rest);
   static const MilterCase shipped = { "", "ms", 2 }, tempfail = { "tempfail", "mt", 2 };
   g_test_add_data_func ("/pool/6-milter-shipped-default", &shipped, test_milter);
   g_test_add_data_func ("/pool/7-milter-tempfail", &tempfail, test_milter);
