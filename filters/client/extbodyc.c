@@ -574,7 +574,7 @@ usage (FILE *to)
     "                         process beginning at another\n"
     "      --tries N          tries on the daemons in turn while one is gone,\n"
     "                         stopping or full (502, 503, 504): the number of\n"
-    "                         daemons, at least 2\n"
+    "                         daemons (a balancer's one address: give 3)\n"
     "  -t, --timeout SECONDS  the whole exchange, connect included (120; 0: none)\n"
     "  -x, --max-size BYTES   larger messages are not sent (64M; K, M, G suffixes)\n"
     "  -m, --mode MODE        rewrite (default), externalize or inspect (JSON out)\n"
@@ -789,7 +789,7 @@ filter (Options *o, const Buf *msg, int64_t start)
   int r = EX_OK;
   int64_t deadline = o->timeout > 0 ? start + (int64_t) (o->timeout * 1000) : -1;
   int n = o->n_daemons;
-  int tries = o->tries ? o->tries : n < 2 ? 2 : n;
+  int tries = o->tries ? o->tries : n;
   /* spread: each process begins at another daemon of the list */
   int first = n > 1 ? (int) (getpid () % n) : 0;
   int t;

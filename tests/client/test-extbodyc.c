@@ -330,6 +330,18 @@ test_pool (void)
     g_assert_cmpuint (requests_logged () - before, ==, one[i].requests);
     run_clear (&r);
   }
+  /* one daemon, no --tries: one try, as before there were lists */
+  {
+    g_autofree char *s = sock ("dies");
+    guint before = requests_logged ();
+    const char *args[] = { "-s", s, NULL };
+    r = run (args, odd);
+    g_assert_cmpint (r.status, ==, 0);
+    assert_bytes_equal (r.out, odd);
+    g_assert_true (g_str_has_suffix (r.err, "the connection closed without an answer; message passed through unchanged\n"));
+    g_assert_cmpuint (requests_logged () - before, ==, 1);
+    run_clear (&r);
+  }
   /* every daemon gone: the fallback, --on-error's */
   g_autofree char *dead2 = g_strdup_printf ("inet:%u@127.0.0.1", test_free_port ());
   g_autofree char *both = g_strdup_printf ("%s,%s", dead, dead2);
