@@ -460,11 +460,15 @@ fi
 if wanted sanitize; then
   export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  echo "==> the test suite under AddressSanitizer and UndefinedBehaviorSanitizer (all but the skip path's heavy run)"
+  echo "==> the test suite under AddressSanitizer and UndefinedBehaviorSanitizer (all but the skip path's heavy run and the HAProxy pool)"
   # test-skip-path-heavy is /skip-path/heavy alone: many more messages down
   # the same paths test-skip-path takes under the sanitizers here; the
-  # normal build runs it
-  stage sanitize build-sanitize -DEXTBODY_SANITIZE=ON -- -E '^test-skip-path-heavy$'
+  # normal build runs it. test-pool is three daemons, HAProxy and Postfix
+  # on namespaces for 75 s, all of it serial: the daemon code it drives
+  # (/healthz, drain_delay, extbodyc's lists and tries, the shared-cache
+  # check) runs under the sanitizers in test-http, test-extbodyc and
+  # test-redis; the normal build runs the pool
+  stage sanitize build-sanitize -DEXTBODY_SANITIZE=ON -- -E '^(test-skip-path-heavy|test-pool)$'
   unset ASAN_OPTIONS UBSAN_OPTIONS
 fi
 # Everything again with clang, tests included, under the same -Werror: clang
