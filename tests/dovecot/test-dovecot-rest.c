@@ -309,6 +309,16 @@ test_daemon (void)
   g_autoptr (GPtrArray) after = dt_dump (&server, user);
   assert_rewritten (after);
   g_assert_cmpuint (mta_milter_log_count (daemon_, "http: POST /rewrite 200"), >=, g_hash_table_size (expect));
+  /* a pool's list (extbodyc's -s) with a daemon gone: each message begins
+   * at the next daemon, and one that meets the dead one goes on to the live
+   * one; every message rewritten */
+  g_autofree char *user3 = new_user ();
+  guint served = mta_milter_log_count (daemon_, "http: POST /rewrite 200");
+  g_autofree char *pool = g_strdup_printf ("-j 4 --batch 7 -s unix:%s/gone.sock,unix:%s", server.work, http_sock);
+  g_assert_cmpint (rewrite_full (user3, pool, NULL, NULL), ==, 0);
+  g_autoptr (GPtrArray) after3 = dt_dump (&server, user3);
+  assert_rewritten (after3);
+  g_assert_cmpuint (mta_milter_log_count (daemon_, "http: POST /rewrite 200") - served, >=, g_hash_table_size (expect));
   /* a daemon named and not there: 69, nothing done */
   g_autofree char *user2 = new_user ();
   g_autofree char *gone = g_strdup_printf ("-s unix:%s/nothing.sock", server.work);
