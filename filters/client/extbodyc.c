@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <syslog.h>
@@ -758,6 +759,19 @@ parse_options (int argc, char **argv, Options *o)
   return 0;
 }
 
+/* A random word for the spread over a pool: the kernel's, or the clock's
+ * nanoseconds mixed with the process id when getrandom () has none. */
+static unsigned
+random_word (void)
+{
+  unsigned w = 0;
+  if (getrandom (&w, sizeof w, GRND_NONBLOCK) == (ssize_t) sizeof w)
+    return w;
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ((unsigned) ts.tv_nsec ^ (unsigned) getpid () * 2654435761u) >> 7;
+}
+
 /* May a try that failed so be made again, on the next daemon? When the
  * daemon cannot have answered (no connection; the connection ended or broke
  * before the whole answer came: a daemon killed, a pool's member gone) or
@@ -790,8 +804,10 @@ filter (Options *o, const Buf *msg, int64_t start)
   int64_t deadline = o->timeout > 0 ? start + (int64_t) (o->timeout * 1000) : -1;
   int n = o->n_daemons;
   int tries = o->tries ? o->tries : n;
-  /* spread: each process begins at another daemon of the list */
-  int first = n > 1 ? (int) (getpid () % n) : 0;
+  /* spread: each process begins at a daemon of the list chosen at random
+   * (not by its process id: an MTA that forks twice per delivery gives its
+   * filters process ids of one parity) */
+  int first = n > 1 ? (int) (random_word () % (unsigned) n) : 0;
   int t;
   for (t = 0;; t++) {
     o->socket = o->daemons[(first + t) % n];
