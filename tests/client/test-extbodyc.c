@@ -295,7 +295,8 @@ test_pool (void)
         g_test_message ("%s: %s", failing[i], r.err);
         first_bad = TRUE;
         g_assert_true (g_str_has_prefix (r.err, "extbodyc: "));
-        g_assert_true (g_str_has_suffix (r.err, g_strdup_printf ("; done by %s on try 2\n", echo)));
+        g_autofree char *done = g_strdup_printf ("; done by %s on try 2\n", echo);
+        g_assert_true (g_str_has_suffix (r.err, done));
         g_assert_true (strchr (r.err, '\n') == r.err + strlen (r.err) - 1);
       }
       run_clear (&r);
