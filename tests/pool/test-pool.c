@@ -68,7 +68,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -320,19 +319,7 @@ origin_count (GHashTable *counts, const char *target)
 static gboolean
 redis_answers (void)
 {
-  struct timeval tv = { 1, 0 };
-  redisContext *c = redisConnectWithTimeout (bridge_addr, (int) redis.port, tv);
-  gboolean ok = FALSE;
-  if (c && !c->err) {
-    redisSetTimeout (c, tv);
-    redisReply *r = redisCommand (c, "PING");
-    ok = r && r->type == REDIS_REPLY_STATUS;
-    if (r)
-      freeReplyObject (r);
-  }
-  if (c)
-    redisFree (c);
-  return ok;
+  return test_redis_answers_at (bridge_addr, redis.port);
 }
 
 static void

@@ -334,11 +334,11 @@ test_sh (const char *cmd, char **out)
   return WIFEXITED (status) ? WEXITSTATUS (status) : -1;
 }
 
-static gboolean
-redis_answers (guint port)
+gboolean
+test_redis_answers_at (const char *host, guint port)
 {
   struct timeval tv = { 1, 0 };
-  redisContext *c = redisConnectWithTimeout ("127.0.0.1", (int) port, tv);
+  redisContext *c = redisConnectWithTimeout (host, (int) port, tv);
   gboolean ok = FALSE;
   if (c && !c->err) {
     redisSetTimeout (c, tv);
@@ -381,9 +381,9 @@ redis_spawn (TestRedis *r)
     g_clear_object (&r->proc);
     return FALSE;
   }
-  for (guint i = 0; i < 200 && !redis_answers (r->port); i++)
+  for (guint i = 0; i < 200 && !test_redis_answers_at ("127.0.0.1", r->port); i++)
     g_usleep (50000);
-  g_assert_true (redis_answers (r->port));
+  g_assert_true (test_redis_answers_at ("127.0.0.1", r->port));
   return TRUE;
 }
 

@@ -95,6 +95,8 @@ const char *test_redis_server (void);
 TestRedis *test_redis_start (void);
 /* Kill it (SIGKILL: a crash, as far as extbody can tell); test_redis_restart
  * starts it again on the same port, empty. */
+/* Does the Redis at @host:@port answer a PING within a second? */
+gboolean test_redis_answers_at (const char *host, guint port);
 void test_redis_kill (TestRedis *redis);
 void test_redis_restart (TestRedis *redis);
 /* Send @sig (SIGSTOP, SIGCONT) to it. */
