@@ -54,6 +54,12 @@
  *                      but, with accept only, those Postfix passed as they
  *                      came (each with its warning in Postfix's log); what
  *                      Postfix did is shown.
+ *   9-pipe-client      Postfix's after-queue content filter, pipe(8) running
+ *                      filters/pipe/extbody-pipe-client as nobody, its
+ *                      extbodyc reaching HAProxy (--tries 3); a daemon
+ *                      SIGKILLed with the pipe's requests in flight: every
+ *                      message delivered once, resolved, and extbodyc's log
+ *                      has no fallback.
  *
  * Needs root (namespaces, Postfix), HAProxy, redis-server (or Valkey),
  * iproute2 and Postfix: skipped (exit 77) without them; CI has them all
@@ -88,10 +94,11 @@
 #define N_SPREAD 150
 #define N_SPREAD_URLS 15
 #define N_DRAIN 120          /* each its own URL, 300 ms each */
-#define N_KILL 120
+#define N_KILL 60
 #define N_VALKEY 60
 #define N_VALKEY_URLS 20     /* each referenced 3 times */
 #define N_MILTER 60
+#define N_PIPE 60
 /* longer than HAProxy's check interval times its fall count (the shipped
  * haproxy.cfg's 1 s and 2), with room: extbodyd(8), POOL */
 #define DRAIN_DELAY 5
@@ -1541,6 +1548,114 @@ test_milter (gconstpointer data)
   g_assert_true (server_wait (k, "UP", 60));
 }
 
+/* ---- Postfix's pipe through extbodyc ------------------------------------------------------- */
+
+/* Postfix's after-queue content filter as filters/pipe/README.md sets it up:
+ * content_filter=extbody:dummy and a pipe(8) service running
+ * extbody-pipe-client as nobody, its extbodyc reaching HAProxy's HTTP front
+ * end (--tries 3), re-injecting through sendmail and pickup. Daemon @k is
+ * SIGKILLed with requests of the pipe in flight: every message is delivered
+ * once, resolved (HAProxy or extbodyc having sent it again), none passed
+ * as it came. */
+static void
+test_pipe_client (void)
+{
+  const guint k = 1;
+  g_autofree char *pfdir = g_build_filename (dir, "pp", NULL);
+  g_autofree char *maildir_new = mta_postfix_maildir_new (pfdir);
+  g_autofree char *run = mta_dir_public (dir, "pipe-client-run");
+  g_autofree char *script_src = g_test_build_filename (G_TEST_DIST, "..", "filters", "pipe", "extbody-pipe-client", NULL);
+  g_autofree char *script = test_copy_for_everyone (script_src, run, NULL, 0755);
+  g_autofree char *client = test_copy_for_everyone (g_getenv ("EXTBODYC"), run, NULL, 0755);
+  g_autofree char *clog = g_build_filename (run, "extbodyc.log", NULL);
+  g_assert_true (g_file_set_contents (clog, "", 0, NULL));
+  g_assert_cmpint (g_chmod (clog, 0666), ==, 0);
+  guint smtp_port = 0;
+  guint wd_pf = mta_postfix_up (pfdir, "", "accept", &smtp_port);
+  g_autofree char *svc = g_strdup_printf ("extbody unix - n n - %u pipe flags=Rq user=nobody null_sender= "
+                                          "argv=%s -C %s -s inet:%u@%s --tries %u -t 60 -l %s -q ${queue_id} "
+                                          "-f ${sender} -- ${recipient}",
+                                          N_CLIENTS, script, client, haproxy_http_port, mta_addr, TRIES, clog);
+  mta_postfix_after_queue (pfdir, smtp_port, svc);
+
+  Stat be0, be1;
+  g_assert_true (haproxy_stat (be_http, "BACKEND", &be0));
+  Smtp s = { .port = smtp_port };
+  s.mails = g_ptr_array_new_with_free_func ((GDestroyNotify) mail_free);
+  for (guint i = 0; i < N_PIPE; i++) {
+    Mail *m = g_new0 (Mail, 1);
+    m->id = g_strdup_printf ("pp-%04u", i);
+    g_autofree char *path = url_path (300, "%s", m->id);
+    m->msg = message (m->id, path);
+    m->codes = g_string_new (NULL);
+    g_ptr_array_add (s.mails, m);
+  }
+  for (guint t = 0; t < N_CLIENTS; t++)
+    s.threads[t] = g_thread_new ("smtp", smtp_worker, &s);
+  /* mid-burst: a quarter delivered, and the pipe's requests on d2 */
+  for (int t = 0; t < 120 * 100 && maildir_count (maildir_new) < N_PIPE / 4; t++)
+    g_usleep (10000);
+  g_assert_cmpuint (maildir_count (maildir_new), >=, N_PIPE / 4);
+  g_autofree char *name = g_strdup_printf ("d%u", k + 1);
+  Stat st = { 0 };
+  gint64 end = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+  while (!(haproxy_stat (be_http, name, &st) && st.scur > 0) && g_get_monotonic_time () < end)
+    g_usleep (5000);
+  g_assert_cmpuint (st.scur, >, 0);
+  guint at_kill = maildir_count (maildir_new);
+  g_subprocess_force_exit (daemons[k].proc);
+  g_assert_cmpint (daemon_reap (k), ==, -1);
+  for (guint t = 0; t < N_CLIENTS; t++)
+    g_thread_join (s.threads[t]);
+  for (guint i = 0; i < s.mails->len; i++)
+    g_assert_cmpint (((Mail *) s.mails->pdata[i])->code, ==, 250);
+
+  /* each delivered once, resolved */
+  for (int t = 0; t < 120 * 20 && maildir_count (maildir_new) < N_PIPE; t++)
+    g_usleep (50000);
+  g_usleep (500000);   /* a copy too many would have come by now */
+  g_autoptr (GHashTable) copies = NULL;
+  guint total = 0;
+  g_autoptr (GHashTable) got = scan_delivered (maildir_new, &copies, &total);
+  for (guint i = 0; i < s.mails->len; i++) {
+    Mail *m = s.mails->pdata[i];
+    const char *res = g_hash_table_lookup (got, m->id);
+    guint n = GPOINTER_TO_UINT (g_hash_table_lookup (copies, m->id));
+    if (n != 1 || !res || strcmp (res, "2 of 2"))
+      g_test_message ("pipe: %s: %u copies delivered, X-Extbody %s", m->id, n, res ? res : "(none)");
+    g_assert_cmpuint (n, ==, 1);
+    g_assert_cmpstr (res, ==, "2 of 2");
+  }
+  g_assert_cmpuint (total, ==, N_PIPE);
+
+  /* what extbodyc said (its -l file): tries on another daemon, never a fallback */
+  g_autofree char *said = file_text (clog);
+  g_auto (GStrv) lines = g_strsplit (said, "\n", -1);
+  guint client_retries = 0;
+  for (guint i = 0; lines[i]; i++) {
+    if (!*lines[i])
+      continue;
+    g_test_message ("pipe: extbodyc said: %s", lines[i]);
+    if (strstr (lines[i], "; done by ") && strstr (lines[i], " on try "))
+      client_retries++;
+    else
+      g_error ("pipe: a line of extbodyc that is not a later try's success: %s", lines[i]);
+  }
+  g_assert_true (haproxy_stat (be_http, "BACKEND", &be1));
+  guint64 retries = be1.wretr - be0.wretr, redispatches = be1.wredis - be0.wredis;
+  g_test_message ("pipe: Postfix's content filter extbody-pipe-client, extbodyc -s HAProxy --tries %u; SIGKILL to d%u "
+                  "after %u of %u messages delivered with %" G_GUINT64_FORMAT " requests on it: HAProxy retried %"
+                  G_GUINT64_FORMAT " times, redispatched %" G_GUINT64_FORMAT "; %u extbodyc tried again; every "
+                  "message delivered once, resolved",
+                  TRIES, k + 1, at_kill, N_PIPE, st.scur, retries, redispatches, client_retries);
+  g_assert_cmpuint (retries + redispatches + client_retries, >=, 1);
+  g_ptr_array_unref (s.mails);
+  mta_postfix_down (pfdir, wd_pf);
+
+  daemon_start (k);
+  g_assert_true (server_wait (k, "UP", 60));
+}
+
 /* ---- at rest ------------------------------------------------------------------------------ */
 
 /* extbody rewrite --mbox in the MTA's namespace, sharing the pool's Redis
@@ -1768,16 +1883,31 @@ main (int argc, char **argv)
   static const MilterCase shipped = { "", "ms", 2 }, tempfail = { "tempfail", "mt", 2 };
   g_test_add_data_func ("/pool/6-milter-shipped-default", &shipped, test_milter);
   g_test_add_data_func ("/pool/7-milter-tempfail", &tempfail, test_milter);
+  g_test_add_func ("/pool/9-pipe-client", test_pipe_client);
   int rc = g_test_run ();
 
   g_subprocess_send_signal (haproxy, SIGTERM);
   reap (&haproxy, &wd_haproxy);
+  /* a second SIGTERM ends a daemon's drain_delay (extbodyd(8), SIGNALS):
+   * sent once its log says it drains, or the two could be one signal */
+  guint draining[N_DAEMONS], ended[N_DAEMONS];
   for (guint k = 0; k < N_DAEMONS; k++)
-    if (daemons[k].proc)
+    if (daemons[k].proc) {
+      draining[k] = daemon_log_count (k, "SIGTERM: draining: ");
+      ended[k] = daemon_log_count (k, "SIGTERM again: the drain ends now");
       g_subprocess_send_signal (daemons[k].proc, SIGTERM);
+    }
+  for (guint k = 0; k < N_DAEMONS; k++)
+    if (daemons[k].proc) {
+      if (!daemon_log_wait (k, "SIGTERM: draining: ", draining[k] + 1, 30))
+        rc = 1;
+      g_subprocess_send_signal (daemons[k].proc, SIGTERM);
+    }
   for (guint k = 0; k < N_DAEMONS; k++) {
     if (!daemons[k].proc)
       continue;
+    if (!daemon_log_wait (k, "SIGTERM again: the drain ends now", ended[k] + 1, 30))
+      rc = 1;
     int st = daemon_reap (k);
     if (st != 0) {
       g_autofree char *log = daemon_log (k);
