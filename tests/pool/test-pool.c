@@ -1431,6 +1431,55 @@ maildir_count (const char *maildir_new)
   return n;
 }
 
+/* Start @n messages "@tag-NNNN" into Postfix at @port, N_CLIENTS sessions at once. */
+static void
+smtp_burst_start (Smtp *s, guint port, const char *tag, guint n)
+{
+  *s = (Smtp) { .port = port };
+  s->mails = g_ptr_array_new_with_free_func ((GDestroyNotify) mail_free);
+  for (guint i = 0; i < n; i++) {
+    Mail *m = g_new0 (Mail, 1);
+    m->id = g_strdup_printf ("%s-%04u", tag, i);
+    g_autofree char *path = url_path (300, "%s", m->id);
+    m->msg = message (m->id, path);
+    m->codes = g_string_new (NULL);
+    g_ptr_array_add (s->mails, m);
+  }
+  for (guint t = 0; t < N_CLIENTS; t++)
+    s->threads[t] = g_thread_new ("smtp", smtp_worker, s);
+}
+
+static void
+smtp_burst_join (Smtp *s)
+{
+  for (guint t = 0; t < N_CLIENTS; t++)
+    g_thread_join (s->threads[t]);
+}
+
+/* Wait (at most 30 s) until HAProxy's @backend has connections on daemon
+ * @k; its row in *@st. */
+static void
+server_busy_wait (const char *backend, guint k, Stat *st)
+{
+  g_autofree char *name = g_strdup_printf ("d%u", k + 1);
+  *st = (Stat) { 0 };
+  gint64 end = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+  while (!(haproxy_stat (backend, name, st) && st->scur > 0) && g_get_monotonic_time () < end)
+    g_usleep (5000);
+  g_assert_cmpuint (st->scur, >, 0);
+}
+
+/* Wait (at most 120 s) for @n messages in @maildir_new, and a little more for
+ * a copy too many; then scan_delivered(). */
+static GHashTable *
+delivered_wait (const char *maildir_new, guint n, GHashTable **copies, guint *total)
+{
+  for (int t = 0; t < 120 * 20 && maildir_count (maildir_new) < n; t++)
+    g_usleep (50000);
+  g_usleep (500000);
+  return scan_delivered (maildir_new, copies, total);
+}
+
 /* The milter behind HAProxy, Postfix's default_action @action ("" for the
  * shipped postfix-main.cf's), daemon @k killed mid-burst. */
 typedef struct {
@@ -1454,31 +1503,16 @@ test_milter (gconstpointer data)
   guint wd_pf = mta_postfix_up (pfdir, milters, action, &smtp_port);
   g_assert_cmpint (mta_postfix_set (pfdir, "milter_content_timeout=40s"), ==, 0);
 
-  Smtp s = { .port = smtp_port };
-  s.mails = g_ptr_array_new_with_free_func ((GDestroyNotify) mail_free);
-  for (guint i = 0; i < N_MILTER; i++) {
-    Mail *m = g_new0 (Mail, 1);
-    m->id = g_strdup_printf ("%s-%04u", c->tag, i);
-    g_autofree char *path = url_path (300, "%s", m->id);
-    m->msg = message (m->id, path);
-    m->codes = g_string_new (NULL);
-    g_ptr_array_add (s.mails, m);
-  }
-  for (guint t = 0; t < N_CLIENTS; t++)
-    s.threads[t] = g_thread_new ("smtp", smtp_worker, &s);
+  Smtp s;
+  smtp_burst_start (&s, smtp_port, c->tag, N_MILTER);
   for (int t = 0; t < 120 * 100 && g_atomic_int_get (&s.done) < N_MILTER / 4; t++)
     g_usleep (10000);
-  g_autofree char *name = g_strdup_printf ("d%u", k + 1);
-  Stat st = { 0 };
-  gint64 end = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
-  while (!(haproxy_stat (be_milter, name, &st) && st.scur > 0) && g_get_monotonic_time () < end)
-    g_usleep (5000);
-  g_assert_cmpuint (st.scur, >, 0);
+  Stat st;
+  server_busy_wait (be_milter, k, &st);
   guint at_kill = (guint) g_atomic_int_get (&s.done);
   g_subprocess_force_exit (daemons[k].proc);
   g_assert_cmpint (daemon_reap (k), ==, -1);
-  for (guint t = 0; t < N_CLIENTS; t++)
-    g_thread_join (s.threads[t]);
+  smtp_burst_join (&s);
 
   /* every message accepted in the end */
   guint retried = 0;
@@ -1491,12 +1525,9 @@ test_milter (gconstpointer data)
     g_assert_cmpint (m->code, ==, 250);
   }
   /* each delivered once */
-  for (int t = 0; t < 60 * 20 && maildir_count (maildir_new) < N_MILTER; t++)
-    g_usleep (50000);
-  g_usleep (500000);   /* a copy too many would have come by now */
   g_autoptr (GHashTable) copies = NULL;
   guint total = 0;
-  g_autoptr (GHashTable) got = scan_delivered (maildir_new, &copies, &total);
+  g_autoptr (GHashTable) got = delivered_wait (maildir_new, N_MILTER, &copies, &total);
   guint unfiltered = 0;
   for (guint i = 0; i < s.mails->len; i++) {
     Mail *m = s.mails->pdata[i];
@@ -1580,43 +1611,25 @@ test_pipe_client (void)
 
   Stat be0, be1;
   g_assert_true (haproxy_stat (be_http, "BACKEND", &be0));
-  Smtp s = { .port = smtp_port };
-  s.mails = g_ptr_array_new_with_free_func ((GDestroyNotify) mail_free);
-  for (guint i = 0; i < N_PIPE; i++) {
-    Mail *m = g_new0 (Mail, 1);
-    m->id = g_strdup_printf ("pp-%04u", i);
-    g_autofree char *path = url_path (300, "%s", m->id);
-    m->msg = message (m->id, path);
-    m->codes = g_string_new (NULL);
-    g_ptr_array_add (s.mails, m);
-  }
-  for (guint t = 0; t < N_CLIENTS; t++)
-    s.threads[t] = g_thread_new ("smtp", smtp_worker, &s);
+  Smtp s;
+  smtp_burst_start (&s, smtp_port, "pp", N_PIPE);
   /* mid-burst: a quarter delivered, and the pipe's requests on d2 */
   for (int t = 0; t < 120 * 100 && maildir_count (maildir_new) < N_PIPE / 4; t++)
     g_usleep (10000);
   g_assert_cmpuint (maildir_count (maildir_new), >=, N_PIPE / 4);
-  g_autofree char *name = g_strdup_printf ("d%u", k + 1);
-  Stat st = { 0 };
-  gint64 end = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
-  while (!(haproxy_stat (be_http, name, &st) && st.scur > 0) && g_get_monotonic_time () < end)
-    g_usleep (5000);
-  g_assert_cmpuint (st.scur, >, 0);
+  Stat st;
+  server_busy_wait (be_http, k, &st);
   guint at_kill = maildir_count (maildir_new);
   g_subprocess_force_exit (daemons[k].proc);
   g_assert_cmpint (daemon_reap (k), ==, -1);
-  for (guint t = 0; t < N_CLIENTS; t++)
-    g_thread_join (s.threads[t]);
+  smtp_burst_join (&s);
   for (guint i = 0; i < s.mails->len; i++)
     g_assert_cmpint (((Mail *) s.mails->pdata[i])->code, ==, 250);
 
   /* each delivered once, resolved */
-  for (int t = 0; t < 120 * 20 && maildir_count (maildir_new) < N_PIPE; t++)
-    g_usleep (50000);
-  g_usleep (500000);   /* a copy too many would have come by now */
   g_autoptr (GHashTable) copies = NULL;
   guint total = 0;
-  g_autoptr (GHashTable) got = scan_delivered (maildir_new, &copies, &total);
+  g_autoptr (GHashTable) got = delivered_wait (maildir_new, N_PIPE, &copies, &total);
   for (guint i = 0; i < s.mails->len; i++) {
     Mail *m = s.mails->pdata[i];
     const char *res = g_hash_table_lookup (got, m->id);
